@@ -1,0 +1,39 @@
+#ifndef LOCKET_SHIM_H
+#define LOCKET_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+/// SQLite's SQLITE_TRANSIENT is a macro casting -1 to a function pointer,
+/// which Swift cannot import.
+sqlite3_destructor_type locket_sqlite_transient(void);
+
+/// Kernel key retention service. Each returns the syscall's result, -1 with errno on failure.
+/// The corresponding C functions are add_key(2) and keyctl(2).
+long locket_add_key(const char *type, const char *description,
+                    const void *payload, size_t length, int32_t keyring);
+long locket_keyctl_search(int32_t keyring, const char *type, const char *description);
+long locket_keyctl_read(int32_t key, void *buffer, size_t length);
+long locket_keyctl_set_timeout(int32_t key, uint32_t seconds);
+long locket_keyctl_setperm(int32_t key, uint32_t permissions);
+long locket_keyctl_invalidate(int32_t key);
+long locket_keyctl_unlink(int32_t key, int32_t keyring);
+
+/// The user keyring (@u) and the permissions locket gives its keys:
+/// possessor all, user view/read/write/search/link/setattr.
+int32_t locket_key_spec_user_keyring(void);
+uint32_t locket_key_permissions(void);
+
+/// Turns off core dumps for this process (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
+void locket_disable_core_dumps(void);
+
+/// Reads one line from the terminal `fd` with echo off, writing `prompt` to
+/// `outfd` first. Restores the terminal even when interrupted by SIGINT,
+/// SIGTERM or SIGHUP (the signal is then re-raised). Returns the number of
+/// bytes read (without the newline), -1 on end of file before a newline,
+/// -2 when the line is longer than `capacity`, -3 on another error.
+long locket_read_password(int fd, int outfd, const char *prompt,
+                          unsigned char *buffer, size_t capacity);
+
+#endif

@@ -1,0 +1,103 @@
+#define _GNU_SOURCE
+#include "locket_shim.h"
+
+#include <errno.h>
+#include <linux/keyctl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
+
+long locket_add_key(const char *type, const char *description,
+                    const void *payload, size_t length, int32_t keyring) {
+    return syscall(SYS_add_key, type, description, payload, length, keyring);
+}
+
+long locket_keyctl_search(int32_t keyring, const char *type, const char *description) {
+    return syscall(SYS_keyctl, KEYCTL_SEARCH, keyring, type, description, 0);
+}
+
+long locket_keyctl_read(int32_t key, void *buffer, size_t length) {
+    return syscall(SYS_keyctl, KEYCTL_READ, key, buffer, length);
+}
+
+long locket_keyctl_set_timeout(int32_t key, uint32_t seconds) {
+    return syscall(SYS_keyctl, KEYCTL_SET_TIMEOUT, key, seconds);
+}
+
+long locket_keyctl_setperm(int32_t key, uint32_t permissions) {
+    return syscall(SYS_keyctl, KEYCTL_SETPERM, key, permissions);
+}
+
+long locket_keyctl_invalidate(int32_t key) {
+    return syscall(SYS_keyctl, KEYCTL_INVALIDATE, key);
+}
+
+long locket_keyctl_unlink(int32_t key, int32_t keyring) {
+    return syscall(SYS_keyctl, KEYCTL_UNLINK, key, keyring);
+}
+
+int32_t locket_key_spec_user_keyring(void) { return KEY_SPEC_USER_KEYRING; }
+
+uint32_t locket_key_permissions(void) {
+    /* possessor: everything; same uid: view, read, write, search, link, setattr */
+    return 0x3f000000u | 0x003f0000u;
+}
+
+void locket_disable_core_dumps(void) {
+    struct rlimit none = {0, 0};
+    (void)setrlimit(RLIMIT_CORE, &none);
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+static volatile sig_atomic_t prompt_signal = 0;
+static void on_prompt_signal(int sig) { prompt_signal = sig; }
+
+long locket_read_password(int fd, int outfd, const char *prompt,
+                          unsigned char *buffer, size_t capacity) {
+    struct termios saved, quiet;
+    int have_termios = tcgetattr(fd, &saved) == 0;
+    struct sigaction act, old_int, old_term, old_hup;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_prompt_signal; /* no SA_RESTART: read() returns EINTR */
+    sigemptyset(&act.sa_mask);
+    prompt_signal = 0;
+    sigaction(SIGINT, &act, &old_int);
+    sigaction(SIGTERM, &act, &old_term);
+    sigaction(SIGHUP, &act, &old_hup);
+    if (have_termios) {
+        quiet = saved;
+        quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+        quiet.c_lflag |= ICANON;
+        (void)tcsetattr(fd, TCSAFLUSH, &quiet);
+    }
+    if (prompt) (void)!write(outfd, prompt, strlen(prompt));
+
+    long result = 0;
+    size_t used = 0;
+    int too_long = 0;
+    for (;;) {
+        unsigned char c;
+        ssize_t n = read(fd, &c, 1);
+        if (n < 0 && errno == EINTR && !prompt_signal) continue;
+        if (n < 0) { result = prompt_signal ? -1 : -3; break; }
+        if (n == 0) { result = -1; break; }
+        if (c == '\n' || c == '\r') { result = too_long ? -2 : (long)used; break; }
+        if (used < capacity) buffer[used++] = c; else too_long = 1;
+    }
+    if (have_termios) (void)tcsetattr(fd, TCSAFLUSH, &saved);
+    (void)!write(outfd, "\n", 1);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    if (prompt_signal) {
+        explicit_bzero(buffer, capacity);
+        raise(prompt_signal);
+    }
+    return result;
+}

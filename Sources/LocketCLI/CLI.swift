@@ -1,0 +1,171 @@
+import Glibc
+import LocketCore
+
+/// The process's inputs and outputs, injectable so tests can run the whole
+/// CLI in-process.
+public struct IO: Sendable {
+    /// Writes bytes to fd 1 (stdout) or 2 (stderr).
+    public var write: @Sendable (Int32, UnsafeRawBufferPointer) -> Void
+    /// The file descriptor secrets and passwords are read from.
+    public var stdin: Int32
+    /// The environment variables.
+    public var environment: [String: String]
+
+    public init(write: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Void, stdin: Int32, environment: [String: String]) {
+        self.write = write
+        self.stdin = stdin
+        self.environment = environment
+    }
+
+    /// The real process.
+    public static var standard: IO {
+        IO(write: { fd, bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 { if errno == EINTR { continue }; return }
+                offset += n
+            }
+        }, stdin: 0, environment: processEnvironment())
+    }
+
+    static func processEnvironment() -> [String: String] {
+        var out: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if let eq = s.firstIndex(of: "=") { out[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            p += 1
+        }
+        return out
+    }
+}
+
+/// The command line's entry point.
+public enum CLI {
+    /// Runs locket with `arguments` (argv, including argv[0]) and returns the exit status.
+    public static func run(_ arguments: [String], io: IO) -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        let context = Context(io: io)
+        defer { context.out.flush() }
+        do {
+            switch try Parser.parse(Array(arguments.dropFirst())) {
+            case .version:
+                context.out.line("locket \(CommandTable.version)")
+                return 0
+            case .run(let globals, let invocation):
+                context.globals = globals
+                if globals.json || io.environment["LOCKET_FORMAT"] == "json" { context.json = true }
+                if globals.help {
+                    context.out.text(Help.text(for: invocation.command.name == "help" ? nil : invocation.command))
+                    return 0
+                }
+                return try invocation.command.run(invocation, context)
+            }
+        } catch let error as UsageError {
+            context.out.flush()
+            context.usage(error)
+            return 2
+        } catch let error as KeychainError {
+            context.out.flush()
+            context.report(error)
+            return Diagnostics.exitStatus(error)
+        } catch {
+            context.err("locket: error: \(error)")
+            return 1
+        }
+    }
+}
+
+/// What a command runs with: IO, global options and output helpers.
+final class Context {
+    let io: IO
+    var globals = GlobalOptions()
+    var json = false
+    let out: OutputBuffer
+
+    init(io: IO) {
+        self.io = io
+        self.out = OutputBuffer(fd: 1, io: io)
+    }
+
+    var environment: Environment { Environment(io.environment) }
+
+    func err(_ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(0x0a)
+        bytes.withUnsafeBytes { io.write(2, $0) }
+    }
+
+    func warn(_ message: String) { err("locket: warning: \(message)") }
+
+    func report(_ error: KeychainError) {
+        if json {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("error"); w.string(error.code.name)
+            w.key("status"); w.int(Int64(error.status))
+            w.key("message"); w.string(error.message)
+            if let hint = error.hint { w.key("hint"); w.string(hint) }
+            w.endObject()
+            err(w.result)
+        } else {
+            err("locket: error: \(error.description)")
+            if let hint = error.hint { err("locket: hint: \(hint)") }
+        }
+    }
+
+    func usage(_ error: UsageError) {
+        err("locket: error: \(error.message)")
+        if let name = error.command, let command = CommandTable.command(named: name) {
+            err("usage: locket \(command.name) \(command.usage)")
+        } else {
+            err("usage: locket [-k KEYCHAIN] [-e ENTITLEMENTS] [--json] COMMAND [OPTIONS]")
+        }
+        err("locket: hint: run 'locket help\(error.command.map { " \($0)" } ?? "")' for more")
+    }
+
+    /// The keychain path from -k or the environment.
+    func keychainPath() throws -> String { try environment.keychainPath(globals.keychain) }
+
+    /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
+    func openKeychain() throws -> Keychain {
+        Diagnostics.protectProcess()
+        return try Keychain.open(at: keychainPath(), environment: environment)
+    }
+}
+
+/// Buffered stdout.
+final class OutputBuffer {
+    private var buffer: [UInt8] = []
+    private let fd: Int32
+    private let io: IO
+
+    init(fd: Int32, io: IO) {
+        self.fd = fd
+        self.io = io
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    func bytes<Bytes: Sequence<UInt8>>(_ b: Bytes) {
+        buffer.append(contentsOf: b)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func raw(_ b: UnsafeRawBufferPointer) {
+        if b.count >= 1 << 16 { flush(); io.write(fd, b); return }
+        buffer.append(contentsOf: b)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func text(_ s: String) { bytes(s.utf8) }
+    func line(_ s: String) { bytes(s.utf8); buffer.append(0x0a) }
+
+    func flush() {
+        guard !buffer.isEmpty else { return }
+        buffer.withUnsafeBytes { io.write(fd, $0) }
+        // The buffer may have held a secret (find -w): wipe before reuse.
+        for i in buffer.indices { buffer[i] = 0 }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

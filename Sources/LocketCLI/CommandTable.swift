@@ -1,0 +1,182 @@
+import LocketCore
+
+/// One option of a command, as the parser, `--help`, the completions and the
+/// man-page check all see it.
+public struct OptionSpec: Sendable {
+    /// Whether the option takes a value.
+    public enum Arity: Sendable, Equatable {
+        case flag
+        case value(String)
+        /// `-w [SECRET]`: the next argument is the value unless it is missing or an option.
+        case optionalValue(String)
+    }
+
+    /// What a shell should offer after the option.
+    public enum Completion: Sendable, Equatable {
+        case none, file, keychain
+        case values([String])
+    }
+
+    public let long: String
+    public let short: Character?
+    public let arity: Arity
+    public let repeatable: Bool
+    public let help: String
+    public let completion: Completion
+
+    init(_ long: String, _ short: Character? = nil, _ arity: Arity = .flag, repeatable: Bool = false,
+         completion: Completion = .none, _ help: String) {
+        self.long = long
+        self.short = short
+        self.arity = arity
+        self.repeatable = repeatable
+        self.help = help
+        self.completion = completion
+    }
+
+    /// `-a, --account ACCOUNT` as help and the man page show it.
+    public var display: String {
+        var s = short.map { "-\($0), " } ?? ""
+        s += "--\(long)"
+        switch arity {
+        case .flag: break
+        case .value(let name): s += " \(name)"
+        case .optionalValue(let name): s += " [\(name)]"
+        }
+        return s
+    }
+
+    /// `-a/--account`, as error messages name an option.
+    public var spelling: String { short.map { "-\($0)/--\(long)" } ?? "--\(long)" }
+}
+
+/// One command: its options, its one-line usage and what runs it.
+public struct CommandSpec: Sendable {
+    public let name: String
+    public let usage: String
+    public let summary: String
+    public let options: [OptionSpec]
+    /// Pairs of long names that can't be given together.
+    public let conflicts: [(String, String)]
+    /// Whether the command takes operands after its options.
+    public let operands: Bool
+    let run: @Sendable (Invocation, Context) throws -> Int32
+
+    public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
+}
+
+/// The one list of commands and options (SPEC §8). Parsing, `help`, the
+/// completions and the man-page drift test all read it.
+public enum CommandTable {
+    /// Options every command accepts, before or after the command name.
+    public static let globalOptions: [OptionSpec] = [
+        OptionSpec("keychain", "k", .value("KEYCHAIN"), completion: .keychain,
+                   "the keychain: a path, or a NAME in $XDG_DATA_HOME/locket (default: login)"),
+        OptionSpec("entitlements", "e", .value("PATH"), completion: .file,
+                   "the calling app's entitlements file (default: none, the owner)"),
+        OptionSpec("json", nil, .flag, "print JSON instead of text (also LOCKET_FORMAT=json)"),
+        OptionSpec("help", "h", .flag, "show help"),
+    ]
+
+    /// `--version`, accepted only in place of a command.
+    public static let versionOption = OptionSpec("version", nil, .flag, "print the version")
+
+    /// Attribute options shared by add, find, update and delete. `find` keeps
+    /// `-g` for "show the secret" as in `security(1)`, so there the access
+    /// group is long-only.
+    static func attributeOptions(accessGroupShort: Bool = true) -> [OptionSpec] {
+        [
+            OptionSpec("class", nil, .value("CLASS"), completion: .values(["genp", "inet"]),
+                       "item class: genp (generic password, the default) or inet (internet password)"),
+            OptionSpec("account", "a", .value("ACCOUNT"), "account name"),
+            OptionSpec("service", "s", .value("SERVICE"), "service (genp); with --class inet, -s is the server"),
+            OptionSpec("server", nil, .value("SERVER"), "server (inet)"),
+            OptionSpec("label", "l", .value("LABEL"), "label (add defaults it to the service or server)"),
+            OptionSpec("description", "D", .value("KIND"), "description (kind)"),
+            OptionSpec("comment", "j", .value("COMMENT"), "comment"),
+            OptionSpec("generic", "G", .value("VALUE"), "generic attribute (genp)"),
+            OptionSpec("creator", "c", .value("CODE"), "creator, a four-character code"),
+            OptionSpec("type", "C", .value("CODE"), "type, a four-character code"),
+            OptionSpec("security-domain", "d", .value("DOMAIN"), "security domain (inet)"),
+            OptionSpec("protocol", "r", .value("PROTOCOL"), completion: .values(protocolNames),
+                       "protocol (inet): https, http, ssh, ... or a four-character code"),
+            OptionSpec("auth-type", "t", .value("TYPE"), completion: .values(authTypeNames),
+                       "authentication type (inet): default, http-basic, ... or a four-character code"),
+            OptionSpec("port", "P", .value("PORT"), "port (inet), 0-65535"),
+            OptionSpec("path", "p", .value("PATH"), "path (inet)"),
+            OptionSpec("access-group", accessGroupShort ? "g" : nil, .value("GROUP"), "access group"),
+        ]
+    }
+
+    static let protocolNames = FourCharCodes.protocols.keys.sorted()
+    static let authTypeNames = FourCharCodes.authenticationTypes.keys.sorted()
+    static let accessibleNames = ProtectionClass.allCases.map(\.name)
+
+    static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
+    static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),
+                                         "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")
+    static let dataFile = OptionSpec("data-file", nil, .value("PATH"), completion: .file, "read the secret's exact bytes from PATH (- for stdin)")
+    static let timeout = OptionSpec("timeout", nil, .value("SECONDS"), completion: .values(["none", "300", "3600"]),
+                                    "lock again after SECONDS without use (none: never; default 300)")
+    static let ref = OptionSpec("ref", nil, .value("REF"), "the item with this persistent reference")
+
+    /// Every command, in help order.
+    public static let commands: [CommandSpec] = [
+        CommandSpec(name: "init", usage: "[--no-password] [--password-stdin]",
+                    summary: "create a keychain and set its password",
+                    options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin],
+                    conflicts: [("no-password", "password-stdin")], operands: false, run: Commands.initialize),
+        CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|-] [--accessible CLASS] [-U]",
+                    summary: "add an item",
+                    options: attributeOptions() + [
+                        secretOption, dataFile,
+                        OptionSpec("accessible", nil, .value("CLASS"), completion: .values(accessibleNames),
+                                   "protection class (default when-unlocked)"),
+                        OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
+                    ],
+                    conflicts: [("password", "data-file")], operands: false, run: Commands.add),
+        CommandSpec(name: "find", usage: "[ATTRIBUTES] [--ref REF] [--limit N | --all] [-w | -g] [--show-ref]",
+                    summary: "find items and print their attributes or secret",
+                    options: attributeOptions(accessGroupShort: false) + [
+                        ref,
+                        OptionSpec("limit", nil, .value("N"), "return up to N items (default 1)"),
+                        OptionSpec("all", nil, .flag, "return every matching item"),
+                        OptionSpec("password", "w", .flag, "print only the secret"),
+                        OptionSpec("show-data", "g", .flag, "print the attributes and the secret"),
+                        OptionSpec("no-newline", "n", .flag, "with -w, print no newline after the secret"),
+                        OptionSpec("show-ref", nil, .flag, "print the persistent reference"),
+                    ],
+                    conflicts: [("limit", "all"), ("password", "show-data")], operands: false, run: Commands.find),
+        CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [-w [SECRET] | --data-file PATH|-]",
+                    summary: "change every matching item, all or nothing",
+                    options: attributeOptions() + [
+                        ref,
+                        OptionSpec("set", nil, .value("NAME=VALUE"), repeatable: true,
+                                   "set an attribute (long name or four-char code)"),
+                        secretOption, dataFile,
+                    ],
+                    conflicts: [("password", "data-file")], operands: false, run: Commands.update),
+        CommandSpec(name: "delete", usage: "[ATTRIBUTES] [--ref REF] [--all]",
+                    summary: "delete every matching item",
+                    options: attributeOptions() + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
+                    conflicts: [], operands: false, run: Commands.delete),
+        CommandSpec(name: "dump", usage: "[--data]", summary: "list every item",
+                    options: [OptionSpec("data", nil, .flag, "include the secrets")],
+                    conflicts: [], operands: false, run: Commands.dump),
+        CommandSpec(name: "lock", usage: "[--all]", summary: "forget the unlocked keys",
+                    options: [OptionSpec("all", nil, .flag, "forget every key, as a reboot would")],
+                    conflicts: [], operands: false, run: Commands.lock),
+        CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin]",
+                    summary: "unlock the keychain for later commands",
+                    options: [timeout, passwordStdin], conflicts: [], operands: false, run: Commands.unlock),
+        CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
+                    options: [], conflicts: [], operands: true, run: Commands.completion),
+        CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
+                    options: [], conflicts: [], operands: true, run: Commands.help),
+    ]
+
+    public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+
+    /// The version `--version` prints.
+    public static let version = "0.1.0"
+}

@@ -1,0 +1,67 @@
+import LocketCore
+
+/// Turns the attribute options of add/find/update/delete into engine values.
+enum AttributeOptions {
+    static func itemClass(_ invocation: Invocation) throws -> ItemClass {
+        try invocation.value("class").map { try ItemClass(parsing: $0) } ?? .genericPassword
+    }
+
+    /// The attributes given, in table order. `-s` means the service of a
+    /// generic password and the server of an internet password; the long
+    /// spellings mean exactly what they say, so `--service` on inet is errSecNoSuchAttr.
+    static func given(_ invocation: Invocation, _ itemClass: ItemClass) throws -> [(Attribute, [UInt8])] {
+        var out: [(Attribute, [UInt8])] = []
+        for attribute in Attribute.allCases where attribute != .accessible {
+            guard let text = invocation.value(attribute.longName) else { continue }
+            var target = attribute
+            if attribute == .service && itemClass == .internetPassword && invocation.spelling("service") == "-s" {
+                target = .server
+            }
+            guard itemClass.supports(target) else {
+                throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no \(target.longName) attribute (\(target.code))",
+                                    hint: target == .server || target == .service ? "use --class inet for internet passwords" : nil)
+            }
+            out.append((target, try AttributeValue.parse(target, Array(text.utf8))))
+        }
+        return out
+    }
+
+    /// A query from the attribute options, `--ref` included.
+    static func query(_ invocation: Invocation) throws -> Query {
+        let itemClass = try itemClass(invocation)
+        var query = Query(itemClass: itemClass)
+        for (attribute, value) in try given(invocation, itemClass) { try query.match(attribute, value) }
+        if let ref = invocation.value("ref") {
+            guard let bytes = PersistentRef.decode(ref) else {
+                throw KeychainError(.param, "'\(ref.prefix(40))' is not a persistent reference (32 hexadecimal digits)")
+            }
+            query.persistentRef = bytes
+        }
+        return query
+    }
+}
+
+/// Persistent references print as 32 lowercase hexadecimal digits.
+enum PersistentRef {
+    static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count == 32 else { return nil }
+        var out = [UInt8]()
+        var i = 0
+        while i < 32 {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x61 + 10
+        case 0x41...0x46: c - 0x41 + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import LocketCore
+
+/// The commands, one function each; `CommandTable` lists them.
+enum Commands {
+    /// `locket add`
+    static func add(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let itemClass = try AttributeOptions.itemClass(invocation)
+        var item = NewItem(itemClass: itemClass)
+        for (attribute, value) in try AttributeOptions.given(invocation, itemClass) {
+            if attribute == .accessGroup {
+                item.accessGroup = String(decoding: value, as: UTF8.self)
+            } else {
+                try item.set(attribute, value)
+            }
+        }
+        if let accessible = invocation.value("accessible") { item.accessible = try ProtectionClass(parsing: accessible) }
+        let keychain = try context.openKeychain()
+        let data = try Prompt.secret(context, invocation, confirm: true) ?? SecureBytes(count: 0)
+        try keychain.add(item, data: data, updateExisting: invocation.has("update"))
+        return 0
+    }
+
+    /// `locket find`
+    static func find(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let query = try AttributeOptions.query(invocation)
+        var limit = MatchLimit.one
+        if invocation.has("all") { limit = .all }
+        if let text = invocation.value("limit") {
+            guard let n = Int(text), n > 0 else { throw UsageError(message: "--limit needs a positive number", command: "find") }
+            limit = .count(n)
+        }
+        let secretOnly = invocation.has("password")
+        let withData = secretOnly || invocation.has("show-data")
+        let keychain = try context.openKeychain()
+        let items = try keychain.search(query, limit: limit, returnData: withData)
+        let options = ItemPrinter.Options(data: withData, ref: invocation.has("show-ref"))
+        let many = limit != .one
+        if secretOnly && !context.json {
+            for item in items {
+                item.data?.withUnsafeBytes { context.out.raw($0) }
+                if !invocation.has("no-newline") { context.out.text("\n") }
+            }
+            return 0
+        }
+        if context.json {
+            var w = JSONWriter()
+            if many { context.out.text("[") }
+            for (i, item) in items.enumerated() {
+                w.reset()
+                ItemPrinter.json(item, options, into: &w)
+                if i > 0 { context.out.text(",") }
+                context.out.bytes(w.bytes)
+            }
+            if many { context.out.text("]") }
+            context.out.text("\n")
+        } else {
+            for (i, item) in items.enumerated() {
+                if i > 0 { context.out.text("\n") }
+                ItemPrinter.text(item, options, into: context.out)
+            }
+        }
+        return 0
+    }
+
+    /// `locket update`
+    static func update(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let query = try AttributeOptions.query(invocation)
+        var changes: [Attribute: [UInt8]] = [:]
+        var newGroup: String?
+        for assignment in invocation.all("set") {
+            guard let eq = assignment.firstIndex(of: "=") else {
+                throw UsageError(message: "--set needs NAME=VALUE, not '\(assignment.prefix(40))'", command: "update")
+            }
+            let name = String(assignment[..<eq])
+            let text = String(assignment[assignment.index(after: eq)...])
+            guard let attribute = Attribute(name: name) else {
+                throw KeychainError(.noSuchAttr, "no attribute named '\(name.prefix(40))'")
+            }
+            guard query.itemClass.supports(attribute) else {
+                throw KeychainError(.noSuchAttr, "\(query.itemClass.name) items have no \(attribute.longName) attribute (\(attribute.code))")
+            }
+            if attribute == .accessible {
+                throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
+            }
+            let value = try AttributeValue.parse(attribute, Array(text.utf8))
+            if attribute == .accessGroup { newGroup = text } else { changes[attribute] = value }
+        }
+        let keychain = try context.openKeychain()
+        let data = try Prompt.secret(context, invocation, confirm: true)
+        if changes.isEmpty && newGroup == nil && data == nil {
+            throw UsageError(message: "nothing to change: give --set NAME=VALUE, -w or --data-file", command: "update")
+        }
+        try keychain.update(query, changes: changes, newGroup: newGroup, data: data)
+        return 0
+    }
+
+    /// `locket delete`
+    static func delete(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let query = try AttributeOptions.query(invocation)
+        // An empty query would delete every item: demand --all.
+        if query.isEmpty && !invocation.has("all") {
+            throw KeychainError(.param, "delete without attributes would delete every item", hint: "add --all if that is what you mean")
+        }
+        let keychain = try context.openKeychain()
+        try keychain.delete(query)
+        return 0
+    }
+
+    /// `locket dump`
+    static func dump(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let keychain = try context.openKeychain()
+        let options = ItemPrinter.Options(data: invocation.has("data"), ref: true, status: context.json)
+        var first = true
+        var damaged = 0
+        var w = JSONWriter()
+        if context.json { context.out.text("[") }
+        try keychain.dump(returnData: options.data) { item in
+            if item.availability == .damaged { damaged += 1 }
+            if context.json {
+                w.reset()
+                ItemPrinter.json(item, options, into: &w)
+                if !first { context.out.text(",\n") } else { context.out.text("\n") }
+                context.out.bytes(w.bytes)
+            } else {
+                if !first { context.out.text("\n") }
+                ItemPrinter.text(item, options, into: context.out)
+            }
+            first = false
+        }
+        if context.json { context.out.text(first ? "]\n" : "\n]\n") }
+        if damaged > 0 {
+            throw KeychainError(.decode, "\(damaged) item\(damaged == 1 ? "" : "s") could not be opened (altered or moved); the others were listed")
+        }
+        return 0
+    }
+}

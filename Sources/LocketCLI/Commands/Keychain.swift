@@ -1,0 +1,50 @@
+import LocketCore
+
+extension Commands {
+    /// `locket init`
+    static func initialize(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        Diagnostics.protectProcess()
+        let path = try context.keychainPath()
+        var password: SecureBytes?
+        if !invocation.has("no-password") {
+            password = try Prompt.password(context, prompt: "New password for \(path): ", confirm: true,
+                                           fromStdin: invocation.has("password-stdin"))
+        }
+        try Keychain.create(at: path, password: password, environment: context.environment)
+        return 0
+    }
+
+    /// `locket unlock`
+    static func unlock(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let timeout = try invocation.value("timeout").map(parseTimeout)
+        let keychain = try context.openKeychain()
+        guard keychain.hasPassword else {
+            context.err("locket: the keychain has no password; it is always unlocked")
+            return 0
+        }
+        let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
+                                           fromStdin: invocation.has("password-stdin"))
+        try keychain.unlock(password: password, timeout: timeout)
+        return 0
+    }
+
+    /// `locket lock`
+    static func lock(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let keychain = try context.openKeychain()
+        guard keychain.hasPassword else {
+            context.err("locket: the keychain has no password; it is always unlocked and lock changes nothing")
+            return 0
+        }
+        keychain.lock(all: invocation.has("all"))
+        return 0
+    }
+
+    /// SECONDS or `none` (no auto-lock, stored as 0).
+    static func parseTimeout(_ text: String) throws -> UInt32 {
+        if text == "none" { return 0 }
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let n = UInt32(text), n > 0, n <= 31_536_000 else {
+            throw UsageError(message: "--timeout must be a number of seconds from 1 to 31536000, or none", command: nil)
+        }
+        return n
+    }
+}

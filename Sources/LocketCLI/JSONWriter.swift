@@ -1,0 +1,73 @@
+/// A small streaming JSON writer: locket's JSON is a handful of flat objects,
+/// and dumping 100 k items must not build a document tree.
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+    private var needsComma: [Bool] = [false]
+
+    var result: String { String(decoding: bytes, as: UTF8.self) }
+
+    private mutating func separate() {
+        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
+        needsComma[needsComma.count - 1] = true
+    }
+
+    mutating func beginObject() {
+        beginValue()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma.append(false)
+    }
+
+    mutating func endObject() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    mutating func key(_ name: String) {
+        separate()
+        appendString(Array(name.utf8))
+        bytes.append(UInt8(ascii: ":"))
+        pendingValueAfterKey = true
+    }
+
+    private var pendingValueAfterKey = false
+
+    private mutating func beginValue() {
+        if pendingValueAfterKey {
+            pendingValueAfterKey = false
+        } else {
+            separate()
+        }
+    }
+
+    mutating func string(_ s: String) { beginValue(); appendString(Array(s.utf8)) }
+    /// Bytes known to be valid UTF-8.
+    mutating func string(utf8: [UInt8]) { beginValue(); appendString(utf8) }
+    mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
+    mutating func bool(_ v: Bool) { beginValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
+
+    private mutating func appendString(_ s: [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        let hex = Array("0123456789abcdef".utf8)
+        for b in s {
+            switch b {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
+            case 0x0a: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0d: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<0x20, 0x7f:
+                bytes.append(contentsOf: Array("\\u00".utf8))
+                bytes.append(hex[Int(b >> 4)]); bytes.append(hex[Int(b & 0xf)])
+            default: bytes.append(b)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Lets a caller reuse the writer's storage for the next object.
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        needsComma = [false]
+        pendingValueAfterKey = false
+    }
+}

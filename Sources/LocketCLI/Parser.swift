@@ -1,0 +1,179 @@
+/// A usage error: exit status 2 with the command's usage line.
+struct UsageError: Error {
+    let message: String
+    let command: String?
+}
+
+/// What the parser made of the arguments.
+struct Invocation {
+    let command: CommandSpec
+    /// Values by long option name, in the order given (flags have one empty value per occurrence).
+    private(set) var values: [String: [String]] = [:]
+    /// How each option was spelled the last time it was given (`-s` or `--service`).
+    private(set) var spellings: [String: String] = [:]
+    /// Options given with no value where the value is optional (`-w` alone).
+    private(set) var bare: Set<String> = []
+    private(set) var operands: [String] = []
+
+    init(command: CommandSpec) { self.command = command }
+
+    func has(_ long: String) -> Bool { values[long] != nil }
+    func value(_ long: String) -> String? { values[long]?.last }
+    func all(_ long: String) -> [String] { values[long] ?? [] }
+    func isBare(_ long: String) -> Bool { bare.contains(long) }
+    func spelling(_ long: String) -> String? { spellings[long] }
+
+    mutating func record(_ spec: OptionSpec, spelled: String, value: String?) throws {
+        if values[spec.long] != nil && !spec.repeatable {
+            throw UsageError(message: "\(spec.spelling) given more than once", command: command.name)
+        }
+        values[spec.long, default: []].append(value ?? "")
+        spellings[spec.long] = spelled
+        if value == nil, case .optionalValue = spec.arity { bare.insert(spec.long) }
+    }
+
+    mutating func operand(_ s: String) { operands.append(s) }
+}
+
+/// Options that apply to the whole run.
+struct GlobalOptions {
+    var keychain: String?
+    var entitlements: String?
+    var json = false
+    var help = false
+}
+
+/// The hand-written parser: getopt-like short clusters (`-wn`, `-aVALUE`),
+/// `--long VALUE` and `--long=VALUE`, `--` to end options. Global options may
+/// come before or after the command name.
+enum Parser {
+    enum Result {
+        case version
+        case run(GlobalOptions, Invocation)
+    }
+
+    static func parse(_ arguments: [String]) throws -> Result {
+        var globals = GlobalOptions()
+        var i = 0
+        // Global options before the command.
+        while i < arguments.count, arguments[i].hasPrefix("-"), arguments[i] != "-", arguments[i] != "--" {
+            let arg = arguments[i]
+            if arg == "--version" { return .version }
+            guard let (spec, spelled, inline) = match(arg, in: CommandTable.globalOptions) else {
+                throw UsageError(message: "unknown option '\(arg)'", command: nil)
+            }
+            let value = try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: nil)
+            apply(spec, value, to: &globals)
+            i += 1
+        }
+        guard i < arguments.count, !arguments[i].hasPrefix("-") else {
+            if globals.help { return .run(globals, Invocation(command: CommandTable.command(named: "help")!)) }
+            throw UsageError(message: i < arguments.count ? "unexpected '\(arguments[i])' before the command" : "no command given", command: nil)
+        }
+        let name = arguments[i]
+        guard let command = CommandTable.command(named: name) else {
+            throw UsageError(message: "unknown command '\(name)'", command: nil)
+        }
+        i += 1
+        var invocation = Invocation(command: command)
+        var optionsEnded = false
+        while i < arguments.count {
+            let arg = arguments[i]
+            if optionsEnded || !arg.hasPrefix("-") || arg == "-" {
+                guard command.operands else {
+                    throw UsageError(message: "unexpected argument '\(arg)'", command: command.name)
+                }
+                invocation.operand(arg)
+                i += 1
+                continue
+            }
+            if arg == "--" { optionsEnded = true; i += 1; continue }
+            if arg.hasPrefix("--") {
+                if let (spec, spelled, inline) = match(arg, in: command.options) {
+                    let value = try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: command.name)
+                    try invocation.record(spec, spelled: spelled, value: value)
+                } else if let (spec, spelled, inline) = match(arg, in: CommandTable.globalOptions) {
+                    apply(spec, try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: command.name), to: &globals)
+                } else {
+                    throw UsageError(message: "unknown option '\(arg.split(separator: "=", maxSplits: 1)[0])' for \(command.name)", command: command.name)
+                }
+                i += 1
+                continue
+            }
+            // A cluster of short options: flags, then possibly one that takes the rest or the next argument.
+            var chars = Array(arg.dropFirst())
+            while !chars.isEmpty {
+                let c = chars.removeFirst()
+                let spec = command.options.first { $0.short == c } ?? CommandTable.globalOptions.first { $0.short == c }
+                guard let spec else {
+                    throw UsageError(message: "unknown option '-\(c)' for \(command.name)", command: command.name)
+                }
+                let inline = chars.isEmpty ? nil : String(chars)
+                var value: String?
+                if spec.arity != .flag {
+                    value = try takeValue(spec, spelled: "-\(c)", inline: inline, arguments, &i, command: command.name)
+                    chars = []
+                }
+                if CommandTable.globalOptions.contains(where: { $0.long == spec.long }) && command.option(long: spec.long) == nil {
+                    apply(spec, value, to: &globals)
+                } else {
+                    try invocation.record(spec, spelled: "-\(c)", value: value)
+                }
+            }
+            i += 1
+        }
+        for (a, b) in command.conflicts where invocation.has(a) && invocation.has(b) {
+            throw UsageError(message: "\(command.option(long: a)!.spelling) can't be used with \(command.option(long: b)!.spelling)",
+                             command: command.name)
+        }
+        return .run(globals, invocation)
+    }
+
+    /// The option `arg` names (`--long`, `--long=value`), with its inline value.
+    private static func match(_ arg: String, in options: [OptionSpec]) -> (OptionSpec, String, String?)? {
+        if arg.hasPrefix("--") {
+            let body = arg.dropFirst(2)
+            let parts = body.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            guard let spec = options.first(where: { $0.long == name }) else { return nil }
+            return (spec, "--\(name)", parts.count > 1 ? String(parts[1]) : nil)
+        }
+        guard arg.count >= 2, let spec = options.first(where: { $0.short == arg.dropFirst().first }) else { return nil }
+        let rest = String(arg.dropFirst(2))
+        return (spec, String(arg.prefix(2)), rest.isEmpty ? nil : rest)
+    }
+
+    private static func takeValue(_ spec: OptionSpec, spelled: String, inline: String?, _ arguments: [String],
+                                  _ i: inout Int, command: String?) throws -> String? {
+        switch spec.arity {
+        case .flag:
+            if inline != nil { throw UsageError(message: "\(spec.spelling) takes no value", command: command) }
+            return nil
+        case .value(let name):
+            if let inline { return inline }
+            guard i + 1 < arguments.count else {
+                throw UsageError(message: "\(spec.spelling) needs a value (\(name))", command: command)
+            }
+            i += 1
+            return arguments[i]
+        case .optionalValue:
+            if let inline { return inline }
+            // `-w` followed by nothing or by another option means "prompt or read stdin".
+            if i + 1 < arguments.count, !arguments[i + 1].hasPrefix("-") {
+                i += 1
+                return arguments[i]
+            }
+            return nil
+        }
+    }
+
+    private static func apply(_ spec: OptionSpec, _ value: String?, to globals: inout GlobalOptions) {
+        switch spec.long {
+        case "keychain": globals.keychain = value
+        case "entitlements": globals.entitlements = value
+        case "json": globals.json = true
+        case "help": globals.help = true
+        default: break
+        }
+    }
+}

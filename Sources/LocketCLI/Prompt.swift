@@ -1,0 +1,137 @@
+import CLocketShim
+import Glibc
+import LocketCore
+
+/// Reading secrets and passwords: a no-echo prompt at a terminal, standard
+/// input otherwise, never a hang when there is neither.
+enum Prompt {
+    static let maximumPasswordLength = 4096
+
+    /// How long locket waits for the first byte of a secret on a non-terminal
+    /// stdin that nobody asked for explicitly: long enough for a slow producer
+    /// (`gpg -d | locket add -w`), short enough that a CI job without input fails.
+    static let implicitStdinWait: Int32 = 10_000
+
+    static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// A password for init (confirm) or unlock.
+    static func password(_ context: Context, prompt: String, confirm: Bool, fromStdin: Bool) throws -> SecureBytes {
+        let fd = context.io.stdin
+        if !fromStdin && isTerminal(fd) {
+            let first = try readTerminal(fd, prompt: prompt)
+            if confirm {
+                let second = try readTerminal(fd, prompt: "Again: ")
+                guard first.constantTimeEquals(second) else { throw KeychainError(.param, "the two passwords do not match") }
+            }
+            return first
+        }
+        if !fromStdin { try waitForInput(fd, what: "password") }
+        let line = try readLine(fd)
+        guard line.count > 0 else {
+            throw KeychainError(.param, "no password on standard input", hint: "pipe it in, or run at a terminal")
+        }
+        return line
+    }
+
+    /// The secret of `add`/`update`: `-w VALUE`, bare `-w` (prompt, or stdin),
+    /// or `--data-file PATH|-`; nil when none of them was given.
+    static func secret(_ context: Context, _ invocation: Invocation, confirm: Bool) throws -> SecureBytes? {
+        if let path = invocation.value("data-file") {
+            if path == "-" { return try readAll(context.io.stdin, what: "standard input") }
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            return try readAll(fd, what: path)
+        }
+        guard invocation.has("password") else { return nil }
+        if !invocation.isBare("password") {
+            context.warn("a secret given as an argument is visible to other processes; pipe it on stdin with -w alone")
+            return SecureBytes(copying: Array(invocation.value("password")!.utf8))
+        }
+        let fd = context.io.stdin
+        if isTerminal(fd) {
+            let first = try readTerminal(fd, prompt: "Secret: ")
+            if confirm {
+                let second = try readTerminal(fd, prompt: "Again: ")
+                guard first.constantTimeEquals(second) else { throw KeychainError(.param, "the two secrets do not match") }
+            }
+            return first
+        }
+        try waitForInput(fd, what: "secret")
+        let all = try readAll(fd, what: "standard input")
+        // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
+        return all.withUnsafeBytes { raw in
+            raw.last == 0x0a ? SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
+        }
+    }
+
+    private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {
+        let buffer = SecureBytes(count: maximumPasswordLength)
+        let n = buffer.withUnsafeMutableBytes {
+            locket_read_password(fd, 2, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
+        }
+        switch n {
+        case -1: throw KeychainError(.userCanceled)
+        case -2: throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes")
+        case ..<0: throw KeychainError(.io, "cannot read from the terminal")
+        default: return buffer.prefix(n)
+        }
+    }
+
+    /// Fails instead of hanging when stdin stays silent (no terminal, no data).
+    private static func waitForInput(_ fd: Int32, what: String) throws {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let n = poll(&p, 1, implicitStdinWait)
+        if n == 0 {
+            throw KeychainError(.interactionNotAllowed, "no \(what) on standard input and no terminal to ask at",
+                                hint: "pipe the \(what) in (or use --password-stdin), or run at a terminal")
+        }
+    }
+
+    /// One line (without its newline) into guarded memory.
+    private static func readLine(_ fd: Int32) throws -> SecureBytes {
+        let buffer = SecureBytes(count: maximumPasswordLength)
+        var used = 0
+        var c: UInt8 = 0
+        while true {
+            let n = read(fd, &c, 1)
+            if n < 0 { if errno == EINTR { continue }; if errno == EBADF { break }; throw KeychainError(.io, "cannot read standard input") }
+            if n == 0 || c == 0x0a { break }
+            guard used < buffer.count else { throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes") }
+            buffer.withUnsafeMutableBytes { $0[used] = c }
+            used += 1
+        }
+        c = 0
+        if used > 0, buffer.withUnsafeBytes({ $0[used - 1] }) == 0x0d { used -= 1 }
+        return buffer.prefix(used)
+    }
+
+    /// Everything on `fd`, up to the keychain's limit plus one byte to detect excess.
+    static func readAll(_ fd: Int32, what: String) throws -> SecureBytes {
+        let limit = Keychain.maximumDataLength
+        var capacity = 64 * 1024
+        var buffer = SecureBytes(count: capacity)
+        var used = 0
+        while true {
+            if used == capacity {
+                guard capacity <= limit else {
+                    throw KeychainError(.dataTooLarge, "the secret is larger than \(limit / 1024 / 1024) MiB")
+                }
+                capacity = min(capacity * 4, limit + 1)
+                let bigger = SecureBytes(count: capacity)
+                bigger.withUnsafeMutableBytes { dst in buffer.withUnsafeBytes { src in dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: used) } }
+                buffer = bigger
+            }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, capacity - used) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EBADF { break }
+                throw KeychainError(.io, "cannot read \(what): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            used += n
+            if used > limit { throw KeychainError(.dataTooLarge, "the secret is larger than \(limit / 1024 / 1024) MiB") }
+        }
+        return buffer.prefix(used)
+    }
+}

@@ -1,0 +1,68 @@
+import CSodium
+
+/// Keyed BLAKE2b (`crypto_generichash`) for every derived key and blind
+/// index. Contexts are domain-separated byte strings built with `Context`.
+enum KeyDerivation {
+    /// A 32-byte key derived from `key` for `context`.
+    static func derive(_ key: SecureBytes, _ context: Context) -> SecureBytes {
+        let out = SecureBytes(count: 32)
+        hash(key, context.bytes, into: out)
+        return out
+    }
+
+    /// A 16-byte keyed digest, used for primary keys and blind indexes.
+    static func digest(_ key: SecureBytes, _ context: Context) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 16)
+        key.withUnsafeBytes { k in
+            context.bytes.withUnsafeBytes { m in
+                out.withUnsafeMutableBytes { o in
+                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
+                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+        return out
+    }
+
+    private static func hash(_ key: SecureBytes, _ message: [UInt8], into out: SecureBytes) {
+        key.withUnsafeBytes { k in
+            message.withUnsafeBytes { m in
+                out.withUnsafeMutableBytes { o in
+                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count,
+                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+    }
+
+    /// An unambiguous encoding of a derivation's inputs: a label, then
+    /// length-prefixed fields, so that no two different inputs collide.
+    struct Context {
+        private(set) var bytes: [UInt8]
+
+        init(_ label: StaticString) {
+            bytes = []
+            bytes.reserveCapacity(64)
+            append(Array(UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount)))
+        }
+
+        mutating func append<Bytes: Collection<UInt8>>(_ field: Bytes) {
+            let n = UInt32(field.count)
+            bytes.append(contentsOf: [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16),
+                                      UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)])
+            bytes.append(contentsOf: field)
+        }
+
+        mutating func append(_ string: String) { append(Array(string.utf8)) }
+
+        func with<Bytes: Collection<UInt8>>(_ field: Bytes) -> Context {
+            var copy = self
+            copy.append(field)
+            return copy
+        }
+
+        func with(_ string: String) -> Context { with(Array(string.utf8)) }
+    }
+}

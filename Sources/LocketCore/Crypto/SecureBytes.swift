@@ -1,0 +1,67 @@
+import CSodium
+
+/// Bytes in libsodium guarded memory (`sodium_malloc`: guard pages, mlock'd,
+/// excluded from core dumps) that are wiped when released. Keys, passwords
+/// and opened secrets live here.
+public final class SecureBytes: @unchecked Sendable {
+    private let base: UnsafeMutableRawPointer?
+    /// The number of bytes.
+    public let count: Int
+
+    /// Zeroed guarded memory of `count` bytes.
+    public init(count: Int) {
+        self.count = count
+        // sodium_malloc aborts until sodium_init has run.
+        try? Sodium.ready()
+        if count == 0 {
+            base = nil
+        } else {
+            guard let p = sodium_malloc(count) else { fatalError("locket: out of guarded memory") }
+            sodium_memzero(p, count)
+            base = p
+        }
+    }
+
+    /// A copy of `bytes`.
+    public convenience init<Bytes: Collection<UInt8>>(copying bytes: Bytes) {
+        self.init(count: bytes.count)
+        if let base {
+            var i = 0
+            for b in bytes { base.storeBytes(of: b, toByteOffset: i, as: UInt8.self); i += 1 }
+        }
+    }
+
+    /// A copy of a raw buffer.
+    public convenience init(copying raw: UnsafeRawBufferPointer) {
+        self.init(count: raw.count)
+        if let base, let src = raw.baseAddress { base.copyMemory(from: src, byteCount: raw.count) }
+    }
+
+    deinit { if let base { sodium_free(base) } }
+
+    /// Read access to the bytes.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Write access to the bytes.
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeMutableRawBufferPointer(start: base, count: count))
+    }
+
+    /// The first `n` bytes as a new buffer.
+    public func prefix(_ n: Int) -> SecureBytes {
+        let out = SecureBytes(count: n)
+        if n > 0 { out.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: base!, byteCount: n) } }
+        return out
+    }
+
+    /// A plain array copy, for values that are not secret once opened
+    /// (attributes) or must leave as ordinary bytes (output). Wipe it after use.
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// Constant-time equality.
+    public func constantTimeEquals(_ other: SecureBytes) -> Bool {
+        withUnsafeBytes { a in other.withUnsafeBytes { b in Sodium.equal(a, b) } }
+    }
+}

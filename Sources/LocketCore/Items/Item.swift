@@ -1,0 +1,50 @@
+/// One keychain item as returned by a query.
+public struct Item: Sendable {
+    /// Whether the item's sealed values could be opened.
+    public enum Availability: String, Sendable {
+        /// Attributes (and data, when asked for) are present.
+        case available
+        /// The class key is not in the session (errSecInteractionNotAllowed).
+        case locked
+        /// A ThisDeviceOnly item from another device: it never opens here.
+        case unavailableOnThisDevice = "unavailable-on-this-device"
+        /// A sealed value failed to open: the row was altered or moved (errSecDecode).
+        case damaged
+    }
+
+    public var itemClass: ItemClass
+    /// Sealed attribute values; an absent key means the empty value.
+    public var attributes: [Attribute: [UInt8]]
+    public var accessGroup: String
+    public var accessible: ProtectionClass
+    /// Opaque and stable for the item's life.
+    public var persistentRef: [UInt8]
+    /// Milliseconds since 1970.
+    public var creationDate: Int64
+    public var modificationDate: Int64
+    /// The secret, when it was asked for.
+    public var data: SecureBytes?
+    public var availability: Availability
+
+    public subscript(_ attribute: Attribute) -> [UInt8] {
+        get { attributes[attribute] ?? [] }
+        set { attributes[attribute] = newValue.isEmpty ? nil : newValue }
+    }
+}
+
+/// The attributes of an item to add.
+public struct NewItem: Sendable {
+    public var itemClass: ItemClass
+    public var attributes: [Attribute: [UInt8]] = [:]
+    /// nil: the caller's default group.
+    public var accessGroup: String?
+    public var accessible: ProtectionClass?
+
+    public init(itemClass: ItemClass) { self.itemClass = itemClass }
+
+    /// Sets a value, refusing attributes the class does not have.
+    public mutating func set(_ attribute: Attribute, _ value: [UInt8]) throws {
+        guard itemClass.supports(attribute) else { throw Query.foreign(attribute, itemClass) }
+        attributes[attribute] = value
+    }
+}

@@ -1,0 +1,55 @@
+/// The sealed attribute record of an item: a version byte, then per non-empty
+/// attribute a tag (1 byte), a length (4 bytes, big-endian) and the value,
+/// then the creation and modification dates (8 bytes each, milliseconds).
+enum ItemRecord {
+    private static let version: UInt8 = 1
+    private static let creationTag: UInt8 = 0xf0
+    private static let modificationTag: UInt8 = 0xf1
+
+    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64) -> [UInt8] {
+        var out: [UInt8] = [version]
+        for attribute in Attribute.allCases where attribute.isSealed {
+            guard let value = attributes[attribute], !value.isEmpty else { continue }
+            out.append(attribute.rawValue)
+            let n = UInt32(value.count)
+            out.append(contentsOf: [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)])
+            out.append(contentsOf: value)
+        }
+        for (tag, date) in [(creationTag, created), (modificationTag, modified)] {
+            out.append(tag)
+            let v = UInt64(bitPattern: date)
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+        }
+        return out
+    }
+
+    /// Decodes a record; anything unexpected is errSecDecode (the MAC already
+    /// passed, so this only fires on a format bug or a future version).
+    static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64) {
+        try record.withUnsafeBytes { r in
+            let bad = KeychainError(.decode, "an item's attribute record is malformed")
+            guard r.count >= 1, r[0] == version else { throw bad }
+            var i = 1
+            var attributes: [Attribute: [UInt8]] = [:]
+            var created: Int64?, modified: Int64?
+            while i < r.count {
+                let tag = r[i]; i += 1
+                if tag == creationTag || tag == modificationTag {
+                    guard i + 8 <= r.count else { throw bad }
+                    let v = Int64(bitPattern: r[i..<i + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+                    if tag == creationTag { created = v } else { modified = v }
+                    i += 8
+                    continue
+                }
+                guard let attribute = Attribute(rawValue: tag), attribute.isSealed, i + 4 <= r.count else { throw bad }
+                let n = r[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+                i += 4
+                guard n <= r.count - i else { throw bad }
+                attributes[attribute] = Array(r[i..<i + n])
+                i += n
+            }
+            guard let created, let modified else { throw bad }
+            return (attributes, created, modified)
+        }
+    }
+}

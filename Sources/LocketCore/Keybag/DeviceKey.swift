@@ -1,0 +1,25 @@
+import Glibc
+
+/// The device key binds ThisDeviceOnly items to this machine: a keyed hash of
+/// the device secret file (32 random bytes) and `/etc/machine-id`.
+enum DeviceKey {
+    static let secretLength = 32
+
+    /// The device key, or nil when the secret file does not exist.
+    static func load(secretPath: String, machineIDPath: String = "/etc/machine-id") throws -> SecureBytes? {
+        guard let secret = try FileIO.readSecret(secretPath, expected: secretLength) else { return nil }
+        var context = KeyDerivation.Context("locket.device.v1")
+        if let id = try? FileIO.readSmall(machineIDPath, limit: 256) {
+            context.append(id.filter { $0 != 0x0a })
+        }
+        return KeyDerivation.derive(secret, context)
+    }
+
+    /// Creates the device secret file if it does not exist yet.
+    static func create(secretPath: String) throws {
+        if FileIO.exists(secretPath) { return }
+        try FileIO.makeDirectories(FileIO.directory(of: secretPath))
+        let secret = SecureBytes(copying: Sodium.random(secretLength))
+        try secret.withUnsafeBytes { try FileIO.writeNew(secretPath, $0) }
+    }
+}

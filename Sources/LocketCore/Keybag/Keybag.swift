@@ -1,0 +1,147 @@
+/// The keychain's wrapped keys: one random key per protection class plus the
+/// blind-index key, each wrapped as SPEC §7 describes:
+///
+/// - `ak`, `ck`: by the password's KEK.
+/// - `aku`, `cku`, `akpu`: by a key derived from the KEK *and* the device key.
+/// - `dk`: by the device key (opens without a password) and by the KEK (so a
+///   copy opened elsewhere with the password recovers it).
+/// - `dku`: by the device key only.
+/// - `idx`: like `dk`, so lookups and deletes work while locked.
+///
+/// Wrapping keys are derived per class and keychain, so a wrapped key moved to
+/// another row, or into another keychain, does not open.
+struct Keybag {
+    static let indexKeyName = "idx"
+    static let names = ProtectionClass.allCases.map(\.rawValue) + [indexKeyName]
+
+    let keychainID: [UInt8]
+    /// nil for a keychain without a password.
+    let kdf: KDFParameters?
+    private(set) var rows: [String: (kek: [UInt8]?, device: [UInt8]?)]
+
+    var hasPassword: Bool { kdf != nil }
+
+    init(keychainID: [UInt8], kdf: KDFParameters?, rows: [String: (kek: [UInt8]?, device: [UInt8]?)]) {
+        self.keychainID = keychainID
+        self.kdf = kdf
+        self.rows = rows
+    }
+
+    // MARK: - Wrapping keys
+
+    private func wrapKey(_ kek: SecureBytes, _ name: String) -> SecureBytes {
+        KeyDerivation.derive(kek, KeyDerivation.Context("locket.wrap.kek.v1").with(keychainID).with(name))
+    }
+
+    private func deviceBoundWrapKey(_ kek: SecureBytes, _ device: SecureBytes, _ name: String) -> SecureBytes {
+        let first = KeyDerivation.derive(device, KeyDerivation.Context("locket.wrap.bind.v1").with(keychainID).with(name))
+        return KeyDerivation.derive(wrapKey(kek, name), KeyDerivation.Context("locket.wrap.tdo.v1").with(first.bytes))
+    }
+
+    private func deviceWrapKey(_ device: SecureBytes, _ name: String) -> SecureBytes {
+        KeyDerivation.derive(device, KeyDerivation.Context("locket.wrap.device.v1").with(keychainID).with(name))
+    }
+
+    /// The KEK of a keychain without a password. Such a keychain is as open as
+    /// a device without a passcode: only the device-bound classes are protected.
+    static func passwordlessKEK(_ keychainID: [UInt8]) -> SecureBytes {
+        KeyDerivation.derive(SecureBytes(count: 32), KeyDerivation.Context("locket.nopass.v1").with(keychainID))
+    }
+
+    func kek(password: SecureBytes?) throws -> SecureBytes {
+        guard let kdf else { return Keybag.passwordlessKEK(keychainID) }
+        guard let password else { throw KeychainError(.authFailed) }
+        return try PasswordHash.deriveKEK(password: password, parameters: kdf)
+    }
+
+    // MARK: - Creating
+
+    /// Fresh random keys for a new keychain, wrapped for `kek` and `device`.
+    static func create(keychainID: [UInt8], kdf: KDFParameters?, kek: SecureBytes, device: SecureBytes) -> (Keybag, SessionKeys) {
+        var bag = Keybag(keychainID: keychainID, kdf: kdf, rows: [:])
+        var keys = SessionKeys()
+        for name in names {
+            if name == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue && kdf == nil { continue }
+            keys.set(name, SecureBytes(copying: Sodium.random(32)))
+        }
+        bag.wrap(keys, kek: kek, device: device)
+        return (bag, keys)
+    }
+
+    /// Re-wraps every key in `keys` (a password change wraps the same class keys anew).
+    mutating func wrap(_ keys: SessionKeys, kek: SecureBytes?, device: SecureBytes?) {
+        for (name, key) in keys.entries {
+            var row = rows[name] ?? (nil, nil)
+            let pclass = ProtectionClass(rawValue: name)
+            let isAlways = name == Keybag.indexKeyName || pclass?.tier == .always
+            if let kek, pclass != .alwaysThisDeviceOnly {
+                if pclass?.thisDeviceOnly == true {
+                    if let device { row.kek = SecretBox.seal(key, key: deviceBoundWrapKey(kek, device, name)) }
+                } else {
+                    row.kek = SecretBox.seal(key, key: wrapKey(kek, name))
+                }
+            }
+            if let device, isAlways {
+                row.device = SecretBox.seal(key, key: deviceWrapKey(device, name))
+            }
+            rows[name] = row
+        }
+    }
+
+    // MARK: - Unwrapping
+
+    /// The keys that open with the device key alone (`dk`, `dku`, `idx`).
+    func unwrapWithDevice(_ device: SecureBytes) -> SessionKeys {
+        var keys = SessionKeys()
+        for name in [ProtectionClass.always.rawValue, ProtectionClass.alwaysThisDeviceOnly.rawValue, Keybag.indexKeyName] {
+            guard let sealed = rows[name]?.device,
+                  let key = try? SecretBox.open(sealed, key: deviceWrapKey(device, name), what: "key") else { continue }
+            keys.set(name, key)
+        }
+        return keys
+    }
+
+    /// Every key the KEK opens. A wrong password opens none of the migratable
+    /// ones (errSecAuthFailed); some opening and others not means the keybag
+    /// was altered (errSecDecode). Device-bound keys that do not open belong to
+    /// another device and are left out.
+    func unwrapWithKEK(_ kek: SecureBytes, device: SecureBytes?) throws -> SessionKeys {
+        var keys = SessionKeys()
+        var opened = 0, failed = 0
+        for name in Keybag.names {
+            guard let sealed = rows[name]?.kek else { continue }
+            let pclass = ProtectionClass(rawValue: name)
+            if pclass?.thisDeviceOnly == true {
+                if let device, let key = try? SecretBox.open(sealed, key: deviceBoundWrapKey(kek, device, name), what: "key") {
+                    keys.set(name, key)
+                }
+                continue
+            }
+            if let key = try? SecretBox.open(sealed, key: wrapKey(kek, name), what: "key") {
+                keys.set(name, key)
+                opened += 1
+            } else {
+                failed += 1
+            }
+        }
+        if opened == 0 { throw KeychainError(.authFailed) }
+        if failed > 0 { throw KeychainError(.decode, "the keychain's wrapped class keys were altered") }
+        return keys
+    }
+}
+
+/// KDF parameters as stored in the meta table: salt (16), ops (8), mem (8).
+extension KDFParameters {
+    var encoded: [UInt8] {
+        var out = salt
+        for v in [opsLimit, memLimit] { for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) } }
+        return out
+    }
+
+    init?(encoded b: [UInt8]) {
+        guard b.count == 32 else { return nil }
+        func u64(_ at: Int) -> UInt64 { b[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        self.init(opsLimit: u64(16), memLimit: u64(24), salt: Array(b[0..<16]))
+        guard isValid else { return nil }
+    }
+}

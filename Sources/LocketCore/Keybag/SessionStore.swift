@@ -1,0 +1,237 @@
+import CLocketShim
+import Glibc
+
+/// Where unlocked keys wait between commands: the kernel user keyring when the
+/// kernel allows it, else a private directory on tmpfs. Neither survives a
+/// reboot, which is what makes `after-first-unlock` mean what it says.
+public struct SessionStore: Sendable {
+    /// The two places a session can live.
+    public enum Backend: String, Sendable {
+        case keyring
+        case directory = "dir"
+    }
+
+    /// nil: keyring first, directory when the keyring is refused.
+    let forced: Backend?
+    let directory: String
+    /// Sessions are keyed by the keychain's identity, so two keychains never share keys.
+    let keychainID: String
+
+    init(environment: Environment, keychainID: [UInt8]) throws {
+        forced = try environment.sessionBackend()
+        directory = environment.sessionDirectory(uid: geteuid())
+        self.keychainID = Hex.encode(keychainID)
+    }
+
+    private static let magic: [UInt8] = Array("LKS1".utf8)
+
+    private func description(_ tier: ProtectionClass.Tier) -> String { "locket:\(keychainID):\(tier.rawValue)" }
+    private func file(_ tier: ProtectionClass.Tier) -> String { "\(directory)/\(keychainID).\(tier.rawValue)" }
+
+    // MARK: - Saving
+
+    /// Stores `keys` for `tier`, expiring after `timeout` seconds of inactivity (0: never).
+    @discardableResult
+    func save(_ tier: ProtectionClass.Tier, keys: SessionKeys, timeout: UInt32) throws -> Backend {
+        let record = keys.encode(header: Self.magic, timeout: timeout)
+        if forced != .directory {
+            let serial = record.withUnsafeBytes { raw in
+                locket_add_key("user", description(tier), raw.baseAddress, raw.count, locket_key_spec_user_keyring())
+            }
+            if serial >= 0 {
+                let key = Int32(truncatingIfNeeded: serial)
+                // Readable by the same user from any login session, not only by possessors.
+                _ = locket_keyctl_setperm(key, locket_key_permissions())
+                _ = locket_keyctl_set_timeout(key, timeout)
+                removeFile(tier)
+                return .keyring
+            }
+            if forced == .keyring {
+                throw KeychainError(.io, "the kernel keyring refused the session: \(FileIO.errorText())",
+                                    hint: "set LOCKET_SESSION=dir to keep sessions in \(directory)")
+            }
+        }
+        try prepareDirectory()
+        try record.withUnsafeBytes { try FileIO.writeAtomically(file(tier), $0) }
+        return .directory
+    }
+
+    // MARK: - Loading
+
+    /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
+    func load(_ tier: ProtectionClass.Tier) throws -> SessionKeys? {
+        if forced != .directory, let keys = try loadFromKeyring(tier) { return keys }
+        if forced != .keyring { return try loadFromDirectory(tier) }
+        return nil
+    }
+
+    private func keyringSerial(_ tier: ProtectionClass.Tier) -> Int32? {
+        let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(tier))
+        return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
+    }
+
+    private func loadFromKeyring(_ tier: ProtectionClass.Tier) throws -> SessionKeys? {
+        guard let serial = keyringSerial(tier) else { return nil }
+        let buffer = SecureBytes(count: SessionKeys.maximumSize)
+        let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        guard n > 0, n <= buffer.count else { return nil }
+        guard let (keys, timeout) = SessionKeys.decode(buffer.prefix(n), header: Self.magic) else {
+            throw KeychainError(.decode, "the session in the kernel keyring is damaged", hint: "run locket lock --all, then unlock again")
+        }
+        if timeout > 0 { _ = locket_keyctl_set_timeout(serial, timeout) }
+        return keys
+    }
+
+    private func loadFromDirectory(_ tier: ProtectionClass.Tier) throws -> SessionKeys? {
+        let path = file(tier)
+        let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
+              st.st_size > 0, st.st_size <= SessionKeys.maximumSize else {
+            throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
+        }
+        let buffer = SecureBytes(count: Int(st.st_size))
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n == buffer.count, let (keys, timeout) = SessionKeys.decode(buffer, header: Self.magic) else {
+            throw KeychainError(.decode, "the session file \(path) is damaged", hint: "run locket lock --all, then unlock again")
+        }
+        if timeout > 0 {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            if now.tv_sec - st.st_mtim.tv_sec >= Int(timeout) {
+                unlink(path)
+                return nil
+            }
+            // The file's modification time is the last use: touching it extends the session.
+            futimens(fd, nil)
+        }
+        return keys
+    }
+
+    // MARK: - Removing
+
+    /// Forgets `tier` everywhere it might be.
+    func remove(_ tier: ProtectionClass.Tier) {
+        while let serial = keyringSerial(tier) {
+            if locket_keyctl_invalidate(serial) != 0, locket_keyctl_unlink(serial, locket_key_spec_user_keyring()) != 0 { break }
+        }
+        removeFile(tier)
+    }
+
+    private func removeFile(_ tier: ProtectionClass.Tier) {
+        let path = file(tier)
+        // Overwrite before unlinking: tmpfs pages are not swapped out with their
+        // contents intact, but a plain unlink would leave them until reused.
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd >= 0 {
+            var st = stat()
+            if fstat(fd, &st) == 0, st.st_size > 0 {
+                let zeros = [UInt8](repeating: 0, count: Int(st.st_size))
+                _ = zeros.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
+            close(fd)
+        }
+        unlink(path)
+    }
+
+    /// Creates the session directory 0700, or checks that an existing one is
+    /// ours and private: in /dev/shm another user could have made it first.
+    private func prepareDirectory() throws {
+        try FileIO.makeDirectories(directory)
+        var st = stat()
+        guard lstat(directory, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+            throw KeychainError(.io, "the session directory \(directory) is not a directory")
+        }
+        guard st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
+            throw KeychainError(.io, "the session directory \(directory) is not private to this user (it must be owned by you, mode 700)")
+        }
+    }
+}
+
+/// Named 32-byte keys, serialized for a session: `header`, timeout (4 bytes),
+/// count (1), then per key a name length (1), the name, and the key.
+struct SessionKeys {
+    static let maximumSize = 16_384
+    private(set) var entries: [(name: String, key: SecureBytes)] = []
+
+    subscript(_ name: String) -> SecureBytes? { entries.first { $0.name == name }?.key }
+
+    mutating func set(_ name: String, _ key: SecureBytes) {
+        entries.removeAll { $0.name == name }
+        entries.append((name, key))
+    }
+
+    func encode(header: [UInt8], timeout: UInt32) -> SecureBytes {
+        let size = header.count + 5 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 }
+        let out = SecureBytes(count: size)
+        out.withUnsafeMutableBytes { o in
+            var i = 0
+            func put(_ b: UInt8) { o[i] = b; i += 1 }
+            for b in header { put(b) }
+            put(UInt8(timeout >> 24)); put(UInt8(truncatingIfNeeded: timeout >> 16))
+            put(UInt8(truncatingIfNeeded: timeout >> 8)); put(UInt8(truncatingIfNeeded: timeout))
+            put(UInt8(entries.count))
+            for (name, key) in entries {
+                put(UInt8(name.utf8.count))
+                for b in name.utf8 { put(b) }
+                key.withUnsafeBytes { k in for b in k { put(b) } }
+            }
+        }
+        return out
+    }
+
+    static func decode(_ record: SecureBytes, header: [UInt8]) -> (SessionKeys, UInt32)? {
+        record.withUnsafeBytes { r -> (SessionKeys, UInt32)? in
+            guard r.count >= header.count + 5, Array(r[0..<header.count]) == header else { return nil }
+            var i = header.count
+            let timeout = UInt32(r[i]) << 24 | UInt32(r[i + 1]) << 16 | UInt32(r[i + 2]) << 8 | UInt32(r[i + 3])
+            i += 4
+            let count = Int(r[i]); i += 1
+            var keys = SessionKeys()
+            for _ in 0..<count {
+                guard i < r.count else { return nil }
+                let n = Int(r[i]); i += 1
+                guard i + n + 32 <= r.count else { return nil }
+                let name = String(decoding: r[i..<i + n], as: UTF8.self)
+                i += n
+                keys.set(name, SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[i..<i + 32])))
+                i += 32
+            }
+            return i == r.count ? (keys, timeout) : nil
+        }
+    }
+}
+
+/// Lowercase hexadecimal.
+enum Hex {
+    static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xf)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x61...0x66: c - 0x61 + 10
+            case 0x41...0x46: c - 0x41 + 10
+            default: nil
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let hi = value(chars[i]), let lo = value(chars[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+}

@@ -1,0 +1,279 @@
+import Glibc
+
+/// A keychain file: the SecItem-like facade over the store, the keybag and
+/// the session. Never prints, never exits; every failure is a KeychainError.
+public final class Keychain {
+    /// The keychain file.
+    public let path: String
+    let database: Database
+    let environment: Environment
+    var keybag: Keybag
+    let session: SessionStore
+    /// Keys available to this process, by class code (and `idx`).
+    var keys = SessionKeys()
+    /// Tiers whose session was found (or that need none).
+    var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
+    private var groupKeys: [String: SecureBytes] = [:]
+
+    /// The access group `add` uses when none is given, for the owner.
+    public static let defaultAccessGroup = "default"
+    /// The largest secret accepted, in bytes (errSecDataTooLarge above it).
+    public static let maximumDataLength = 16 * 1024 * 1024
+
+    private init(path: String, database: Database, environment: Environment, keybag: Keybag) throws {
+        self.path = path
+        self.database = database
+        self.environment = environment
+        self.keybag = keybag
+        self.session = try SessionStore(environment: environment, keychainID: keybag.keychainID)
+    }
+
+    /// Whether the keychain has a password (a keychain without one is always unlocked).
+    public var hasPassword: Bool { keybag.hasPassword }
+
+    /// The keychain's random identity, which keys its session.
+    public var identity: String { Hex.encode(keybag.keychainID) }
+
+    // MARK: - Creating and opening
+
+    /// Creates a keychain at `path` with `password` (nil: no password).
+    public static func create(at path: String, password: SecureBytes?, environment: Environment) throws {
+        try Sodium.ready()
+        umask(0o077)
+        if FileIO.exists(path) {
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
+        }
+        if let password, password.count == 0 {
+            throw KeychainError(.param, "the password is empty", hint: "use --no-password for a keychain without one")
+        }
+        try FileIO.makeDirectories(FileIO.directory(of: path))
+        let devicePath = try environment.deviceSecretPath()
+        try DeviceKey.create(secretPath: devicePath)
+        guard let device = try DeviceKey.load(secretPath: devicePath) else {
+            throw KeychainError(.io, "cannot read the device secret \(devicePath)")
+        }
+        let id = Sodium.random(16)
+        let kdf: KDFParameters? = password == nil ? nil : (environment.testWeakKDF ? .weakForTests() : .standard())
+        let kek = password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
+        guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
+        let (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
+
+        // Build the file under a temporary name and rename it into place, so a
+        // crash never leaves a half-made keychain at the real path.
+        let temporary = path + ".init.\(getpid())"
+        unlink(temporary)
+        do {
+            let db = try Database(path: temporary, create: true)
+            try db.execute("PRAGMA journal_mode=WAL")
+            try db.transaction(write: true) {
+                for sql in Schema.statements { try db.execute(sql) }
+                try Keychain.writeMeta(db, [("format", int64Bytes(Schema.format)), ("id", id)]
+                    + (kdf.map { [("kdf", $0.encoded)] } ?? []))
+                try Keychain.writeKeybag(db, bag)
+            }
+        }
+        guard link(temporary, path) == 0 else {
+            let reason = errno == EEXIST ? nil : FileIO.errorText()
+            for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) }
+            if let reason { throw KeychainError(.io, "cannot create \(path): \(reason)") }
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
+        }
+        for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) }
+
+        // The creator has just proven the password: start unlocked, as iOS does after setting a passcode.
+        if password != nil {
+            let keychain = try Keychain.open(at: path, environment: environment)
+            try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
+        }
+    }
+
+    /// Opens an existing keychain and loads whatever keys the session holds.
+    public static func open(at path: String, environment: Environment) throws -> Keychain {
+        try Sodium.ready()
+        umask(0o077)
+        guard FileIO.exists(path) else {
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)", hint: "run 'locket init' to create it")
+        }
+        try FileIO.checkPrivateFile(path, what: "keychain")
+        let db = try Database(path: path, create: false)
+        let bag = try readKeybag(db, path: path)
+        let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag)
+        try keychain.loadKeys()
+        return keychain
+    }
+
+    private static func int64Bytes(_ v: Int64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: v) >> UInt64(56 - 8 * $0)) }
+    }
+
+    private static func writeMeta(_ db: Database, _ values: [(String, [UInt8])]) throws {
+        let stmt = try db.prepare("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)")
+        for (name, value) in values {
+            stmt.reset()
+            try stmt.bind(1, name)
+            try stmt.bind(2, value)
+            _ = try stmt.step()
+        }
+    }
+
+    private static func writeKeybag(_ db: Database, _ bag: Keybag) throws {
+        let stmt = try db.prepare("INSERT OR REPLACE INTO keybag(class, kek, device) VALUES (?, ?, ?)")
+        for (name, row) in bag.rows {
+            stmt.reset()
+            try stmt.bind(1, name)
+            if let kek = row.kek { try stmt.bind(2, kek) } else { try stmt.bindNull(2) }
+            if let device = row.device { try stmt.bind(3, device) } else { try stmt.bindNull(3) }
+            _ = try stmt.step()
+        }
+    }
+
+    private static func readKeybag(_ db: Database, path: String) throws -> Keybag {
+        var meta: [String: [UInt8]] = [:]
+        var rows: [String: (kek: [UInt8]?, device: [UInt8]?)] = [:]
+        do {
+            let m = try db.prepare("SELECT name, value FROM meta")
+            while try m.step() { meta[m.text(0)] = m.blob(1) }
+            let k = try db.prepare("SELECT class, kek, device FROM keybag")
+            while try k.step() {
+                rows[k.text(0)] = (k.isNull(1) ? nil : k.blob(1), k.isNull(2) ? nil : k.blob(2))
+            }
+        } catch let error as KeychainError where error.code == .io {
+            // "no such table" and friends: a SQLite file, but not a keychain.
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
+        }
+        guard let format = meta["format"], format == int64Bytes(Schema.format) else {
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain (or one of a newer format)")
+        }
+        guard let id = meta["id"], id.count == 16 else { throw KeychainError(.decode, "\(path) has a damaged header") }
+        var kdf: KDFParameters?
+        if let encoded = meta["kdf"] {
+            guard let parameters = KDFParameters(encoded: encoded) else {
+                throw KeychainError(.decode, "\(path) has damaged password-hash parameters")
+            }
+            kdf = parameters
+        }
+        return Keybag(keychainID: id, kdf: kdf, rows: rows)
+    }
+
+    // MARK: - Keys
+
+    /// The device key, or nil when the device secret file is missing.
+    func deviceKey() throws -> SecureBytes? {
+        try DeviceKey.load(secretPath: environment.deviceSecretPath())
+    }
+
+    /// Loads the keys this process may use: the device-wrapped ones, then each
+    /// session tier (or, without a password, everything).
+    private func loadKeys() throws {
+        let device = try deviceKey()
+        if let device { keys = keybag.unwrapWithDevice(device) }
+        if !keybag.hasPassword {
+            let all = try keybag.unwrapWithKEK(Keybag.passwordlessKEK(keybag.keychainID), device: device)
+            for (name, key) in all.entries { keys.set(name, key) }
+            unlockedTiers = [.always, .whenUnlocked, .afterFirstUnlock]
+            return
+        }
+        for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
+            guard let stored = try session.load(tier) else { continue }
+            unlockedTiers.insert(tier)
+            for (name, key) in stored.entries where keys[name] == nil { keys.set(name, key) }
+        }
+    }
+
+    /// The blind-index key; without it nothing can be looked up.
+    func indexKey() throws -> SecureBytes {
+        guard let key = keys[Keybag.indexKeyName] else {
+            throw KeychainError(.interactionNotAllowed, "the keychain is locked and its device secret is missing",
+                                hint: "run 'locket unlock'")
+        }
+        return key
+    }
+
+    /// The key for items of `pclass` in `group`, or why there is none.
+    func groupKey(_ pclass: ProtectionClass, _ group: String) throws -> SecureBytes {
+        let cacheKey = pclass.rawValue + "\u{0}" + group
+        if let key = groupKeys[cacheKey] { return key }
+        guard let classKey = keys[pclass.rawValue] else { throw unavailable(pclass) }
+        let key = KeyDerivation.derive(classKey, KeyDerivation.Context("locket.group.v1").with(keybag.keychainID)
+            .with(pclass.rawValue).with(group))
+        groupKeys[cacheKey] = key
+        return key
+    }
+
+    /// Why a class key is missing: locked, or bound to another device.
+    func availability(of pclass: ProtectionClass) -> Item.Availability {
+        if keys[pclass.rawValue] != nil { return .available }
+        if pclass.thisDeviceOnly && unlockedTiers.contains(pclass.tier) { return .unavailableOnThisDevice }
+        return .locked
+    }
+
+    func unavailable(_ pclass: ProtectionClass) -> KeychainError {
+        switch availability(of: pclass) {
+        case .unavailableOnThisDevice:
+            KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))")
+        default:
+            KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need 'locket unlock')",
+                          hint: "run 'locket unlock'")
+        }
+    }
+
+    // MARK: - Lock and unlock
+
+    /// The inactivity timeout `unlock` uses when none is given.
+    public var defaultTimeout: UInt32 { 300 }
+
+    /// Unlocks with `password` until `lock`, a reboot, or `timeout` seconds
+    /// without use (0: no auto-lock).
+    public func unlock(password: SecureBytes, timeout: UInt32?) throws {
+        guard keybag.hasPassword else { return }
+        let kek = try keybag.kek(password: password)
+        var device = try deviceKey()
+        let unwrapped = try keybag.unwrapWithKEK(kek, device: device)
+        if device == nil {
+            // A lost device secret: make a new one. Device-bound items of the
+            // old one stay unreadable, as after restoring a phone from backup.
+            try DeviceKey.create(secretPath: environment.deviceSecretPath())
+            device = try deviceKey()
+        }
+        try rewrapForThisDevice(unwrapped, device: device)
+        try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
+    }
+
+    /// Re-wraps the always-available keys for this device's key when they came
+    /// from elsewhere (a copied keychain, a lost device secret).
+    private func rewrapForThisDevice(_ unwrapped: SessionKeys, device: SecureBytes?) throws {
+        guard let device else { return }
+        let current = keybag.unwrapWithDevice(device)
+        var missing = SessionKeys()
+        for name in [ProtectionClass.always.rawValue, Keybag.indexKeyName] where current[name] == nil {
+            if let key = unwrapped[name] { missing.set(name, key) }
+        }
+        guard !missing.entries.isEmpty else { return }
+        var bag = keybag
+        bag.wrap(missing, kek: nil, device: device)
+        try database.transaction(write: true) { try Keychain.writeKeybag(database, bag) }
+        keybag = bag
+    }
+
+    private func saveSession(_ unwrapped: SessionKeys, timeout: UInt32) throws {
+        var firstUnlock = SessionKeys(), whenUnlocked = SessionKeys()
+        for (name, key) in unwrapped.entries {
+            switch ProtectionClass(rawValue: name)?.tier {
+            case .whenUnlocked?: whenUnlocked.set(name, key)
+            case .afterFirstUnlock?, .always?: firstUnlock.set(name, key)
+            case nil: firstUnlock.set(name, key); whenUnlocked.set(name, key)
+            }
+        }
+        try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0)
+        try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout)
+    }
+
+    /// Forgets the when-unlocked keys; with `all`, every key (as a reboot would).
+    public func lock(all: Bool) {
+        session.remove(.whenUnlocked)
+        if all { session.remove(.afterFirstUnlock) }
+    }
+
+    /// Whether the when-unlocked keys are in the session now.
+    public var isUnlocked: Bool { unlockedTiers.contains(.whenUnlocked) }
+}

@@ -1,0 +1,105 @@
+/// The one error type of the engine: an OSStatus from Apple's Security
+/// framework, plus context that never contains a secret.
+public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The failures locket reports, each with the OSStatus Apple uses for it.
+    public enum Code: Int32, Sendable, CaseIterable {
+        /// The item could not be found (errSecItemNotFound).
+        case itemNotFound = -25300
+        /// An item with the same primary key already exists (errSecDuplicateItem).
+        case duplicateItem = -25299
+        /// The keys for the item's protection class are not available now (errSecInteractionNotAllowed).
+        case interactionNotAllowed = -25308
+        /// Wrong password (errSecAuthFailed).
+        case authFailed = -25293
+        /// An attribute that the item class does not have (errSecNoSuchAttr).
+        case noSuchAttr = -25303
+        /// An unknown item class (errSecNoSuchClass).
+        case noSuchClass = -25306
+        /// No keychain at the given path (errSecNoSuchKeychain).
+        case noSuchKeychain = -25294
+        /// A keychain already exists at the given path (errSecDuplicateKeychain).
+        case duplicateKeychain = -25296
+        /// The keychain file is not a keychain (errSecInvalidKeychain).
+        case invalidKeychain = -25295
+        /// The operation needs something the keychain does not have (errSecNotAvailable).
+        case notAvailable = -25291
+        /// The caller's entitlements do not allow the access group (errSecMissingEntitlement).
+        case missingEntitlement = -34018
+        /// A sealed value or key failed to open: tampering or corruption (errSecDecode).
+        case decode = -26275
+        /// A secret or attribute value larger than locket accepts (errSecDataTooLarge).
+        case dataTooLarge = -25302
+        /// An invalid parameter (errSecParam).
+        case param = -50
+        /// The user cancelled (errSecUserCanceled).
+        case userCanceled = -128
+        /// A file or database operation failed (errSecIO).
+        case io = -36
+
+        /// Apple's constant name, as `security(1)` prints it.
+        public var name: String {
+            switch self {
+            case .itemNotFound: "errSecItemNotFound"
+            case .duplicateItem: "errSecDuplicateItem"
+            case .interactionNotAllowed: "errSecInteractionNotAllowed"
+            case .authFailed: "errSecAuthFailed"
+            case .noSuchAttr: "errSecNoSuchAttr"
+            case .noSuchClass: "errSecNoSuchClass"
+            case .noSuchKeychain: "errSecNoSuchKeychain"
+            case .duplicateKeychain: "errSecDuplicateKeychain"
+            case .invalidKeychain: "errSecInvalidKeychain"
+            case .notAvailable: "errSecNotAvailable"
+            case .missingEntitlement: "errSecMissingEntitlement"
+            case .decode: "errSecDecode"
+            case .dataTooLarge: "errSecDataTooLarge"
+            case .param: "errSecParam"
+            case .userCanceled: "errSecUserCanceled"
+            case .io: "errSecIO"
+            }
+        }
+
+        /// The generic message, used when no more specific one is given.
+        public var summary: String {
+            switch self {
+            case .itemNotFound: "the item could not be found"
+            case .duplicateItem: "the item already exists"
+            case .interactionNotAllowed: "the keychain is locked for this item's protection class"
+            case .authFailed: "the password is not correct"
+            case .noSuchAttr: "the attribute does not exist for this item class"
+            case .noSuchClass: "the item class does not exist"
+            case .noSuchKeychain: "the keychain does not exist"
+            case .duplicateKeychain: "the keychain already exists"
+            case .invalidKeychain: "the file is not a valid keychain"
+            case .notAvailable: "the operation is not available for this keychain"
+            case .missingEntitlement: "the access group is not in the caller's entitlements"
+            case .decode: "a sealed value could not be opened"
+            case .dataTooLarge: "the data is too large"
+            case .param: "invalid parameter"
+            case .userCanceled: "cancelled"
+            case .io: "input/output error"
+            }
+        }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// A more specific message than the code's summary; never contains a secret.
+    public let detail: String?
+    /// A suggestion for the user, printed as `locket: hint: ...`.
+    public let hint: String?
+
+    public init(_ code: Code, _ detail: String? = nil, hint: String? = nil) {
+        self.code = code
+        self.detail = detail
+        self.hint = hint
+    }
+
+    /// The OSStatus value.
+    public var status: Int32 { code.rawValue }
+
+    /// The message with its status named: `the item could not be found (errSecItemNotFound -25300)`.
+    public var description: String { "\(message) (\(code.name) \(code.rawValue))" }
+
+    /// The message without the status.
+    public var message: String { detail ?? code.summary }
+}

@@ -1,0 +1,147 @@
+import CLocketShim
+import CSQLite
+
+/// One SQLite connection. Every return code passes through `check`.
+final class Database {
+    private(set) var handle: OpaquePointer?
+    let path: String
+
+    /// How long a writer waits for another process's transaction before
+    /// reporting errSecIO. Concurrent `locket` commands hold locks for
+    /// milliseconds, so this only runs out when something is stuck.
+    static let busyTimeoutMilliseconds: Int32 = 10_000
+
+    init(path: String, create: Bool) throws {
+        self.path = path
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        if rc != SQLITE_OK {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            handle = nil
+            throw KeychainError(.io, "cannot open \(path): \(message)")
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    /// Maps a SQLite result code to a KeychainError, or returns when it is a success.
+    @discardableResult
+    func check(_ rc: Int32, _ context: @autoclosure () -> String = "") throws -> Int32 {
+        switch rc & 0xff {
+        case SQLITE_OK, SQLITE_ROW, SQLITE_DONE:
+            return rc
+        case SQLITE_CONSTRAINT:
+            throw KeychainError(.duplicateItem)
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            throw KeychainError(.io, "the keychain stayed busy for \(Self.busyTimeoutMilliseconds / 1000) s (another process holds it)")
+        case SQLITE_NOTADB:
+            throw KeychainError(.invalidKeychain, "\(path) is not a keychain")
+        case SQLITE_CORRUPT:
+            throw KeychainError(.decode, "\(path) is damaged")
+        case SQLITE_FULL:
+            throw KeychainError(.io, "the disk is full")
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN:
+            throw KeychainError(.io, "cannot write \(path)")
+        default:
+            let message = String(cString: sqlite3_errmsg(handle))
+            let where_ = context()
+            throw KeychainError(.io, where_.isEmpty ? "\(path): \(message)" : "\(path): \(where_): \(message)")
+        }
+    }
+
+    func execute(_ sql: String) throws {
+        try check(sqlite3_exec(handle, sql, nil, nil, nil), sql)
+    }
+
+    func prepare(_ sql: String) throws -> Statement {
+        var stmt: OpaquePointer?
+        try check(sqlite3_prepare_v2(handle, sql, -1, &stmt, nil))
+        return Statement(stmt!, database: self)
+    }
+
+    /// Runs `body` in one transaction: IMMEDIATE for writers so that two
+    /// writers serialize at BEGIN (where the busy timeout applies) instead of
+    /// failing at their first write.
+    func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
+        try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            throw error
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A prepared statement. Binds are 1-based, columns 0-based.
+final class Statement {
+    private let stmt: OpaquePointer
+    private unowned let database: Database
+
+    init(_ stmt: OpaquePointer, database: Database) {
+        self.stmt = stmt
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(stmt) }
+
+    func bind(_ index: Int32, _ value: Int64?) throws {
+        if let value { try database.check(sqlite3_bind_int64(stmt, index, value)) } else { try bindNull(index) }
+    }
+
+    func bind(_ index: Int32, _ value: String) throws {
+        try database.check(sqlite3_bind_text(stmt, index, value, -1, locket_sqlite_transient()))
+    }
+
+    func bind(_ index: Int32, _ value: [UInt8]) throws {
+        _ = try value.withUnsafeBytes { raw in
+            // A zero-length blob must still be a blob, not NULL.
+            try database.check(sqlite3_bind_blob(stmt, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                                 Int32(raw.count), locket_sqlite_transient()))
+        }
+    }
+
+    func bindNull(_ index: Int32) throws {
+        try database.check(sqlite3_bind_null(stmt, index))
+    }
+
+    /// Advances; true while a row is available.
+    func step() throws -> Bool {
+        try database.check(sqlite3_step(stmt)) == SQLITE_ROW
+    }
+
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+
+    func text(_ column: Int32) -> String {
+        guard let p = sqlite3_column_text(stmt, column) else { return "" }
+        return String(cString: p)
+    }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+
+    /// The column's bytes without copying, valid until the next step.
+    func withBlob<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let p = sqlite3_column_blob(stmt, column)
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        return try body(UnsafeRawBufferPointer(start: p, count: n))
+    }
+}

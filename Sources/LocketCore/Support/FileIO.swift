@@ -1,0 +1,121 @@
+import Glibc
+
+/// The few file operations locket needs, straight over the C library, each
+/// failing with errSecIO and the path.
+enum FileIO {
+    static func errorText() -> String { String(cString: strerror(errno)) }
+
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// `mkdir -p` with mode 0700 for what it creates.
+    static func makeDirectories(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.io, "\(path) is not a directory") }
+            return
+        }
+        let parent = directory(of: path)
+        if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw KeychainError(.io, "cannot create \(path): \(errorText())")
+        }
+    }
+
+    /// Reads a small file completely; nil when it does not exist.
+    static func readSmall(_ path: String, limit: Int) throws -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw KeychainError(.io, "cannot read \(path): \(errorText())")
+        }
+        defer { close(fd) }
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while out.count <= limit {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot read \(path): \(errorText())") }
+            if n == 0 { break }
+            out.append(contentsOf: buffer[0..<n])
+        }
+        guard out.count <= limit else { throw KeychainError(.io, "\(path) is larger than \(limit) bytes") }
+        return out
+    }
+
+    /// Reads a secret of exactly `expected` bytes into guarded memory; nil when absent.
+    static func readSecret(_ path: String, expected: Int) throws -> SecureBytes? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw KeychainError(.io, "cannot read \(path): \(errorText())")
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.io, "\(path) is not a regular file") }
+        guard st.st_mode & 0o077 == 0 else {
+            throw KeychainError(.io, "\(path) is readable or writable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it")
+        }
+        let out = SecureBytes(count: expected)
+        let got = out.withUnsafeMutableBytes { read(fd, $0.baseAddress, expected) }
+        guard got == expected, st.st_size == expected else { throw KeychainError(.decode, "\(path) is not a \(expected)-byte device secret") }
+        return out
+    }
+
+    /// Creates a new file (never follows or replaces an existing one) with mode 0600.
+    static func writeNew(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errorText())") }
+        defer { close(fd) }
+        try writeAll(fd, bytes, path: path)
+        guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errorText())") }
+    }
+
+    /// Replaces `path` atomically (temporary file and rename), mode 0600.
+    static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
+        let temporary = path + ".tmp.\(getpid())"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temporary): \(errorText())") }
+        do {
+            try writeAll(fd, bytes, path: temporary)
+            close(fd)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw KeychainError(.io, "cannot replace \(path): \(errorText())")
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot write \(path): \(errorText())") }
+            offset += n
+        }
+    }
+
+    /// Refuses a keychain path that is a symlink, not a regular file, or
+    /// writable by group or others: such a file could be swapped or edited
+    /// by someone else between our reads.
+    static func checkPrivateFile(_ path: String, what: String) throws {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        if st.st_mode & S_IFMT == S_IFLNK { throw KeychainError(.io, "\(path) is a symbolic link; locket refuses to follow it for a \(what)") }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.io, "\(path) is not a regular file") }
+        if st.st_mode & 0o022 != 0 {
+            throw KeychainError(.io, "\(path) is writable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it")
+        }
+    }
+}

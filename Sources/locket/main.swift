@@ -1,0 +1,4 @@
+import LocketCLI
+import Glibc
+
+exit(CLI.run(CommandLine.arguments, io: .standard))
