@@ -43,6 +43,24 @@ public struct IO: Sendable {
 
 /// The command line's entry point.
 public enum CLI {
+    /// Runs with the real process's argv, environment and file descriptors.
+    /// Arguments are checked as bytes first: Swift would silently replace
+    /// invalid UTF-8, and an attribute must be stored as typed or refused.
+    public static func runProcess() -> Int32 {
+        var arguments: [String] = []
+        for i in 0..<Int(CommandLine.argc) {
+            guard let p = CommandLine.unsafeArgv[i] else { continue }
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
+            guard let argument = String(validating: bytes, as: UTF8.self) else {
+                let message = "locket: error: argument \(i) is not valid UTF-8 (errSecParam -50)\n"
+                _ = message.withCString { write(2, $0, strlen($0)) }
+                return Diagnostics.exitStatus(KeychainError(.param))
+            }
+            arguments.append(argument)
+        }
+        return run(arguments, io: .standard)
+    }
+
     /// Runs locket with `arguments` (argv, including argv[0]) and returns the exit status.
     public static func run(_ arguments: [String], io: IO) -> Int32 {
         signal(SIGPIPE, SIG_IGN)

@@ -1,4 +1,4 @@
-import LocketCLI
 import Glibc
+import LocketCLI
 
-exit(CLI.run(CommandLine.arguments, io: .standard))
+exit(CLI.runProcess())

@@ -1,4 +1,5 @@
 import CSodium
+import Synchronization
 
 /// Bytes in libsodium guarded memory (`sodium_malloc`: guard pages, mlock'd,
 /// excluded from core dumps) that are wiped when released. Keys, passwords
@@ -15,6 +16,8 @@ public final class SecureBytes: @unchecked Sendable {
         try? Sodium.ready()
         if count == 0 {
             base = nil
+        } else if count <= GuardedArena.slotSize, let slot = GuardedArena.shared.allocate() {
+            base = slot
         } else {
             guard let p = sodium_malloc(count) else { fatalError("locket: out of guarded memory") }
             sodium_memzero(p, count)
@@ -37,7 +40,10 @@ public final class SecureBytes: @unchecked Sendable {
         if let base, let src = raw.baseAddress { base.copyMemory(from: src, byteCount: raw.count) }
     }
 
-    deinit { if let base { sodium_free(base) } }
+    deinit {
+        guard let base else { return }
+        if !GuardedArena.shared.free(base) { sodium_free(base) }
+    }
 
     /// Read access to the bytes.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -63,5 +69,44 @@ public final class SecureBytes: @unchecked Sendable {
     /// Constant-time equality.
     public func constantTimeEquals(_ other: SecureBytes) -> Bool {
         withUnsafeBytes { a in other.withUnsafeBytes { b in Sodium.equal(a, b) } }
+    }
+}
+
+/// Small secrets (keys are 32 bytes) share one guarded, locked region with
+/// fixed slots: a `sodium_malloc` per key costs half a dozen system calls
+/// (mmap, mprotect, mlock, ...), and a lookup handles a dozen keys.
+final class GuardedArena: @unchecked Sendable {
+    static let slotSize = 64
+    static let slotCount = 512
+    static let shared = GuardedArena()
+
+    private let region: UnsafeMutableRawPointer?
+    private let used = Mutex<[Bool]>([Bool](repeating: false, count: GuardedArena.slotCount))
+
+    private init() {
+        try? Sodium.ready()
+        let size = GuardedArena.slotSize * GuardedArena.slotCount
+        region = sodium_malloc(size)
+        if let region { sodium_memzero(region, size) }
+    }
+
+    /// A zeroed slot, or nil when the arena is full or could not be made.
+    func allocate() -> UnsafeMutableRawPointer? {
+        guard let region else { return nil }
+        let index: Int? = used.withLock { slots in
+            guard let i = slots.firstIndex(of: false) else { return nil }
+            slots[i] = true
+            return i
+        }
+        return index.map { region + $0 * GuardedArena.slotSize }
+    }
+
+    /// Wipes and releases `pointer` if it is one of the arena's slots.
+    func free(_ pointer: UnsafeMutableRawPointer) -> Bool {
+        guard let region, pointer >= region, pointer < region + GuardedArena.slotSize * GuardedArena.slotCount else { return false }
+        let index = (pointer - region) / GuardedArena.slotSize
+        sodium_memzero(pointer, GuardedArena.slotSize)
+        used.withLock { $0[index] = false }
+        return true
     }
 }

@@ -24,6 +24,10 @@ final class Database {
         }
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
+        // Keep the -wal and -shm files between commands: creating and deleting
+        // them in every process costs more than the lookup itself.
+        var persist: Int32 = 1
+        sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
     }
 
     deinit { sqlite3_close_v2(handle) }
