@@ -66,6 +66,8 @@ struct JSONWriter {
 
     /// Lets a caller reuse the writer's storage for the next object.
     mutating func reset() {
+        // The previous object may have held a secret.
+        for i in bytes.indices { bytes[i] = 0 }
         bytes.removeAll(keepingCapacity: true)
         needsComma = [false]
         pendingValueAfterKey = false

@@ -109,7 +109,8 @@ enum ItemPrinter {
             }
             w.key("persistentRef"); w.string(hex(item.persistentRef))
             if options.data, let data = item.data {
-                let bytes = data.bytes
+                var bytes = data.bytes
+                defer { for i in bytes.indices { bytes[i] = 0 } }
                 if String(validating: bytes, as: UTF8.self) != nil {
                     w.key("data"); w.string(utf8: bytes)
                 } else {

@@ -226,6 +226,11 @@ public final class Keychain {
     /// without use (0: no auto-lock).
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
+        if let kdf = keybag.kdf, !kdf.isStrong && !environment.testWeakKDF {
+            // locket never writes parameters this low outside test suites: the
+            // header was edited to make a guessed password cheaper to check.
+            throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the file was altered")
+        }
         let kek = try keybag.kek(password: password)
         var device = try deviceKey()
         let unwrapped = try keybag.unwrapWithKEK(kek, device: device)
