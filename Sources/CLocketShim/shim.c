@@ -30,6 +30,10 @@ long locket_keyctl_set_timeout(int32_t key, uint32_t seconds) {
     return syscall(SYS_keyctl, KEYCTL_SET_TIMEOUT, key, seconds);
 }
 
+long locket_keyctl_update(int32_t key, const void *payload, size_t length) {
+    return syscall(SYS_keyctl, KEYCTL_UPDATE, key, payload, length);
+}
+
 long locket_keyctl_setperm(int32_t key, uint32_t permissions) {
     return syscall(SYS_keyctl, KEYCTL_SETPERM, key, permissions);
 }

@@ -43,6 +43,7 @@ struct JSONWriter {
     /// Bytes known to be valid UTF-8.
     mutating func string(utf8: [UInt8]) { beginValue(); appendString(utf8) }
     mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
+    mutating func null() { beginValue(); bytes.append(contentsOf: "null".utf8) }
     mutating func bool(_ v: Bool) { beginValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
 
     private mutating func appendString(_ s: [UInt8]) {

@@ -78,6 +78,16 @@ enum Prompt {
         }
     }
 
+    /// A yes/no question at the terminal; only "y" or "yes" agrees.
+    static func confirm(_ context: Context, _ question: String) throws -> Bool {
+        context.err(question)
+        var answer = [UInt8]()
+        var c: UInt8 = 0
+        while read(context.io.stdin, &c, 1) == 1, c != 0x0a { answer.append(c) }
+        let text = String(decoding: answer, as: UTF8.self).lowercased()
+        return text == "y" || text == "yes"
+    }
+
     /// Fails instead of hanging when stdin stays silent (no terminal, no data).
     private static func waitForInput(_ fd: Int32, what: String) throws {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

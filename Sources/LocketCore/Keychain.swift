@@ -14,14 +14,17 @@ public final class Keychain {
     /// Tiers whose session was found (or that need none).
     var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
     private var groupKeys: [String: SecureBytes] = [:]
+    /// The meta table as read at open.
+    var meta: [String: [UInt8]]
 
     /// The access group `add` uses when none is given, for the owner.
     public static let defaultAccessGroup = "default"
     /// The largest secret accepted, in bytes (errSecDataTooLarge above it).
     public static let maximumDataLength = 16 * 1024 * 1024
 
-    private init(path: String, database: Database, environment: Environment, keybag: Keybag) throws {
+    private init(path: String, database: Database, environment: Environment, keybag: Keybag, meta: [String: [UInt8]]) throws {
         self.path = path
+        self.meta = meta
         self.database = database
         self.environment = environment
         self.keybag = keybag
@@ -96,17 +99,17 @@ public final class Keychain {
         }
         try FileIO.checkPrivateFile(path, what: "keychain")
         let db = try Database(path: path, create: false)
-        let bag = try readKeybag(db, path: path)
-        let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag)
+        let (bag, meta) = try readKeybag(db, path: path)
+        let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag, meta: meta)
         try keychain.loadKeys()
         return keychain
     }
 
-    private static func int64Bytes(_ v: Int64) -> [UInt8] {
+    static func int64Bytes(_ v: Int64) -> [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: v) >> UInt64(56 - 8 * $0)) }
     }
 
-    private static func writeMeta(_ db: Database, _ values: [(String, [UInt8])]) throws {
+    static func writeMeta(_ db: Database, _ values: [(String, [UInt8])]) throws {
         let stmt = try db.prepare("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)")
         for (name, value) in values {
             stmt.reset()
@@ -116,7 +119,7 @@ public final class Keychain {
         }
     }
 
-    private static func writeKeybag(_ db: Database, _ bag: Keybag) throws {
+    static func writeKeybag(_ db: Database, _ bag: Keybag) throws {
         let stmt = try db.prepare("INSERT OR REPLACE INTO keybag(class, kek, device) VALUES (?, ?, ?)")
         for (name, row) in bag.rows {
             stmt.reset()
@@ -127,7 +130,7 @@ public final class Keychain {
         }
     }
 
-    private static func readKeybag(_ db: Database, path: String) throws -> Keybag {
+    private static func readKeybag(_ db: Database, path: String) throws -> (Keybag, [String: [UInt8]]) {
         var meta: [String: [UInt8]] = [:]
         var rows: [String: (kek: [UInt8]?, device: [UInt8]?)] = [:]
         do {
@@ -152,7 +155,7 @@ public final class Keychain {
             }
             kdf = parameters
         }
-        return Keybag(keychainID: id, kdf: kdf, rows: rows)
+        return (Keybag(keychainID: id, kdf: kdf, rows: rows), meta)
     }
 
     // MARK: - Keys
@@ -174,7 +177,7 @@ public final class Keychain {
             return
         }
         for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
-            guard let stored = try session.load(tier) else { continue }
+            guard let (stored, _) = try session.load(tier) else { continue }
             unlockedTiers.insert(tier)
             for (name, key) in stored.entries where keys[name] == nil { keys.set(name, key) }
         }
@@ -219,8 +222,16 @@ public final class Keychain {
 
     // MARK: - Lock and unlock
 
-    /// The inactivity timeout `unlock` uses when none is given.
-    public var defaultTimeout: UInt32 { 300 }
+    /// The inactivity timeout `unlock` uses when none is given: the
+    /// keychain's setting, else 300 s. 0 means no auto-lock.
+    public var defaultTimeout: UInt32 {
+        guard let stored = meta["timeout"], stored.count == 8 else { return 300 }
+        return UInt32(clamping: Keychain.int64(stored))
+    }
+
+    static func int64(_ b: [UInt8]) -> Int64 {
+        Int64(bitPattern: b.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+    }
 
     /// Unlocks with `password` until `lock`, a reboot, or `timeout` seconds
     /// without use (0: no auto-lock).
@@ -231,9 +242,13 @@ public final class Keychain {
             // header was edited to make a guessed password cheaper to check.
             throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the file was altered")
         }
+        // Count the attempt before checking it, so killing the process during
+        // the password hash does not dodge the count; a success resets it.
+        try recordAttempt(failed: true)
         let kek = try keybag.kek(password: password)
         var device = try deviceKey()
         let unwrapped = try keybag.unwrapWithKEK(kek, device: device)
+        try recordAttempt(failed: false)
         if device == nil {
             // A lost device secret: make a new one. Device-bound items of the
             // old one stay unreadable, as after restoring a phone from backup.

@@ -16,6 +16,7 @@ long locket_add_key(const char *type, const char *description,
 long locket_keyctl_search(int32_t keyring, const char *type, const char *description);
 long locket_keyctl_read(int32_t key, void *buffer, size_t length);
 long locket_keyctl_set_timeout(int32_t key, uint32_t seconds);
+long locket_keyctl_update(int32_t key, const void *payload, size_t length);
 long locket_keyctl_setperm(int32_t key, uint32_t permissions);
 long locket_keyctl_invalidate(int32_t key);
 long locket_keyctl_unlink(int32_t key, int32_t keyring);

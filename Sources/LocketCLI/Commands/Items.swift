@@ -14,6 +14,9 @@ enum Commands {
             }
         }
         if let accessible = invocation.value("accessible") { item.accessible = try ProtectionClass(parsing: accessible) }
+        if let pclass = item.accessible, pclass.tier == .always {
+            context.warn("\(pclass.name) is deprecated, as in Apple's keychain: such items are readable without unlocking; prefer after-first-unlock")
+        }
         let keychain = try context.openKeychain()
         let data = try Prompt.secret(context, invocation, confirm: true) ?? SecureBytes(count: 0)
         try keychain.add(item, data: data, updateExisting: invocation.has("update"))

@@ -22,6 +22,7 @@ extension Commands {
             context.err("locket: the keychain has no password; it is always unlocked")
             return 0
         }
+        try waitForPasswordDelay(keychain, context)
         let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         try keychain.unlock(password: password, timeout: timeout)

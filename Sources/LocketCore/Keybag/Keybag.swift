@@ -88,6 +88,8 @@ struct Keybag {
         }
     }
 
+    mutating func removeRow(_ name: String) { rows[name] = nil }
+
     // MARK: - Unwrapping
 
     /// The keys that open with the device key alone (`dk`, `dku`, `idx`).

@@ -33,7 +33,7 @@ public struct SessionStore: Sendable {
     /// Stores `keys` for `tier`, expiring after `timeout` seconds of inactivity (0: never).
     @discardableResult
     func save(_ tier: ProtectionClass.Tier, keys: SessionKeys, timeout: UInt32) throws -> Backend {
-        let record = keys.encode(header: Self.magic, timeout: timeout)
+        let record = keys.encode(header: Self.magic, timeout: timeout, lastUse: Self.now())
         if forced != .directory {
             let serial = record.withUnsafeBytes { raw in
                 locket_add_key("user", description(tier), raw.baseAddress, raw.count, locket_key_spec_user_keyring())
@@ -58,9 +58,26 @@ public struct SessionStore: Sendable {
 
     // MARK: - Loading
 
+    /// What a loaded session says about itself.
+    struct Info {
+        var backend: Backend
+        /// Seconds of inactivity before it expires; 0 for never.
+        var timeout: UInt32
+        /// Seconds since 1970 of the last use, this one included.
+        var lastUse: Int64
+
+        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - SessionStore.now()) }
+    }
+
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec)
+    }
+
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
-    func load(_ tier: ProtectionClass.Tier) throws -> SessionKeys? {
-        if forced != .directory, let keys = try loadFromKeyring(tier) { return keys }
+    func load(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
+        if forced != .directory, let found = try loadFromKeyring(tier) { return found }
         if forced != .keyring { return try loadFromDirectory(tier) }
         return nil
     }
@@ -70,19 +87,26 @@ public struct SessionStore: Sendable {
         return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    private func loadFromKeyring(_ tier: ProtectionClass.Tier) throws -> SessionKeys? {
+    private func loadFromKeyring(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
         guard let serial = keyringSerial(tier) else { return nil }
         let buffer = SecureBytes(count: SessionKeys.maximumSize)
         let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
         guard n > 0, n <= buffer.count else { return nil }
-        guard let (keys, timeout) = SessionKeys.decode(buffer.prefix(n), header: Self.magic) else {
+        let record = buffer.prefix(n)
+        guard let (keys, timeout) = SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", hint: "run locket lock --all, then unlock again")
         }
-        if timeout > 0 { _ = locket_keyctl_set_timeout(serial, timeout) }
-        return keys
+        let now = Self.now()
+        if timeout > 0 {
+            // Record this use in the payload (for status) and restart the kernel's timer.
+            SessionKeys.stamp(record, header: Self.magic, lastUse: now)
+            _ = record.withUnsafeBytes { locket_keyctl_update(serial, $0.baseAddress, $0.count) }
+            _ = locket_keyctl_set_timeout(serial, timeout)
+        }
+        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now))
     }
 
-    private func loadFromDirectory(_ tier: ProtectionClass.Tier) throws -> SessionKeys? {
+    private func loadFromDirectory(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
         let path = file(tier)
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -107,7 +131,27 @@ public struct SessionStore: Sendable {
             // The file's modification time is the last use: touching it extends the session.
             futimens(fd, nil)
         }
-        return keys
+        return (keys, Info(backend: .directory, timeout: timeout, lastUse: Self.now()))
+    }
+
+    /// What the session of `tier` says, without extending it.
+    func peek(_ tier: ProtectionClass.Tier) -> Info? {
+        if forced != .directory, let serial = keyringSerial(tier) {
+            let buffer = SecureBytes(count: SessionKeys.maximumSize)
+            let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+            if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(buffer.prefix(n), header: Self.magic) {
+                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
+            }
+        }
+        guard forced != .keyring else { return nil }
+        var st = stat()
+        let path = file(tier)
+        guard lstat(path, &st) == 0, let bytes = try? FileIO.readSmall(path, limit: SessionKeys.maximumSize) else { return nil }
+        let record = SecureBytes(copying: bytes)
+        guard let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
+        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))
+        if timeout > 0, info.secondsLeft == 0 { return nil }
+        return info
     }
 
     // MARK: - Removing
@@ -151,7 +195,7 @@ public struct SessionStore: Sendable {
 }
 
 /// Named 32-byte keys, serialized for a session: `header`, timeout (4 bytes),
-/// count (1), then per key a name length (1), the name, and the key.
+/// last use (8), count (1), then per key a name length (1), the name, and the key.
 struct SessionKeys {
     static let maximumSize = 16_384
     private(set) var entries: [(name: String, key: SecureBytes)] = []
@@ -163,8 +207,8 @@ struct SessionKeys {
         entries.append((name, key))
     }
 
-    func encode(header: [UInt8], timeout: UInt32) -> SecureBytes {
-        let size = header.count + 5 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 }
+    func encode(header: [UInt8], timeout: UInt32, lastUse: Int64) -> SecureBytes {
+        let size = header.count + 13 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 }
         let out = SecureBytes(count: size)
         out.withUnsafeMutableBytes { o in
             var i = 0
@@ -172,6 +216,7 @@ struct SessionKeys {
             for b in header { put(b) }
             put(UInt8(timeout >> 24)); put(UInt8(truncatingIfNeeded: timeout >> 16))
             put(UInt8(truncatingIfNeeded: timeout >> 8)); put(UInt8(truncatingIfNeeded: timeout))
+            for shift in stride(from: 56, through: 0, by: -8) { put(UInt8(truncatingIfNeeded: UInt64(bitPattern: lastUse) >> UInt64(shift))) }
             put(UInt8(entries.count))
             for (name, key) in entries {
                 put(UInt8(name.utf8.count))
@@ -182,12 +227,33 @@ struct SessionKeys {
         return out
     }
 
+    /// The timeout and last use of a record.
+    static func header(_ record: SecureBytes, header: [UInt8]) -> (UInt32, Int64)? {
+        record.withUnsafeBytes { r -> (UInt32, Int64)? in
+            guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
+            let i = header.count
+            let timeout = UInt32(r[i]) << 24 | UInt32(r[i + 1]) << 16 | UInt32(r[i + 2]) << 8 | UInt32(r[i + 3])
+            let lastUse = Int64(bitPattern: r[(i + 4)..<(i + 12)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            return (timeout, lastUse)
+        }
+    }
+
+    /// Overwrites a record's last-use time in place.
+    static func stamp(_ record: SecureBytes, header: [UInt8], lastUse: Int64) {
+        record.withUnsafeMutableBytes { r in
+            guard r.count >= header.count + 13 else { return }
+            for (k, shift) in stride(from: 56, through: 0, by: -8).enumerated() {
+                r[header.count + 4 + k] = UInt8(truncatingIfNeeded: UInt64(bitPattern: lastUse) >> UInt64(shift))
+            }
+        }
+    }
+
     static func decode(_ record: SecureBytes, header: [UInt8]) -> (SessionKeys, UInt32)? {
         record.withUnsafeBytes { r -> (SessionKeys, UInt32)? in
-            guard r.count >= header.count + 5, Array(r[0..<header.count]) == header else { return nil }
+            guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
             var i = header.count
             let timeout = UInt32(r[i]) << 24 | UInt32(r[i + 1]) << 16 | UInt32(r[i + 2]) << 8 | UInt32(r[i + 3])
-            i += 4
+            i += 12
             let count = Int(r[i]); i += 1
             var keys = SessionKeys()
             for _ in 0..<count {

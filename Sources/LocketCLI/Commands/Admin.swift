@@ -1,0 +1,101 @@
+import Glibc
+import LocketCore
+
+extension Commands {
+    /// `locket passwd`
+    static func passwd(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let keychain = try context.openKeychain()
+        let fromStdin = !Prompt.isTerminal(context.io.stdin)
+        var old: SecureBytes?
+        if keychain.hasPassword {
+            try waitForPasswordDelay(keychain, context)
+            old = try Prompt.password(context, prompt: "Current password for \(keychain.path): ", confirm: false, fromStdin: fromStdin)
+        }
+        if invocation.has("remove") {
+            let doomed = keychain.passcodeItemCount
+            if doomed > 0 && !invocation.has("yes") {
+                guard Prompt.isTerminal(context.io.stdin) else {
+                    throw KeychainError(.interactionNotAllowed,
+                                        "removing the password deletes \(doomed) when-passcode-set item\(doomed == 1 ? "" : "s")",
+                                        hint: "add --yes to confirm")
+                }
+                guard try Prompt.confirm(context, "Removing the password deletes \(doomed) when-passcode-set item\(doomed == 1 ? "" : "s"). Continue? [y/N] ") else {
+                    throw KeychainError(.userCanceled)
+                }
+            }
+            let removed = try keychain.changePassword(old: old, new: nil)
+            if removed > 0 { context.err("locket: deleted \(removed) when-passcode-set item\(removed == 1 ? "" : "s")") }
+            return 0
+        }
+        let new = try Prompt.password(context, prompt: "New password for \(keychain.path): ", confirm: true, fromStdin: fromStdin)
+        try keychain.changePassword(old: old, new: new)
+        return 0
+    }
+
+    /// Reports and sits out the wait after repeated wrong passwords.
+    static func waitForPasswordDelay(_ keychain: Keychain, _ context: Context) throws {
+        let wait = keychain.passwordDelay
+        guard wait > 0 else { return }
+        context.err("locket: \(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
+        var remaining = UInt32(wait)
+        while remaining > 0 { remaining = sleep(remaining) }
+    }
+
+    /// `locket settings`
+    static func settings(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let keychain = try context.openKeychain()
+        if let text = invocation.value("timeout") {
+            try keychain.setDefaultTimeout(try parseTimeout(text))
+            return 0
+        }
+        let timeout = keychain.defaultTimeout
+        if context.json {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("timeout"); if timeout == 0 { w.string("none") } else { w.int(Int64(timeout)) }
+            w.endObject()
+            context.out.bytes(w.bytes)
+            context.out.text("\n")
+        } else {
+            context.out.line("timeout: \(timeout == 0 ? "none" : String(timeout))")
+        }
+        return 0
+    }
+
+    /// `locket status`
+    static func status(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let keychain = try context.openKeychain()
+        let s = try keychain.status()
+        let timeout = s.autoLockTimeout == 0 ? "none" : String(s.autoLockTimeout)
+        if context.json {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("keychain"); w.string(s.path)
+            w.key("password"); w.bool(s.hasPassword)
+            w.key("whenUnlocked"); w.string(s.whenUnlocked ? "unlocked" : "locked")
+            w.key("afterFirstUnlock"); w.string(s.afterFirstUnlock ? "unlocked" : "locked")
+            w.key("secondsUntilAutoLock")
+            if let left = s.secondsUntilAutoLock { w.int(left) } else { w.null() }
+            w.key("timeout"); if s.autoLockTimeout == 0 { w.string("none") } else { w.int(Int64(s.autoLockTimeout)) }
+            w.key("session"); if let backend = s.sessionBackend { w.string(backend) } else { w.null() }
+            w.key("failedAttempts"); w.int(Int64(s.failedAttempts))
+            w.key("items"); w.beginObject()
+            for pclass in ProtectionClass.allCases { w.key(pclass.name); w.int(Int64(s.itemCounts[pclass] ?? 0)) }
+            w.endObject()
+            w.endObject()
+            context.out.bytes(w.bytes)
+            context.out.text("\n")
+            return 0
+        }
+        context.out.line("keychain: \(s.path)")
+        context.out.line("password: \(s.hasPassword ? "set" : "none (always unlocked)")")
+        context.out.line("when-unlocked: \(s.whenUnlocked ? "unlocked" : "locked")")
+        context.out.line("after-first-unlock: \(s.afterFirstUnlock ? "unlocked" : "locked")")
+        if let left = s.secondsUntilAutoLock { context.out.line("auto-lock in: \(left) s") }
+        context.out.line("auto-lock timeout: \(timeout)")
+        if let backend = s.sessionBackend { context.out.line("session: \(backend)") }
+        if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
+        for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
+        return 0
+    }
+}

@@ -1,0 +1,139 @@
+/// Password changes, settings, status and the wrong-password counter.
+extension Keychain {
+    // MARK: - Wrong passwords
+
+    /// Consecutive wrong passwords since the last success.
+    public var failedAttempts: Int { meta["failures"].map { Int(Keychain.int64($0)) } ?? 0 }
+
+    /// Seconds to wait before the next password attempt: none for the first
+    /// five failures, then 1, 2, 4, ... up to 30 s after the last failure.
+    public var passwordDelay: Int {
+        let failures = failedAttempts
+        guard failures >= 5 else { return 0 }
+        let wait = min(30, 1 << min(failures - 5, 5))
+        let last = meta["failed_at"].map(Keychain.int64) ?? 0
+        return max(0, Int(last + Int64(wait) - SessionStore.now()))
+    }
+
+    func recordAttempt(failed: Bool) throws {
+        let failures = failed ? failedAttempts + 1 : 0
+        if !failed && failedAttempts == 0 { return }
+        let values = [("failures", Keychain.int64Bytes(Int64(failures))), ("failed_at", Keychain.int64Bytes(SessionStore.now()))]
+        // The counter need not survive a power cut; skipping the fsync keeps unlock within 5 ms of the hash.
+        try database.execute("PRAGMA synchronous=NORMAL")
+        defer { try? database.execute("PRAGMA synchronous=FULL") }
+        try database.transaction(write: true) { try Keychain.writeMeta(database, values) }
+        for (name, value) in values { meta[name] = value }
+    }
+
+    // MARK: - Settings
+
+    /// Stores the keychain's default auto-lock timeout (0: never).
+    public func setDefaultTimeout(_ seconds: UInt32) throws {
+        let value = Keychain.int64Bytes(Int64(seconds))
+        try database.transaction(write: true) { try Keychain.writeMeta(database, [("timeout", value)]) }
+        meta["timeout"] = value
+    }
+
+    // MARK: - Password
+
+    /// Changes, sets (on a keychain without one) or removes (`new` nil) the
+    /// password. Only the class keys are re-wrapped, in one transaction, so
+    /// after a crash either the old or the new password unlocks. Removing the
+    /// password deletes every when-passcode-set item, as iOS does; returns how many.
+    @discardableResult
+    public func changePassword(old: SecureBytes?, new: SecureBytes?) throws -> Int {
+        if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", hint: "use --remove to remove the password") }
+        if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
+        if let kdf = keybag.kdf, !kdf.isStrong && !environment.testWeakKDF {
+            throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the file was altered")
+        }
+        if hasPassword { try recordAttempt(failed: true) }
+        let device = try deviceKey()
+        let oldKEK = try keybag.kek(password: old)
+        var keys = try keybag.unwrapWithKEK(oldKEK, device: device)
+        if hasPassword { try recordAttempt(failed: false) }
+
+        let passcodeName = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
+        var kdf: KDFParameters?
+        let newKEK: SecureBytes
+        if let new {
+            kdf = environment.testWeakKDF ? .weakForTests() : .standard()
+            newKEK = try PasswordHash.deriveKEK(password: new, parameters: kdf!)
+            if keys[passcodeName] == nil && keybag.rows[passcodeName] == nil {
+                keys.set(passcodeName, SecureBytes(copying: Sodium.random(32)))
+            }
+        } else {
+            newKEK = Keybag.passwordlessKEK(keybag.keychainID)
+        }
+        var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: keybag.rows)
+        bag.wrap(keys, kek: newKEK, device: device)
+        let removed: Int = try database.transaction(write: true) {
+            var removed = 0
+            if new == nil {
+                let delete = try database.prepare("DELETE FROM items WHERE pdmn = ?")
+                try delete.bind(1, passcodeName)
+                _ = try delete.step()
+                removed = database.changes
+                try database.execute("DELETE FROM keybag WHERE class = '\(passcodeName)'")
+                try database.execute("DELETE FROM meta WHERE name = 'kdf'")
+                bag.removeRow(passcodeName)
+            } else {
+                try Keychain.writeMeta(database, [("kdf", kdf!.encoded)])
+            }
+            try Keychain.writeKeybag(database, bag)
+            return removed
+        }
+        keybag = bag
+        if new == nil {
+            // Nothing left to unlock: the session's copies are redundant.
+            lock(all: true)
+        }
+        return removed
+    }
+
+    /// How many when-passcode-set items removing the password would delete.
+    public var passcodeItemCount: Int {
+        (try? countByClass()[.whenPasscodeSetThisDeviceOnly]) ?? 0
+    }
+
+    // MARK: - Status
+
+    /// What `locket status` reports; needs no password.
+    public struct Status: Sendable {
+        public var path: String
+        public var hasPassword: Bool
+        public var whenUnlocked: Bool
+        public var afterFirstUnlock: Bool
+        /// nil: locked, or no auto-lock.
+        public var secondsUntilAutoLock: Int64?
+        public var autoLockTimeout: UInt32
+        public var sessionBackend: String?
+        public var itemCounts: [ProtectionClass: Int]
+        public var failedAttempts: Int
+    }
+
+    public func status() throws -> Status {
+        let counts = try countByClass()
+        let whenUnlocked = hasPassword ? session.peek(.whenUnlocked) : nil
+        let firstUnlock = hasPassword ? session.peek(.afterFirstUnlock) : nil
+        return Status(path: path, hasPassword: hasPassword,
+                      whenUnlocked: !hasPassword || whenUnlocked != nil,
+                      afterFirstUnlock: !hasPassword || firstUnlock != nil,
+                      secondsUntilAutoLock: whenUnlocked?.secondsLeft,
+                      autoLockTimeout: defaultTimeout,
+                      sessionBackend: (whenUnlocked ?? firstUnlock)?.backend.rawValue,
+                      itemCounts: counts, failedAttempts: failedAttempts)
+    }
+
+    func countByClass() throws -> [ProtectionClass: Int] {
+        try database.transaction(write: false) {
+            let stmt = try database.prepare("SELECT pdmn, count(*) FROM items GROUP BY pdmn")
+            var counts: [ProtectionClass: Int] = [:]
+            while try stmt.step() {
+                if let pclass = ProtectionClass(rawValue: stmt.text(0)) { counts[pclass] = Int(stmt.int64(1)) }
+            }
+            return counts
+        }
+    }
+}
