@@ -1,0 +1,126 @@
+import Foundation
+import XCTest
+
+/// `lock`, `lock --all`, `unlock`, and what a locked keychain allows.
+final class EndToEndLockUnlockTests: EndToEndCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        initKeychain()
+    }
+
+    func testWrongPasswordIsAuthFailed() {
+        ok("lock")
+        let result = expect(51, "unlock", "--password-stdin", input: .text("wrong password\n"))
+        assertError(result, "errSecAuthFailed", -25293)
+        // Still locked.
+        addExpectingLocked("-s", "nothing-yet")
+    }
+
+    func testRightPasswordUnlocks() {
+        add("-s", "svc", "-a", "me", secret: "value")
+        ok("lock")
+        ok("unlock", "--password-stdin", input: .text(Self.password + "\n"))
+        XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
+        // Without --password-stdin a non-terminal stdin still carries the password.
+        ok("lock")
+        ok("unlock", input: .text(Self.password + "\n"))
+        XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
+        // A timeout option is accepted.
+        ok("lock")
+        ok("unlock", "--timeout", "none", "--password-stdin", input: .text(Self.password + "\n"))
+        XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
+    }
+
+    func testLockedFindIsInteractionNotAllowedNeverNotFound() {
+        add("-s", "svc", "-a", "me", secret: "value")
+        ok("lock")
+        for args in [["find", "-s", "svc"], ["find", "-s", "svc", "-w"], ["find", "-s", "svc", "-g"],
+                     ["find", "-a", "me", "--all"], ["find"], ["--json", "find", "-s", "svc"]] {
+            let result = locket(args)
+            XCTAssertEqual(result.status, 36, "a locked item must not be reported missing: \(result.summary)")
+            XCTAssertTrue(result.err.contains("errSecInteractionNotAllowed"), result.summary)
+            XCTAssertTrue(result.err.contains("25308"), result.summary)
+        }
+        // A query that matches nothing is still "not found".
+        expect(44, "find", "-s", "other")
+        // Adding or updating a when-unlocked item needs the key too.
+        expect(36, "add", "-s", "new", "-w", input: .text("x\n"))
+        expect(36, "update", "-s", "svc", "--set", "comment=c")
+        ok("unlock", "--password-stdin", input: .text(Self.password + "\n"))
+        expect(44, "find", "-s", "new")
+        XCTAssertEqual(expect(0, "find", "-s", "svc").fields["comment"], nil, "a failed update changed the item")
+    }
+
+    func testDeleteWorksWhileLocked() {
+        add("-s", "svc", "-a", "me", secret: "value")
+        add("-s", "keep", "-a", "me", secret: "other")
+        ok("lock")
+        ok("delete", "-s", "svc")
+        expect(44, "delete", "-s", "svc")
+        ok("unlock", "--password-stdin", input: .text(Self.password + "\n"))
+        expect(44, "find", "-s", "svc")
+        XCTAssertEqual(secret("-s", "keep"), Array("other".utf8))
+    }
+
+    func testAfterFirstUnlockSurvivesLockButNotLockAll() {
+        add("-s", "afu", "--accessible", "after-first-unlock", secret: "afu-secret")
+        add("-s", "wu", secret: "wu-secret")
+        ok("lock")
+        XCTAssertEqual(secret("-s", "afu"), Array("afu-secret".utf8))
+        expect(36, "find", "-s", "wu", "-w")
+        XCTAssertEqual(expect(0, "find", "-s", "afu").fields["accessible"], "after-first-unlock")
+        ok("lock", "--all")
+        let result = expect(36, "find", "-s", "afu", "-w")
+        assertError(result, "errSecInteractionNotAllowed", -25308)
+        ok("unlock", "--password-stdin", input: .text(Self.password + "\n"))
+        XCTAssertEqual(secret("-s", "afu"), Array("afu-secret".utf8))
+        XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
+    }
+
+    func testLockAndUnlockOfKeychainWithoutPassword() {
+        let other = sandbox.root + "/nopass.keychain"
+        ok("-k", other, "init", "--no-password")
+        add("-k", other, "-s", "svc", secret: "open")
+        let lock = expect(0, "-k", other, "lock")
+        XCTAssertTrue(lock.err.contains("no password"), lock.summary)
+        XCTAssertEqual(secret("-k", other, "-s", "svc"), Array("open".utf8), "a keychain without a password is always unlocked")
+        expect(0, "-k", other, "lock", "--all")
+        XCTAssertEqual(secret("-k", other, "-s", "svc"), Array("open".utf8))
+        let unlock = expect(0, "-k", other, "unlock")
+        XCTAssertTrue(unlock.err.contains("no password"), unlock.summary)
+        // A when-passcode-set item needs a password: errSecNotAvailable.
+        let akpu = expect(53, "-k", other, "add", "-s", "p", "--accessible", "when-passcode-set-this-device-only", "-w", input: .text("x\n"))
+        assertError(akpu, "errSecNotAvailable", -25291)
+    }
+
+    func testUnlockWithoutSessionAndStdinDevNullDoesNotHang() {
+        ok("lock", "--all")
+        for args in [["unlock"], ["unlock", "--password-stdin"]] {
+            let result = locket(args, input: .devNull)
+            XCTAssertNotEqual(result.status, 0, result.summary)
+            XCTAssertNotNil(result.status, result.summary)
+            XCTAssertLessThan(result.duration, 5, "unlock waited for a password that cannot come")
+            XCTAssertTrue(result.err.hasPrefix("locket: error: "), result.summary)
+        }
+        // Still locked afterwards.
+        expect(44, "find", "-s", "nothing")
+    }
+
+    func testUnlockWithSilentOpenStdinGivesUpInsteadOfHanging() {
+        // A CI job whose stdin is an idle pipe: without --password-stdin, locket waits a
+        // bounded time for a password, then fails instead of hanging.
+        ok("lock", "--all")
+        let result = locket("unlock", input: .silentPipe)
+        XCTAssertFalse(result.timedOut, result.summary)
+        XCTAssertNotNil(result.status, result.summary)
+        XCTAssertNotEqual(result.status, 0, result.summary)
+        XCTAssertLessThan(result.duration, 15, result.summary)
+        XCTAssertTrue(result.err.hasPrefix("locket: error: "), result.summary)
+    }
+
+    // Helper: an add that must fail because the keychain is locked.
+    private func addExpectingLocked(_ arguments: String..., file: StaticString = #filePath, line: UInt = #line) {
+        let result = locket(["add"] + arguments + ["-w"], input: .text("x\n"), file: file, line: line)
+        XCTAssertEqual(result.status, 36, result.summary, file: file, line: line)
+    }
+}
