@@ -53,6 +53,44 @@ final class DriftTests: XCTestCase {
         }
     }
 
+    /// The scripts parse: `bash -n`, and `zsh -n` where zsh is installed.
+    /// (fish joins this list once Completions.swift writes fish syntax for
+    /// its keychain-name function; `fish -n` rejects the POSIX loop today.)
+    func testCompletionScriptsParse() throws {
+        let directory = try Scratch.directory()
+        defer { _ = Scratch.sh("rm -rf '\(directory)'") }
+        for (shell, check) in [(Completions.Shell.bash, "bash -n"), (.zsh, "zsh -n")] {
+            guard Scratch.sh("command -v \(check.split(separator: " ")[0]) >/dev/null 2>&1") == 0 else { continue }
+            let path = directory + "/" + shell.fileName
+            try Scratch.write(path, Completions.script(for: shell))
+            XCTAssertEqual(Scratch.sh("\(check) '\(path)' 2>/dev/null"), 0, "`\(check)` rejects the \(shell) completion")
+        }
+    }
+
+    /// In bash, `locket f<TAB>` offers find, and option values complete.
+    func testBashCompletionCompletes() throws {
+        let directory = try Scratch.directory()
+        defer { _ = Scratch.sh("rm -rf '\(directory)'") }
+        try Scratch.write(directory + "/locket.bash", Completions.script(for: .bash))
+        func complete(_ words: [String]) throws -> [String] {
+            let quoted = words.map { "'\($0)'" }.joined(separator: " ")
+            try Scratch.write(directory + "/drive.bash", """
+                source '\(directory)/locket.bash'
+                COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); COMPREPLY=()
+                _locket
+                printf '%s\\n' "${COMPREPLY[@]}" > '\(directory)/out'
+
+                """)
+            guard Scratch.sh("HOME='\(directory)' bash '\(directory)/drive.bash' 2>/dev/null") == 0 else { return ["(bash failed)"] }
+            return try Repo.read(directory + "/out", absolute: true).split(separator: "\n").map(String.init)
+        }
+        XCTAssertEqual(try complete(["locket", "f"]), ["find"])
+        XCTAssertEqual(try complete(["locket", "-k", "work", "fi"]), ["find"])
+        XCTAssertEqual(try complete(["locket", "find", "--show"]), ["--show-data", "--show-ref"])
+        XCTAssertEqual(try complete(["locket", "add", "--class", ""]), ["genp", "inet"])
+        XCTAssertEqual(try complete(["locket", "help", "un"]), ["unlock"])
+    }
+
     // MARK: - Man page
 
     /// SYNOPSIS and COMMANDS name every command with its usage line, exactly as help prints it.
@@ -178,8 +216,8 @@ private enum Repo {
         return parts.joined(separator: "/")
     }()
 
-    static func read(_ relative: String) throws -> String {
-        let path = root + "/" + relative
+    static func read(_ name: String, absolute: Bool = false) throws -> String {
+        let path = absolute ? name : root + "/" + name
         guard let file = fopen(path, "rb") else {
             throw Failure("cannot open \(path): \(String(cString: strerror(errno)))")
         }
@@ -198,6 +236,25 @@ private enum Repo {
         let description: String
         init(_ description: String) { self.description = description }
     }
+}
+
+/// A private temporary directory and `/bin/sh`, for running the shells.
+private enum Scratch {
+    static func directory() throws -> String {
+        var template = Array("/tmp/locket-drift-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw Repo.Failure("mkdtemp: \(String(cString: strerror(errno)))") }
+        return String(cString: made)
+    }
+
+    static func write(_ path: String, _ text: String) throws {
+        guard let file = fopen(path, "wb") else { throw Repo.Failure("cannot write \(path)") }
+        defer { fclose(file) }
+        let bytes = Array(text.utf8)
+        guard fwrite(bytes, 1, bytes.count, file) == bytes.count else { throw Repo.Failure("cannot write \(path)") }
+    }
+
+    /// The wait status of `sh -c command`: 0 when it exited 0.
+    static func sh(_ command: String) -> Int32 { system(command) }
 }
 
 /// man/locket.1, as source lines and as plain text (fonts and escapes removed).
