@@ -89,6 +89,11 @@ final class EndToEndAtRestTests: EndToEndCase {
         XCTAssertEqual(expect(0, "find", "-s", "alpha").fields["account"], "a")
         // A failure to read never deletes anything.
         XCTAssertEqual(try rowCount(), 3)
+        // A damaged item can still be deleted (by its digests), and only it.
+        ok("delete", "-s", "alpha")
+        XCTAssertEqual(try rowCount(), 2)
+        expect(93, "find", "-s", "beta", "-w")
+        XCTAssertEqual(secret("-s", "gamma"), Array("secret-gamma".utf8))
     }
 
     func testSwappedAttributesFailWithDecodeOthersUnaffected() throws {
@@ -107,6 +112,11 @@ final class EndToEndAtRestTests: EndToEndCase {
         let dump = expect(93, "dump")
         XCTAssertTrue(dump.out.contains("service: gamma"), dump.out)
         XCTAssertTrue(dump.out.contains("status: damaged"), dump.out)
+        let json = expect(93, "--json", "dump")
+        let items = try json.jsonArray()
+        XCTAssertEqual(items.map { $0["status"] as? String }, ["damaged", "damaged", "available"])
+        XCTAssertNil(items[0]["service"], "a damaged item shows no attributes")
+        XCTAssertEqual(try json.jsonError()["error"] as? String, "errSecDecode")
         XCTAssertEqual(try rowCount(), 3)
     }
 

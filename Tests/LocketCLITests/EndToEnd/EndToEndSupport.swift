@@ -96,10 +96,18 @@ enum Spawn {
         return true
     }
 
+    /// Held from creating the pipes to posix_spawn, so that a child spawned
+    /// by another thread never inherits this child's pipe ends (which would
+    /// keep them open and hide end-of-file).
+    private static let spawnLock = NSLock()
+
     static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                     input: Input, timeout: Double) -> RunResult {
         _ = ignoreSIGPIPE
         let started = Date()
+        spawnLock.lock()
+        var locked = true
+        defer { if locked { spawnLock.unlock() } }
         var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
         precondition(makePipe(&outPipe) && makePipe(&errPipe))
         var actions = posix_spawn_file_actions_t()
@@ -139,6 +147,8 @@ enum Spawn {
         close(outPipe[1])
         close(errPipe[1])
         if inPipe[0] >= 0 { close(inPipe[0]) }
+        spawnLock.unlock()
+        locked = false
         guard rc == 0 else {
             close(outPipe[0]); close(errPipe[0])
             if inPipe[1] >= 0 { close(inPipe[1]) }

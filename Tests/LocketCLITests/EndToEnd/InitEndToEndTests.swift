@@ -17,6 +17,18 @@ final class EndToEndInitTests: EndToEndCase {
         // The creator is unlocked right away.
         add("-s", "svc", "-a", "me", secret: "value")
         XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
+        // SQLite's companions and the session are private too (umask 077).
+        for suffix in ["-wal", "-shm"] {
+            if let m = mode(sandbox.loginKeychain + suffix) { XCTAssertEqual(m & 0o077, 0, "\(suffix) is \(String(m, radix: 8))") }
+        }
+        let sessionDir = sandbox.runtimeDir + "/locket"
+        XCTAssertEqual(mode(sessionDir), 0o700, "session directory")
+        let sessions = (try? FileManager.default.contentsOfDirectory(atPath: sessionDir)) ?? []
+        XCTAssertFalse(sessions.isEmpty, "LOCKET_SESSION=dir keeps the session in $XDG_RUNTIME_DIR/locket")
+        for name in sessions { XCTAssertEqual(mode(sessionDir + "/" + name), 0o600, name) }
+        // lock --all removes every session file.
+        ok("lock", "--all")
+        XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: sessionDir)) ?? [], [])
     }
 
     func testInitReadsThePasswordFromStdinWithoutTheFlag() {

@@ -77,6 +77,36 @@ final class EndToEndLockUnlockTests: EndToEndCase {
         XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
     }
 
+    func testAutoLockAfterTimeout() {
+        add("-s", "wu", secret: "wu-secret")
+        add("-s", "afu", "--accessible", "after-first-unlock", secret: "afu-secret")
+        ok("lock")
+        ok("unlock", "--timeout", "1", "--password-stdin", input: .text(Self.password + "\n"))
+        XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
+        usleep(2_200_000)
+        expect(36, "find", "-s", "wu", "-w")
+        // Auto-lock is a lock, not a reboot: after-first-unlock items stay readable.
+        XCTAssertEqual(secret("-s", "afu"), Array("afu-secret".utf8))
+        // A bad timeout is refused.
+        expect(2, "unlock", "--timeout", "soon", "--password-stdin", input: .text(Self.password + "\n"))
+        expect(36, "find", "-s", "wu", "-w")
+    }
+
+    func testAlwaysItemsWarnAndSurviveLockAll() {
+        let result = locket("add", "-s", "always", "--accessible", "always", "-w", input: .text("always-secret\n"))
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertEqual(result.errLines.count, 1, result.summary)
+        XCTAssertTrue(result.err.hasPrefix("locket: warning: "), "always is deprecated and warns: \(result.summary)")
+        // Apple's constant name and the code are accepted too.
+        expect(0, "add", "-s", "apple-name", "--accessible", "kSecAttrAccessibleAfterFirstUnlock", "-w", input: .text("x\n"))
+        expect(0, "add", "-s", "code", "--accessible", "cku", "-w", input: .text("x\n"))
+        XCTAssertEqual(expect(0, "find", "-s", "code").fields["accessible"], "after-first-unlock-this-device-only")
+        expect(206, "add", "-s", "bad", "--accessible", "sometimes", "-w", input: .text("x\n"))
+        ok("lock", "--all")
+        XCTAssertEqual(secret("-s", "always"), Array("always-secret".utf8))
+        expect(36, "find", "-s", "apple-name", "-w")
+    }
+
     func testLockAndUnlockOfKeychainWithoutPassword() {
         let other = sandbox.root + "/nopass.keychain"
         ok("-k", other, "init", "--no-password")
