@@ -139,6 +139,18 @@ final class EndToEndGenericPasswordTests: EndToEndCase {
         expect(206, "find", "--ref", "not-hex")
     }
 
+    func testOversizedAttributeIsRefused() {
+        let limit = 65_536
+        let tooLong = String(repeating: "a", count: limit + 1)
+        let result = expect(42, "add", "-s", tooLong, "-w", input: .text("x\n"))
+        assertError(result, "errSecDataTooLarge", -25302)
+        expect(44, "find", "--all")
+        expect(42, "find", "-s", tooLong)
+        let longest = String(repeating: "b", count: limit)
+        add("-j", longest, "-s", "long-comment")
+        XCTAssertEqual(expect(0, "find", "-s", "long-comment").fields["comment"], longest)
+    }
+
     func testNotFound() {
         add("-s", "svc", "-a", "me")
         let result = expect(44, "find", "-s", "svc", "-a", "someone")

@@ -9,6 +9,10 @@ final class EndToEndLockUnlockTests: EndToEndCase {
     }
 
     func testWrongPasswordIsAuthFailed() {
+        add("-s", "svc", secret: "value")
+        // A wrong password while unlocked fails and leaves the session alone.
+        expect(51, "unlock", "--password-stdin", input: .text("wrong password\n"))
+        XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
         ok("lock")
         let result = expect(51, "unlock", "--password-stdin", input: .text("wrong password\n"))
         assertError(result, "errSecAuthFailed", -25293)

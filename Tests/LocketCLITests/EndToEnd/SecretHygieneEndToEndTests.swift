@@ -43,17 +43,6 @@ final class EndToEndSecretHygieneTests: EndToEndCase {
         assertClean(locket("dump", "--data"))
     }
 
-    func testSecretNeverInWarnings() {
-        initKeychain()
-        // The argv form warns; the warning does not repeat the value.
-        let result = locket("add", "-s", "argv", "-w", Self.secret)
-        XCTAssertEqual(result.status, 0, result.summary)
-        XCTAssertFalse(result.err.contains(Self.secret), result.summary)
-        let dup = locket("add", "-s", "argv", "-w", Self.secret)
-        XCTAssertEqual(dup.status, 45, dup.summary)
-        XCTAssertFalse(dup.err.contains(Self.secret), dup.summary)
-    }
-
     func testSuccessfulCommandsPrintNothingOnStderr() {
         let created = locket("init", "--password-stdin", input: .text(Self.password + "\n"))
         XCTAssertEqual(created.err, "")

@@ -73,6 +73,10 @@ final class EndToEndSecretInputTests: EndToEndCase {
         XCTAssertEqual(long.status, 0, long.summary)
         XCTAssertTrue(long.err.hasPrefix("locket: warning: "), long.summary)
         XCTAssertEqual(secret("-s", "argv"), Array("second-value".utf8))
+        // A failure after the warning does not echo the value either.
+        let dup = locket("add", "-s", "argv", "-w", "visible-value")
+        XCTAssertEqual(dup.status, 45, dup.summary)
+        XCTAssertFalse(dup.err.contains("visible-value"), dup.summary)
     }
 
     func testEmptySecret() throws {
