@@ -1,0 +1,81 @@
+import CSQLite
+import LocketCore
+import XCTest
+
+/// SPEC §5/§7: a damaged row fails with errSecDecode; no other item is
+/// affected, a read failure never deletes, and an update stays all or nothing.
+final class DamagedRowTests: KeychainTestCase {
+    /// Flips one byte of `column` (attrs or data) in the row with `ref`, with the keychain closed.
+    private func flipByte(_ column: String, of ref: [UInt8]) throws {
+        keychain = nil
+        var db: OpaquePointer?
+        XCTAssertEqual(sqlite3_open(temporary.path, &db), SQLITE_OK)
+        defer { sqlite3_close(db) }
+        var select: OpaquePointer?
+        XCTAssertEqual(sqlite3_prepare_v2(db, "SELECT \(column) FROM items WHERE ref = ?", -1, &select, nil), SQLITE_OK)
+        _ = ref.withUnsafeBytes { sqlite3_bind_blob(select, 1, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
+        XCTAssertEqual(sqlite3_step(select), SQLITE_ROW)
+        var value = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(select, 0), count: Int(sqlite3_column_bytes(select, 0))))
+        sqlite3_finalize(select)
+        value[value.count - 1] ^= 0x01
+        var update: OpaquePointer?
+        XCTAssertEqual(sqlite3_prepare_v2(db, "UPDATE items SET \(column) = ?1 WHERE ref = ?2", -1, &update, nil), SQLITE_OK)
+        _ = value.withUnsafeBytes { sqlite3_bind_blob(update, 1, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
+        _ = ref.withUnsafeBytes { sqlite3_bind_blob(update, 2, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
+        XCTAssertEqual(sqlite3_step(update), SQLITE_DONE)
+        XCTAssertEqual(sqlite3_changes(db), 1)
+        sqlite3_finalize(update)
+        keychain = try temporary.open()
+    }
+
+    func testDamagedSecretFailsThatItemOnly() throws {
+        try addGenp("svc", "alice", secret: "a")
+        let bob = try addGenp("svc", "bob", secret: "b")
+        try addGenp("svc", "carol", secret: "c")
+        try flipByte("data", of: bob.persistentRef)
+        XCTAssertKeychainError(.decode, try keychain.search(query(.genericPassword, [.account: "bob"]), returnData: true))
+        XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "bob"])).count, 1, "its attributes still open")
+        XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "alice"]), returnData: true)[0].secretString, "a")
+        XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "carol"]), returnData: true)[0].secretString, "c")
+    }
+
+    func testDamagedAttributesFailThatItemOnlyAndDumpCarriesOn() throws {
+        try addGenp("svc", "alice", secret: "a")
+        let bob = try addGenp("svc", "bob", secret: "b")
+        try addGenp("svc", "carol", secret: "c")
+        try flipByte("attrs", of: bob.persistentRef)
+        XCTAssertKeychainError(.decode, try keychain.search(query(.genericPassword, [.account: "bob"])))
+        var seen: [Item.Availability] = []
+        try keychain.dump(returnData: false) { seen.append($0.availability) }
+        XCTAssertEqual(seen, [.available, .damaged, .available])
+    }
+
+    func testUpdateOverADamagedRowChangesNothing() throws {
+        try addGenp("svc", "alice", secret: "a")
+        let bob = try addGenp("svc", "bob", secret: "b")
+        try flipByte("data", of: bob.persistentRef)
+        XCTAssertKeychainError(.decode, try keychain.update(query(.genericPassword, [.service: "svc"]), changes: [.comment: bytes("x")]))
+        XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "alice"]))[0].string(.comment), "",
+                       "the healthy match was not changed either")
+    }
+
+    func testAFailedReadNeverDeletesAndDeleteStillRemovesTheDamagedRow() throws {
+        try addGenp("svc", "alice", secret: "a")
+        let bob = try addGenp("svc", "bob", secret: "b")
+        try flipByte("attrs", of: bob.persistentRef)
+        XCTAssertKeychainError(.decode, try keychain.search(Query(itemClass: .genericPassword), limit: .all))
+        var count = 0
+        try keychain.dump(returnData: false) { _ in count += 1 }
+        XCTAssertEqual(count, 2, "the failed read deleted nothing")
+        XCTAssertEqual(try keychain.delete(query(ref: bob.persistentRef)), 1)
+        XCTAssertEqual(try allGenp().map { $0.string(.account) }, ["alice"])
+    }
+
+    func testNewDataReplacesADamagedSecret() throws {
+        // Giving new data does not need the old secret open.
+        let bob = try addGenp("svc", "bob", secret: "b")
+        try flipByte("data", of: bob.persistentRef)
+        XCTAssertEqual(try keychain.update(query(ref: bob.persistentRef), changes: [:], data: secret("fresh")), 1)
+        XCTAssertEqual(try keychain.search(query(ref: bob.persistentRef), returnData: true)[0].secretString, "fresh")
+    }
+}

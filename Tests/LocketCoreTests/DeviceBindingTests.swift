@@ -1,0 +1,112 @@
+import Foundation
+import LocketCore
+import XCTest
+
+/// SPEC §5/§7: a keychain file copied to another device opens there with its
+/// password; its migratable items are readable, its ThisDeviceOnly items never are.
+final class DeviceBindingTests: KeychainTestCase {
+    private var copies: [TemporaryKeychain] = []
+
+    override func tearDown() {
+        for copy in copies { copy.remove() }
+        copies = []
+        super.tearDown()
+    }
+
+    /// One item of every protection class, account = class code, secret = class code.
+    private func addOneOfEach() throws {
+        for pclass in ProtectionClass.allCases {
+            try addGenp("svc", pclass.rawValue, secret: pclass.rawValue, accessible: pclass)
+        }
+    }
+
+    private func copyToAnotherDevice() throws -> TemporaryKeychain {
+        keychain = nil  // close the connection so the WAL is checkpointed
+        let copy = try TemporaryKeychain(copyOf: temporary)
+        copies.append(copy)
+        return copy
+    }
+
+    private func read(_ pclass: ProtectionClass, _ target: Keychain) throws -> String? {
+        try target.search(query(.genericPassword, [.account: pclass.rawValue]), returnData: true)[0].secretString
+    }
+
+    func testCopyOpensWithItsPasswordAndOnlyMigratableItemsAreReadable() throws {
+        try addOneOfEach()
+        let copy = try copyToAnotherDevice()
+        XCTAssertFalse(try copy.open().isUnlocked, "a copy carries no session")
+        XCTAssertKeychainError(.authFailed, try copy.open().unlock(password: secret("wrong"), timeout: nil))
+        try copy.unlock()
+        let there = try copy.open()
+        for pclass in ProtectionClass.allCases {
+            if pclass.thisDeviceOnly {
+                XCTAssertKeychainError(.interactionNotAllowed, try read(pclass, there), pclass.name)
+            } else {
+                XCTAssertEqual(try read(pclass, there), pclass.rawValue, pclass.name)
+            }
+        }
+    }
+
+    func testDumpOnAnotherDeviceMarksThisDeviceOnlyItemsUnavailable() throws {
+        try addOneOfEach()
+        let copy = try copyToAnotherDevice()
+        try copy.unlock()
+        var availability: [String: Item.Availability] = [:]
+        var count = 0
+        try copy.open().dump(returnData: false) { item in
+            count += 1
+            availability[item.accessible.rawValue] = item.availability
+        }
+        XCTAssertEqual(count, ProtectionClass.allCases.count, "every item is listed")
+        for pclass in ProtectionClass.allCases {
+            XCTAssertEqual(availability[pclass.rawValue], pclass.thisDeviceOnly ? .unavailableOnThisDevice : .available, pclass.name)
+        }
+    }
+
+    func testAlwaysItemsOfACopyOpenWithoutThePasswordOnceUnlockedThere() throws {
+        try addGenp("svc", "dk", secret: "always", accessible: .always)
+        let copy = try copyToAnotherDevice()
+        // Before any unlock on the new device the always key is wrapped for the old device only.
+        XCTAssertKeychainError(.interactionNotAllowed, try read(.always, copy.open()))
+        try copy.unlock()
+        try copy.lock(all: true)
+        XCTAssertEqual(try read(.always, copy.open()), "always", "unlock re-wrapped the always key for this device")
+    }
+
+    func testDeleteOnACopyNeedsOneUnlockThere() throws {
+        try addGenp("svc", "alice")
+        let copy = try copyToAnotherDevice()
+        // The blind-index key is wrapped for the old device; without it nothing can be looked up.
+        XCTAssertKeychainError(.interactionNotAllowed, try copy.open().delete(query(.genericPassword, [.account: "alice"])))
+        try copy.unlock()
+        XCTAssertEqual(try copy.open().delete(query(.genericPassword, [.account: "alice"])), 1)
+    }
+
+    func testTheOriginalIsUnaffectedByItsCopy() throws {
+        try addOneOfEach()
+        let copy = try copyToAnotherDevice()
+        try copy.unlock()
+        try copy.open().add(genp("svc", "added there"), data: secret("x"))
+        let here = try temporary.open()
+        for pclass in ProtectionClass.allCases {
+            XCTAssertEqual(try read(pclass, here), pclass.rawValue, pclass.name)
+        }
+        XCTAssertKeychainError(.itemNotFound, try here.search(query(.genericPassword, [.account: "added there"])))
+    }
+
+    func testALostDeviceSecretLosesThisDeviceOnlyItemsOnly() throws {
+        try addOneOfEach()
+        try temporary.lock(all: true)
+        keychain = nil
+        XCTAssertEqual(unlink(temporary.deviceSecretPath), 0)
+        try temporary.unlock()
+        let opened = try temporary.open()
+        for pclass in ProtectionClass.allCases {
+            if pclass.thisDeviceOnly {
+                XCTAssertKeychainError(.interactionNotAllowed, try read(pclass, opened), pclass.name)
+            } else {
+                XCTAssertEqual(try read(pclass, opened), pclass.rawValue, pclass.name)
+            }
+        }
+    }
+}
