@@ -15,32 +15,32 @@ _locket() {
             *) cmd=${COMP_WORDS[i]}; break ;;
         esac
     done
-    case $prev in
-        --access-group) return ;;
-        --accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
-        --class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
-        --data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --limit) return ;;
-        --ref) return ;;
-        --server) return ;;
-        --set) return ;;
-        --timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
-        -C|--type) return ;;
-        -D|--description) return ;;
-        -G|--generic) return ;;
-        -P|--port) return ;;
-        -a|--account) return ;;
-        -c|--creator) return ;;
-        -d|--security-domain) return ;;
-        -e|--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        -g|--access-group) return ;;
-        -j|--comment) return ;;
-        -k|--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
-        -l|--label) return ;;
-        -p|--path) return ;;
-        -r|--protocol) COMPREPLY=($(compgen -W "afp appletalk cifs daap eppc ftp ftpaccount ftpproxy ftps http httpproxy https httpsproxy imap imaps ipp irc ircs ldap ldaps nntp nntps pop3 pop3s rtsp rtspproxy smb smtp socks ssh svn telnet telnets" -- "$cur")); return ;;
-        -s|--service) return ;;
-        -t|--auth-type) COMPREPLY=($(compgen -W "default dpa form html-form http-basic http-digest msn ntlm rpa" -- "$cur")); return ;;
+    case $cmd:$prev in
+        *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
+        *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        add:--class|find:--class|update:--class|delete:--class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
+        add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account) return ;;
+        add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service) return ;;
+        add:--server|find:--server|update:--server|delete:--server) return ;;
+        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label) return ;;
+        add:-D|add:--description|find:-D|find:--description|update:-D|update:--description|delete:-D|delete:--description) return ;;
+        add:-j|add:--comment|find:-j|find:--comment|update:-j|update:--comment|delete:-j|delete:--comment) return ;;
+        add:-G|add:--generic|find:-G|find:--generic|update:-G|update:--generic|delete:-G|delete:--generic) return ;;
+        add:-c|add:--creator|find:-c|find:--creator|update:-c|update:--creator|delete:-c|delete:--creator) return ;;
+        add:-C|add:--type|find:-C|find:--type|update:-C|update:--type|delete:-C|delete:--type) return ;;
+        add:-d|add:--security-domain|find:-d|find:--security-domain|update:-d|update:--security-domain|delete:-d|delete:--security-domain) return ;;
+        add:-r|add:--protocol|find:-r|find:--protocol|update:-r|update:--protocol|delete:-r|delete:--protocol) COMPREPLY=($(compgen -W "afp appletalk cifs daap eppc ftp ftpaccount ftpproxy ftps http httpproxy https httpsproxy imap imaps ipp irc ircs ldap ldaps nntp nntps pop3 pop3s rtsp rtspproxy smb smtp socks ssh svn telnet telnets" -- "$cur")); return ;;
+        add:-t|add:--auth-type|find:-t|find:--auth-type|update:-t|update:--auth-type|delete:-t|delete:--auth-type) COMPREPLY=($(compgen -W "default dpa form html-form http-basic http-digest msn ntlm rpa" -- "$cur")); return ;;
+        add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port) return ;;
+        add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path) return ;;
+        add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group) return ;;
+        add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        add:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
+        find:--access-group) return ;;
+        find:--ref|update:--ref|delete:--ref) return ;;
+        find:--limit) return ;;
+        update:--set) return ;;
+        unlock:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then

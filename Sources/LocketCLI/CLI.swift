@@ -78,6 +78,12 @@ public enum CLI {
                     context.out.text(Help.text(for: invocation.command.name == "help" ? nil : invocation.command))
                     return 0
                 }
+                let needsKeychain = !["help", "completion"].contains(invocation.command.name)
+                if needsKeychain && (globals.entitlements != nil || io.environment["LOCKET_ENTITLEMENTS"].map({ !$0.isEmpty }) == true) {
+                    // Fail closed: ignoring an entitlements file would grant the owner's access to a caller that asked for less.
+                    throw KeychainError(.param, "entitlements files are not supported by this version of locket yet",
+                                        hint: "unset LOCKET_ENTITLEMENTS and drop -e until access groups land")
+                }
                 return try invocation.command.run(invocation, context)
             }
         } catch let error as UsageError {
@@ -89,8 +95,9 @@ public enum CLI {
             context.report(error)
             return Diagnostics.exitStatus(error)
         } catch {
-            context.err("locket: error: \(error)")
-            return 1
+            let wrapped = KeychainError(.io, "unexpected failure: \(error)")
+            context.report(wrapped)
+            return Diagnostics.exitStatus(wrapped)
         }
     }
 }

@@ -57,21 +57,33 @@ public enum Completions {
                     *) cmd=${COMP_WORDS[i]}; break ;;
                 esac
             done
-            case $prev in
+            case $cmd:$prev in
 
         """
-        var valueCases: [String: String] = [:]
-        for option in CommandTable.globalOptions + CommandTable.commands.flatMap(\.options) where takesValue(option) {
-            let pattern = flags(option).joined(separator: "|")
+        // Keyed by command as well as option: `-g` takes a GROUP in add but is
+        // a flag (--show-data) in find, and must not swallow what follows it there.
+        var valueCases: [(flags: [String], action: String, scopes: [String])] = []
+        func addValueCase(_ option: OptionSpec, scope: String) {
+            let action: String
             switch option.completion {
-            case .keychain: valueCases[pattern] = #"COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return"#
-            case .file: valueCases[pattern] = #"COMPREPLY=($(compgen -f -- "$cur")); return"#
-            case .values(let values): valueCases[pattern] = "COMPREPLY=($(compgen -W \"\(values.joined(separator: " "))\" -- \"$cur\")); return"
-            case .none: valueCases[pattern] = "return"
+            case .keychain: action = #"COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return"#
+            case .file: action = #"COMPREPLY=($(compgen -f -- "$cur")); return"#
+            case .values(let values): action = "COMPREPLY=($(compgen -W \"\(values.joined(separator: " "))\" -- \"$cur\")); return"
+            case .none: action = "return"
+            }
+            if let i = valueCases.firstIndex(where: { $0.flags == flags(option) && $0.action == action }) {
+                valueCases[i].scopes.append(scope)
+            } else {
+                valueCases.append((flags(option), action, [scope]))
             }
         }
-        for pattern in valueCases.keys.sorted() {
-            s += "        \(pattern)) \(valueCases[pattern]!) ;;\n"
+        for option in CommandTable.globalOptions where takesValue(option) { addValueCase(option, scope: "*") }
+        for command in CommandTable.commands {
+            for option in command.options where takesValue(option) { addValueCase(option, scope: command.name) }
+        }
+        for valueCase in valueCases {
+            let patterns = valueCase.scopes.flatMap { scope in valueCase.flags.map { "\(scope):\($0)" } }
+            s += "        \(patterns.joined(separator: "|"))) \(valueCase.action) ;;\n"
         }
         s += """
             esac
@@ -196,9 +208,16 @@ public enum Completions {
 
     private static var fish: String {
         let names = CommandTable.commands.map(\.name).joined(separator: " ")
+        // fish cannot run the POSIX loop of bash and zsh: the same list in fish syntax.
         var s = header + """
         function __locket_keychains
-            \(keychainNames)
+            set -l data $HOME/.local/share
+            if string match -q -- '/*' "$XDG_DATA_HOME"
+                set data $XDG_DATA_HOME
+            end
+            for f in $data/locket/*.keychain
+                basename $f .keychain
+            end
         end
 
         complete -c locket -f

@@ -53,13 +53,11 @@ final class DriftTests: XCTestCase {
         }
     }
 
-    /// The scripts parse: `bash -n`, and `zsh -n` where zsh is installed.
-    /// (fish joins this list once Completions.swift writes fish syntax for
-    /// its keychain-name function; `fish -n` rejects the POSIX loop today.)
+    /// The scripts parse: `bash -n`, and `zsh -n` / `fish -n` where those shells are installed.
     func testCompletionScriptsParse() throws {
         let directory = try Scratch.directory()
         defer { _ = Scratch.sh("rm -rf '\(directory)'") }
-        for (shell, check) in [(Completions.Shell.bash, "bash -n"), (.zsh, "zsh -n")] {
+        for (shell, check) in [(Completions.Shell.bash, "bash -n"), (.zsh, "zsh -n"), (.fish, "fish -n")] {
             guard Scratch.sh("command -v \(check.split(separator: " ")[0]) >/dev/null 2>&1") == 0 else { continue }
             let path = directory + "/" + shell.fileName
             try Scratch.write(path, Completions.script(for: shell))

@@ -24,7 +24,7 @@ extension Commands {
                 }
             }
             let removed = try keychain.changePassword(old: old, new: nil)
-            if removed > 0 { context.err("locket: deleted \(removed) when-passcode-set item\(removed == 1 ? "" : "s")") }
+            if removed > 0 { context.warn("deleted \(removed) when-passcode-set item\(removed == 1 ? "" : "s")") }
             return 0
         }
         let new = try Prompt.password(context, prompt: "New password for \(keychain.path): ", confirm: true, fromStdin: fromStdin)
@@ -36,7 +36,7 @@ extension Commands {
     static func waitForPasswordDelay(_ keychain: Keychain, _ context: Context) throws {
         let wait = keychain.passwordDelay
         guard wait > 0 else { return }
-        context.err("locket: \(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
+        context.warn("\(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
         var remaining = UInt32(wait)
         while remaining > 0 { remaining = sleep(remaining) }
     }
@@ -45,7 +45,7 @@ extension Commands {
     static func settings(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
         if let text = invocation.value("timeout") {
-            try keychain.setDefaultTimeout(try parseTimeout(text))
+            try keychain.setDefaultTimeout(try parseTimeout(text, command: "settings"))
             return 0
         }
         let timeout = keychain.defaultTimeout

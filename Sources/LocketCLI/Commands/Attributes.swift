@@ -19,7 +19,8 @@ enum AttributeOptions {
             }
             guard itemClass.supports(target) else {
                 throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no \(target.longName) attribute (\(target.code))",
-                                    hint: target == .server || target == .service ? "use --class inet for internet passwords" : nil)
+                                    hint: itemClass == .genericPassword && target == .server ? "use --class inet for internet passwords"
+                                        : itemClass == .internetPassword && target == .service ? "an internet password's server is -s or --server" : nil)
             }
             out.append((target, try AttributeValue.parse(target, Array(text.utf8))))
         }

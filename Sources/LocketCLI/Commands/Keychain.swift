@@ -16,10 +16,10 @@ extension Commands {
 
     /// `locket unlock`
     static func unlock(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        let timeout = try invocation.value("timeout").map(parseTimeout)
+        let timeout = try invocation.value("timeout").map { try parseTimeout($0, command: "unlock") }
         let keychain = try context.openKeychain()
         guard keychain.hasPassword else {
-            context.err("locket: the keychain has no password; it is always unlocked")
+            context.warn("the keychain has no password; it is always unlocked")
             return 0
         }
         try waitForPasswordDelay(keychain, context)
@@ -33,7 +33,7 @@ extension Commands {
     static func lock(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
         guard keychain.hasPassword else {
-            context.err("locket: the keychain has no password; it is always unlocked and lock changes nothing")
+            context.warn("the keychain has no password; it is always unlocked and lock changes nothing")
             return 0
         }
         keychain.lock(all: invocation.has("all"))
@@ -41,10 +41,10 @@ extension Commands {
     }
 
     /// SECONDS or `none` (no auto-lock, stored as 0).
-    static func parseTimeout(_ text: String) throws -> UInt32 {
+    static func parseTimeout(_ text: String, command: String) throws -> UInt32 {
         if text == "none" { return 0 }
         guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let n = UInt32(text), n > 0, n <= 31_536_000 else {
-            throw UsageError(message: "--timeout must be a number of seconds from 1 to 31536000, or none", command: nil)
+            throw UsageError(message: "--timeout must be a number of seconds from 1 to 31536000, or none", command: command)
         }
         return n
     }

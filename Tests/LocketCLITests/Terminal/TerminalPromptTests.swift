@@ -1,0 +1,100 @@
+import Foundation
+import XCTest
+
+/// Prompts at a real terminal: locket runs on a pseudo-terminal made by
+/// Python's pty module, which answers each prompt and records the screen, so
+/// we can check that passwords are asked for twice and never echoed.
+final class TerminalPromptTests: XCTestCase {
+    private var home: URL!
+
+    override func setUpWithError() throws {
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("locket-tty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home.appendingPathComponent("run"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: home.path)
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: home) }
+
+    /// Runs locket under a pty, typing `answers` one per prompt (a prompt ends in ": ").
+    private func runAtTerminal(_ arguments: [String], answers: [String]) throws -> (status: Int32, screen: String) {
+        let driver = """
+        import os, pty, sys, time
+        answers = sys.argv[1].split('\\x1f') if sys.argv[1] else []
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(sys.argv[2], sys.argv[2:])
+        screen, pending, deadline = b'', b'', time.time() + 20
+        while time.time() < deadline:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            screen += chunk; pending += chunk
+            if pending.rstrip(b' ').endswith(b':') and answers:
+                os.write(fd, answers.pop(0).encode() + b'\\n'); pending = b''
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.write(screen.decode('utf-8', 'replace'))
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", driver, answers.joined(separator: "\u{1f}"), try locketBinary()] + arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": home.path, "XDG_RUNTIME_DIR": home.appendingPathComponent("run").path,
+                               "LOCKET_SESSION": "dir", "LOCKET_TEST_WEAK_KDF": "1", "TERM": "dumb"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    private func locketBinary() throws -> String {
+        if let bin = ProcessInfo.processInfo.environment["LOCKET_BIN"] { return bin }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        for build in ["release", "debug"] {
+            let path = root.appendingPathComponent(".build/\(build)/locket").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw XCTSkip("no locket binary built")
+    }
+
+    func testInitAsksTwiceWithoutEchoAndAddPromptsForTheSecret() throws {
+        let created = try runAtTerminal(["init"], answers: ["tty-password-1", "tty-password-1"])
+        XCTAssertEqual(created.status, 0, created.screen)
+        XCTAssertTrue(created.screen.contains("New password for"), created.screen)
+        XCTAssertTrue(created.screen.contains("Again:"), created.screen)
+        XCTAssertFalse(created.screen.contains("tty-password-1"), "the password was echoed: \(created.screen)")
+
+        let added = try runAtTerminal(["add", "-s", "tty", "-a", "me", "-w"], answers: ["typed-secret-9", "typed-secret-9"])
+        XCTAssertEqual(added.status, 0, added.screen)
+        XCTAssertFalse(added.screen.contains("typed-secret-9"), "the secret was echoed: \(added.screen)")
+
+        let found = try runAtTerminal(["find", "-s", "tty", "-a", "me", "-w"], answers: [])
+        XCTAssertEqual(found.status, 0, found.screen)
+        XCTAssertTrue(found.screen.contains("typed-secret-9"), found.screen)
+    }
+
+    func testMismatchedPasswordsCreateNothing() throws {
+        let result = try runAtTerminal(["init"], answers: ["first-one", "second-one"])
+        XCTAssertEqual(result.status, 206, result.screen)
+        XCTAssertTrue(result.screen.contains("do not match"), result.screen)
+        let keychain = home.appendingPathComponent(".local/share/locket/login.keychain").path
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keychain))
+    }
+
+    func testUnlockAtTheTerminal() throws {
+        XCTAssertEqual(try runAtTerminal(["init"], answers: ["pw-unlock", "pw-unlock"]).status, 0)
+        XCTAssertEqual(try runAtTerminal(["lock"], answers: []).status, 0)
+        let wrong = try runAtTerminal(["unlock"], answers: ["not-it"])
+        XCTAssertEqual(wrong.status, 51, wrong.screen)
+        let right = try runAtTerminal(["unlock"], answers: ["pw-unlock"])
+        XCTAssertEqual(right.status, 0, right.screen)
+        XCTAssertFalse(right.screen.contains("pw-unlock"), right.screen)
+    }
+}
