@@ -40,13 +40,13 @@ _locket() {
         find:--ref|update:--ref|delete:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
-        unlock:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
+        unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock completion help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status completion help" -- "$cur"))
         fi
         return
     fi
@@ -59,8 +59,11 @@ _locket() {
         dump) COMPREPLY=($(compgen -W "--data -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        passwd) COMPREPLY=($(compgen -W "--remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock completion help" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status completion help" -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

@@ -143,7 +143,7 @@ final class Context {
     func usage(_ error: UsageError) {
         err("locket: error: \(error.message)")
         if let name = error.command, let command = CommandTable.command(named: name) {
-            err("usage: locket \(command.name) \(command.usage)")
+            err("usage: \(command.usageLine)")
         } else {
             err("usage: locket [-k KEYCHAIN] [-e ENTITLEMENTS] [--json] COMMAND [OPTIONS]")
         }

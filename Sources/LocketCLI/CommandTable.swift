@@ -63,6 +63,9 @@ public struct CommandSpec: Sendable {
     let run: @Sendable (Invocation, Context) throws -> Int32
 
     public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
+
+    /// `locket find [ATTRIBUTES] ...`, the command's usage line.
+    public var usageLine: String { usage.isEmpty ? "locket \(name)" : "locket \(name) \(usage)" }
 }
 
 /// The one list of commands and options (SPEC §8). Parsing, `help`, the
@@ -169,6 +172,18 @@ public enum CommandTable {
         CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin]",
                     summary: "unlock the keychain for later commands",
                     options: [timeout, passwordStdin], conflicts: [], operands: false, run: Commands.unlock),
+        CommandSpec(name: "passwd", usage: "[--remove [--yes]]",
+                    summary: "change, set or remove the keychain's password",
+                    options: [OptionSpec("remove", nil, .flag, "remove the password (deletes when-passcode-set items)"),
+                              OptionSpec("yes", nil, .flag, "with --remove, delete when-passcode-set items without asking")],
+                    conflicts: [], operands: false, run: Commands.passwd),
+        CommandSpec(name: "settings", usage: "[--timeout SECONDS|none]",
+                    summary: "show or change the keychain's settings",
+                    options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values(["none", "300", "3600"]),
+                                         "the auto-lock timeout unlock uses by default (none: never)")],
+                    conflicts: [], operands: false, run: Commands.settings),
+        CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
+                    options: [], conflicts: [], operands: false, run: Commands.status),
         CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                     options: [], conflicts: [], operands: true, run: Commands.completion),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",

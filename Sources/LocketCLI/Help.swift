@@ -2,7 +2,7 @@
 enum Help {
     static func text(for command: CommandSpec?) -> String {
         guard let command else { return overview }
-        var s = "usage: locket \(command.name) \(command.usage)\n\n\(command.summary)\n"
+        var s = "usage: \(command.usageLine)\n\n\(command.summary)\n"
         if !command.options.isEmpty {
             s += "\noptions:\n" + table(command.options)
         }

@@ -95,7 +95,7 @@ final class DriftTests: XCTestCase {
     func testManPageHasEveryCommandAndUsageLine() throws {
         let man = try ManPage()
         for command in CommandTable.commands {
-            let usage = "locket \(command.name) \(command.usage)"
+            let usage = command.usageLine
             XCTAssert(man.section("SYNOPSIS").contains(usage), "man page SYNOPSIS lacks `\(usage)`")
             XCTAssert(man.section("COMMANDS").contains(usage), "man page COMMANDS lacks `\(usage)`")
         }
@@ -140,7 +140,7 @@ final class DriftTests: XCTestCase {
         for command in CommandTable.commands {
             let (status, help) = Run.cli(["locket", "help", command.name])
             XCTAssertEqual(status, 0, "locket help \(command.name)")
-            XCTAssert(help.contains("usage: locket \(command.name) \(command.usage)\n"), "help \(command.name) lacks its usage line")
+            XCTAssert(help.contains("usage: \(command.usageLine)\n"), "help \(command.name) lacks its usage line")
             for option in command.options + CommandTable.globalOptions {
                 XCTAssert(help.contains(option.display), "help \(command.name) lacks `\(option.display)`")
             }

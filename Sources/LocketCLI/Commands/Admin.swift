@@ -5,7 +5,7 @@ extension Commands {
     /// `locket passwd`
     static func passwd(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
-        let fromStdin = !Prompt.isTerminal(context.io.stdin)
+        let fromStdin = false
         var old: SecureBytes?
         if keychain.hasPassword {
             try waitForPasswordDelay(keychain, context)
