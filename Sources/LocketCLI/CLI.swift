@@ -156,7 +156,13 @@ final class Context {
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
     func openKeychain() throws -> Keychain {
         Diagnostics.protectProcess()
-        return try Keychain.open(at: keychainPath(), environment: environment)
+        do {
+            return try Keychain.open(at: keychainPath(), environment: environment)
+        } catch let error as KeychainError where error.code == .noSuchKeychain && (globals.keychain != nil || io.environment["LOCKET_KEYCHAIN"] != nil) {
+            // The generic hint would create the login keychain, not the one named.
+            let name = globals.keychain ?? io.environment["LOCKET_KEYCHAIN"]!
+            throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(name) init' to create it")
+        }
     }
 }
 

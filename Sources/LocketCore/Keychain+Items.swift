@@ -216,6 +216,7 @@ extension Keychain {
 
     /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.
     public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
+        if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
         let found = try database.transaction(write: false) { try rows(query, limit: limit, data: returnData) }
         if found.isEmpty { throw KeychainError(.itemNotFound) }
         return found
@@ -229,6 +230,12 @@ extension Keychain {
     public func update(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String? = nil, data: SecureBytes? = nil) throws -> Int {
         if let data, data.count > Keychain.maximumDataLength {
             throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
+        }
+        if changes[.accessible] != nil {
+            throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
+        }
+        if changes[.accessGroup] != nil {
+            throw KeychainError(.param, "the access group is changed with newGroup, not as an attribute")
         }
         for attribute in changes.keys where !query.itemClass.supports(attribute) {
             throw Query.foreign(attribute, query.itemClass)

@@ -257,6 +257,15 @@ public final class Keychain {
         }
         try rewrapForThisDevice(unwrapped, device: device)
         try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
+        try reloadKeys()
+    }
+
+    /// Reloads this object's keys after the session changed under it.
+    private func reloadKeys() throws {
+        keys = SessionKeys()
+        unlockedTiers = [.always]
+        groupKeys = [:]
+        try loadKeys()
     }
 
     /// Re-wraps the always-available keys for this device's key when they came
@@ -292,6 +301,7 @@ public final class Keychain {
     public func lock(all: Bool) {
         session.remove(.whenUnlocked)
         if all { session.remove(.afterFirstUnlock) }
+        try? reloadKeys()
     }
 
     /// Whether the when-unlocked keys are in the session now.

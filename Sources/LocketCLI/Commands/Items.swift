@@ -116,13 +116,13 @@ enum Commands {
         var first = true
         var damaged = 0
         var w = JSONWriter()
-        if context.json { context.out.text("[") }
         try keychain.dump(returnData: options.data) { item in
             if item.availability == .damaged { damaged += 1 }
             if context.json {
                 w.reset()
                 ItemPrinter.json(item, options, into: &w)
-                if !first { context.out.text(",\n") } else { context.out.text("\n") }
+                // The bracket waits for the first item, so a dump that fails up front prints nothing on stdout.
+                context.out.text(first ? "[\n" : ",\n")
                 context.out.bytes(w.bytes)
             } else {
                 if !first { context.out.text("\n") }
@@ -130,7 +130,7 @@ enum Commands {
             }
             first = false
         }
-        if context.json { context.out.text(first ? "]\n" : "\n]\n") }
+        if context.json { context.out.text(first ? "[]\n" : "\n]\n") }
         if damaged > 0 {
             throw KeychainError(.decode, "\(damaged) item\(damaged == 1 ? "" : "s") could not be opened (altered or moved); the others were listed")
         }

@@ -45,6 +45,10 @@ public struct NewItem: Sendable {
     /// Sets a value, refusing attributes the class does not have.
     public mutating func set(_ attribute: Attribute, _ value: [UInt8]) throws {
         guard itemClass.supports(attribute) else { throw Query.foreign(attribute, itemClass) }
-        attributes[attribute] = value
+        switch attribute {
+        case .accessGroup: accessGroup = String(decoding: value, as: UTF8.self)
+        case .accessible: accessible = try ProtectionClass(parsing: String(decoding: value, as: UTF8.self))
+        default: attributes[attribute] = value
+        }
     }
 }

@@ -108,6 +108,12 @@ public struct SessionStore: Sendable {
 
     private func loadFromDirectory(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
         let path = file(tier)
+        var dir = stat()
+        guard lstat(directory, &dir) == 0 else { return nil }
+        // Keys are only trusted from a directory nobody else could have written into.
+        guard dir.st_mode & S_IFMT == S_IFDIR, dir.st_uid == geteuid(), dir.st_mode & 0o077 == 0 else {
+            throw KeychainError(.io, "the session directory \(directory) is not private to this user (it must be owned by you, mode 700)")
+        }
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -125,7 +131,7 @@ public struct SessionStore: Sendable {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             if now.tv_sec - st.st_mtim.tv_sec >= Int(timeout) {
-                unlink(path)
+                removeFile(tier)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.

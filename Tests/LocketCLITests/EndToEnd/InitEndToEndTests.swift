@@ -74,7 +74,9 @@ final class EndToEndInitTests: EndToEndCase {
             let result = locket(args, input: .text("pw\n"))
             XCTAssertEqual(result.status, 50, result.summary)
             assertError(result, "errSecNoSuchKeychain", -25294)
-            XCTAssertTrue(result.err.contains("locket init"), "hint to run locket init missing: \(result.summary)")
+            // The hint names the keychain that was asked for: `locket -k nosuch init`, not the login one.
+            let hint = args.first == "-k" ? "locket -k \(args[1]) init" : "'locket init'"
+            XCTAssertTrue(result.err.contains(hint), "hint to run \(hint) missing: \(result.summary)")
         }
         XCTAssertNil(mode(sandbox.loginKeychain), "no command but init may create a keychain")
     }
