@@ -40,11 +40,11 @@ build: deps
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
 test: build
-	LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test
+	LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
-	install -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
+	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
 	install -m 0644 -v man/locket.1 $(DESTDIR)$(MANDIR)/man1/locket.1
 	install -m 0644 -v completions/locket.bash $(DESTDIR)$(BASHCOMPDIR)/locket
 	install -m 0644 -v completions/_locket $(DESTDIR)$(ZSHCOMPDIR)/_locket
