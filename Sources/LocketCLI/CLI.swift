@@ -78,12 +78,6 @@ public enum CLI {
                     context.out.text(Help.text(for: invocation.command.name == "help" ? nil : invocation.command))
                     return 0
                 }
-                let needsKeychain = !["help", "completion"].contains(invocation.command.name)
-                if needsKeychain && (globals.entitlements != nil || io.environment["LOCKET_ENTITLEMENTS"].map({ !$0.isEmpty }) == true) {
-                    // Fail closed: ignoring an entitlements file would grant the owner's access to a caller that asked for less.
-                    throw KeychainError(.param, "entitlements files are not supported by this version of locket yet",
-                                        hint: "unset LOCKET_ENTITLEMENTS and drop -e until access groups land")
-                }
                 return try invocation.command.run(invocation, context)
             }
         } catch let error as UsageError {
@@ -150,14 +144,25 @@ final class Context {
         err("locket: hint: run 'locket help\(error.command.map { " \($0)" } ?? "")' for more")
     }
 
+    /// The caller named by `-e` or `LOCKET_ENTITLEMENTS`; the owner without either.
+    func caller() throws -> Caller {
+        let path = globals.entitlements ?? io.environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 }
+        guard let path else { return .owner }
+        return .app(try Entitlements.load(path: path))
+    }
+
     /// The keychain path from -k or the environment.
     func keychainPath() throws -> String { try environment.keychainPath(globals.keychain) }
 
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
     func openKeychain() throws -> Keychain {
         Diagnostics.protectProcess()
+        // Entitlements first: a bad file must stop the command before anything is read or written.
+        let caller = try self.caller()
         do {
-            return try Keychain.open(at: keychainPath(), environment: environment)
+            let keychain = try Keychain.open(at: keychainPath(), environment: environment)
+            keychain.caller = caller
+            return keychain
         } catch let error as KeychainError where error.code == .noSuchKeychain && (globals.keychain != nil || io.environment["LOCKET_KEYCHAIN"] != nil) {
             // The generic hint would create the login keychain, not the one named.
             let name = globals.keychain ?? io.environment["LOCKET_KEYCHAIN"]!

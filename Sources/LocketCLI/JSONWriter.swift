@@ -17,6 +17,17 @@ struct JSONWriter {
         needsComma.append(false)
     }
 
+    mutating func beginArray() {
+        beginValue()
+        bytes.append(UInt8(ascii: "["))
+        needsComma.append(false)
+    }
+
+    mutating func endArray() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "]"))
+    }
+
     mutating func endObject() {
         needsComma.removeLast()
         bytes.append(UInt8(ascii: "}"))

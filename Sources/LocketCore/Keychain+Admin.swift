@@ -30,6 +30,7 @@ extension Keychain {
 
     /// Stores the keychain's default auto-lock timeout (0: never).
     public func setDefaultTimeout(_ seconds: UInt32) throws {
+        try requireOwner("changing settings")
         let value = Keychain.int64Bytes(Int64(seconds))
         try database.transaction(write: true) { try Keychain.writeMeta(database, [("timeout", value)]) }
         meta["timeout"] = value
@@ -43,6 +44,7 @@ extension Keychain {
     /// password deletes every when-passcode-set item, as iOS does; returns how many.
     @discardableResult
     public func changePassword(old: SecureBytes?, new: SecureBytes?) throws -> Int {
+        try requireOwner("changing the password")
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", hint: "use --remove to remove the password") }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
         if let kdf = keybag.kdf, !kdf.isStrong && !environment.testWeakKDF {
@@ -111,6 +113,8 @@ extension Keychain {
         public var sessionBackend: String?
         public var itemCounts: [ProtectionClass: Int]
         public var failedAttempts: Int
+        /// The access groups a session unlocked by an app is limited to; nil for an owner session.
+        public var scopedGroups: [String]?
     }
 
     public func status() throws -> Status {
@@ -123,12 +127,13 @@ extension Keychain {
                       secondsUntilAutoLock: whenUnlocked?.secondsLeft,
                       autoLockTimeout: defaultTimeout,
                       sessionBackend: (whenUnlocked ?? firstUnlock)?.backend.rawValue,
-                      itemCounts: counts, failedAttempts: failedAttempts)
+                      itemCounts: counts, failedAttempts: failedAttempts, scopedGroups: sessionScope?.groups)
     }
 
     func countByClass() throws -> [ProtectionClass: Int] {
         try database.transaction(write: false) {
-            let stmt = try database.prepare("SELECT pdmn, count(*) FROM items GROUP BY pdmn")
+            let visible = caller.accessGroups == nil ? "" : " WHERE " + visibleGroupsCondition()
+            let stmt = try database.prepare("SELECT pdmn, count(*) FROM items\(visible) GROUP BY pdmn")
             var counts: [ProtectionClass: Int] = [:]
             while try stmt.step() {
                 if let pclass = ProtectionClass(rawValue: stmt.text(0)) { counts[pclass] = Int(stmt.int64(1)) }

@@ -39,15 +39,6 @@ extension Keychain {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
     }
 
-    // MARK: - Access groups
-
-    /// The group `add` uses when none is given.
-    public var defaultGroup: String { Keychain.defaultAccessGroup }
-
-    private func checkGroup(_ group: String) throws {
-        guard !group.isEmpty else { throw KeychainError(.param, "the access group is empty") }
-    }
-
     // MARK: - Add
 
     /// Adds an item (SecItemAdd). With `updateExisting`, an item with the same
@@ -63,7 +54,7 @@ extension Keychain {
             throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
         }
         let group = new.accessGroup ?? defaultGroup
-        try checkGroup(group)
+        try authorize(group)
         var attributes = new.attributes.filter { $0.key.isSealed && !$0.value.isEmpty }
         if attributes[.label] == nil && new.attributes[.label] == nil {
             let named: Attribute = new.itemClass == .genericPassword ? .service : .server
@@ -129,7 +120,11 @@ extension Keychain {
         var bindings: [(Int32, Binding)] = [(1, .text(query.itemClass.rawValue))]
         var n: Int32 = 2
         if let group = query.accessGroup {
+            try authorize(group)
             conditions.append("agrp = ?\(n)"); bindings.append((n, .text(group))); n += 1
+        } else if caller.accessGroups != nil {
+            // Items in other apps' groups are invisible: not found, not counted, not dumped.
+            conditions.append(visibleGroupsCondition())
         }
         if let ref = query.persistentRef {
             conditions.append("ref = ?\(n)"); bindings.append((n, .blob(ref))); n += 1
@@ -190,9 +185,10 @@ extension Keychain {
         }
         let row = RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stmt.text(3 + offset), ref: ref)
         var item = Item(itemClass: itemClass, attributes: [:], accessGroup: row.accessGroup, accessible: pclass,
-                        persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil, availability: availability(of: pclass))
+                        persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil,
+                        availability: availability(of: pclass, group: row.accessGroup))
         guard item.availability == .available else {
-            if strict { throw unavailable(pclass) }
+            if strict { throw unavailable(pclass, row.accessGroup) }
             return item
         }
         do {
@@ -240,7 +236,7 @@ extension Keychain {
         for attribute in changes.keys where !query.itemClass.supports(attribute) {
             throw Query.foreign(attribute, query.itemClass)
         }
-        if let newGroup { try checkGroup(newGroup) }
+        if let newGroup { try authorize(newGroup) }
         return try database.transaction(write: true) { try modify(query, changes: changes, newGroup: newGroup, data: data).count }
     }
 
@@ -313,13 +309,17 @@ extension Keychain {
     public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
         try database.transaction(write: false) {
             if returnData {
-                let locked = ProtectionClass.allCases.filter { availability(of: $0) == .locked }
-                if !locked.isEmpty {
-                    let probe = try database.prepare("SELECT pdmn FROM items WHERE pdmn IN (\(locked.map { "'\($0.rawValue)'" }.joined(separator: ","))) LIMIT 1")
-                    if try probe.step(), let pclass = ProtectionClass(rawValue: probe.text(0)) { throw unavailable(pclass) }
+                // Fail before streaming anything: every (class, group) present must open.
+                let visible = caller.accessGroups == nil ? "" : " WHERE " + visibleGroupsCondition()
+                let pairs = try database.prepare("SELECT DISTINCT pdmn, agrp FROM items\(visible)")
+                while try pairs.step() {
+                    guard let pclass = ProtectionClass(rawValue: pairs.text(0)) else { continue }
+                    let group = pairs.text(1)
+                    if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }
-            let stmt = try database.prepare("SELECT cls, ref, pdmn, agrp, attrs\(returnData ? ", data" : "") FROM items ORDER BY id")
+            let visible = caller.accessGroups == nil ? "" : " WHERE " + visibleGroupsCondition()
+            let stmt = try database.prepare("SELECT cls, ref, pdmn, agrp, attrs\(returnData ? ", data" : "") FROM items\(visible) ORDER BY id")
             while try stmt.step() {
                 guard let itemClass = ItemClass(rawValue: stmt.text(0)) else { continue }
                 if let item = try openRow(stmt, itemClass: itemClass, data: returnData, strict: false) { try body(item) }

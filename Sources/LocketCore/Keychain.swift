@@ -16,6 +16,16 @@ public final class Keychain {
     private var groupKeys: [String: SecureBytes] = [:]
     /// The meta table as read at open.
     var meta: [String: [UInt8]]
+    /// Who is calling; set by the CLI from `-e`/`LOCKET_ENTITLEMENTS`.
+    public var caller: Caller = .owner
+    /// Set when the session was unlocked for an app: it holds only that
+    /// app's (class, group) keys, never class keys.
+    var sessionScope: Scope?
+
+    struct Scope: Equatable {
+        var groups: [String]
+        var classes: Set<String>
+    }
 
     /// The access group `add` uses when none is given, for the owner.
     public static let defaultAccessGroup = "default"
@@ -180,7 +190,19 @@ public final class Keychain {
             guard let (stored, _) = try session.load(tier) else { continue }
             unlockedTiers.insert(tier)
             for (name, key) in stored.entries where keys[name] == nil { keys.set(name, key) }
+            if let scope = stored.scope {
+                sessionScope = (sessionScope ?? Scope(groups: [], classes: []))
+                for group in scope.groups where !sessionScope!.groups.contains(group) { sessionScope!.groups.append(group) }
+                sessionScope!.classes.formUnion(scope.classes)
+            }
         }
+    }
+
+    /// The session key name of a scoped (class, group) key. Group names stay
+    /// out of it so that their length never limits the session format.
+    func scopedKeyName(_ pclass: ProtectionClass, _ group: String) -> String {
+        let id = SecureBytes(copying: keybag.keychainID)
+        return "g" + Hex.encode(KeyDerivation.digest(id, KeyDerivation.Context("locket.scoped.v1").with(pclass.rawValue).with(group)))
     }
 
     /// The blind-index key; without it nothing can be looked up.
@@ -192,32 +214,47 @@ public final class Keychain {
         return key
     }
 
-    /// The key for items of `pclass` in `group`, or why there is none.
+    /// The key for items of `pclass` in `group`, or why there is none: derived
+    /// from the class key, or (in a session scoped to an app) stored as is.
     func groupKey(_ pclass: ProtectionClass, _ group: String) throws -> SecureBytes {
         let cacheKey = pclass.rawValue + "\u{0}" + group
         if let key = groupKeys[cacheKey] { return key }
-        guard let classKey = keys[pclass.rawValue] else { throw unavailable(pclass) }
-        let key = KeyDerivation.derive(classKey, KeyDerivation.Context("locket.group.v1").with(keybag.keychainID)
-            .with(pclass.rawValue).with(group))
+        let key: SecureBytes
+        if let classKey = keys[pclass.rawValue] {
+            key = Keychain.deriveGroupKey(classKey, keychainID: keybag.keychainID, pclass, group)
+        } else if let scoped = keys[scopedKeyName(pclass, group)] {
+            key = scoped
+        } else {
+            throw unavailable(pclass, group)
+        }
         groupKeys[cacheKey] = key
         return key
     }
 
-    /// Why a class key is missing: locked, or bound to another device.
-    func availability(of pclass: ProtectionClass) -> Item.Availability {
-        if keys[pclass.rawValue] != nil { return .available }
-        if pclass.thisDeviceOnly && unlockedTiers.contains(pclass.tier) { return .unavailableOnThisDevice }
-        return .locked
+    static func deriveGroupKey(_ classKey: SecureBytes, keychainID: [UInt8], _ pclass: ProtectionClass, _ group: String) -> SecureBytes {
+        KeyDerivation.derive(classKey, KeyDerivation.Context("locket.group.v1").with(keychainID).with(pclass.rawValue).with(group))
     }
 
-    func unavailable(_ pclass: ProtectionClass) -> KeychainError {
-        switch availability(of: pclass) {
-        case .unavailableOnThisDevice:
-            KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))")
-        default:
-            KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need 'locket unlock')",
-                          hint: "run 'locket unlock'")
+    /// Whether items of `pclass` in `group` can be opened now, and if not why:
+    /// locked, outside a scoped session's groups, or bound to another device.
+    func availability(of pclass: ProtectionClass, group: String) -> Item.Availability {
+        if keys[pclass.rawValue] != nil || keys[scopedKeyName(pclass, group)] != nil { return .available }
+        guard unlockedTiers.contains(pclass.tier) else { return .locked }
+        if let scope = sessionScope, scope.classes.contains(pclass.rawValue) { return .locked }
+        return pclass.thisDeviceOnly ? .unavailableOnThisDevice : .locked
+    }
+
+    func unavailable(_ pclass: ProtectionClass, _ group: String) -> KeychainError {
+        if availability(of: pclass, group: group) == .unavailableOnThisDevice {
+            return KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))")
         }
+        if let scope = sessionScope, unlockedTiers.contains(pclass.tier) {
+            return KeychainError(.interactionNotAllowed,
+                                 "the session was unlocked for the access groups \(scope.groups.map { Printable.clip($0) }.joined(separator: ", ")) only",
+                                 hint: "an owner 'locket unlock' (without entitlements) opens every group")
+        }
+        return KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need 'locket unlock')",
+                             hint: "run 'locket unlock'")
     }
 
     // MARK: - Lock and unlock
@@ -265,6 +302,7 @@ public final class Keychain {
         keys = SessionKeys()
         unlockedTiers = [.always]
         groupKeys = [:]
+        sessionScope = nil
         try loadKeys()
     }
 
@@ -286,6 +324,27 @@ public final class Keychain {
 
     private func saveSession(_ unwrapped: SessionKeys, timeout: UInt32) throws {
         var firstUnlock = SessionKeys(), whenUnlocked = SessionKeys()
+        if let groups = caller.accessGroups {
+            // An app's unlock keeps only its (class, group) keys: a later command,
+            // even one run without entitlements, can open nothing else.
+            var classes: [ProtectionClass.Tier: Set<String>] = [:]
+            for (name, classKey) in unwrapped.entries {
+                guard let pclass = ProtectionClass(rawValue: name), pclass.tier != .always else {
+                    if name == Keybag.indexKeyName { firstUnlock.set(name, classKey); whenUnlocked.set(name, classKey) }
+                    continue
+                }
+                for group in groups {
+                    let key = Keychain.deriveGroupKey(classKey, keychainID: keybag.keychainID, pclass, group)
+                    if pclass.tier == .whenUnlocked { whenUnlocked.set(scopedKeyName(pclass, group), key) } else { firstUnlock.set(scopedKeyName(pclass, group), key) }
+                }
+                classes[pclass.tier, default: []].insert(name)
+            }
+            whenUnlocked.scope = SessionKeys.Scope(groups: groups, classes: classes[.whenUnlocked] ?? [])
+            firstUnlock.scope = SessionKeys.Scope(groups: groups, classes: classes[.afterFirstUnlock] ?? [])
+            try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0)
+            try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout)
+            return
+        }
         for (name, key) in unwrapped.entries {
             switch ProtectionClass(rawValue: name)?.tier {
             case .whenUnlocked?: whenUnlocked.set(name, key)

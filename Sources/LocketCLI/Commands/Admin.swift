@@ -79,6 +79,12 @@ extension Commands {
             w.key("timeout"); if s.autoLockTimeout == 0 { w.string("none") } else { w.int(Int64(s.autoLockTimeout)) }
             w.key("session"); if let backend = s.sessionBackend { w.string(backend) } else { w.null() }
             w.key("failedAttempts"); w.int(Int64(s.failedAttempts))
+            w.key("scopedTo")
+            if let groups = s.scopedGroups {
+                w.beginArray(); for group in groups { w.string(group) }; w.endArray()
+            } else {
+                w.null()
+            }
             w.key("items"); w.beginObject()
             for pclass in ProtectionClass.allCases { w.key(pclass.name); w.int(Int64(s.itemCounts[pclass] ?? 0)) }
             w.endObject()
@@ -95,6 +101,7 @@ extension Commands {
         context.out.line("auto-lock timeout: \(timeout)")
         if let backend = s.sessionBackend { context.out.line("session: \(backend)") }
         if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
+        if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.joined(separator: ", "))") }
         for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
         return 0
     }

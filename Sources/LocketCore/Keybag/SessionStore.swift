@@ -203,8 +203,51 @@ public struct SessionStore: Sendable {
 /// Named 32-byte keys, serialized for a session: `header`, timeout (4 bytes),
 /// last use (8), count (1), then per key a name length (1), the name, and the key.
 struct SessionKeys {
-    static let maximumSize = 16_384
+    static let maximumSize = 32_000
     private(set) var entries: [(name: String, key: SecureBytes)] = []
+    /// Set for a session unlocked by an app: its groups, and the classes it holds keys for.
+    var scope: Scope?
+
+    struct Scope {
+        var groups: [String]
+        var classes: Set<String>
+    }
+
+    /// The scope block: group count (2), groups (2-byte length + bytes each),
+    /// class count (1), classes (1-byte length + bytes each).
+    private var encodedScope: [UInt8] {
+        guard let scope else { return [] }
+        var out: [UInt8] = [UInt8(scope.groups.count >> 8), UInt8(scope.groups.count & 0xff)]
+        for group in scope.groups {
+            let bytes = Array(group.utf8)
+            out += [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xff)] + bytes
+        }
+        out.append(UInt8(scope.classes.count))
+        for name in scope.classes.sorted() { out += [UInt8(name.utf8.count)] + Array(name.utf8) }
+        return out
+    }
+
+    private static func decodeScope(_ r: UnsafeRawBufferPointer, from start: Int) -> Scope? {
+        var i = start
+        func take(_ n: Int) -> ArraySlice<UInt8>? {
+            guard i + n <= r.count else { return nil }
+            defer { i += n }
+            return Array(r[i..<i + n])[...]
+        }
+        guard let countBytes = take(2) else { return nil }
+        var groups: [String] = []
+        for _ in 0..<(Int(countBytes.first!) << 8 | Int(countBytes.last!)) {
+            guard let lengthBytes = take(2), let name = take(Int(lengthBytes.first!) << 8 | Int(lengthBytes.last!)) else { return nil }
+            groups.append(String(decoding: name, as: UTF8.self))
+        }
+        guard let classCount = take(1) else { return nil }
+        var classes: Set<String> = []
+        for _ in 0..<Int(classCount.first!) {
+            guard let length = take(1), let name = take(Int(length.first!)) else { return nil }
+            classes.insert(String(decoding: name, as: UTF8.self))
+        }
+        return i == r.count ? Scope(groups: groups, classes: classes) : nil
+    }
 
     subscript(_ name: String) -> SecureBytes? { entries.first { $0.name == name }?.key }
 
@@ -214,7 +257,8 @@ struct SessionKeys {
     }
 
     func encode(header: [UInt8], timeout: UInt32, lastUse: Int64) -> SecureBytes {
-        let size = header.count + 13 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 }
+        let scopeBytes = encodedScope
+        let size = header.count + 13 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 } + scopeBytes.count
         let out = SecureBytes(count: size)
         out.withUnsafeMutableBytes { o in
             var i = 0
@@ -229,6 +273,7 @@ struct SessionKeys {
                 for b in name.utf8 { put(b) }
                 key.withUnsafeBytes { k in for b in k { put(b) } }
             }
+            for b in scopeBytes { put(b) }
         }
         return out
     }
@@ -271,7 +316,10 @@ struct SessionKeys {
                 keys.set(name, SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[i..<i + 32])))
                 i += 32
             }
-            return i == r.count ? (keys, timeout) : nil
+            if i == r.count { return (keys, timeout) }
+            guard let scope = decodeScope(r, from: i) else { return nil }
+            keys.scope = scope
+            return (keys, timeout)
         }
     }
 }
