@@ -41,12 +41,13 @@ _locket() {
         find:--limit) return ;;
         update:--set) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
+        exec:--env) return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status completion help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status exec credential completion help" -- "$cur"))
         fi
         return
     fi
@@ -62,8 +63,10 @@ _locket() {
         passwd) COMPREPLY=($(compgen -W "--remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         settings) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        exec) COMPREPLY=($(compgen -W "--env --mask -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status completion help" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status exec credential completion help" -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

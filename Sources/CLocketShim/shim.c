@@ -2,6 +2,7 @@
 #include "locket_shim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/keyctl.h>
 #include <signal.h>
 #include <string.h>
@@ -53,10 +54,45 @@ uint32_t locket_key_permissions(void) {
     return 0x3f000000u | 0x003f0000u;
 }
 
+static struct rlimit saved_core_limit;
+static int saved_core_limit_valid = 0;
+
 void locket_disable_core_dumps(void) {
     struct rlimit none = {0, 0};
+    if (!saved_core_limit_valid && getrlimit(RLIMIT_CORE, &saved_core_limit) == 0) saved_core_limit_valid = 1;
+    /* Lower the soft limit only, so that a child can be given its own back. */
+    none.rlim_max = saved_core_limit_valid ? saved_core_limit.rlim_max : 0;
     (void)setrlimit(RLIMIT_CORE, &none);
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+void locket_prepare_exec(void) {
+    if (saved_core_limit_valid) (void)setrlimit(RLIMIT_CORE, &saved_core_limit);
+    signal(SIGPIPE, SIG_DFL);
+}
+
+int locket_execvpe(const char *file, char *const argv[], char *const envp[]) {
+    return execvpe(file, argv, envp);
+}
+
+int locket_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+static volatile sig_atomic_t forward_child = 0;
+
+static void forward_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    if (forward_child > 0 && info->si_code <= 0) kill((pid_t)forward_child, sig);
+}
+
+void locket_forward_signals(int child) {
+    forward_child = child;
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = forward_signal;
+    act.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&act.sa_mask);
+    int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+    for (unsigned i = 0; i < sizeof signals / sizeof signals[0]; i++) sigaction(signals[i], &act, NULL);
 }
 
 static volatile sig_atomic_t prompt_signal = 0;

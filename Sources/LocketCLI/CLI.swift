@@ -64,6 +64,11 @@ public enum CLI {
     /// Runs locket with `arguments` (argv, including argv[0]) and returns the exit status.
     public static func run(_ arguments: [String], io: IO) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
+        var arguments = arguments
+        // git runs `git-credential-locket get` for `credential.helper = locket`.
+        if let name = arguments.first?.split(separator: "/").last, name == "git-credential-locket" {
+            arguments = ["locket", "credential"] + arguments.dropFirst()
+        }
         let context = Context(io: io)
         defer { context.out.flush() }
         do {

@@ -61,6 +61,8 @@ public struct CommandSpec: Sendable {
     /// Whether the command takes operands after its options.
     public let operands: Bool
     let run: @Sendable (Invocation, Context) throws -> Int32
+    /// The first operand ends the options: the rest is another command's argv (`exec`).
+    public var operandsEndOptions = false
 
     public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
 
@@ -184,6 +186,15 @@ public enum CommandTable {
                     conflicts: [], operands: false, run: Commands.settings),
         CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
                     options: [], conflicts: [], operands: false, run: Commands.status),
+        CommandSpec(name: "exec", usage: "[--env NAME=REF]... [--mask] -- COMMAND [ARG]...",
+                    summary: "run a command with secrets in its environment",
+                    options: [OptionSpec("env", nil, .value("NAME=REF"), repeatable: true,
+                                         "set NAME to the secret REF names: SERVICE/ACCOUNT or SCHEME://[USER@]HOST[:PORT][/PATH]"),
+                              OptionSpec("mask", nil, .flag, "replace the secrets with <redacted> in the command's stdout and stderr")],
+                    conflicts: [], operands: true, run: Commands.exec, operandsEndOptions: true),
+        CommandSpec(name: "credential", usage: "get|store|erase",
+                    summary: "git credential helper (also run as git-credential-locket)",
+                    options: [], conflicts: [], operands: true, run: Commands.credential),
         CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                     options: [], conflicts: [], operands: true, run: Commands.completion),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",

@@ -84,6 +84,7 @@ enum Parser {
                     throw UsageError(message: "unexpected argument '\(arg)'", command: command.name)
                 }
                 invocation.operand(arg)
+                if command.operandsEndOptions { optionsEnded = true }
                 i += 1
                 continue
             }

@@ -117,15 +117,14 @@ enum Prompt {
     }
 
     /// Everything on `fd`, up to the keychain's limit plus one byte to detect excess.
-    static func readAll(_ fd: Int32, what: String) throws -> SecureBytes {
-        let limit = Keychain.maximumDataLength
+    static func readAll(_ fd: Int32, what: String, limit: Int = Keychain.maximumDataLength) throws -> SecureBytes {
         var capacity = 64 * 1024
         var buffer = SecureBytes(count: capacity)
         var used = 0
         while true {
             if used == capacity {
                 guard capacity <= limit else {
-                    throw KeychainError(.dataTooLarge, "the secret is larger than \(limit / 1024 / 1024) MiB")
+                    throw KeychainError(.dataTooLarge, "\(what) is larger than \(limit / 1024 / 1024) MiB")
                 }
                 capacity = min(capacity * 4, limit + 1)
                 let bigger = SecureBytes(count: capacity)
@@ -140,7 +139,7 @@ enum Prompt {
             }
             if n == 0 { break }
             used += n
-            if used > limit { throw KeychainError(.dataTooLarge, "the secret is larger than \(limit / 1024 / 1024) MiB") }
+            if used > limit { throw KeychainError(.dataTooLarge, "\(what == "standard input" ? "the secret" : what) is larger than \(limit / 1024 / 1024) MiB") }
         }
         return buffer.prefix(used)
     }

@@ -45,7 +45,7 @@ extension Keychain {
     /// primary key is updated in place instead (`security add-... -U`),
     /// keeping its persistent reference and creation date.
     @discardableResult
-    public func add(_ new: NewItem, data: SecureBytes, updateExisting: Bool = false) throws -> Item {
+    public func add(_ new: NewItem, data: SecureBytes, extra: SecureBytes? = nil, updateExisting: Bool = false) throws -> Item {
         guard data.count <= Keychain.maximumDataLength else {
             throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
         }
@@ -62,7 +62,7 @@ extension Keychain {
         }
         return try database.transaction(write: true) {
             do {
-                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data)
+                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra)
             } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
                 var query = Query(itemClass: new.itemClass)
                 for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
@@ -75,14 +75,14 @@ extension Keychain {
                 }
                 var changes = new.attributes.filter { $0.key.isSealed }
                 changes[.label] = changes[.label] ?? attributes[.label]
-                let updated = try modify(query, changes: changes, newGroup: nil, data: data)
+                let updated = try modify(query, changes: changes, newGroup: nil, data: data, extra: extra)
                 return updated[0]
             }
         }
     }
 
     private func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
-                        pclass: ProtectionClass, data: SecureBytes) throws -> Item {
+                        pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?) throws -> Item {
         let ref = Sodium.random(16)
         let row = RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, "attrs")
@@ -106,7 +106,7 @@ extension Keychain {
             i += 1
         }
         try stmt.bind(i, SecretBox.seal(record, key: attrsKey))
-        try stmt.bind(i + 1, SecretBox.seal(data, key: dataKey))
+        try stmt.bind(i + 1, SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey))
         _ = try stmt.step()
         return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
                     persistentRef: ref, creationDate: now, modificationDate: now, data: nil, availability: .available)
@@ -198,7 +198,8 @@ extension Keychain {
             item.creationDate = record.created
             item.modificationDate = record.modified
             if data {
-                item.data = try stmt.withBlob(5 + offset) { try SecretBox.open($0, key: try fieldKey(row, "data"), what: "an item's secret") }
+                let record = try stmt.withBlob(5 + offset) { try SecretBox.open($0, key: try fieldKey(row, "data"), what: "an item's secret") }
+                (item.data, item.extra) = try DataRecord.decode(record)
             }
         } catch let error as KeychainError where error.code == .decode {
             if strict {
@@ -223,7 +224,8 @@ extension Keychain {
     /// Changes every match (SecItemUpdate), all or nothing. `changes` maps
     /// sealed attributes to new values; `newGroup` moves the items.
     @discardableResult
-    public func update(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String? = nil, data: SecureBytes? = nil) throws -> Int {
+    public func update(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String? = nil, data: SecureBytes? = nil,
+                       extra: SecureBytes? = nil) throws -> Int {
         if let data, data.count > Keychain.maximumDataLength {
             throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
         }
@@ -237,11 +239,12 @@ extension Keychain {
             throw Query.foreign(attribute, query.itemClass)
         }
         if let newGroup { try authorize(newGroup) }
-        return try database.transaction(write: true) { try modify(query, changes: changes, newGroup: newGroup, data: data).count }
+        return try database.transaction(write: true) { try modify(query, changes: changes, newGroup: newGroup, data: data, extra: extra).count }
     }
 
     /// The body of update, inside the caller's transaction.
-    private func modify(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String?, data: SecureBytes?) throws -> [Item] {
+    /// A new `data` replaces the secret and its metadata (`extra`) together.
+    private func modify(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String?, data: SecureBytes?, extra: SecureBytes?) throws -> [Item] {
         let (condition, bindings) = try whereClause(query)
         let select = try prepare("SELECT id, ref, pdmn, agrp, attrs, data FROM items WHERE \(condition) ORDER BY id", bindings)
         var matches: [(Int64, Item)] = []
@@ -276,10 +279,12 @@ extension Keychain {
             }
             try update.bind(i, SecretBox.seal(record, key: try fieldKey(row, "attrs")))
             guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
-            try update.bind(i + 1, SecretBox.seal(secret, key: try fieldKey(row, "data")))
+            let dataRecord = DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
+            try update.bind(i + 1, SecretBox.seal(dataRecord, key: try fieldKey(row, "data")))
             try update.bind(i + 2, id)
             _ = try update.step()
             item.data = nil
+            item.extra = nil
             updated.append(item)
         }
         return updated

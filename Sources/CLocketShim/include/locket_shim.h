@@ -29,6 +29,20 @@ uint32_t locket_key_permissions(void);
 /// Turns off core dumps for this process (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
 void locket_disable_core_dumps(void);
 
+/// Undoes, for a child about to be exec'd, what locket set for itself: the
+/// core-dump limit it lowered and SIGPIPE, which it ignores.
+void locket_prepare_exec(void);
+
+/// Forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH
+/// sent to this process by another process to `child`. Signals the kernel
+/// sends (a terminal's Ctrl-C) already reach the child through its process
+/// group, so they are not sent twice.
+void locket_forward_signals(int child);
+
+/// GNU extensions Swift's Glibc module does not export: execvpe(3) and pipe2(2) with O_CLOEXEC.
+int locket_execvpe(const char *file, char *const argv[], char *const envp[]);
+int locket_pipe_cloexec(int fds[2]);
+
 /// Reads one line from the terminal `fd` with echo off, writing `prompt` to
 /// `outfd` first. Restores the terminal even when interrupted by SIGINT,
 /// SIGTERM or SIGHUP (the signal is then re-raised). Returns the number of

@@ -24,6 +24,8 @@ public struct Item: Sendable {
     public var modificationDate: Int64
     /// The secret, when it was asked for.
     public var data: SecureBytes?
+    /// Metadata sealed with the secret (the git credential helper's fields).
+    public var extra: SecureBytes? = nil
     public var availability: Availability
 
     public subscript(_ attribute: Attribute) -> [UInt8] {
