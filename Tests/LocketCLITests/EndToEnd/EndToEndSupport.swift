@@ -405,3 +405,113 @@ class EndToEndCase: XCTestCase {
         return st.st_mode & 0o7777
     }
 }
+
+// MARK: - Protection classes, sessions and passwords
+
+/// The seven protection classes of SPEC §5: CLI name, code and Apple's constant name.
+struct ProtectionClassName {
+    var name: String
+    var code: String
+    var apple: String
+
+    static let all: [ProtectionClassName] = [
+        .init(name: "when-unlocked", code: "ak", apple: "kSecAttrAccessibleWhenUnlocked"),
+        .init(name: "after-first-unlock", code: "ck", apple: "kSecAttrAccessibleAfterFirstUnlock"),
+        .init(name: "always", code: "dk", apple: "kSecAttrAccessibleAlways"),
+        .init(name: "when-unlocked-this-device-only", code: "aku", apple: "kSecAttrAccessibleWhenUnlockedThisDeviceOnly"),
+        .init(name: "after-first-unlock-this-device-only", code: "cku", apple: "kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly"),
+        .init(name: "always-this-device-only", code: "dku", apple: "kSecAttrAccessibleAlwaysThisDeviceOnly"),
+        .init(name: "when-passcode-set-this-device-only", code: "akpu", apple: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly"),
+    ]
+
+    /// The CLI name of a code.
+    static func name(_ code: String) -> String { all.first { $0.code == code }!.name }
+
+    /// Codes by availability (SPEC §5 table).
+    static let whenUnlocked = ["ak", "aku", "akpu"]
+    static let afterFirstUnlock = ["ck", "cku"]
+    static let always = ["dk", "dku"]
+    static let thisDeviceOnly = ["aku", "cku", "dku", "akpu"]
+    static let migratable = ["ak", "ck", "dk"]
+}
+
+extension EndToEndCase {
+    /// `locket unlock --password-stdin [--timeout T]`; asserts success.
+    func unlock(_ password: String = EndToEndCase.password, timeout: String? = nil, in other: Sandbox? = nil,
+                file: StaticString = #filePath, line: UInt = #line) {
+        let args = ["unlock", "--password-stdin"] + (timeout.map { ["--timeout", $0] } ?? [])
+        let result = locket(args, input: .text(password + "\n"), environment: other?.environment ?? [:], file: file, line: line)
+        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+    }
+
+    /// Runs `locket ARGS` in another sandbox (another HOME, XDG dirs and device secret): "another machine".
+    @discardableResult
+    func locket(in other: Sandbox, _ arguments: String..., input: Input = .devNull, environment extra: [String: String] = [:],
+                file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        var environment = other.environment
+        for (name, value) in extra { environment[name] = value }
+        return locket(arguments, input: input, environment: environment, file: file, line: line)
+    }
+
+    /// `locket status --json`, parsed; fails the test unless it exits 0 with nothing on stderr.
+    func statusJSON(_ extra: [String] = [], in other: Sandbox? = nil,
+                    file: StaticString = #filePath, line: UInt = #line) -> [String: Any] {
+        let result = locket(extra + ["--json", "status"], environment: other?.environment ?? [:], file: file, line: line)
+        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+        XCTAssertEqual(result.err, "", result.summary, file: file, line: line)
+        return (try? result.jsonObject(file: file, line: line)) ?? [:]
+    }
+
+    /// Item counts per protection class (CLI name) from `status --json`.
+    func itemCounts(_ extra: [String] = [], in other: Sandbox? = nil,
+                    file: StaticString = #filePath, line: UInt = #line) -> [String: Int] {
+        let items = statusJSON(extra, in: other, file: file, line: line)["items"] as? [String: Any] ?? [:]
+        return items.compactMapValues { $0 as? Int }
+    }
+
+    /// `dump --data --json` output bytes; fails the test unless it exits 0.
+    func dumpWithData(_ extra: [String] = [], file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
+        let result = locket(extra + ["--json", "dump", "--data"], file: file, line: line)
+        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+        return result.stdout
+    }
+
+    /// Sleeps until the wall clock's fraction of a second is `fraction` (0..<1),
+    /// for tests whose outcome depends on where whole-second boundaries fall.
+    static func sleepUntilFraction(_ fraction: Double) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let now = Double(ts.tv_nsec) / 1e9
+        var wait = fraction - now
+        if wait < 0 { wait += 1 }
+        usleep(UInt32(wait * 1_000_000))
+    }
+
+    /// Seconds since the epoch, with a fraction.
+    static func wallClock() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+extension EndToEndCase {
+    /// `expect` with an argument array.
+    @discardableResult
+    func expect(_ status: Int32, _ arguments: [String], input: Input = .devNull, environment: [String: String] = [:],
+                file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(arguments, input: input, environment: environment, file: file, line: line)
+        XCTAssertEqual(result.status, status, result.summary, file: file, line: line)
+        return result
+    }
+
+    /// `ok` with an argument array.
+    @discardableResult
+    func ok(_ arguments: [String], input: Input = .devNull, environment: [String: String] = [:],
+            file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(arguments, input: input, environment: environment, file: file, line: line)
+        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+        XCTAssertEqual(result.err, "", "unexpected stderr: \(result.summary)", file: file, line: line)
+        return result
+    }
+}
