@@ -13,7 +13,7 @@ SWIFT ?= swift
 RELEASE_FLAGS = -c release -Xswiftc -static-executable
 BIN = .build/release/locket
 
-.PHONY: all deps build test install uninstall bench clean
+.PHONY: all deps build test install uninstall bench fuzz clean
 
 all: build
 
@@ -39,19 +39,27 @@ build: deps
 
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
+# The fuzz targets run briefly on their seed corpus first (issue 6); longer
+# runs are `make fuzz FUZZ_SECONDS=600`.
+FUZZ_SECONDS ?= 60
 test: build
+	fuzz/run 10
 	LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing
+
+fuzz:
+	fuzz/run $(FUZZ_SECONDS)
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
+	ln -sfn locket $(DESTDIR)$(BINDIR)/git-credential-locket
 	install -m 0644 -v man/locket.1 $(DESTDIR)$(MANDIR)/man1/locket.1
 	install -m 0644 -v completions/locket.bash $(DESTDIR)$(BASHCOMPDIR)/locket
 	install -m 0644 -v completions/_locket $(DESTDIR)$(ZSHCOMPDIR)/_locket
 	install -m 0644 -v completions/locket.fish $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 
 uninstall:
-	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(MANDIR)/man1/locket.1 \
+	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(MANDIR)/man1/locket.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 
 bench: build
@@ -59,3 +67,9 @@ bench: build
 
 clean:
 	rm -rf .build
+
+# The reliability suite's long versions (issue 6, docs/RELIABILITY.md):
+# LOCKET_SOAK=1 multiplies every count and duration by 10.
+.PHONY: soak
+soak: build
+	LOCKET_SOAK=1 LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing --filter Reliability

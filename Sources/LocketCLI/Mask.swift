@@ -7,6 +7,10 @@ struct Masker {
     private let secrets: [[UInt8]]
     private let firstBytes: Set<UInt8>
     private(set) var held: [UInt8] = []
+    /// The last output ended with `<redacted>` for a run that reached the end
+    /// of the data: a run continuing at the start of the next data is the same
+    /// run, so the output does not depend on how the stream was chunked.
+    private var runReachedEnd = false
 
     init(secrets: [[UInt8]]) {
         // Longest first, so that a secret containing another is masked whole.
@@ -17,37 +21,66 @@ struct Masker {
     /// Takes the next chunk; returns what can be written now.
     mutating func feed(_ chunk: UnsafeRawBufferPointer) -> [UInt8] {
         guard !secrets.isEmpty else { return Array(chunk) }
+        guard chunk.count > 0 else { return [] }
         var data = held
         data.append(contentsOf: chunk)
+        defer { for k in data.indices { data[k] = 0 } }
+        return scan(data, final: false)
+    }
+
+    /// Masks `data`: every byte inside any occurrence of any secret is hidden,
+    /// and each run of hidden bytes (overlapping or adjacent occurrences)
+    /// becomes one `<redacted>`. Unless `final`, a tail that may still grow
+    /// into a secret, or into a longer or overlapping one, is held back.
+    private mutating func scan(_ data: [UInt8], final: Bool) -> [UInt8] {
         held.removeAll(keepingCapacity: true)
         var out: [UInt8] = []
         out.reserveCapacity(data.count)
+        var runStart: Int?
+        var runEnd = 0
+        if data.isEmpty { return [] }
+        var continuesRun = runReachedEnd
+        runReachedEnd = false
         var i = 0
-        scan: while i < data.count {
+        while i < data.count {
             if firstBytes.contains(data[i]) {
                 let rest = data[i...]
-                for secret in secrets where rest.starts(with: secret) {
-                    out.append(contentsOf: Masker.replacement)
-                    i += secret.count
-                    continue scan
+                if !final, secrets.contains(where: { $0.count > rest.count && $0.starts(with: rest) }) {
+                    held = Array(data[(runStart ?? i)...])
+                    // Held bytes are scanned again with the next data. They continue
+                    // the previous run only if nothing before them was written now;
+                    // otherwise the byte before them is plain output.
+                    runReachedEnd = (runStart ?? i) == 0 ? continuesRun : false
+                    return out
                 }
-                // The chunk ends inside what may be the start of a secret: wait for more.
-                if secrets.contains(where: { $0.count > rest.count && $0.starts(with: rest) }) {
-                    held = Array(rest)
-                    break scan
+                if let secret = secrets.first(where: { rest.starts(with: $0) }) {
+                    if runStart == nil { runStart = i }
+                    runEnd = max(runEnd, i + secret.count)
                 }
             }
-            out.append(data[i])
+            if i == 0 && runStart == nil { continuesRun = false }
+            if runStart != nil, i >= runEnd {
+                if !(continuesRun && runStart == 0) { out.append(contentsOf: Masker.replacement) }
+                continuesRun = false
+                runStart = nil
+            }
+            if runStart == nil { out.append(data[i]) }
             i += 1
         }
-        for k in data.indices { data[k] = 0 }
+        if runStart != nil {
+            if !(continuesRun && runStart == 0) { out.append(contentsOf: Masker.replacement) }
+            runReachedEnd = true
+        }
         return out
     }
 
     /// Releases the held tail: at the end of the stream, or when the writer
     /// has paused long enough that it is not in the middle of writing a secret.
     mutating func flush() -> [UInt8] {
-        defer { held.removeAll() }
-        return held
+        var data = held
+        defer { for k in data.indices { data[k] = 0 } }
+        let out = scan(data, final: true)
+        held.removeAll()
+        return out
     }
 }

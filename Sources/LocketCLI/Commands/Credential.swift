@@ -56,6 +56,12 @@ extension Commands {
         guard let query = try credentialQuery(request, exactPort: true) else { return }
         let keychain = try context.openKeychain()
         guard let item = try keychain.search(query, limit: .one, returnData: true).first, let secret = item.data else { return }
+        // A newline or NUL in a value would inject lines into git's protocol: such an item can't be given to git.
+        let unsafe: (UInt8) -> Bool = { $0 == 0 || $0 == 0x0a || $0 == 0x0d }
+        guard !item[.account].contains(where: unsafe), !secret.withUnsafeBytes({ $0.contains(where: unsafe) }) else {
+            context.err("locket: the stored credential contains a line break and can't be passed to git")
+            return
+        }
         var out: [UInt8] = Array("username=".utf8) + item[.account] + [0x0a] + Array("password=".utf8)
         secret.withUnsafeBytes { out.append(contentsOf: $0) }
         out.append(0x0a)
@@ -84,7 +90,7 @@ extension Commands {
     }
 
     private static func credentialErase(_ request: GitCredential, _ context: Context) throws {
-        guard let query = try credentialQuery(request, exactPort: false) else { return }
+        guard let query = try credentialQuery(request, exactPort: true) else { return }
         let keychain = try context.openKeychain()
         guard let password = request.fields["password"] else {
             try keychain.delete(query)

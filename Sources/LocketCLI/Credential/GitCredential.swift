@@ -45,10 +45,12 @@ public struct GitCredential: Equatable, Sendable {
             if parts.count > 1, fields["password"] == nil { fields["password"] = GitCredential.percentDecode(parts[1]) }
         }
         if fields["host"] == nil, !rest.isEmpty { fields["host"] = String(rest) }
-        if fields["path"] == nil, let path, !path.isEmpty { fields["path"] = GitCredential.percentDecode(path) }
+        if fields["path"] == nil, let path, !path.isEmpty, let decoded = GitCredential.percentDecode(path) { fields["path"] = decoded }
     }
 
-    static func percentDecode(_ s: Substring) -> String {
+    /// nil when the result could break the line protocol (a decoded NUL, CR
+    /// or LF smuggled into a field, as in CVE-2020-5260).
+    static func percentDecode(_ s: Substring) -> String? {
         var out: [UInt8] = []
         let bytes = Array(s.utf8)
         var i = 0
@@ -62,6 +64,7 @@ public struct GitCredential: Equatable, Sendable {
                 i += 1
             }
         }
+        guard !out.contains(where: { $0 == 0 || $0 == 0x0a || $0 == 0x0d }) else { return nil }
         return String(decoding: out, as: UTF8.self)
     }
 
