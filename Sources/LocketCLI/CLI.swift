@@ -160,12 +160,12 @@ final class Context {
     func keychainPath() throws -> String { try environment.keychainPath(globals.keychain) }
 
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
-    func openKeychain() throws -> Keychain {
+    func openKeychain(extendSession: Bool = true) throws -> Keychain {
         Diagnostics.protectProcess()
         // Entitlements first: a bad file must stop the command before anything is read or written.
         let caller = try self.caller()
         do {
-            let keychain = try Keychain.open(at: keychainPath(), environment: environment)
+            let keychain = try Keychain.open(at: keychainPath(), environment: environment, extendSession: extendSession)
             keychain.caller = caller
             return keychain
         } catch let error as KeychainError where error.code == .noSuchKeychain && (globals.keychain != nil || io.environment["LOCKET_KEYCHAIN"] != nil) {

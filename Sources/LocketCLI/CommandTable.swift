@@ -122,7 +122,7 @@ public enum CommandTable {
                                          "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")
     static let dataFile = OptionSpec("data-file", nil, .value("PATH"), completion: .file, "read the secret's exact bytes from PATH (- for stdin)")
     static let timeout = OptionSpec("timeout", nil, .value("SECONDS"), completion: .values(["none", "300", "3600"]),
-                                    "lock again after SECONDS without use (none: never; default 300)")
+                                    "lock again after SECONDS without use (none: never; default: the settings timeout, 300)")
     static let ref = OptionSpec("ref", nil, .value("REF"), "the item with this persistent reference")
 
     /// Every command, in help order.
@@ -136,7 +136,7 @@ public enum CommandTable {
                     options: attributeOptions() + [
                         secretOption, dataFile,
                         OptionSpec("accessible", nil, .value("CLASS"), completion: .values(accessibleNames),
-                                   "protection class (default when-unlocked)"),
+                                   "protection class: " + accessibleNames.filter { !$0.hasPrefix("kSec") && $0.count > 4 }.joined(separator: ", ") + " (default when-unlocked)"),
                         OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
                     ],
                     conflicts: [("password", "data-file")], operands: false, run: Commands.add),

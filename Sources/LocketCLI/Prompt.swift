@@ -28,7 +28,8 @@ enum Prompt {
         if !fromStdin { try waitForInput(fd, what: "password") }
         let line = try readLine(fd)
         guard line.count > 0 else {
-            throw KeychainError(.param, "no password on standard input", hint: "pipe it in, or run at a terminal")
+            throw KeychainError(.interactionNotAllowed, "no password on standard input and no terminal to ask at",
+                                hint: "pipe it in with --password-stdin (printf '%s\\n' \"$PW\" | locket unlock --password-stdin), or run at a terminal")
         }
         return line
     }
@@ -58,7 +59,8 @@ enum Prompt {
             return first
         }
         try waitForInput(fd, what: "secret")
-        let all = try readAll(fd, what: "standard input")
+        // One byte of slack for the trailing newline that is dropped below; add checks the size.
+        let all = try readAll(fd, what: "standard input", limit: Keychain.maximumDataLength + 1)
         // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
         return all.withUnsafeBytes { raw in
             raw.last == 0x0a ? SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
@@ -80,7 +82,7 @@ enum Prompt {
 
     /// A yes/no question at the terminal; only "y" or "yes" agrees.
     static func confirm(_ context: Context, _ question: String) throws -> Bool {
-        context.err(question)
+        question.utf8CString.withUnsafeBytes { context.io.write(2, UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
         var answer = [UInt8]()
         var c: UInt8 = 0
         while read(context.io.stdin, &c, 1) == 1, c != 0x0a { answer.append(c) }

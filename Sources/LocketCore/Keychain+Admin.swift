@@ -11,14 +11,24 @@ extension Keychain {
         let failures = failedAttempts
         guard failures >= 5 else { return 0 }
         let wait = min(30, 1 << min(failures - 5, 5))
-        let last = meta["failed_at"].map(Keychain.int64) ?? 0
-        return max(0, Int(last + Int64(wait) - SessionStore.now()))
+        // Milliseconds since the last failure (older keychains stored whole seconds under failed_at).
+        let lastMs = meta["failed_at_ms"].map(Keychain.int64) ?? (meta["failed_at"].map(Keychain.int64) ?? 0) * 1000
+        let leftMs = lastMs + Int64(wait) * 1000 - Keychain.now()
+        return leftMs <= 0 ? 0 : Int((leftMs + 999) / 1000)
+    }
+
+    public var passwordDelayMilliseconds: Int {
+        let failures = failedAttempts
+        guard failures >= 5 else { return 0 }
+        let wait = min(30, 1 << min(failures - 5, 5))
+        let lastMs = meta["failed_at_ms"].map(Keychain.int64) ?? (meta["failed_at"].map(Keychain.int64) ?? 0) * 1000
+        return max(0, Int(lastMs + Int64(wait) * 1000 - Keychain.now()))
     }
 
     func recordAttempt(failed: Bool) throws {
         let failures = failed ? failedAttempts + 1 : 0
         if !failed && failedAttempts == 0 { return }
-        let values = [("failures", Keychain.int64Bytes(Int64(failures))), ("failed_at", Keychain.int64Bytes(SessionStore.now()))]
+        let values = [("failures", Keychain.int64Bytes(Int64(failures))), ("failed_at", Keychain.int64Bytes(SessionStore.now())), ("failed_at_ms", Keychain.int64Bytes(Keychain.now()))]
         // The counter need not survive a power cut; skipping the fsync keeps unlock within 5 ms of the hash.
         try database.execute("PRAGMA synchronous=NORMAL")
         defer { try? database.execute("PRAGMA synchronous=FULL") }
@@ -86,10 +96,15 @@ extension Keychain {
             try Keychain.writeKeybag(database, bag)
             return removed
         }
+        let hadPassword = keybag.hasPassword
         keybag = bag
         if new == nil {
             // Nothing left to unlock: the session's copies are redundant.
             lock(all: true)
+        } else if !hadPassword {
+            // Setting a first password leaves the keychain unlocked, as init does
+            // (and as iOS does after a passcode is set).
+            try saveSession(keys, timeout: defaultTimeout)
         }
         return removed
     }

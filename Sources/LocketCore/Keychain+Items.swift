@@ -176,7 +176,8 @@ extension Keychain {
     /// Opens the row under `stmt` (columns: id, ref, pdmn, agrp, attrs[, data]).
     /// With `strict`, an unavailable key or damaged value throws; otherwise the
     /// item comes back with its availability set and no attributes.
-    func openRow(_ stmt: Statement, itemClass: ItemClass, data: Bool, strict: Bool, offset: Int32 = 0) throws -> Item? {
+    func openRow(_ stmt: Statement, itemClass: ItemClass, data: Bool, strict: Bool, offset: Int32 = 0, id: Int64? = nil) throws -> Item? {
+        let id = id ?? stmt.int64(0)
         let ref = stmt.blob(1 + offset)
         guard let pclass = ProtectionClass(rawValue: stmt.text(2 + offset)) else {
             if strict { throw KeychainError(.decode, "an item has an unknown protection class") }
@@ -186,9 +187,9 @@ extension Keychain {
         let row = RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stmt.text(3 + offset), ref: ref)
         var item = Item(itemClass: itemClass, attributes: [:], accessGroup: row.accessGroup, accessible: pclass,
                         persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil,
-                        availability: availability(of: pclass, group: row.accessGroup))
+                        availability: availability(of: pclass, group: row.accessGroup, id: id))
         guard item.availability == .available else {
-            if strict { throw unavailable(pclass, row.accessGroup) }
+            if strict { throw unavailable(pclass, row.accessGroup, id: id) }
             return item
         }
         do {
@@ -324,9 +325,9 @@ extension Keychain {
                 }
             }
             let visible = caller.accessGroups == nil ? "" : " WHERE " + visibleGroupsCondition()
-            let stmt = try database.prepare("SELECT cls, ref, pdmn, agrp, attrs\(returnData ? ", data" : "") FROM items\(visible) ORDER BY id")
+            let stmt = try database.prepare("SELECT id, ref, pdmn, agrp, attrs, \(returnData ? "data" : "NULL"), cls FROM items\(visible) ORDER BY id")
             while try stmt.step() {
-                guard let itemClass = ItemClass(rawValue: stmt.text(0)) else { continue }
+                guard let itemClass = ItemClass(rawValue: stmt.text(6)) else { continue }
                 if let item = try openRow(stmt, itemClass: itemClass, data: returnData, strict: false) { try body(item) }
             }
         }

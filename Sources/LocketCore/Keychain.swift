@@ -11,6 +11,8 @@ public final class Keychain {
     let session: SessionStore
     /// Keys available to this process, by class code (and `idx`).
     var keys = SessionKeys()
+    /// Whether loading the session counts as a use (status only looks).
+    var extendsSession = true
     /// Tiers whose session was found (or that need none).
     var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
     private var groupKeys: [String: SecureBytes] = [:]
@@ -80,7 +82,8 @@ public final class Keychain {
             try db.execute("PRAGMA journal_mode=WAL")
             try db.transaction(write: true) {
                 for sql in Schema.statements { try db.execute(sql) }
-                try Keychain.writeMeta(db, [("format", int64Bytes(Schema.format)), ("id", id)]
+                try Keychain.writeMeta(db, [("format", int64Bytes(Schema.format)), ("id", id),
+                                            ("device_fp", Keybag.deviceFingerprint(device, keychainID: id))]
                     + (kdf.map { [("kdf", $0.encoded)] } ?? []))
                 try Keychain.writeKeybag(db, bag)
             }
@@ -101,7 +104,7 @@ public final class Keychain {
     }
 
     /// Opens an existing keychain and loads whatever keys the session holds.
-    public static func open(at path: String, environment: Environment) throws -> Keychain {
+    public static func open(at path: String, environment: Environment, extendSession: Bool = true) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
         guard FileIO.exists(path) else {
@@ -111,6 +114,7 @@ public final class Keychain {
         let db = try Database(path: path, create: false)
         let (bag, meta) = try readKeybag(db, path: path)
         let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag, meta: meta)
+        keychain.extendsSession = extendSession
         try keychain.loadKeys()
         return keychain
     }
@@ -178,16 +182,36 @@ public final class Keychain {
     /// Loads the keys this process may use: the device-wrapped ones, then each
     /// session tier (or, without a password, everything).
     private func loadKeys() throws {
+        defer { extendsSession = true }
         let device = try deviceKey()
         if let device { keys = keybag.unwrapWithDevice(device) }
         if !keybag.hasPassword {
-            let all = try keybag.unwrapWithKEK(Keybag.passwordlessKEK(keybag.keychainID), device: device)
+            var all: SessionKeys
+            do {
+                all = try keybag.unwrapWithKEK(Keybag.passwordlessKEK(keybag.keychainID), device: device)
+            } catch let error as KeychainError where error.code == .authFailed {
+                // No password parameters, yet keys that need a password: the header was edited.
+                throw KeychainError(.decode, "\(path) has lost its password-hash parameters; the file was altered")
+            }
+            if let device, !isBoundDevice(device) {
+                try rebind(&all, kek: Keybag.passwordlessKEK(keybag.keychainID), device: device)
+                try rewrapForThisDevice(all, device: device)
+            }
             for (name, key) in all.entries { keys.set(name, key) }
             unlockedTiers = [.always, .whenUnlocked, .afterFirstUnlock]
             return
         }
         for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
-            guard let (stored, _) = try session.load(tier) else { continue }
+            let loaded: (SessionKeys, SessionStore.Info)?
+            do {
+                loaded = try session.load(tier, extend: extendsSession)
+            } catch let error as KeychainError where error.code == .decode {
+                // A damaged session (a crash mid-write, a race with lock, tampering)
+                // is a locked one: forget it rather than block every command.
+                session.remove(tier)
+                loaded = nil
+            }
+            guard let (stored, _) = loaded else { continue }
             unlockedTiers.insert(tier)
             for (name, key) in stored.entries where keys[name] == nil { keys.set(name, key) }
             if let scope = stored.scope {
@@ -237,15 +261,16 @@ public final class Keychain {
 
     /// Whether items of `pclass` in `group` can be opened now, and if not why:
     /// locked, outside a scoped session's groups, or bound to another device.
-    func availability(of pclass: ProtectionClass, group: String) -> Item.Availability {
+    func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
+        if pclass.thisDeviceOnly, let id, id <= tdoBoundary { return .unavailableOnThisDevice }
         if keys[pclass.rawValue] != nil || keys[scopedKeyName(pclass, group)] != nil { return .available }
         guard unlockedTiers.contains(pclass.tier) else { return .locked }
         if let scope = sessionScope, scope.classes.contains(pclass.rawValue) { return .locked }
         return pclass.thisDeviceOnly ? .unavailableOnThisDevice : .locked
     }
 
-    func unavailable(_ pclass: ProtectionClass, _ group: String) -> KeychainError {
-        if availability(of: pclass, group: group) == .unavailableOnThisDevice {
+    func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
+        if availability(of: pclass, group: group, id: id) == .unavailableOnThisDevice {
             return KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))")
         }
         if let scope = sessionScope, unlockedTiers.contains(pclass.tier) {
@@ -284,7 +309,7 @@ public final class Keychain {
         try recordAttempt(failed: true)
         let kek = try keybag.kek(password: password)
         var device = try deviceKey()
-        let unwrapped = try keybag.unwrapWithKEK(kek, device: device)
+        var unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
         try recordAttempt(failed: false)
         if device == nil {
             // A lost device secret: make a new one. Device-bound items of the
@@ -292,10 +317,47 @@ public final class Keychain {
             try DeviceKey.create(secretPath: environment.deviceSecretPath())
             device = try deviceKey()
         }
+        if let device, !isBoundDevice(device) {
+            try rebind(&unwrapped, kek: kek, device: device)
+        }
         try rewrapForThisDevice(unwrapped, device: device)
         try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
         try reloadKeys()
     }
+
+    /// Whether `device` is the device the keychain's device-bound keys belong to.
+    func isBoundDevice(_ device: SecureBytes?) -> Bool {
+        guard let device, let stored = meta["device_fp"] else { return false }
+        return Keybag.deviceFingerprint(device, keychainID: keybag.keychainID) == stored
+    }
+
+    /// The first unlock on a new device (a copied keychain, a lost device
+    /// secret): fresh device-bound class keys for this device, so that new
+    /// ThisDeviceOnly items work here. Items bound to the old device keep their
+    /// old keys, which never open here; `tdo_boundary` (ids never repeat)
+    /// tells them apart, so they show as unavailable on this device, not damaged.
+    private func rebind(_ unwrapped: inout SessionKeys, kek: SecureBytes, device: SecureBytes) throws {
+        var fresh = SessionKeys()
+        for name in keybag.deviceBoundNames { fresh.set(name, SecureBytes(copying: Sodium.random(32))) }
+        var bag = keybag
+        bag.wrap(fresh, kek: kek, device: device)
+        let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
+        let boundary: Int64 = try database.transaction(write: true) {
+            let last = try database.prepare("SELECT ifnull(max(id), 0) FROM items")
+            _ = try last.step()
+            let boundary = max(last.int64(0), tdoBoundary)
+            try Keychain.writeKeybag(database, bag)
+            try Keychain.writeMeta(database, [("device_fp", fingerprint), ("tdo_boundary", Keychain.int64Bytes(boundary))])
+            return boundary
+        }
+        keybag = bag
+        meta["device_fp"] = fingerprint
+        meta["tdo_boundary"] = Keychain.int64Bytes(boundary)
+        for (name, key) in fresh.entries { unwrapped.set(name, key) }
+    }
+
+    /// Device-bound items with ids up to this one belong to an earlier device.
+    var tdoBoundary: Int64 { meta["tdo_boundary"].map(Keychain.int64) ?? 0 }
 
     /// Reloads this object's keys after the session changed under it.
     private func reloadKeys() throws {
@@ -322,7 +384,7 @@ public final class Keychain {
         keybag = bag
     }
 
-    private func saveSession(_ unwrapped: SessionKeys, timeout: UInt32) throws {
+    func saveSession(_ unwrapped: SessionKeys, timeout: UInt32) throws {
         var firstUnlock = SessionKeys(), whenUnlocked = SessionKeys()
         if let groups = caller.accessGroups {
             // An app's unlock keeps only its (class, group) keys: a later command,

@@ -37,8 +37,7 @@ extension Commands {
         let wait = keychain.passwordDelay
         guard wait > 0 else { return }
         context.warn("\(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
-        var remaining = UInt32(wait)
-        while remaining > 0 { remaining = sleep(remaining) }
+        while keychain.passwordDelayMilliseconds > 0 { usleep(UInt32(min(keychain.passwordDelayMilliseconds, 1000)) * 1000) }
     }
 
     /// `locket settings`
@@ -64,7 +63,7 @@ extension Commands {
 
     /// `locket status`
     static func status(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        let keychain = try context.openKeychain()
+        let keychain = try context.openKeychain(extendSession: false)
         let s = try keychain.status()
         let timeout = s.autoLockTimeout == 0 ? "none" : String(s.autoLockTimeout)
         if context.json {

@@ -91,7 +91,16 @@ extension Commands {
         sigemptyset(&defaults)
         for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        // Hold the forwarded signals until the forwarders are in place: one
+        // arriving between spawn and then would kill locket and orphan the command.
+        var forwarded = sigset_t(), previous = sigset_t()
+        sigemptyset(&forwarded)
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH] { sigaddset(&forwarded, sig) }
+        pthread_sigmask(SIG_BLOCK, &forwarded, &previous)
         locket_prepare_exec()
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, program, &actions, &attributes, argv.pointers, environment.pointers)
@@ -101,10 +110,14 @@ extension Commands {
         close(errPipe[1])
         environment.wipe()
         guard rc == 0 else {
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
             close(outPipe[0]); close(errPipe[0])
             return execFailure(program, context, code: rc)
         }
         locket_forward_signals(pid)
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        var status: Int32 = 0
+        var exited = false
 
         var streams = [(fd: outPipe[0], target: Int32(1), masker: Masker(secrets: secrets)),
                        (fd: errPipe[0], target: Int32(2), masker: Masker(secrets: secrets))]
@@ -114,34 +127,67 @@ extension Commands {
             var fds = streams.indices.map { pollfd(fd: open[$0] ? streams[$0].fd : -1, events: Int16(POLLIN), revents: 0) }
             // A held tail is released after a pause: a writer is not half-way through a secret for half a second.
             let waiting = streams.contains { !$0.masker.held.isEmpty }
-            let n = poll(&fds, nfds_t(fds.count), waiting ? 500 : -1)
+            let n = poll(&fds, nfds_t(fds.count), waiting ? 500 : 250)
             if n < 0 { if errno == EINTR { continue }; break }
+            // The command's exit ends the run even if something it started still
+            // holds the pipes: drain what is there without waiting for more.
+            if !exited, waitpid(pid, &status, WNOHANG) == pid {
+                exited = true
+                for k in streams.indices where open[k] { _ = fcntl(streams[k].fd, F_SETFL, O_NONBLOCK) }
+            }
             if n == 0 {
-                for k in streams.indices {
-                    let tail = streams[k].masker.flush()
-                    tail.withUnsafeBytes { context.io.write(streams[k].target, $0) }
+                if exited {
+                    for k in streams.indices where open[k] {
+                        _ = writeAll(streams[k].target, streams[k].masker.flush())
+                        open[k] = false
+                        close(streams[k].fd)
+                    }
+                    continue
+                }
+                for k in streams.indices where open[k] {
+                    if !writeAll(streams[k].target, streams[k].masker.flush()) {
+                        open[k] = false
+                        close(streams[k].fd)
+                    }
                 }
                 continue
             }
             for k in streams.indices where open[k] && fds[k].revents != 0 {
                 let got = buffer.withUnsafeMutableBytes { read(streams[k].fd, $0.baseAddress, $0.count) }
                 if got < 0 && errno == EINTR { continue }
+                if got < 0 && errno == EAGAIN && !exited { continue }
                 if got <= 0 {
                     open[k] = false
-                    let tail = streams[k].masker.flush()
-                    tail.withUnsafeBytes { context.io.write(streams[k].target, $0) }
+                    _ = writeAll(streams[k].target, streams[k].masker.flush())
                     close(streams[k].fd)
                     continue
                 }
                 let clean = buffer.withUnsafeBytes { streams[k].masker.feed(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
-                clean.withUnsafeBytes { context.io.write(streams[k].target, $0) }
+                // The reader is gone (EPIPE): stop reading, so that the command gets SIGPIPE as it would without locket.
+                if !writeAll(streams[k].target, clean) {
+                    open[k] = false
+                    _ = streams[k].masker.flush()
+                    close(streams[k].fd)
+                }
             }
         }
         for k in buffer.indices { buffer[k] = 0 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if !exited { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
         let signalled = status & 0x7f
         return signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
+    }
+}
+
+/// Writes all of `bytes` to `fd`; false once the reader is gone (EPIPE) or on another error.
+private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 { if errno == EINTR { continue }; return false }
+            offset += n
+        }
+        return true
     }
 }
 

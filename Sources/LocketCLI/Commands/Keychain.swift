@@ -4,6 +4,10 @@ extension Commands {
     /// `locket init`
     static func initialize(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         Diagnostics.protectProcess()
+        // Creating a keychain is the owner's act; a bad entitlements file still stops it first.
+        if try context.caller() != .owner {
+            throw KeychainError(.missingEntitlement, "creating a keychain is for its owner, not an app with entitlements")
+        }
         let path = try context.keychainPath()
         var password: SecureBytes?
         if !invocation.has("no-password") {

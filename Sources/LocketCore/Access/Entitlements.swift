@@ -105,7 +105,7 @@ public struct Entitlements: Sendable, Equatable {
     /// names, no control characters, nothing absurdly long.
     private static func checkName(_ value: String, key: String, _ fail: (String) -> KeychainError) throws {
         guard !value.isEmpty else { throw fail("\(key) contains an empty name") }
-        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) else {
             throw fail("\(key) contains a name with control characters")
         }
         guard value.utf8.count <= 200 else { throw fail("\(key) contains a name longer than 200 bytes") }

@@ -107,15 +107,31 @@ struct Keybag {
     /// ones (errSecAuthFailed); some opening and others not means the keybag
     /// was altered (errSecDecode). Device-bound keys that do not open belong to
     /// another device and are left out.
-    func unwrapWithKEK(_ kek: SecureBytes, device: SecureBytes?) throws -> SessionKeys {
+    /// A public fingerprint of the device key, kept in the header: it tells
+    /// "bound to another device" apart from "altered".
+    static func deviceFingerprint(_ device: SecureBytes, keychainID: [UInt8]) -> [UInt8] {
+        KeyDerivation.digest(device, KeyDerivation.Context("locket.device-fingerprint.v1").with(keychainID))
+    }
+
+    /// The device-bound classes this keychain has keys for.
+    var deviceBoundNames: [String] {
+        ProtectionClass.allCases.filter(\.thisDeviceOnly).map(\.rawValue)
+            .filter { $0 != ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue || hasPassword }
+    }
+
+    /// With `sameDevice`, a device-bound key that does not open was altered (errSecDecode);
+    /// otherwise it belongs to another device and is left out.
+    func unwrapWithKEK(_ kek: SecureBytes, device: SecureBytes?, sameDevice: Bool = false) throws -> SessionKeys {
         var keys = SessionKeys()
-        var opened = 0, failed = 0
+        var opened = 0, failed = 0, deviceBoundFailed = 0
         for name in Keybag.names {
             guard let sealed = rows[name]?.kek else { continue }
             let pclass = ProtectionClass(rawValue: name)
             if pclass?.thisDeviceOnly == true {
                 if let device, let key = try? SecretBox.open(sealed, key: deviceBoundWrapKey(kek, device, name), what: "key") {
                     keys.set(name, key)
+                } else if sameDevice {
+                    deviceBoundFailed += 1
                 }
                 continue
             }
@@ -127,7 +143,7 @@ struct Keybag {
             }
         }
         if opened == 0 { throw KeychainError(.authFailed) }
-        if failed > 0 { throw KeychainError(.decode, "the keychain's wrapped class keys were altered") }
+        if failed > 0 || deviceBoundFailed > 0 { throw KeychainError(.decode, "the keychain's wrapped class keys were altered") }
         return keys
     }
 }

@@ -76,9 +76,9 @@ public struct SessionStore: Sendable {
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
-    func load(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
-        if forced != .directory, let found = try loadFromKeyring(tier) { return found }
-        if forced != .keyring { return try loadFromDirectory(tier) }
+    func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
+        if forced != .directory, let found = try loadFromKeyring(tier, extend: extend) { return found }
+        if forced != .keyring { return try loadFromDirectory(tier, extend: extend) }
         return nil
     }
 
@@ -87,7 +87,7 @@ public struct SessionStore: Sendable {
         return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    private func loadFromKeyring(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
+    private func loadFromKeyring(_ tier: ProtectionClass.Tier, extend: Bool) throws -> (SessionKeys, Info)? {
         guard let serial = keyringSerial(tier) else { return nil }
         let buffer = SecureBytes(count: SessionKeys.maximumSize)
         let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
@@ -97,7 +97,7 @@ public struct SessionStore: Sendable {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", hint: "run locket lock --all, then unlock again")
         }
         let now = Self.now()
-        if timeout > 0 {
+        if timeout > 0 && extend {
             // Record this use in the payload (for status) and restart the kernel's timer.
             SessionKeys.stamp(record, header: Self.magic, lastUse: now)
             _ = record.withUnsafeBytes { locket_keyctl_update(serial, $0.baseAddress, $0.count) }
@@ -106,7 +106,7 @@ public struct SessionStore: Sendable {
         return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now))
     }
 
-    private func loadFromDirectory(_ tier: ProtectionClass.Tier) throws -> (SessionKeys, Info)? {
+    private func loadFromDirectory(_ tier: ProtectionClass.Tier, extend: Bool) throws -> (SessionKeys, Info)? {
         let path = file(tier)
         var dir = stat()
         guard lstat(directory, &dir) == 0 else { return nil }
@@ -130,12 +130,13 @@ public struct SessionStore: Sendable {
         if timeout > 0 {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            if now.tv_sec - st.st_mtim.tv_sec >= Int(timeout) {
+            let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
+            if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
                 removeFile(tier)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
-            futimens(fd, nil)
+            if extend { futimens(fd, nil) }
         }
         return (keys, Info(backend: .directory, timeout: timeout, lastUse: Self.now()))
     }

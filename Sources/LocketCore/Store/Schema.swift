@@ -11,7 +11,7 @@ enum Schema {
             "CREATE TABLE keybag(class TEXT PRIMARY KEY, kek BLOB, device BLOB) WITHOUT ROWID",
             """
             CREATE TABLE items(
-                id INTEGER PRIMARY KEY,
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
                 ref BLOB NOT NULL UNIQUE,
                 cls TEXT NOT NULL,
                 pdmn TEXT NOT NULL,

@@ -110,6 +110,13 @@ enum FileIO {
     /// writable by group or others: such a file could be swapped or edited
     /// by someone else between our reads.
     static func checkPrivateFile(_ path: String, what: String) throws {
+        var dir = stat()
+        let parent = directory(of: path)
+        // Whoever can write the directory can replace the file or plant its -wal
+        // next to it; a sticky directory (like /tmp) only lets them add their own files.
+        if stat(parent, &dir) == 0, dir.st_mode & 0o022 != 0, dir.st_mode & S_ISVTX == 0 {
+            throw KeychainError(.io, "\(parent) is writable by other users (mode \(String(dir.st_mode & 0o777, radix: 8))); locket refuses a \(what) there; run chmod 700 on it")
+        }
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
         if st.st_mode & S_IFMT == S_IFLNK { throw KeychainError(.io, "\(path) is a symbolic link; locket refuses to follow it for a \(what)") }

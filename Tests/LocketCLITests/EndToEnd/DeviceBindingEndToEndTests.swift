@@ -166,10 +166,18 @@ final class EndToEndDeviceBindingTests: EndToEndCase {
         XCTAssertEqual(dump.filter { $0["status"] as? String == "unavailable-on-this-device" }.count, PC.thisDeviceOnly.count)
         // The secret file given was used, not replaced.
         XCTAssertEqual(FileManager.default.contents(atPath: otherSecret), Data(random))
-        // With this machine's own device secret, the same copy reads everything.
+        // The copy was re-keyed for the other device on its first unlock there
+        // (so that new device-bound items work there): back on this machine its
+        // old device-bound items stay unavailable, never damaged, while the
+        // original keychain file still reads everything.
         ok("lock", "--all")
         expect(0, "-k", copy, "unlock", "--password-stdin", input: .text(Self.password + "\n"))
-        for pc in PC.all { XCTAssertEqual(expect(0, "-k", copy, "find", "-s", pc.code, "-w").out, "secret-\(pc.code)\n") }
+        for code in PC.migratable { XCTAssertEqual(expect(0, "-k", copy, "find", "-s", code, "-w").out, "secret-\(code)\n") }
+        let back = try expect(0, "-k", copy, "--json", "dump").jsonArray()
+        XCTAssertEqual(back.filter { $0["status"] as? String == "unavailable-on-this-device" }.count, PC.thisDeviceOnly.count)
+        XCTAssertFalse(back.contains { $0["status"] as? String == "damaged" })
+        expect(0, "unlock", "--password-stdin", input: .text(Self.password + "\n"))
+        for pc in PC.all { XCTAssertEqual(expect(0, "find", "-s", pc.code, "-w").out, "secret-\(pc.code)\n") }
     }
 
     func testNewThisDeviceOnlyItemsCanBeAddedOnTheNewMachine() throws {
