@@ -163,16 +163,27 @@ public struct SessionStore: Sendable {
 
     // MARK: - Removing
 
-    /// Forgets `tier` everywhere it might be.
+    /// Forgets `tier` everywhere it might be, including the temporary file of
+    /// an unlock that was killed before it could rename it into place.
     func remove(_ tier: ProtectionClass.Tier) {
         while let serial = keyringSerial(tier) {
             if locket_keyctl_invalidate(serial) != 0, locket_keyctl_unlink(serial, locket_key_spec_user_keyring()) != 0 { break }
         }
         removeFile(tier)
+        let prefix = "\(keychainID).\(tier.rawValue).tmp."
+        guard let dir = opendir(directory) else { return }
+        var leftovers: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name.hasPrefix(prefix) { leftovers.append(name) }
+        }
+        closedir(dir)
+        for name in leftovers { wipeAndUnlink("\(directory)/\(name)") }
     }
 
-    private func removeFile(_ tier: ProtectionClass.Tier) {
-        let path = file(tier)
+    private func removeFile(_ tier: ProtectionClass.Tier) { wipeAndUnlink(file(tier)) }
+
+    private func wipeAndUnlink(_ path: String) {
         // Overwrite before unlinking: tmpfs pages are not swapped out with their
         // contents intact, but a plain unlink would leave them until reused.
         let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
