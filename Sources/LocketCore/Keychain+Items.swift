@@ -81,6 +81,26 @@ extension Keychain {
         }
     }
 
+    /// Adds many items in one transaction (bulk loading for benchmarks and
+    /// imports): all or nothing, as `add` of each would be without `-U`.
+    public func addBatch(_ items: [(item: NewItem, data: SecureBytes)]) throws {
+        try database.transaction(write: true) {
+            for (new, data) in items {
+                guard data.count <= Keychain.maximumDataLength else {
+                    throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
+                }
+                let group = new.accessGroup ?? defaultGroup
+                try authorize(group)
+                var attributes = new.attributes.filter { $0.key.isSealed && !$0.value.isEmpty }
+                if attributes[.label] == nil {
+                    let named: Attribute = new.itemClass == .genericPassword ? .service : .server
+                    if let value = attributes[named] { attributes[.label] = value }
+                }
+                _ = try insert(new.itemClass, attributes, group: group, pclass: new.accessible ?? .whenUnlocked, data: data, extra: nil)
+            }
+        }
+    }
+
     private func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
                         pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?) throws -> Item {
         let ref = Sodium.random(16)
