@@ -73,3 +73,9 @@ clean:
 .PHONY: soak
 soak: build
 	LOCKET_SOAK=1 LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing --filter Reliability
+
+# Peers (issue 7): pass, secret-tool (gnome-keyring), python keyring, each
+# with 1,000 secrets, timed next to locket. Installs with apt and pip.
+.PHONY: bench-peers
+bench-peers: build
+	bench/peers
