@@ -16,7 +16,10 @@ public final class SecureBytes: @unchecked Sendable {
         try? Sodium.ready()
         if count == 0 {
             base = nil
-        } else if count <= GuardedArena.slotSize, let slot = GuardedArena.shared.allocate() {
+        } else if count <= GuardedArena.small.slotSize, let slot = GuardedArena.small.allocate() {
+            base = slot
+        } else if count <= GuardedArena.medium.slotSize, let slot = GuardedArena.medium.allocate() {
+            // Opened attribute records: a dump opens one per item.
             base = slot
         } else {
             guard let p = sodium_malloc(count) else { fatalError("locket: out of guarded memory") }
@@ -42,7 +45,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     deinit {
         guard let base else { return }
-        if !GuardedArena.shared.free(base) { sodium_free(base) }
+        if !GuardedArena.small.free(base) && !GuardedArena.medium.free(base) { sodium_free(base) }
     }
 
     /// Read access to the bytes.
@@ -72,22 +75,27 @@ public final class SecureBytes: @unchecked Sendable {
     }
 }
 
-/// Small secrets (keys are 32 bytes) share one guarded, locked region with
-/// fixed slots: a `sodium_malloc` per key costs half a dozen system calls
-/// (mmap, mprotect, mlock, ...), and a lookup handles a dozen keys.
+/// Small secrets share guarded, locked regions of fixed slots: a
+/// `sodium_malloc` per value costs half a dozen system calls (mmap, mprotect,
+/// mlock, ...), a lookup handles a dozen keys and a dump two records per item.
 final class GuardedArena: @unchecked Sendable {
-    static let slotSize = 64
-    static let slotCount = 512
-    static let shared = GuardedArena()
+    /// Keys (32 bytes) and other small secrets.
+    static let small = GuardedArena(slotSize: 64, slotCount: 512)
+    /// Attribute records and short secrets.
+    static let medium = GuardedArena(slotSize: 1024, slotCount: 64)
 
+    let slotSize: Int
+    private let slotCount: Int
     private let region: UnsafeMutableRawPointer?
-    private let used = Mutex<[Bool]>([Bool](repeating: false, count: GuardedArena.slotCount))
+    private let used: Mutex<[Bool]>
 
-    private init() {
+    private init(slotSize: Int, slotCount: Int) {
         try? Sodium.ready()
-        let size = GuardedArena.slotSize * GuardedArena.slotCount
-        region = sodium_malloc(size)
-        if let region { sodium_memzero(region, size) }
+        self.slotSize = slotSize
+        self.slotCount = slotCount
+        used = Mutex([Bool](repeating: false, count: slotCount))
+        region = sodium_malloc(slotSize * slotCount)
+        if let region { sodium_memzero(region, slotSize * slotCount) }
     }
 
     /// A zeroed slot, or nil when the arena is full or could not be made.
@@ -98,14 +106,14 @@ final class GuardedArena: @unchecked Sendable {
             slots[i] = true
             return i
         }
-        return index.map { region + $0 * GuardedArena.slotSize }
+        return index.map { region + $0 * slotSize }
     }
 
     /// Wipes and releases `pointer` if it is one of the arena's slots.
     func free(_ pointer: UnsafeMutableRawPointer) -> Bool {
-        guard let region, pointer >= region, pointer < region + GuardedArena.slotSize * GuardedArena.slotCount else { return false }
-        let index = (pointer - region) / GuardedArena.slotSize
-        sodium_memzero(pointer, GuardedArena.slotSize)
+        guard let region, pointer >= region, pointer < region + slotSize * slotCount else { return false }
+        let index = (pointer - region) / slotSize
+        sodium_memzero(pointer, slotSize)
         used.withLock { $0[index] = false }
         return true
     }
