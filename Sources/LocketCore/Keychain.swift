@@ -75,6 +75,7 @@ public final class Keychain {
 
         // Build the file under a temporary name and rename it into place, so a
         // crash never leaves a half-made keychain at the real path.
+        removeAbandonedInits(of: path)
         let temporary = path + ".init.\(getpid())"
         unlink(temporary)
         do {
@@ -101,6 +102,23 @@ public final class Keychain {
             let keychain = try Keychain.open(at: path, environment: environment)
             try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
         }
+    }
+
+    /// Removes what a killed `init` left (`PATH.init.PID`, with -wal and -shm)
+    /// when that process is gone.
+    private static func removeAbandonedInits(of path: String) {
+        let directory = FileIO.directory(of: path)
+        let prefix = String(path.split(separator: "/").last ?? "") + ".init."
+        guard let dir = opendir(directory) else { return }
+        var doomed: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.hasPrefix(prefix) else { continue }
+            let pidText = name.dropFirst(prefix.count).prefix { $0.isNumber }
+            if let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { doomed.append(name) }
+        }
+        closedir(dir)
+        for name in doomed { unlink(directory + "/" + name) }
     }
 
     /// Opens an existing keychain and loads whatever keys the session holds.

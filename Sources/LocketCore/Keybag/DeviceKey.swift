@@ -20,6 +20,14 @@ enum DeviceKey {
         if FileIO.exists(secretPath) { return }
         try FileIO.makeDirectories(FileIO.directory(of: secretPath))
         let secret = SecureBytes(copying: Sodium.random(secretLength))
-        try secret.withUnsafeBytes { try FileIO.writeNew(secretPath, $0) }
+        // Written whole under a temporary name, then linked into place: a crash
+        // never leaves an empty or short device secret behind.
+        let temporary = secretPath + ".tmp.\(getpid())"
+        unlink(temporary)
+        try secret.withUnsafeBytes { try FileIO.writeNew(temporary, $0) }
+        defer { unlink(temporary) }
+        if link(temporary, secretPath) != 0 && errno != EEXIST {
+            throw KeychainError(.io, "cannot create \(secretPath): \(FileIO.errorText())")
+        }
     }
 }
