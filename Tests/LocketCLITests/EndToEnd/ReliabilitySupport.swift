@@ -1,0 +1,411 @@
+import CSQLite
+import Foundation
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Support for the reliability suite (issue 6, SPEC §7): scale factors for
+// `make soak`, a seeded random generator, processes that can be killed at a
+// chosen instant, byte-exact argv, direct SQLite access and figure reports.
+
+/// How long the reliability tests run. `make test` runs the bounded versions;
+/// `make soak` sets `LOCKET_SOAK=1`, which multiplies every count and duration
+/// by 10 (`LOCKET_SOAK=N` with N > 1 multiplies by N).
+enum ReliabilityScale {
+    static let factor: Int = {
+        guard let text = ProcessInfo.processInfo.environment["LOCKET_SOAK"], let n = Int(text), n > 0 else { return 1 }
+        return n == 1 ? 10 : n
+    }()
+
+    /// `count` scaled.
+    static func n(_ count: Int) -> Int { count * factor }
+
+    /// The seed of this run: `LOCKET_SEED`, else random. Printed so a failure can be replayed.
+    static let seed: UInt64 = {
+        if let text = ProcessInfo.processInfo.environment["LOCKET_SEED"], let n = UInt64(text) { return n }
+        return UInt64.random(in: 1...UInt64(UInt32.max))
+    }()
+}
+
+/// Figures that go into docs/RELIABILITY.md: printed as one line per test,
+/// `RELIABILITY <test>: key=value, ...`, and appended to `LOCKET_RELIABILITY_LOG` when set.
+enum ReliabilityReport {
+    static func print(_ test: String, _ figures: [(String, String)]) {
+        let line = "RELIABILITY \(test): " + figures.map { "\($0.0)=\($0.1)" }.joined(separator: ", ")
+        // Straight to fd 1: XCTest's own output is line-buffered through stdio.
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        if let path = ProcessInfo.processInfo.environment["LOCKET_RELIABILITY_LOG"], !path.isEmpty {
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+        }
+    }
+
+    /// `a:3 b:5` for a tally, keys sorted.
+    static func tally(_ counts: [String: Int]) -> String {
+        counts.isEmpty ? "none" : counts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: " ")
+    }
+}
+
+/// SplitMix64: small, fast, and reproducible from a printed seed.
+struct ReliabilityRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var i = 0
+        while i < count {
+            var v = next()
+            for _ in 0..<8 where i < count {
+                out[i] = UInt8(truncatingIfNeeded: v)
+                v >>= 8
+                i += 1
+            }
+        }
+        return out
+    }
+}
+
+/// A locket process started without waiting for it: stdin from a file (or
+/// /dev/null), stdout and stderr into files (or /dev/null), argv as exact bytes.
+struct ReliabilityChild {
+    let pid: pid_t
+
+    /// How a waited-for process ended.
+    struct Exit {
+        var status: Int32?
+        var signal: Int32?
+        /// Peak resident memory in KiB: the last VmHWM read from /proc while it
+        /// ran. (wait4's ru_maxrss is useless here: posix_spawn's child shares
+        /// the test process's memory until it execs, so it reports the runner's size.)
+        var maxRSSKiB: Int
+        var timedOut = false
+    }
+
+    static func spawn(_ executable: String, _ arguments: [[UInt8]], environment: [String: String],
+                      stdin: String? = nil, stdout: String? = nil, stderr: String? = nil) -> ReliabilityChild? {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        func cString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar> {
+            let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (i, b) in bytes.enumerated() { p[i] = CChar(bitPattern: b) }
+            p[bytes.count] = 0
+            return p
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([Array(executable.utf8)] + arguments).map(cString) + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }
+            .map { cString(Array("\($0.key)=\($0.value)".utf8)) } + [nil]
+        defer {
+            for p in argv { p?.deallocate() }
+            for p in envp { p?.deallocate() }
+        }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, executable, &actions, &attributes, argv, envp) == 0 else { return nil }
+        return ReliabilityChild(pid: pid)
+    }
+
+    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
+                      stdin: String? = nil, stdout: String? = nil, stderr: String? = nil) -> ReliabilityChild? {
+        spawn(executable, arguments.map { Array($0.utf8) }, environment: environment, stdin: stdin, stdout: stdout, stderr: stderr)
+    }
+
+    func kill(_ signal: Int32 = SIGKILL) { _ = Glibc.kill(pid, signal) }
+
+    /// Waits for the process; kills it after `timeout` seconds.
+    func wait(timeout: Double = 60) -> Exit {
+        let deadline = ReliabilityClock.now() + timeout
+        var status: Int32 = 0
+        var usage = rusage()
+        var timedOut = false
+        var peak = 0
+        while true {
+            if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+                peak = max(peak, kib)
+            }
+            let r = wait4(pid, &status, WNOHANG, &usage)
+            if r == pid { break }
+            if r < 0 && errno != EINTR { return Exit(status: nil, signal: nil, maxRSSKiB: 0) }
+            if ReliabilityClock.now() > deadline && !timedOut {
+                timedOut = true
+                kill()
+            }
+            usleep(200)
+        }
+        let signal = status & 0x7f
+        return Exit(status: signal == 0 ? (status >> 8) & 0xff : nil, signal: signal == 0 ? nil : signal,
+                    maxRSSKiB: peak, timedOut: timedOut)
+    }
+}
+
+enum ReliabilityClock {
+    /// Monotonic seconds.
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func sleep(milliseconds: Double) {
+        if milliseconds > 0 { usleep(UInt32(milliseconds * 1000)) }
+    }
+}
+
+/// Runs `body(i)` for i in 0..<count, each on its own thread (not GCD's pool,
+/// which on two cores would run blocking workers two at a time), and waits for all.
+func reliabilityParallel(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    for i in 0..<count {
+        let thread = Thread {
+            body(i)
+            done.signal()
+        }
+        thread.stackSize = 1 << 21
+        thread.start()
+    }
+    for _ in 0..<count { done.wait() }
+}
+
+// MARK: - SQLite from the test
+
+/// The keychain file opened with SQLite directly, while no locket process writes it.
+final class ReliabilityDatabase {
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    private var db: OpaquePointer?
+    let path: String
+
+    init(_ path: String, readOnly: Bool = false) throws {
+        self.path = path
+        let flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            db = nil
+            throw Failure(description: "cannot open \(path): \(message)")
+        }
+        sqlite3_busy_timeout(db, 10_000)
+    }
+
+    deinit { sqlite3_close(db) }
+
+    func execute(_ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw Failure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    /// Rows of `sql`, each column as bytes (text and blobs) or nil (NULL); integers as decimal text.
+    func rows(_ sql: String, _ bindings: [[UInt8]?] = []) throws -> [[[UInt8]?]] {
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else {
+            throw Failure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+        defer { sqlite3_finalize(stmt) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for (i, value) in bindings.enumerated() {
+            if let value {
+                _ = value.withUnsafeBytes { sqlite3_bind_blob(stmt, Int32(i + 1), $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient) }
+            } else {
+                sqlite3_bind_null(stmt, Int32(i + 1))
+            }
+        }
+        var out: [[[UInt8]?]] = []
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw Failure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))") }
+            var row: [[UInt8]?] = []
+            for c in 0..<sqlite3_column_count(stmt) {
+                switch sqlite3_column_type(stmt, c) {
+                case SQLITE_NULL:
+                    row.append(nil)
+                case SQLITE_INTEGER:
+                    row.append(Array(String(sqlite3_column_int64(stmt, c)).utf8))
+                default:
+                    let n = Int(sqlite3_column_bytes(stmt, c))
+                    if n > 0, let p = sqlite3_column_blob(stmt, c) {
+                        row.append(Array(UnsafeRawBufferPointer(start: p, count: n)))
+                    } else {
+                        row.append([])
+                    }
+                }
+            }
+            out.append(row)
+        }
+        return out
+    }
+
+    /// Runs an UPDATE/INSERT/DELETE with blob bindings; returns the number of changed rows.
+    @discardableResult
+    func change(_ sql: String, _ bindings: [[UInt8]?] = []) throws -> Int {
+        _ = try rows(sql, bindings)
+        return Int(sqlite3_changes(db))
+    }
+
+    func text(_ sql: String) throws -> String {
+        try rows(sql).map { row in row.map { $0.map { String(decoding: $0, as: UTF8.self) } ?? "NULL" }.joined(separator: "|") }
+            .joined(separator: "\n")
+    }
+
+    /// `PRAGMA integrity_check` of a file, "ok" when sound; the error text when it cannot even be opened.
+    static func integrity(_ path: String) -> String {
+        do {
+            let db = try ReliabilityDatabase(path)
+            return try db.text("PRAGMA integrity_check")
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Moves the WAL into the main file and empties it.
+    static func checkpoint(_ path: String) throws {
+        let db = try ReliabilityDatabase(path)
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+}
+
+// MARK: - Files
+
+enum ReliabilityFiles {
+    static func read(_ path: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: path).map { Array($0) }
+    }
+
+    /// Writes `bytes` to `path` (replacing it in place), mode 0600.
+    static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        precondition(fd >= 0, "cannot write \(path): \(String(cString: strerror(errno)))")
+        var offset = 0
+        bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { if errno == EINTR { continue }; break }
+                offset += n
+            }
+        }
+        fchmod(fd, mode)
+        close(fd)
+    }
+
+    /// Every regular file under `root`, recursively (symbolic links not followed).
+    static func allFiles(under root: String) -> [String] {
+        var out: [String] = []
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { return out }
+        for name in names.sorted() {
+            let path = root + "/" + name
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            switch st.st_mode & S_IFMT {
+            case S_IFDIR: out += allFiles(under: path)
+            case S_IFREG: out.append(path)
+            default: break
+            }
+        }
+        return out
+    }
+
+    /// A private temporary directory outside any sandbox (for captured output).
+    static func temporaryDirectory() -> String {
+        var template = Array("/tmp/locket-rel.XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        return String(cString: made!)
+    }
+}
+
+// MARK: - Output checks
+
+enum ReliabilityOutput {
+    /// Whether stderr is the standard error format: `locket: error: ... (errSecX -N)`,
+    /// optionally followed by one `locket: hint:` line; under `--json`: one JSON object with `error` and `status`.
+    static func isOneLineError(_ result: RunResult) -> Bool {
+        let lines = result.errLines
+        if lines.count == 1, lines[0].hasPrefix("{"),
+           let object = (try? JSONSerialization.jsonObject(with: Data(lines[0].utf8))) as? [String: Any] {
+            return object["error"] is String && object["status"] is Int && object["message"] is String
+        }
+        guard let first = lines.first, first.hasPrefix("locket: error: "), first.hasSuffix(")"),
+              first.range(of: "(errSec") != nil else { return false }
+        if lines.count == 1 { return true }
+        return lines.count == 2 && lines[1].hasPrefix("locket: hint: ")
+    }
+
+    /// `errSecX -N` of an error, text or JSON.
+    static func errorName(_ result: RunResult) -> String? {
+        guard let first = result.errLines.first else { return nil }
+        if first.hasPrefix("{"), let object = (try? JSONSerialization.jsonObject(with: Data(first.utf8))) as? [String: Any],
+           let name = object["error"] as? String, let status = object["status"] as? Int {
+            return "\(name) \(status)"
+        }
+        guard let open = first.range(of: "(errSec", options: .backwards) else { return nil }
+        return String(first[first.index(after: open.lowerBound)...].dropLast())
+    }
+
+    /// Messages that mean SQLite's locking reached a user.
+    static func mentionsBusy(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return lower.contains("busy") || lower.contains("database is locked") || lower.contains("database table is locked")
+            || lower.contains("sqlite")
+    }
+
+    /// Decodes the secret of a `--json` item object: `data` (UTF-8) or `dataBase64`.
+    static func secret(_ item: [String: Any]) -> [UInt8]? {
+        if let text = item["data"] as? String { return Array(text.utf8) }
+        if let b64 = item["dataBase64"] as? String, let data = Data(base64Encoded: b64) { return Array(data) }
+        return nil
+    }
+}
+
+// MARK: - Running the binary with argument arrays
+
+extension EndToEndCase {
+    /// Runs `locket ARGS` and asserts success with nothing on stderr.
+    @discardableResult
+    func reliableOK(_ arguments: [String], input: Input = .devNull, environment: [String: String] = [:],
+                    file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(arguments, input: input, environment: environment, file: file, line: line)
+        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+        XCTAssertEqual(result.err, "", "unexpected stderr: \(result.summary)", file: file, line: line)
+        return result
+    }
+
+    /// Runs `locket ARGS` and asserts the exit status.
+    @discardableResult
+    func reliableExpect(_ status: Int32, _ arguments: [String], input: Input = .devNull, environment: [String: String] = [:],
+                        file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(arguments, input: input, environment: environment, file: file, line: line)
+        XCTAssertEqual(result.status, status, result.summary, file: file, line: line)
+        return result
+    }
+}
