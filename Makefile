@@ -13,7 +13,7 @@ SWIFT ?= swift
 RELEASE_FLAGS = -c release -Xswiftc -static-executable
 BIN = .build/release/locket
 
-.PHONY: all deps build test install uninstall bench fuzz clean
+.PHONY: all deps test-deps build test install uninstall bench fuzz clean
 
 all: build
 
@@ -34,6 +34,21 @@ deps:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing; \
 	fi
 
+# Tools the end-to-end tests drive for real: git (credential helper and an HTTP
+# clone), python3 (the test HTTP server, pty prompts), zsh and fish (their
+# completion scripts are loaded). Tests that need one skip when it is missing.
+test-deps:
+	@missing=""; \
+	for tool in git:git python3:python3 zsh:zsh fish:fish; do \
+		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make test-deps: installing$$missing"; \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		($$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing) \
+			|| echo "make test-deps: could not install$$missing; the tests that need them will skip"; \
+	fi
+
 build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
@@ -42,7 +57,7 @@ build: deps
 # The fuzz targets run briefly on their seed corpus first (issue 6); longer
 # runs are `make fuzz FUZZ_SECONDS=600`.
 FUZZ_SECONDS ?= 60
-test: build
+test: build test-deps
 	fuzz/run 10
 	LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing
 
