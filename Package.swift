@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Concrete generic types (a Dictionary of Strings, an Array of tuples) are by
+// default looked up at run time by mangled name, and each first lookup scans
+// every protocol conformance in the static binary to check the type's
+// requirements: a quarter of `find`'s instructions. Metadata accessors that
+// take the witness tables directly skip the scan (issue 7, bench/README.md).
+let fastMetadata: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+
 let package = Package(
     name: "locket",
     products: [
@@ -14,9 +21,9 @@ let package = Package(
         // What Swift cannot call directly: variadic syscall(2) for the kernel keyring,
         // SQLite's SQLITE_TRANSIENT sentinel, termios password prompts, prctl.
         .target(name: "CLocketShim"),
-        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CLocketShim"]),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketShim"]),
-        .executableTarget(name: "locket", dependencies: ["LocketCLI"]),
+        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CLocketShim"], swiftSettings: fastMetadata),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketShim"], swiftSettings: fastMetadata),
+        .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "CSQLite"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore"]),
     ]

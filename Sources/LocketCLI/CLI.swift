@@ -9,9 +9,13 @@ public struct IO: Sendable {
     /// The file descriptor secrets and passwords are read from.
     public var stdin: Int32
     /// The environment variables.
-    public var environment: [String: String]
+    public var environment: Environment
 
     public init(write: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Void, stdin: Int32, environment: [String: String]) {
+        self.init(write: write, stdin: stdin, environment: Environment(environment))
+    }
+
+    init(write: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Void, stdin: Int32, environment: Environment) {
         self.write = write
         self.stdin = stdin
         self.environment = environment
@@ -26,18 +30,7 @@ public struct IO: Sendable {
                 if n < 0 { if errno == EINTR { continue }; return }
                 offset += n
             }
-        }, stdin: 0, environment: processEnvironment())
-    }
-
-    static func processEnvironment() -> [String: String] {
-        var out: [String: String] = [:]
-        var p = environ
-        while let entry = p.pointee {
-            let s = String(cString: entry)
-            if let eq = s.firstIndex(of: "=") { out[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
-            p += 1
-        }
-        return out
+        }, stdin: 0, environment: Environment.process)
     }
 }
 
@@ -113,7 +106,7 @@ final class Context {
         self.out = OutputBuffer(fd: 1, io: io)
     }
 
-    var environment: Environment { Environment(io.environment) }
+    var environment: Environment { io.environment }
 
     func err(_ line: String) {
         var bytes = Array(line.utf8)
@@ -199,8 +192,18 @@ final class OutputBuffer {
         if buffer.count >= 1 << 16 { flush() }
     }
 
-    func text(_ s: String) { bytes(s.utf8) }
-    func line(_ s: String) { bytes(s.utf8); buffer.append(0x0a) }
+    func text(_ s: String) {
+        var s = s
+        s.withUTF8 { buffer.append(contentsOf: $0) }
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func line(_ s: String) { text(s); byte(0x0a) }
+
+    func byte(_ b: UInt8) {
+        buffer.append(b)
+        if buffer.count >= 1 << 16 { flush() }
+    }
 
     func flush() {
         guard !buffer.isEmpty else { return }

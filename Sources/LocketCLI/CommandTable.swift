@@ -12,9 +12,11 @@ public struct OptionSpec: Sendable {
     }
 
     /// What a shell should offer after the option.
-    public enum Completion: Sendable, Equatable {
+    public enum Completion: Sendable {
         case none, file, keychain
-        case values([String])
+        /// Computed when a completion script is made, not each time the
+        /// table is: some lists are sorted out of dictionaries.
+        case values(@Sendable () -> [String])
     }
 
     public let long: String
@@ -91,7 +93,7 @@ public enum CommandTable {
     /// group is long-only.
     static func attributeOptions(accessGroupShort: Bool = true) -> [OptionSpec] {
         [
-            OptionSpec("class", nil, .value("CLASS"), completion: .values(["genp", "inet"]),
+            OptionSpec("class", nil, .value("CLASS"), completion: .values { ["genp", "inet"] },
                        "item class: genp (generic password, the default) or inet (internet password)"),
             OptionSpec("account", "a", .value("ACCOUNT"), "account name"),
             OptionSpec("service", "s", .value("SERVICE"), "service (genp); with --class inet, -s is the server"),
@@ -103,9 +105,9 @@ public enum CommandTable {
             OptionSpec("creator", "c", .value("CODE"), "creator, a four-character code"),
             OptionSpec("type", "C", .value("CODE"), "type, a four-character code"),
             OptionSpec("security-domain", "d", .value("DOMAIN"), "security domain (inet)"),
-            OptionSpec("protocol", "r", .value("PROTOCOL"), completion: .values(protocolNames),
+            OptionSpec("protocol", "r", .value("PROTOCOL"), completion: .values { FourCharCodes.protocols.keys.sorted() },
                        "protocol (inet): https, http, ssh, ... or a four-character code"),
-            OptionSpec("auth-type", "t", .value("TYPE"), completion: .values(authTypeNames),
+            OptionSpec("auth-type", "t", .value("TYPE"), completion: .values { FourCharCodes.authenticationTypes.keys.sorted() },
                        "authentication type (inet): default, http-basic, ... or a four-character code"),
             OptionSpec("port", "P", .value("PORT"), "port (inet), 0-65535"),
             OptionSpec("path", "p", .value("PATH"), "path (inet)"),
@@ -113,15 +115,12 @@ public enum CommandTable {
         ]
     }
 
-    static let protocolNames = FourCharCodes.protocols.keys.sorted()
-    static let authTypeNames = FourCharCodes.authenticationTypes.keys.sorted()
-    static let accessibleNames = ProtectionClass.allCases.map(\.name)
 
     static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
     static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),
                                          "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")
     static let dataFile = OptionSpec("data-file", nil, .value("PATH"), completion: .file, "read the secret's exact bytes from PATH (- for stdin)")
-    static let timeout = OptionSpec("timeout", nil, .value("SECONDS"), completion: .values(["none", "300", "3600"]),
+    static let timeout = OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                     "lock again after SECONDS without use (none: never; default: the settings timeout, 300)")
     static let ref = OptionSpec("ref", nil, .value("REF"), "the item with this persistent reference")
 
@@ -135,8 +134,8 @@ public enum CommandTable {
                     summary: "add an item",
                     options: attributeOptions() + [
                         secretOption, dataFile,
-                        OptionSpec("accessible", nil, .value("CLASS"), completion: .values(accessibleNames),
-                                   "protection class: " + accessibleNames.filter { !$0.hasPrefix("kSec") && $0.count > 4 }.joined(separator: ", ") + " (default when-unlocked)"),
+                        OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
+                                   "protection class: " + ProtectionClass.allCases.map(\.name).joined(with: ", ") + " (default when-unlocked)"),
                         OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
                     ],
                     conflicts: [("password", "data-file")], operands: false, run: Commands.add),
@@ -181,7 +180,7 @@ public enum CommandTable {
                     conflicts: [], operands: false, run: Commands.passwd),
         CommandSpec(name: "settings", usage: "[--timeout SECONDS|none]",
                     summary: "show or change the keychain's settings",
-                    options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values(["none", "300", "3600"]),
+                    options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                          "the auto-lock timeout unlock uses by default (none: never)")],
                     conflicts: [], operands: false, run: Commands.settings),
         CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",

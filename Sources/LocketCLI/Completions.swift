@@ -68,7 +68,7 @@ public enum Completions {
             switch option.completion {
             case .keychain: action = #"COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return"#
             case .file: action = #"COMPREPLY=($(compgen -f -- "$cur")); return"#
-            case .values(let values): action = "COMPREPLY=($(compgen -W \"\(values.joined(separator: " "))\" -- \"$cur\")); return"
+            case .values(let values): action = "COMPREPLY=($(compgen -W \"\(values().joined(separator: " "))\" -- \"$cur\")); return"
             case .none: action = "return"
             }
             if let i = valueCases.firstIndex(where: { $0.flags == flags(option) && $0.action == action }) {
@@ -127,7 +127,7 @@ public enum Completions {
             switch o.completion {
             case .keychain: action = ":\(label):_locket_keychains"
             case .file: action = ":\(label):_files"
-            case .values(let values): action = ":\(label):(\(values.joined(separator: " ")))"
+            case .values(let values): action = ":\(label):(\(values().joined(separator: " ")))"
             case .none: action = ":\(label): "
             }
         }
@@ -199,7 +199,7 @@ public enum Completions {
             switch o.completion {
             case .keychain: s += " -x -a '(__locket_keychains)'"
             case .file: s += " -r -F"
-            case .values(let values): s += " -x -a '\(values.joined(separator: " "))'"
+            case .values(let values): s += " -x -a '\(values().joined(separator: " "))'"
             case .none: s += " -x"
             }
         }

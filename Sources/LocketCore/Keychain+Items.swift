@@ -112,8 +112,8 @@ extension Keychain {
         defer { Sodium.wipe(&record) }
         let columns = Attribute.allCases.filter(\.isSealed)
         let stmt = try database.prepare("""
-            INSERT INTO items(ref, cls, pdmn, agrp, pk, \(columns.map(\.column).joined(separator: ", ")), attrs, data)
-            VALUES (?, ?, ?, ?, ?, \(columns.map { _ in "?" }.joined(separator: ", ")), ?, ?)
+            INSERT INTO items(ref, cls, pdmn, agrp, pk, \(columns.map(\.column).joined(with: ", ")), attrs, data)
+            VALUES (?, ?, ?, ?, ?, \(columns.map { _ in "?" }.joined(with: ", ")), ?, ?)
             """)
         try stmt.bind(1, ref)
         try stmt.bind(2, itemClass.rawValue)
@@ -156,7 +156,7 @@ extension Keychain {
                 conditions.append("\(attribute.column) IS NULL")
             }
         }
-        return (conditions.joined(separator: " AND "), bindings)
+        return (conditions.joined(with: " AND "), bindings)
     }
 
     enum Binding {
@@ -278,7 +278,7 @@ extension Keychain {
         guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
         let columns = Attribute.allCases.filter(\.isSealed)
         let update = try database.prepare("""
-            UPDATE items SET agrp = ?, pk = ?, \(columns.map { "\($0.column) = ?" }.joined(separator: ", ")), attrs = ?, data = ?
+            UPDATE items SET agrp = ?, pk = ?, \(columns.map { "\($0.column) = ?" }.joined(with: ", ")), attrs = ?, data = ?
             WHERE id = ?
             """)
         let now = Keychain.now()

@@ -293,7 +293,7 @@ public final class Keychain {
         }
         if let scope = sessionScope, unlockedTiers.contains(pclass.tier) {
             return KeychainError(.interactionNotAllowed,
-                                 "the session was unlocked for the access groups \(scope.groups.map { Printable.clip($0) }.joined(separator: ", ")) only",
+                                 "the session was unlocked for the access groups \(scope.groups.map { Printable.clip($0) }.joined(with: ", ")) only",
                                  hint: "an owner 'locket unlock' (without entitlements) opens every group")
         }
         return KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need 'locket unlock')",

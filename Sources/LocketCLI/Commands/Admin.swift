@@ -100,7 +100,7 @@ extension Commands {
         context.out.line("auto-lock timeout: \(timeout)")
         if let backend = s.sessionBackend { context.out.line("session: \(backend)") }
         if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
-        if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.joined(separator: ", "))") }
+        if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.joined(with: ", "))") }
         for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
         return 0
     }

@@ -17,7 +17,7 @@ extension Commands {
             references.removeAll { $0.name == assignment[..<eq] }
             references.append((String(assignment[..<eq]), String(assignment[assignment.index(after: eq)...])))
         }
-        for (name, value) in context.io.environment.sorted(by: { $0.key < $1.key })
+        for (name, value) in context.io.environment.all
         where value.hasPrefix("locket:") && !references.contains(where: { $0.name == name }) {
             references.append((name, String(value.dropFirst("locket:".count))))
         }
@@ -42,9 +42,8 @@ extension Commands {
             }
         }
 
-        var environment = context.io.environment
-        for (name, _) in secrets { environment[name] = nil }
-        let block = EnvironmentBlock(plain: environment, secrets: secrets)
+        let plain = context.io.environment.all.filter { variable in !secrets.contains { $0.name == variable.name } }
+        let block = EnvironmentBlock(plain: plain, secrets: secrets)
         defer { block.wipe() }
         let argv = CStringArray(invocation.operands)
         defer { argv.free() }
@@ -216,10 +215,10 @@ final class EnvironmentBlock {
     private var entries: [(UnsafeMutablePointer<CChar>, Int)] = []
     private var wiped = false
 
-    init(plain: [String: String], secrets: [(name: String, value: SecureBytes)]) {
+    init(plain: [(name: String, value: String)], secrets: [(name: String, value: SecureBytes)]) {
         pointers = .allocate(capacity: plain.count + secrets.count + 1)
         var i = 0
-        for (name, value) in plain.sorted(by: { $0.key < $1.key }) {
+        for (name, value) in plain {
             let entry = strdup("\(name)=\(value)")!
             entries.append((entry, strlen(entry)))
             pointers[i] = entry; i += 1

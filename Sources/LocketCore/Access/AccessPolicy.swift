@@ -27,7 +27,7 @@ extension Keychain {
     /// The SQL condition limiting rows to the caller's groups ("" for the owner).
     func visibleGroupsCondition() -> String {
         guard let allowed = caller.accessGroups else { return "" }
-        return "agrp IN (\(allowed.map(sqlQuote).joined(separator: ", ")))"
+        return "agrp IN (\(allowed.map(sqlQuote).joined(with: ", ")))"
     }
 
     /// Keychain-wide changes affect every app's items: only the owner makes them.

@@ -17,7 +17,7 @@ enum Schema {
                 pdmn TEXT NOT NULL,
                 agrp TEXT NOT NULL,
                 pk BLOB NOT NULL,
-                \(indexColumns.map { "\($0) INTEGER" }.joined(separator: ",\n    ")),
+                \(indexColumns.map { "\($0) INTEGER" }.joined(with: ",\n    ")),
                 attrs BLOB NOT NULL,
                 data BLOB NOT NULL,
                 UNIQUE(cls, agrp, pk))
