@@ -35,7 +35,7 @@ struct JSONWriter {
 
     mutating func key(_ name: String) {
         separate()
-        appendString(Array(name.utf8))
+        appendString(name)
         bytes.append(UInt8(ascii: ":"))
         pendingValueAfterKey = true
     }
@@ -50,25 +50,31 @@ struct JSONWriter {
         }
     }
 
-    mutating func string(_ s: String) { beginValue(); appendString(Array(s.utf8)) }
+    mutating func string(_ s: String) { beginValue(); appendString(s) }
     /// Bytes known to be valid UTF-8.
-    mutating func string(utf8: [UInt8]) { beginValue(); appendString(utf8) }
+    mutating func string(utf8: [UInt8]) { beginValue(); utf8.withUnsafeBytes { appendString($0) } }
     mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
     mutating func null() { beginValue(); bytes.append(contentsOf: "null".utf8) }
     mutating func bool(_ v: Bool) { beginValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
 
-    private mutating func appendString(_ s: [UInt8]) {
+    private mutating func appendString(_ s: String) {
+        var s = s
+        s.withUTF8 { appendString(UnsafeRawBufferPointer($0)) }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func appendString(_ s: UnsafeRawBufferPointer) {
         bytes.append(UInt8(ascii: "\""))
-        let hex = Array("0123456789abcdef".utf8)
+        let hex = Self.hex
         for b in s {
             switch b {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 0x0a: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0d: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(92); bytes.append(b)
+            case 0x0a: bytes.append(92); bytes.append(UInt8(ascii: "n"))
+            case 0x0d: bytes.append(92); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(92); bytes.append(UInt8(ascii: "t"))
             case 0..<0x20, 0x7f:
-                bytes.append(contentsOf: Array("\\u00".utf8))
+                for c in "\\u00".utf8 { bytes.append(c) }
                 bytes.append(hex[Int(b >> 4)]); bytes.append(hex[Int(b & 0xf)])
             default: bytes.append(b)
             }

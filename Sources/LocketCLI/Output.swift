@@ -11,76 +11,91 @@ enum ItemPrinter {
 
     // MARK: - Text
 
-    static func text(_ item: Item, _ options: Options, into out: OutputBuffer) {
-        func field(_ name: String, _ value: String) { out.line("\(name): \(value)") }
-        field("class", item.itemClass.rawValue)
+    /// Writes bytes, not Strings: a dump prints a dozen fields per item, and
+    /// `-g` must not leave a String copy of the secret behind. The caller
+    /// wipes `out` after use.
+    static func text(_ item: Item, _ options: Options, into out: inout ByteWriter) {
+        func field(_ name: String, _ value: (inout ByteWriter) -> Void) {
+            out.text(name)
+            out.text(": ")
+            value(&out)
+            out.byte(0x0a)
+        }
+        field("class") { $0.text(item.itemClass.rawValue) }
         if item.availability != .available || options.status {
-            field("status", item.availability.rawValue)
+            field("status") { $0.text(item.availability.rawValue) }
         }
         for attribute in item.itemClass.attributes {
             let value = item[attribute]
             if value.isEmpty { continue }
-            field(attribute.longName, display(attribute, value))
-        }
-        field("access-group", escape(Array(item.accessGroup.utf8)))
-        field("accessible", item.accessible.name)
-        if item.availability == .available {
-            field("created", Dates.rfc3339(milliseconds: item.creationDate))
-            field("modified", Dates.rfc3339(milliseconds: item.modificationDate))
-        }
-        if options.ref { field("ref", hex(item.persistentRef)) }
-        if options.data, let data = item.data {
-            data.withUnsafeBytes { field("data", escape(Array($0))) }
-        }
-    }
-
-    static func display(_ attribute: Attribute, _ value: [UInt8]) -> String {
-        switch attribute.kind {
-        case .port: String(AttributeValue.port(value))
-        case .bytes: escape(value)
-        default: escape(value)
-        }
-    }
-
-    /// Printable text: control characters and invalid UTF-8 as escapes, so a
-    /// value can never break the line structure or the terminal.
-    static func escape(_ bytes: [UInt8]) -> String {
-        guard let s = String(validating: bytes, as: UTF8.self),
-              !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f || $0 == "\\" }) else {
-            var out = ""
-            var decoded = bytes[...]
-            while let first = decoded.first {
-                if first < 0x80 {
-                    switch first {
-                    case 0x0a: out += "\\n"
-                    case 0x09: out += "\\t"
-                    case 0x0d: out += "\\r"
-                    case UInt8(ascii: "\\"): out += "\\\\"
-                    case 0..<0x20, 0x7f: out += "\\x" + hex([first])
-                    default: out.unicodeScalars.append(Unicode.Scalar(first))
-                    }
-                    decoded = decoded.dropFirst()
-                    continue
-                }
-                // A multi-byte sequence: keep it when valid, escape its first byte otherwise.
-                let length = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 1
-                if length > 1, decoded.count >= length, let chunk = String(validating: decoded.prefix(length), as: UTF8.self) {
-                    out += chunk
-                    decoded = decoded.dropFirst(length)
+            field(attribute.longName) { out in
+                if attribute.kind == .port {
+                    out.text(String(AttributeValue.port(value)))
                 } else {
-                    out += "\\x" + hex([first])
-                    decoded = decoded.dropFirst()
+                    value.withUnsafeBytes { escape($0, into: &out) }
                 }
             }
-            return out
         }
-        return s
+        var group = item.accessGroup
+        field("access-group") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
+        field("accessible") { $0.text(item.accessible.name) }
+        if item.availability == .available {
+            field("created") { Dates.rfc3339(milliseconds: item.creationDate, into: &$0) }
+            field("modified") { Dates.rfc3339(milliseconds: item.modificationDate, into: &$0) }
+        }
+        if options.ref { field("ref") { hex(item.persistentRef, into: &$0) } }
+        if options.data, let data = item.data {
+            field("data") { out in data.withUnsafeBytes { escape($0, into: &out) } }
+        }
+    }
+
+    /// Printable text: control characters, backslashes and invalid UTF-8 as
+    /// escapes, so a value can never break the line structure or the terminal.
+    static func escape(_ bytes: UnsafeRawBufferPointer, into out: inout ByteWriter) {
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b < 0x80 {
+                switch b {
+                case 0x0a: out.text("\\n")
+                case 0x09: out.text("\\t")
+                case 0x0d: out.text("\\r")
+                case UInt8(ascii: "\\"): out.text("\\\\")
+                case 0..<0x20, 0x7f: out.text("\\x"); hex(b, into: &out)
+                default: out.byte(b)
+                }
+                i += 1
+                continue
+            }
+            // A multi-byte sequence: kept when valid, its first byte escaped otherwise.
+            let length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
+            let sequence = UnsafeRawBufferPointer(rebasing: bytes[i..<min(i + length, bytes.count)])
+            if length > 1, sequence.count == length, String(validating: sequence, as: UTF8.self) != nil {
+                out.raw(sequence)
+                i += length
+            } else {
+                out.text("\\x")
+                hex(b, into: &out)
+                i += 1
+            }
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func hex(_ b: UInt8, into out: inout ByteWriter) {
+        out.byte(hexDigits[Int(b >> 4)])
+        out.byte(hexDigits[Int(b & 0xf)])
+    }
+
+    static func hex(_ bytes: [UInt8], into out: inout ByteWriter) {
+        for b in bytes { hex(b, into: &out) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xf)]) }
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(hexDigits[Int(b >> 4)]); out.append(hexDigits[Int(b & 0xf)]) }
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -121,6 +136,28 @@ enum ItemPrinter {
     }
 }
 
+/// Bytes for one item's output, built in a value rather than straight in
+/// the shared OutputBuffer: a class property pays a run-time exclusivity
+/// check on every access, which was a fifth of a dump.
+struct ByteWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func byte(_ b: UInt8) { bytes.append(b) }
+
+    mutating func text(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+
+    /// Empties the writer for the next item; what it held may have been a secret.
+    mutating func wipe() {
+        for i in bytes.indices { bytes[i] = 0 }
+        bytes.removeAll(keepingCapacity: true)
+    }
+}
+
 /// RFC 4648 base64.
 enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
@@ -146,17 +183,37 @@ enum Base64 {
     }
 }
 
-/// RFC 3339 timestamps in UTC.
+/// RFC 3339 timestamps in UTC, with milliseconds.
 enum Dates {
     static func rfc3339(milliseconds: Int64) -> String {
+        var digits = [UInt8]()
+        digits.reserveCapacity(24)
+        write(milliseconds) { digits.append($0) }
+        return String(decoding: digits, as: UTF8.self)
+    }
+
+    static func rfc3339(milliseconds: Int64, into out: inout ByteWriter) {
+        write(milliseconds) { out.byte($0) }
+    }
+
+    private static func write(_ milliseconds: Int64, _ emit: (UInt8) -> Void) {
         var seconds = time_t(milliseconds / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ v: Int32, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        func number(_ value: Int32, _ width: Int) {
+            var v = Int(value)
+            if v < 0 { emit(UInt8(ascii: "-")); v = -v }
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while v / divisor >= 10 { divisor *= 10 }
+            while divisor > 0 { emit(UInt8(ascii: "0") + UInt8(v / divisor % 10)); divisor /= 10 }
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milliseconds % 1000), 3))Z"
+        number(parts.tm_year + 1900, 4); emit(UInt8(ascii: "-"))
+        number(parts.tm_mon + 1, 2); emit(UInt8(ascii: "-"))
+        number(parts.tm_mday, 2); emit(UInt8(ascii: "T"))
+        number(parts.tm_hour, 2); emit(UInt8(ascii: ":"))
+        number(parts.tm_min, 2); emit(UInt8(ascii: ":"))
+        number(parts.tm_sec, 2); emit(UInt8(ascii: "."))
+        number(Int32(milliseconds % 1000), 3); emit(UInt8(ascii: "Z"))
     }
 }

@@ -120,7 +120,9 @@ enum Prompt {
 
     /// Everything on `fd`, up to the keychain's limit plus one byte to detect excess.
     static func readAll(_ fd: Int32, what: String, limit: Int = Keychain.maximumDataLength) throws -> SecureBytes {
-        var capacity = 64 * 1024
+        // Most secrets fit a pooled 1 KiB slot; a fresh guarded region
+        // (mmap, mlock, munlock, munmap) is only for the big ones.
+        var capacity = 1024
         var buffer = SecureBytes(count: capacity)
         var used = 0
         while true {
@@ -128,7 +130,7 @@ enum Prompt {
                 guard capacity <= limit else {
                     throw KeychainError(.dataTooLarge, "\(what) is larger than \(limit / 1024 / 1024) MiB")
                 }
-                capacity = min(capacity * 4, limit + 1)
+                capacity = min(capacity * 16, limit + 1)
                 let bigger = SecureBytes(count: capacity)
                 bigger.withUnsafeMutableBytes { dst in buffer.withUnsafeBytes { src in dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: used) } }
                 buffer = bigger

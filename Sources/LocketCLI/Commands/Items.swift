@@ -57,9 +57,12 @@ enum Commands {
             if many { context.out.text("]") }
             context.out.text("\n")
         } else {
+            var text = ByteWriter()
             for (i, item) in items.enumerated() {
                 if i > 0 { context.out.text("\n") }
-                ItemPrinter.text(item, options, into: context.out)
+                ItemPrinter.text(item, options, into: &text)
+                context.out.bytes(text.bytes)
+                text.wipe()
             }
         }
         return 0
@@ -116,6 +119,8 @@ enum Commands {
         var first = true
         var damaged = 0
         var w = JSONWriter()
+        var text = ByteWriter()
+        defer { text.wipe() }
         try keychain.dump(returnData: options.data) { item in
             if item.availability == .damaged { damaged += 1 }
             if context.json {
@@ -126,7 +131,9 @@ enum Commands {
                 context.out.bytes(w.bytes)
             } else {
                 if !first { context.out.text("\n") }
-                ItemPrinter.text(item, options, into: context.out)
+                ItemPrinter.text(item, options, into: &text)
+                context.out.bytes(text.bytes)
+                text.wipe()
             }
             first = false
         }

@@ -45,7 +45,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     deinit {
         guard let base else { return }
-        if !GuardedArena.small.free(base) && !GuardedArena.medium.free(base) { sodium_free(base) }
+        if !GuardedArena.small.free(base, count: count) && !GuardedArena.medium.free(base, count: count) { sodium_free(base) }
     }
 
     /// Read access to the bytes.
@@ -78,43 +78,67 @@ public final class SecureBytes: @unchecked Sendable {
 /// Small secrets share guarded, locked regions of fixed slots: a
 /// `sodium_malloc` per value costs half a dozen system calls (mmap, mprotect,
 /// mlock, ...), a lookup handles a dozen keys and a dump two records per item.
+/// Regions are added a chunk at a time, so a lookup locks one page, not the
+/// hundred a `find --all` or a dump may need.
 final class GuardedArena: @unchecked Sendable {
-    /// Keys (32 bytes) and other small secrets.
-    static let small = GuardedArena(slotSize: 64, slotCount: 512)
-    /// Attribute records and short secrets.
-    static let medium = GuardedArena(slotSize: 1024, slotCount: 64)
+    /// Keys (32 bytes) and other small secrets: 64 per page, up to 512.
+    static let small = GuardedArena(slotSize: 64, slotsPerChunk: 64, maximumChunks: 8)
+    /// Attribute records and short secrets: up to 64.
+    static let medium = GuardedArena(slotSize: 1024, slotsPerChunk: 8, maximumChunks: 8)
 
     let slotSize: Int
-    private let slotCount: Int
-    private let region: UnsafeMutableRawPointer?
-    private let used: Mutex<[Bool]>
+    private let slotsPerChunk: Int
+    private let maximumChunks: Int
+    private let state: Mutex<[Chunk]>
 
-    private init(slotSize: Int, slotCount: Int) {
-        try? Sodium.ready()
+    /// A region's address is kept as a number: the Mutex hands out only
+    /// Sendable values, and the slots are plain memory.
+    private struct Chunk {
+        let address: UInt
+        var used: [Bool]
+    }
+
+    private init(slotSize: Int, slotsPerChunk: Int, maximumChunks: Int) {
         self.slotSize = slotSize
-        self.slotCount = slotCount
-        used = Mutex([Bool](repeating: false, count: slotCount))
-        region = sodium_malloc(slotSize * slotCount)
-        if let region { sodium_memzero(region, slotSize * slotCount) }
+        self.slotsPerChunk = slotsPerChunk
+        self.maximumChunks = maximumChunks
+        state = Mutex([])
     }
 
-    /// A zeroed slot, or nil when the arena is full or could not be made.
+    /// A zeroed slot, or nil when the arena is full or no region could be made.
     func allocate() -> UnsafeMutableRawPointer? {
-        guard let region else { return nil }
-        let index: Int? = used.withLock { slots in
-            guard let i = slots.firstIndex(of: false) else { return nil }
-            slots[i] = true
-            return i
+        let address: UInt? = state.withLock { chunks in
+            for c in chunks.indices {
+                if let i = chunks[c].used.firstIndex(of: false) {
+                    chunks[c].used[i] = true
+                    return chunks[c].address + UInt(i * slotSize)
+                }
+            }
+            guard chunks.count < maximumChunks else { return nil }
+            try? Sodium.ready()
+            let size = slotSize * slotsPerChunk
+            guard let region = sodium_malloc(size) else { return nil }
+            sodium_memzero(region, size)
+            var used = [Bool](repeating: false, count: slotsPerChunk)
+            used[0] = true
+            chunks.append(Chunk(address: UInt(bitPattern: region), used: used))
+            return UInt(bitPattern: region)
         }
-        return index.map { region + $0 * slotSize }
+        return address.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }
     }
 
-    /// Wipes and releases `pointer` if it is one of the arena's slots.
-    func free(_ pointer: UnsafeMutableRawPointer) -> Bool {
-        guard let region, pointer >= region, pointer < region + slotSize * slotCount else { return false }
-        let index = (pointer - region) / slotSize
-        sodium_memzero(pointer, slotSize)
-        used.withLock { $0[index] = false }
-        return true
+    /// Wipes the first `count` bytes of `pointer` and releases its slot, if it
+    /// is one of the arena's; the rest of a slot is never written.
+    func free(_ pointer: UnsafeMutableRawPointer, count: Int) -> Bool {
+        let address = UInt(bitPattern: pointer)
+        let size = UInt(slotSize * slotsPerChunk)
+        let wipe = min(count, slotSize)
+        return state.withLock { chunks in
+            guard let c = chunks.firstIndex(where: { address >= $0.address && address < $0.address + size }) else { return false }
+            // Wiped before the slot is marked free, so no other thread can be handed it dirty.
+            sodium_memzero(UnsafeMutableRawPointer(bitPattern: address), wipe)
+            chunks[c].used[Int(address - chunks[c].address) / slotSize] = false
+            return true
+        }
     }
 }

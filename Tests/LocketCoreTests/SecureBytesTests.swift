@@ -1,0 +1,43 @@
+import LocketCore
+import XCTest
+
+/// SecureBytes come from growable guarded arenas (64 B and 1 KiB slots) and
+/// fall back to one sodium_malloc each when those are full.
+final class SecureBytesTests: XCTestCase {
+    /// More live buffers of each size than the arenas hold: no two may share
+    /// bytes, and every new one starts zeroed, including reused slots.
+    func testManyLiveBuffersNeverOverlapAndStartZeroed() {
+        for size in [1, 32, 64, 65, 700, 1024, 1025] {
+            var live: [SecureBytes] = []
+            for i in 0..<600 {
+                let b = SecureBytes(count: size)
+                XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }, "size \(size), buffer \(i) not zeroed")
+                b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: i)) }
+                live.append(b)
+            }
+            for (i, b) in live.enumerated() {
+                XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == UInt8(truncatingIfNeeded: i) } }, "size \(size), buffer \(i) overwritten")
+            }
+            // Free every other one, then refill: the reused slots must come back wiped.
+            live = live.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+            for _ in 0..<300 {
+                let b = SecureBytes(count: size)
+                XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }, "size \(size): a reused slot was not wiped")
+                live.append(b)
+            }
+        }
+    }
+
+    /// A short value in a large slot: wiping only what was used must still
+    /// leave the whole slot zero for the next, longer value.
+    func testShortThenLongValueInTheSameSlotSize() {
+        for _ in 0..<2_000 {
+            let short = SecureBytes(copying: [UInt8](repeating: 0xAA, count: 3))
+            XCTAssertEqual(short.bytes, [0xAA, 0xAA, 0xAA])
+            let long = SecureBytes(count: 1024)
+            XCTAssertTrue(long.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+            let small = SecureBytes(count: 64)
+            XCTAssertTrue(small.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+        }
+    }
+}
