@@ -1,10 +1,14 @@
+import Glibc
+import LocketCore
+
 /// The `exec --mask` filter: replaces every occurrence of any secret with
 /// `<redacted>` in a byte stream, also when a secret is split across reads.
 /// Only a tail that could still become a secret is held back, so output that
-/// contains no secret flows through at once.
+/// contains no secret flows through at once. The secrets stay in guarded,
+/// wiped memory; only the held tail (at most a secret's length) is plain.
 struct Masker {
     static let replacement = Array("<redacted>".utf8)
-    private let secrets: [[UInt8]]
+    private let secrets: [SecureBytes]
     private let firstBytes: Set<UInt8>
     private(set) var held: [UInt8] = []
     /// The last output ended with `<redacted>` for a run that reached the end
@@ -12,10 +16,24 @@ struct Masker {
     /// run, so the output does not depend on how the stream was chunked.
     private var runReachedEnd = false
 
-    init(secrets: [[UInt8]]) {
+    init(secrets: [SecureBytes]) {
+        var unique: [SecureBytes] = []
+        for secret in secrets where secret.count > 0 && !unique.contains(where: { $0.constantTimeEquals(secret) }) {
+            unique.append(secret)
+        }
         // Longest first, so that a secret containing another is masked whole.
-        self.secrets = Array(Set(secrets.filter { !$0.isEmpty })).sorted { $0.count > $1.count }
-        firstBytes = Set(self.secrets.map { $0[0] })
+        self.secrets = unique.sorted { $0.count > $1.count }
+        firstBytes = Set(self.secrets.map { $0.withUnsafeBytes { $0[0] } })
+    }
+
+    /// Whether `data[i...]` begins with `secret` (`whole`), or is a proper
+    /// prefix of it that more data could complete (`partial`).
+    private static func compare(_ secret: SecureBytes, _ data: UnsafeRawBufferPointer, at i: Int) -> (whole: Bool, partial: Bool) {
+        let rest = data.count - i
+        return secret.withUnsafeBytes { s in
+            if s.count <= rest { return (memcmp(s.baseAddress!, data.baseAddress! + i, s.count) == 0, false) }
+            return (false, rest == 0 || memcmp(s.baseAddress!, data.baseAddress! + i, rest) == 0)
+        }
     }
 
     /// Takes the next chunk; returns what can be written now.
@@ -44,8 +62,17 @@ struct Masker {
         var i = 0
         while i < data.count {
             if firstBytes.contains(data[i]) {
-                let rest = data[i...]
-                if !final, secrets.contains(where: { $0.count > rest.count && $0.starts(with: rest) }) {
+                // The first (longest) secret found whole here, and whether one might still be.
+                let (whole, partial) = data.withUnsafeBytes { d -> (Int?, Bool) in
+                    var whole: Int?, partial = false
+                    for k in secrets.indices {
+                        let match = Masker.compare(secrets[k], d, at: i)
+                        if match.whole && whole == nil { whole = k }
+                        partial = partial || match.partial
+                    }
+                    return (whole, partial)
+                }
+                if !final, partial {
                     held = Array(data[(runStart ?? i)...])
                     // Held bytes are scanned again with the next data. They continue
                     // the previous run only if nothing before them was written now;
@@ -53,9 +80,9 @@ struct Masker {
                     runReachedEnd = (runStart ?? i) == 0 ? continuesRun : false
                     return out
                 }
-                if let secret = secrets.first(where: { rest.starts(with: $0) }) {
+                if let k = whole {
                     if runStart == nil { runStart = i }
-                    runEnd = max(runEnd, i + secret.count)
+                    runEnd = max(runEnd, i + secrets[k].count)
                 }
             }
             if i == 0 && runStart == nil { continuesRun = false }

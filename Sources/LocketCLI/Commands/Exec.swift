@@ -55,7 +55,7 @@ extension Commands {
             locket_execvpe(program, argv.pointers, block.pointers)
             return execFailure(program, context)
         }
-        return try runMasked(program, argv: argv, environment: block, secrets: secrets.map { $0.value.bytes }, context)
+        return try runMasked(program, argv: argv, environment: block, secrets: secrets.map(\.value), context)
     }
 
     private static func isVariableName(_ name: Substring) -> Bool {
@@ -72,7 +72,7 @@ extension Commands {
     /// Runs the command with its stdout and stderr through the mask filter,
     /// forwarding signals, and returns its exit status (128+N for signal N).
     private static func runMasked(_ program: String, argv: CStringArray, environment: EnvironmentBlock,
-                                  secrets: [[UInt8]], _ context: Context) throws -> Int32 {
+                                  secrets: [SecureBytes], _ context: Context) throws -> Int32 {
         var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
         guard locket_pipe_cloexec(&outPipe) == 0, locket_pipe_cloexec(&errPipe) == 0 else {
             throw KeychainError(.io, "cannot create pipes: \(String(cString: strerror(errno)))")
