@@ -83,8 +83,11 @@ extension Keychain {
 
     /// Adds many items in one transaction (bulk loading for benchmarks and
     /// imports): all or nothing, as `add` of each would be without `-U`.
-    public func addBatch(_ items: [(item: NewItem, data: SecureBytes)]) throws {
+    public func addBatch<Items: Sequence>(_ items: Items) throws where Items.Element == (item: NewItem, data: SecureBytes) {
         try database.transaction(write: true) {
+            // One prepared INSERT for the batch; a lazy sequence keeps only the
+            // secret being inserted in guarded memory, not the whole batch.
+            let statement = try prepareInsert()
             for (new, data) in items {
                 guard data.count <= Keychain.maximumDataLength else {
                     throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
@@ -96,13 +99,24 @@ extension Keychain {
                     let named: Attribute = new.itemClass == .genericPassword ? .service : .server
                     if let value = attributes[named] { attributes[.label] = value }
                 }
-                _ = try insert(new.itemClass, attributes, group: group, pclass: new.accessible ?? .whenUnlocked, data: data, extra: nil)
+                _ = try insert(new.itemClass, attributes, group: group, pclass: new.accessible ?? .whenUnlocked, data: data,
+                               extra: nil, using: statement)
             }
         }
     }
 
+    private static let sealedColumns = Attribute.allCases.filter(\.isSealed)
+
+    private func prepareInsert() throws -> Statement {
+        let columns = Keychain.sealedColumns
+        return try database.prepare("""
+            INSERT INTO items(ref, cls, pdmn, agrp, pk, \(columns.map(\.column).joined(with: ", ")), attrs, data)
+            VALUES (?, ?, ?, ?, ?, \(columns.map { _ in "?" }.joined(with: ", ")), ?, ?)
+            """)
+    }
+
     private func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
-                        pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?) throws -> Item {
+                        pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?, using statement: Statement? = nil) throws -> Item {
         let ref = Sodium.random(16)
         let row = RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, "attrs")
@@ -110,18 +124,15 @@ extension Keychain {
         let now = Keychain.now()
         var record = ItemRecord.encode(attributes, created: now, modified: now)
         defer { Sodium.wipe(&record) }
-        let columns = Attribute.allCases.filter(\.isSealed)
-        let stmt = try database.prepare("""
-            INSERT INTO items(ref, cls, pdmn, agrp, pk, \(columns.map(\.column).joined(with: ", ")), attrs, data)
-            VALUES (?, ?, ?, ?, ?, \(columns.map { _ in "?" }.joined(with: ", ")), ?, ?)
-            """)
+        let stmt = try statement ?? prepareInsert()
+        stmt.reset()
         try stmt.bind(1, ref)
         try stmt.bind(2, itemClass.rawValue)
         try stmt.bind(3, pclass.rawValue)
         try stmt.bind(4, group)
         try stmt.bind(5, try primaryKeyDigest(itemClass, attributes))
         var i: Int32 = 6
-        for attribute in columns {
+        for attribute in Keychain.sealedColumns {
             try stmt.bind(i, try indexDigest(itemClass, attribute, attributes[attribute] ?? []))
             i += 1
         }

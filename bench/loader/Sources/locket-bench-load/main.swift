@@ -17,27 +17,18 @@ guard args.count >= 4, let first = Int(args[2]), let last = Int(args[3]), first 
 }
 let batch = args.count > 4 ? Int(args[4]) ?? 10_000 : 10_000
 
-var variables: [String: String] = [:]
-var p = environ
-while let entry = p.pointee {
-    let s = String(cString: entry)
-    if let eq = s.firstIndex(of: "=") { variables[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
-    p += 1
-}
-
 do {
-    let keychain = try Keychain.open(at: args[1], environment: Environment(variables))
+    let keychain = try Keychain.open(at: args[1], environment: .process)
     var i = first
     while i <= last {
         let end = min(i + batch - 1, last)
-        var items: [(item: NewItem, data: SecureBytes)] = []
-        items.reserveCapacity(end - i + 1)
-        for n in i...end {
+        // Lazy: each secret is made when it is inserted and released after.
+        let items = (i...end).lazy.map { n -> (item: NewItem, data: SecureBytes) in
             var item = NewItem(itemClass: .genericPassword)
-            try item.set(.service, Array("service-\(n)".utf8))
-            try item.set(.account, Array("bench".utf8))
-            try item.set(.comment, Array("comment-\(n)".utf8))
-            items.append((item: item, data: SecureBytes(copying: Array("secret-\(n)".utf8))))
+            try! item.set(.service, Array("service-\(n)".utf8))
+            try! item.set(.account, Array("bench".utf8))
+            try! item.set(.comment, Array("comment-\(n)".utf8))
+            return (item: item, data: SecureBytes(copying: Array("secret-\(n)".utf8)))
         }
         try keychain.addBatch(items)
         i = end + 1
