@@ -25,8 +25,9 @@ enum ItemPrinter {
         if item.availability != .available || options.status {
             field("status") { $0.text(item.availability.rawValue) }
         }
+        let values = byCode(item)
         for attribute in item.itemClass.attributes {
-            let value = item[attribute]
+            let value = values[Int(attribute.rawValue)]
             if value.isEmpty { continue }
             field(attribute.longName) { out in
                 if attribute.kind == .port {
@@ -47,6 +48,16 @@ enum ItemPrinter {
         if options.data, let data = item.data {
             field("data") { out in data.withUnsafeBytes { escape($0, into: &out) } }
         }
+    }
+
+    /// The item's values indexed by attribute code: one walk over the
+    /// dictionary instead of a hashed lookup per printed attribute.
+    private static let codeSlots = Int(Attribute.allCases.map(\.rawValue).max() ?? 0) + 1
+
+    private static func byCode(_ item: Item) -> [[UInt8]] {
+        var values = [[UInt8]](repeating: [], count: codeSlots)
+        for (attribute, value) in item.attributes { values[Int(attribute.rawValue)] = value }
+        return values
     }
 
     /// Printable text: control characters, backslashes and invalid UTF-8 as
@@ -106,9 +117,10 @@ enum ItemPrinter {
             w.key("class"); w.string(item.itemClass.rawValue)
             if options.status { w.key("status"); w.string(item.availability.rawValue) }
             if item.availability == .available {
+                let values = byCode(item)
                 for attribute in item.itemClass.attributes {
                     w.key(attribute.jsonKey)
-                    let value = item[attribute]
+                    let value = values[Int(attribute.rawValue)]
                     switch attribute.kind {
                     case .port: w.int(Int64(AttributeValue.port(value)))
                     case .bytes: w.string(Base64.encode(value))

@@ -49,13 +49,16 @@ enum KeyDerivation {
         }
 
         mutating func append<Bytes: Collection<UInt8>>(_ field: Bytes) {
+            // Byte by byte: an array literal here was an allocation per field, per item of a dump.
             let n = UInt32(field.count)
-            bytes.append(contentsOf: [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16),
-                                      UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)])
+            bytes.append(UInt8(n >> 24))
+            bytes.append(UInt8(truncatingIfNeeded: n >> 16))
+            bytes.append(UInt8(truncatingIfNeeded: n >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: n))
             bytes.append(contentsOf: field)
         }
 
-        mutating func append(_ string: String) { append(Array(string.utf8)) }
+        mutating func append(_ string: String) { append(string.utf8) }
 
         func with<Bytes: Collection<UInt8>>(_ field: Bytes) -> Context {
             var copy = self
@@ -63,6 +66,6 @@ enum KeyDerivation {
             return copy
         }
 
-        func with(_ string: String) -> Context { with(Array(string.utf8)) }
+        func with(_ string: String) -> Context { with(string.utf8) }
     }
 }
