@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 
 /// A calling app's entitlements (SPEC §6): Apple's `.entitlements` XML
@@ -41,25 +40,7 @@ public struct Entitlements: Sendable, Equatable {
     /// Parses an entitlements document; `name` prefixes error messages.
     public static func parse(_ bytes: [UInt8], name: String) throws -> Entitlements {
         func fail(_ problem: String) -> KeychainError { KeychainError(.param, "\(name): \(problem)") }
-        let first = bytes.first { ![0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf].contains($0) }
-        let raw: RawEntitlements
-        do {
-            if first == UInt8(ascii: "{") {
-                raw = try JSONDecoder().decode(RawEntitlements.self, from: Data(bytes))
-            } else if first == UInt8(ascii: "<") || bytes.starts(with: Array("bplist".utf8)) {
-                raw = try PropertyListDecoder().decode(RawEntitlements.self, from: Data(bytes))
-            } else {
-                throw fail("not an entitlements file (expected an XML property list or a JSON object)")
-            }
-        } catch let error as KeychainError {
-            throw error
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw fail(typeProblem(context.codingPath))
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw fail(typeProblem(context.codingPath))
-        } catch {
-            throw fail("malformed: not a valid \(first == UInt8(ascii: "{") ? "JSON object" : "property list")")
-        }
+        let raw = try RawEntitlements(bytes, fail)
 
         let applicationIdentifier = raw.applicationIdentifier ?? raw.appleApplicationIdentifier
         if let id = applicationIdentifier { try checkName(id, key: "application-identifier", fail) }
@@ -91,16 +72,6 @@ public struct Entitlements: Sendable, Equatable {
         return Entitlements(accessGroups: groups, applicationIdentifier: applicationIdentifier)
     }
 
-    private static func typeProblem(_ path: [any CodingKey]) -> String {
-        guard let key = path.first.flatMap({ RawEntitlements.CodingKeys(stringValue: $0.stringValue) }) else {
-            return "malformed: the top level must be a dictionary"
-        }
-        switch key {
-        case .keychainAccessGroups, .applicationGroups: return "\(key.rawValue) must be an array of strings"
-        case .applicationIdentifier, .appleApplicationIdentifier: return "\(key.rawValue) must be a string"
-        }
-    }
-
     /// Access groups name keys in sessions and appear in messages: no empty
     /// names, no control characters, nothing absurdly long.
     private static func checkName(_ value: String, key: String, _ fail: (String) -> KeychainError) throws {
@@ -113,17 +84,60 @@ public struct Entitlements: Sendable, Equatable {
 }
 
 /// The keys locket reads; everything else in the file is ignored.
-private struct RawEntitlements: Decodable {
+struct RawEntitlements: Equatable {
     var keychainAccessGroups: [String]?
     var applicationIdentifier: String?
     var appleApplicationIdentifier: String?
     var applicationGroups: [String]?
 
-    enum CodingKeys: String, CodingKey {
-        case keychainAccessGroups = "keychain-access-groups"
-        case applicationIdentifier = "application-identifier"
-        case appleApplicationIdentifier = "com.apple.application-identifier"
-        case applicationGroups = "com.apple.security.application-groups"
+    /// Parses `bytes` as JSON, an XML or a binary property list, by its
+    /// first byte, and reads the four keys; `fail` words each refusal.
+    init(_ bytes: [UInt8], _ fail: (String) -> KeychainError) throws {
+        let first = bytes.first { ![0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf].contains($0) }
+        let document: DocumentValue
+        do {
+            if first == UInt8(ascii: "{") {
+                document = try JSONDocument.parse(bytes)
+            } else if bytes.starts(with: Array("bplist".utf8)) {
+                document = try BinaryPropertyList.parse(bytes)
+            } else if first == UInt8(ascii: "<") {
+                document = try XMLPropertyList.parse(bytes)
+            } else {
+                throw fail("not an entitlements file (expected an XML property list or a JSON object)")
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw fail("malformed: not a valid \(first == UInt8(ascii: "{") ? "JSON object" : "property list")")
+        }
+        guard case .dictionary(let top) = document else { throw fail("malformed: the top level must be a dictionary") }
+
+        // A null value counts as absent, as it did with Foundation's decodeIfPresent.
+        func strings(_ key: String) throws -> [String]? {
+            switch top[key] {
+            case nil, .null?:
+                return nil
+            case .array(let elements)?:
+                return try elements.map { element in
+                    guard case .string(let string) = element else { throw fail("\(key) must be an array of strings") }
+                    return string
+                }
+            default:
+                throw fail("\(key) must be an array of strings")
+            }
+        }
+        func string(_ key: String) throws -> String? {
+            switch top[key] {
+            case nil, .null?: return nil
+            case .string(let string)?: return string
+            default: throw fail("\(key) must be a string")
+            }
+        }
+        // In this order, Foundation's: of two wrongly typed keys, the first is reported.
+        keychainAccessGroups = try strings("keychain-access-groups")
+        applicationIdentifier = try string("application-identifier")
+        appleApplicationIdentifier = try string("com.apple.application-identifier")
+        applicationGroups = try strings("com.apple.security.application-groups")
     }
 }
 
