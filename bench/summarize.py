@@ -75,7 +75,7 @@ if unlock and weak:
 pairs = [("find", "locket", "sqlite3", "`find -w` of a random existing item vs indexed SELECT"),
          ("findattr", "locket", "sqlite3", "`find -j COMMENT -w` (non-key attribute) vs SELECT on an indexed column"),
          ("add", "locket add", "sqlite3 INSERT", "`add` vs one INSERT"),
-         ("update", "locket update -w", "sqlite3 UPDATE", "`update -w` vs one UPDATE"),
+         ("update", "locket update --data-file", "sqlite3 UPDATE", "`update` of the secret vs one UPDATE"),
          ("delete", "locket delete", "sqlite3 DELETE", "`delete` vs one DELETE"),
          ("cold", "locket find -w, cold", "sqlite3 SELECT, cold", "first `find -w` after dropping the page cache vs the same SELECT")]
 
