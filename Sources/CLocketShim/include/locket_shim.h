@@ -9,6 +9,11 @@
 /// which Swift cannot import.
 sqlite3_destructor_type locket_sqlite_transient(void);
 
+/// The name of SQLite's unix VFS with one change: a WAL file that already
+/// exists is opened without SQLITE_OPEN_CREATE, so no directory fsync follows
+/// its first sync. NULL (the default VFS) if it could not be registered.
+const char *locket_sqlite_vfs(void);
+
 /// Kernel key retention service. Each returns the syscall's result, -1 with errno on failure.
 /// The corresponding C functions are add_key(2) and keyctl(2).
 long locket_add_key(const char *type, const char *description,
