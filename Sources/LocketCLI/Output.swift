@@ -64,32 +64,39 @@ enum ItemPrinter {
     /// escapes, so a value can never break the line structure or the terminal.
     static func escape(_ bytes: UnsafeRawBufferPointer, into out: inout ByteWriter) {
         var i = 0
+        var plain = 0  // start of the current run of bytes that print as themselves
         while i < bytes.count {
             let b = bytes[i]
+            if b >= 0x20 && b < 0x7f && b != UInt8(ascii: "\\") {
+                i += 1
+                continue
+            }
+            if plain < i { out.raw(UnsafeRawBufferPointer(rebasing: bytes[plain..<i])) }
             if b < 0x80 {
                 switch b {
                 case 0x0a: out.text("\\n")
                 case 0x09: out.text("\\t")
                 case 0x0d: out.text("\\r")
                 case UInt8(ascii: "\\"): out.text("\\\\")
-                case 0..<0x20, 0x7f: out.text("\\x"); hex(b, into: &out)
-                default: out.byte(b)
+                default: out.text("\\x"); hex(b, into: &out)
                 }
                 i += 1
-                continue
-            }
-            // A multi-byte sequence: kept when valid, its first byte escaped otherwise.
-            let length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
-            let sequence = UnsafeRawBufferPointer(rebasing: bytes[i..<min(i + length, bytes.count)])
-            if length > 1, sequence.count == length, String(validating: sequence, as: UTF8.self) != nil {
-                out.raw(sequence)
-                i += length
             } else {
-                out.text("\\x")
-                hex(b, into: &out)
-                i += 1
+                // A multi-byte sequence: kept when valid, its first byte escaped otherwise.
+                let length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
+                let sequence = UnsafeRawBufferPointer(rebasing: bytes[i..<min(i + length, bytes.count)])
+                if length > 1, sequence.count == length, String(validating: sequence, as: UTF8.self) != nil {
+                    out.raw(sequence)
+                    i += length
+                } else {
+                    out.text("\\x")
+                    hex(b, into: &out)
+                    i += 1
+                }
             }
+            plain = i
         }
+        if plain < bytes.count { out.raw(UnsafeRawBufferPointer(rebasing: bytes[plain...])) }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -163,6 +170,14 @@ struct ByteWriter {
 
     mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
 
+    /// `value` in decimal, zero-padded to `width` digits (more if it needs them).
+    mutating func number(_ value: Int64, width: Int) {
+        var text = String(value.magnitude)
+        if text.count < width { text = String(repeating: "0", count: width - text.count) + text }
+        if value < 0 { byte(UInt8(ascii: "-")) }
+        self.text(text)
+    }
+
     /// Empties the writer for the next item; what it held may have been a secret.
     mutating func wipe() {
         for i in bytes.indices { bytes[i] = 0 }
@@ -198,34 +213,58 @@ enum Base64 {
 /// RFC 3339 timestamps in UTC, with milliseconds.
 enum Dates {
     static func rfc3339(milliseconds: Int64) -> String {
-        var digits = [UInt8]()
-        digits.reserveCapacity(24)
-        write(milliseconds) { digits.append($0) }
-        return String(decoding: digits, as: UTF8.self)
+        var w = ByteWriter()
+        rfc3339(milliseconds: milliseconds, into: &w)
+        return String(decoding: w.bytes, as: UTF8.self)
     }
 
+    /// The civil date by arithmetic (days from 1970 to year/month/day, as in
+    /// H. Hinnant's chrono algorithms) rather than gmtime_r: a dump prints
+    /// two dates per item, and gmtime's time-zone machinery was 5 % of it.
     static func rfc3339(milliseconds: Int64, into out: inout ByteWriter) {
-        write(milliseconds) { out.byte($0) }
-    }
-
-    private static func write(_ milliseconds: Int64, _ emit: (UInt8) -> Void) {
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func number(_ value: Int32, _ width: Int) {
-            var v = Int(value)
-            if v < 0 { emit(UInt8(ascii: "-")); v = -v }
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            while v / divisor >= 10 { divisor *= 10 }
-            while divisor > 0 { emit(UInt8(ascii: "0") + UInt8(v / divisor % 10)); divisor /= 10 }
+        func floorDivide(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
+            let q = a / b - (a % b < 0 ? 1 : 0)
+            return (q, a - q * b)
         }
-        number(parts.tm_year + 1900, 4); emit(UInt8(ascii: "-"))
-        number(parts.tm_mon + 1, 2); emit(UInt8(ascii: "-"))
-        number(parts.tm_mday, 2); emit(UInt8(ascii: "T"))
-        number(parts.tm_hour, 2); emit(UInt8(ascii: ":"))
-        number(parts.tm_min, 2); emit(UInt8(ascii: ":"))
-        number(parts.tm_sec, 2); emit(UInt8(ascii: "."))
-        number(Int32(milliseconds % 1000), 3); emit(UInt8(ascii: "Z"))
+        let (seconds, millis) = floorDivide(milliseconds, 1000)
+        let (days, secondOfDay) = floorDivide(seconds, 86_400)
+        let z = days + 719_468
+        let era = floorDivide(z, 146_097).quotient
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        guard (0...9999).contains(year) else {
+            out.number(year, width: 4); out.byte(UInt8(ascii: "-"))
+            out.number(month, width: 2); out.byte(UInt8(ascii: "-"))
+            out.number(day, width: 2); out.byte(UInt8(ascii: "T"))
+            out.number(secondOfDay / 3600, width: 2); out.byte(UInt8(ascii: ":"))
+            out.number(secondOfDay / 60 % 60, width: 2); out.byte(UInt8(ascii: ":"))
+            out.number(secondOfDay % 60, width: 2); out.byte(UInt8(ascii: "."))
+            out.number(millis, width: 3); out.byte(UInt8(ascii: "Z"))
+            return
+        }
+        // The common case: 24 bytes in place, one append.
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { b in
+            func put(_ value: Int64, _ width: Int, at offset: Int) {
+                var v = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    b[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
+            }
+            put(year, 4, at: 0); b[4] = UInt8(ascii: "-")
+            put(month, 2, at: 5); b[7] = UInt8(ascii: "-")
+            put(day, 2, at: 8); b[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 11); b[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, 2, at: 14); b[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, 2, at: 17); b[19] = UInt8(ascii: ".")
+            put(millis, 3, at: 20); b[23] = UInt8(ascii: "Z")
+            out.raw(UnsafeRawBufferPointer(b))
+        }
     }
 }

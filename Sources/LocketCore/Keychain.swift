@@ -16,6 +16,7 @@ public final class Keychain {
     /// Tiers whose session was found (or that need none).
     var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
     private var groupKeys: [String: SecureBytes] = [:]
+    private var lastGroupKey: (pclass: ProtectionClass, group: String, key: SecureBytes)?
     /// The meta table as read at open.
     var meta: [String: [UInt8]]
     /// Who is calling; set by the CLI from `-e`/`LOCKET_ENTITLEMENTS`.
@@ -259,8 +260,13 @@ public final class Keychain {
     /// The key for items of `pclass` in `group`, or why there is none: derived
     /// from the class key, or (in a session scoped to an app) stored as is.
     func groupKey(_ pclass: ProtectionClass, _ group: String) throws -> SecureBytes {
+        // Rows come in runs of one class and group: skip building and hashing the cache key.
+        if let last = lastGroupKey, last.pclass == pclass, last.group == group { return last.key }
         let cacheKey = pclass.rawValue + "\u{0}" + group
-        if let key = groupKeys[cacheKey] { return key }
+        if let key = groupKeys[cacheKey] {
+            lastGroupKey = (pclass, group, key)
+            return key
+        }
         let key: SecureBytes
         if let classKey = keys[pclass.rawValue] {
             key = Keychain.deriveGroupKey(classKey, keychainID: keybag.keychainID, pclass, group)
@@ -270,6 +276,7 @@ public final class Keychain {
             throw unavailable(pclass, group)
         }
         groupKeys[cacheKey] = key
+        lastGroupKey = (pclass, group, key)
         return key
     }
 
@@ -382,6 +389,7 @@ public final class Keychain {
         keys = SessionKeys()
         unlockedTiers = [.always]
         groupKeys = [:]
+        lastGroupKey = nil
         sessionScope = nil
         try loadKeys()
     }
