@@ -15,9 +15,9 @@ enum ItemPrinter {
     /// `-g` must not leave a String copy of the secret behind. The caller
     /// wipes `out` after use.
     static func text(_ item: Item, _ options: Options, into out: inout ByteWriter) {
-        func field(_ name: String, _ value: (inout ByteWriter) -> Void) {
-            out.text(name)
-            out.text(": ")
+        func field(_ name: StaticString, _ value: (inout ByteWriter) -> Void) {
+            out.literal(name)
+            out.literal(": ")
             value(&out)
             out.byte(0x0a)
         }
@@ -29,13 +29,13 @@ enum ItemPrinter {
         for attribute in item.itemClass.attributes {
             let value = values[Int(attribute.rawValue)]
             if value.isEmpty { continue }
-            field(attribute.longName) { out in
-                if attribute.kind == .port {
-                    out.text(String(AttributeValue.port(value)))
-                } else {
-                    value.withUnsafeBytes { escape($0, into: &out) }
-                }
+            attributeLabels[Int(attribute.rawValue)].withUnsafeBytes { out.raw($0) }
+            if attribute.kind == .port {
+                out.text(String(AttributeValue.port(value)))
+            } else {
+                value.withUnsafeBytes { escape($0, into: &out) }
             }
+            out.byte(0x0a)
         }
         var group = item.accessGroup
         field("access-group") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
@@ -53,6 +53,11 @@ enum ItemPrinter {
     /// The item's values indexed by attribute code: one walk over the
     /// dictionary instead of a hashed lookup per printed attribute.
     private static let codeSlots = Int(Attribute.allCases.map(\.rawValue).max() ?? 0) + 1
+
+    /// "service: " and the like, by attribute code, made once.
+    private static let attributeLabels: [[UInt8]] = (0..<codeSlots).map { code in
+        Attribute(rawValue: UInt8(code)).map { Array(($0.longName + ": ").utf8) } ?? []
+    }
 
     private static func byCode(_ item: Item) -> [[UInt8]] {
         var values = [[UInt8]](repeating: [], count: codeSlots)
@@ -169,6 +174,10 @@ struct ByteWriter {
     }
 
     mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+
+    mutating func literal(_ s: StaticString) {
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
 
     /// `value` in decimal, zero-padded to `width` digits (more if it needs them).
     mutating func number(_ value: Int64, width: Int) {
