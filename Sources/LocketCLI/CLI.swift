@@ -174,36 +174,32 @@ final class OutputBuffer {
     private var buffer: [UInt8] = []
     private let fd: Int32
     private let io: IO
+    /// The buffer never grows past this: growing would copy it and free the
+    /// old block, secrets included, without wiping it.
+    private static let capacity = 1 << 16
 
     init(fd: Int32, io: IO) {
         self.fd = fd
         self.io = io
-        buffer.reserveCapacity(1 << 16)
+        buffer.reserveCapacity(OutputBuffer.capacity)
     }
 
-    func bytes<Bytes: Sequence<UInt8>>(_ b: Bytes) {
-        buffer.append(contentsOf: b)
-        if buffer.count >= 1 << 16 { flush() }
-    }
+    func bytes(_ b: [UInt8]) { b.withUnsafeBytes { raw($0) } }
 
     func raw(_ b: UnsafeRawBufferPointer) {
-        if b.count >= 1 << 16 { flush(); io.write(fd, b); return }
+        if buffer.count + b.count > OutputBuffer.capacity { flush() }
+        if b.count >= OutputBuffer.capacity { io.write(fd, b); return }
         buffer.append(contentsOf: b)
-        if buffer.count >= 1 << 16 { flush() }
     }
 
     func text(_ s: String) {
         var s = s
-        s.withUTF8 { buffer.append(contentsOf: $0) }
-        if buffer.count >= 1 << 16 { flush() }
+        s.withUTF8 { raw(UnsafeRawBufferPointer($0)) }
     }
 
     func line(_ s: String) { text(s); byte(0x0a) }
 
-    func byte(_ b: UInt8) {
-        buffer.append(b)
-        if buffer.count >= 1 << 16 { flush() }
-    }
+    func byte(_ b: UInt8) { withUnsafeBytes(of: b) { raw($0) } }
 
     func flush() {
         guard !buffer.isEmpty else { return }

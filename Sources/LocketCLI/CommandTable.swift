@@ -115,7 +115,6 @@ public enum CommandTable {
         ]
     }
 
-
     static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
     static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),
                                          "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")

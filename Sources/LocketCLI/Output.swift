@@ -46,6 +46,9 @@ enum ItemPrinter {
         }
         if options.ref { field("ref") { hex(item.persistentRef, into: &$0) } }
         if options.data, let data = item.data {
+            // Room for the worst case (every byte as \xNN) first: growing
+            // mid-secret would leave a copy of its start in a freed block.
+            out.reserve(data.count * 4 + 8)
             field("data") { out in data.withUnsafeBytes { escape($0, into: &out) } }
         }
     }
@@ -150,10 +153,13 @@ enum ItemPrinter {
             if options.data, let data = item.data {
                 var bytes = data.bytes
                 defer { for i in bytes.indices { bytes[i] = 0 } }
+                // Room for the worst case (\u00XX per byte) first, and base64
+                // straight into the writer: no unwiped copy of the secret.
+                w.reserve(bytes.count * 6 + 32)
                 if String(validating: bytes, as: UTF8.self) != nil {
                     w.key("data"); w.string(utf8: bytes)
                 } else {
-                    w.key("dataBase64"); w.string(Base64.encode(bytes))
+                    w.key("dataBase64"); w.base64(bytes)
                 }
             }
         w.endObject()
@@ -174,6 +180,8 @@ struct ByteWriter {
     }
 
     mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+
+    mutating func reserve(_ additional: Int) { bytes.reserveCapacity(bytes.count + additional) }
 
     mutating func literal(_ s: StaticString) {
         bytes.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
@@ -201,21 +209,25 @@ enum Base64 {
     static func encode(_ bytes: [UInt8]) -> String {
         var out = [UInt8]()
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        encode(bytes) { out.append($0) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func encode(_ bytes: [UInt8], _ emit: (UInt8) -> Void) {
         var i = 0
         while i + 3 <= bytes.count {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            for shift in [18, 12, 6, 0] { out.append(alphabet[Int(n >> UInt32(shift) & 63)]) }
+            for shift: UInt32 in [18, 12, 6, 0] { emit(alphabet[Int(n >> shift & 63)]) }
             i += 3
         }
         let rest = bytes.count - i
         if rest > 0 {
             let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
-            out.append(UInt8(ascii: "="))
+            emit(alphabet[Int(n >> 18 & 63)])
+            emit(alphabet[Int(n >> 12 & 63)])
+            emit(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
+            emit(UInt8(ascii: "="))
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

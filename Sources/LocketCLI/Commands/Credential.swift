@@ -62,7 +62,10 @@ extension Commands {
             context.err("locket: the stored credential contains a line break and can't be passed to git")
             return
         }
-        var out: [UInt8] = Array("username=".utf8) + item[.account] + [0x0a] + Array("password=".utf8)
+        var out: [UInt8] = []
+        // Sized up front: growing would free a block holding part of the secret unwiped.
+        out.reserveCapacity(32 + item[.account].count + secret.count + (item.extra?.count ?? 0))
+        out += Array("username=".utf8) + item[.account] + [0x0a] + Array("password=".utf8)
         secret.withUnsafeBytes { out.append(contentsOf: $0) }
         out.append(0x0a)
         if let extra = item.extra { extra.withUnsafeBytes { out.append(contentsOf: $0) } }

@@ -17,7 +17,8 @@ extension Commands {
             references.removeAll { $0.name == assignment[..<eq] }
             references.append((String(assignment[..<eq]), String(assignment[assignment.index(after: eq)...])))
         }
-        for (name, value) in context.io.environment.all
+        let variables = context.io.environment.all
+        for (name, value) in variables
         where value.hasPrefix("locket:") && !references.contains(where: { $0.name == name }) {
             references.append((name, String(value.dropFirst("locket:".count))))
         }
@@ -42,7 +43,7 @@ extension Commands {
             }
         }
 
-        let plain = context.io.environment.all.filter { variable in !secrets.contains { $0.name == variable.name } }
+        let plain = variables.filter { variable in !secrets.contains { $0.name == variable.name } }
         let block = EnvironmentBlock(plain: plain, secrets: secrets)
         defer { block.wipe() }
         let argv = CStringArray(invocation.operands)
