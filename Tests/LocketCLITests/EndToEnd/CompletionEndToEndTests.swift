@@ -87,7 +87,7 @@ final class EndToEndCompletionTests: EndToEndCase {
         let registered = shell(zsh, ["-f", "-c", """
             fpath=("$1" $fpath); autoload -U compinit; compinit -u -d "$1/zcompdump"
             print -r -- "$_comps[locket]"; autoload -U +X _locket && print loaded
-            """, directory])
+            """, "zsh", directory])
         XCTAssertEqual(registered.status, 0, registered.summary)
         XCTAssertEqual(registered.out, "_locket\nloaded\n")
         XCTAssertEqual(registered.err, "")
