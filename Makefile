@@ -18,14 +18,14 @@ BIN = .build/release/locket
 all: build
 
 # Debian packages the build needs: pkg-config, and the -dev packages whose
-# static archives (libsodium.a, libsqlite3.a) go into the static executable.
+# static archives (libsodium.a, libsqlite3.a, libcrypto.a) go into the static executable.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev; do \
+	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev; do \
 		pc=$${pair%%:*}; pkg=$${pair##*:}; \
 		lib=$$(pkg-config --variable=libdir $$pc 2>/dev/null); \
-		name=$$pc; [ $$pc = libsodium ] && name=sodium; \
+		name=$$pc; [ $$pc = libsodium ] && name=sodium; [ $$pc = libcrypto ] && name=crypto; \
 		[ -n "$$lib" ] && [ -f "$$lib/lib$$name.a" ] || missing="$$missing $$pkg"; \
 	done; \
 	if [ -n "$$missing" ]; then \

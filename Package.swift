@@ -18,10 +18,12 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // OpenSSL's libcrypto: X.509, PKCS#12, RSA and NIST curves (SPEC §1, §12).
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // What Swift cannot call directly: variadic syscall(2) for the kernel keyring,
         // SQLite's SQLITE_TRANSIENT sentinel, termios password prompts, prctl.
         .target(name: "CLocketShim"),
-        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CLocketShim"], swiftSettings: fastMetadata),
+        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CCrypto", "CLocketShim"], swiftSettings: fastMetadata),
         .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketShim"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "CSQLite"]),
