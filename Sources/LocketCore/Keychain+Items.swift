@@ -280,7 +280,7 @@ extension Keychain {
 
     /// The body of update, inside the caller's transaction.
     /// A new `data` replaces the secret and its metadata (`extra`) together.
-    private func modify(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String?, data: SecureBytes?, extra: SecureBytes?) throws -> [Item] {
+    func modify(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String?, data: SecureBytes?, extra: SecureBytes?) throws -> [Item] {
         let (condition, bindings) = try whereClause(query)
         let select = try prepare("SELECT id, ref, pdmn, agrp, attrs, data FROM items WHERE \(condition) ORDER BY id", bindings)
         var matches: [(Int64, Item)] = []

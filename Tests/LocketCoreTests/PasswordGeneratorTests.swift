@@ -1,0 +1,68 @@
+import Foundation
+import LocketCore
+import XCTest
+
+/// Issue 16, item 5: `generate` draws each character uniformly from its set.
+final class PasswordGeneratorTests: XCTestCase {
+    /// The exact characters of each set, as the man page lists them.
+    func testCharacterSets() {
+        let expected: [PasswordGenerator.Charset: String] = [
+            .alnum: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+            .symbols: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",
+            .hex: "0123456789abcdef",
+            .base64url: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+            .digits: "0123456789",
+        ]
+        for charset in PasswordGenerator.Charset.allCases {
+            XCTAssertEqual(String(decoding: charset.characters, as: UTF8.self), expected[charset], charset.rawValue)
+            XCTAssertEqual(Set(charset.characters).count, charset.characters.count, "\(charset.rawValue) repeats a character")
+        }
+    }
+
+    func testLengthsOutsideTheRangeAreRefused() throws {
+        for length in [-1, 0, 1, 7, 1025, 1 << 20] {
+            XCTAssertThrowsError(try PasswordGenerator.generate(length: length, charset: .alnum)) { error in
+                XCTAssertEqual((error as? KeychainError)?.code, .param, "length \(length)")
+            }
+        }
+        XCTAssertEqual(try PasswordGenerator.generate(length: 8, charset: .hex).count, 8)
+        XCTAssertEqual(try PasswordGenerator.generate(length: 1024, charset: .symbols).count, 1024)
+    }
+
+    /// Pearson's chi-square over 1,000,000 characters per set, against the
+    /// value a uniform sampler exceeds once in a million runs (so the test
+    /// is not flaky); a biased sampler such as `byte % 62`, whose first 8
+    /// characters are 25 % likelier, scores about 50 times that limit.
+    func testUniformDistribution() throws {
+        for charset in PasswordGenerator.Charset.allCases {
+            let k = charset.characters.count
+            var counts = [Int](repeating: 0, count: 256)
+            var drawn = 0
+            while drawn < 1_000_000 {
+                let s = try PasswordGenerator.generate(length: 1000, charset: charset)
+                s.withUnsafeBytes { for b in $0 { counts[Int(b)] += 1 } }
+                drawn += 1000
+            }
+            let allowed = Set(charset.characters)
+            for (byte, count) in counts.enumerated() where count > 0 {
+                XCTAssertTrue(allowed.contains(UInt8(byte)), "\(charset.rawValue) produced byte \(byte)")
+            }
+            let expected = Double(drawn) / Double(k)
+            let chiSquare = charset.characters.reduce(0.0) { sum, c in
+                let d = Double(counts[Int(c)]) - expected
+                return sum + d * d / expected
+            }
+            let limit = Self.chiSquareCritical(degrees: k - 1)
+            XCTAssertLessThan(chiSquare, limit, "\(charset.rawValue): chi-square \(chiSquare) over \(k - 1) degrees of freedom")
+        }
+    }
+
+    /// The chi-square value exceeded with probability 10^-6, by the
+    /// Wilson-Hilferty approximation (within 1 % for these degrees).
+    static func chiSquareCritical(degrees: Int) -> Double {
+        let k = Double(degrees)
+        let z = 4.753424  // the normal distribution's 1 - 10^-6 quantile
+        let term = 1 - 2 / (9 * k) + z * (2 / (9 * k)).squareRoot()
+        return k * term * term * term
+    }
+}
