@@ -36,10 +36,12 @@ deps:
 
 # Tools the end-to-end tests drive for real: git (credential helper and an HTTP
 # clone), python3 (the test HTTP server, pty prompts), zsh and fish (their
-# completion scripts are loaded). Tests that need one skip when it is missing.
+# completion scripts are loaded), skopeo, docker-registry and htpasswd
+# (apache2-utils) for the docker credential helper's registry login. Tests
+# that need one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -68,13 +70,15 @@ install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
 	ln -sfn locket $(DESTDIR)$(BINDIR)/git-credential-locket
+	ln -sfn locket $(DESTDIR)$(BINDIR)/docker-credential-locket
 	install -m 0644 -v man/locket.1 $(DESTDIR)$(MANDIR)/man1/locket.1
 	install -m 0644 -v completions/locket.bash $(DESTDIR)$(BASHCOMPDIR)/locket
 	install -m 0644 -v completions/_locket $(DESTDIR)$(ZSHCOMPDIR)/_locket
 	install -m 0644 -v completions/locket.fish $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 
 uninstall:
-	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(MANDIR)/man1/locket.1 \
+	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(BINDIR)/docker-credential-locket \
+		$(DESTDIR)$(MANDIR)/man1/locket.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 
 bench: build

@@ -18,42 +18,48 @@ _locket() {
     case $cmd:$prev in
         *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        add:--class|find:--class|update:--class|delete:--class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
-        add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account) return ;;
-        add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service) return ;;
-        add:--server|find:--server|update:--server|delete:--server) return ;;
-        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label) return ;;
-        add:-D|add:--description|find:-D|find:--description|update:-D|update:--description|delete:-D|delete:--description) return ;;
-        add:-j|add:--comment|find:-j|find:--comment|update:-j|update:--comment|delete:-j|delete:--comment) return ;;
-        add:-G|add:--generic|find:-G|find:--generic|update:-G|update:--generic|delete:-G|delete:--generic) return ;;
-        add:-c|add:--creator|find:-c|find:--creator|update:-c|update:--creator|delete:-c|delete:--creator) return ;;
-        add:-C|add:--type|find:-C|find:--type|update:-C|update:--type|delete:-C|delete:--type) return ;;
-        add:-d|add:--security-domain|find:-d|find:--security-domain|update:-d|update:--security-domain|delete:-d|delete:--security-domain) return ;;
-        add:-r|add:--protocol|find:-r|find:--protocol|update:-r|update:--protocol|delete:-r|delete:--protocol) COMPREPLY=($(compgen -W "afp appletalk cifs daap eppc ftp ftpaccount ftpproxy ftps http httpproxy https httpsproxy imap imaps ipp irc ircs ldap ldaps nntp nntps pop3 pop3s rtsp rtspproxy smb smtp socks ssh svn telnet telnets" -- "$cur")); return ;;
-        add:-t|add:--auth-type|find:-t|find:--auth-type|update:-t|update:--auth-type|delete:-t|delete:--auth-type) COMPREPLY=($(compgen -W "default dpa form html-form http-basic http-digest msn ntlm rpa" -- "$cur")); return ;;
-        add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port) return ;;
-        add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path) return ;;
-        add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group) return ;;
+        add:--class|find:--class|update:--class|delete:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
+        add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account) return ;;
+        add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service|otp:-s|otp:--service) return ;;
+        add:--server|find:--server|update:--server|delete:--server|otp:--server) return ;;
+        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label|otp:-l|otp:--label) return ;;
+        add:-D|add:--description|find:-D|find:--description|update:-D|update:--description|delete:-D|delete:--description|otp:-D|otp:--description) return ;;
+        add:-j|add:--comment|find:-j|find:--comment|update:-j|update:--comment|delete:-j|delete:--comment|otp:-j|otp:--comment) return ;;
+        add:-G|add:--generic|find:-G|find:--generic|update:-G|update:--generic|delete:-G|delete:--generic|otp:-G|otp:--generic) return ;;
+        add:-c|add:--creator|find:-c|find:--creator|update:-c|update:--creator|delete:-c|delete:--creator|otp:-c|otp:--creator) return ;;
+        add:-C|add:--type|find:-C|find:--type|update:-C|update:--type|delete:-C|delete:--type|otp:-C|otp:--type) return ;;
+        add:-d|add:--security-domain|find:-d|find:--security-domain|update:-d|update:--security-domain|delete:-d|delete:--security-domain|otp:-d|otp:--security-domain) return ;;
+        add:-r|add:--protocol|find:-r|find:--protocol|update:-r|update:--protocol|delete:-r|delete:--protocol|otp:-r|otp:--protocol) COMPREPLY=($(compgen -W "afp appletalk cifs daap eppc ftp ftpaccount ftpproxy ftps http httpproxy https httpsproxy imap imaps ipp irc ircs ldap ldaps nntp nntps pop3 pop3s rtsp rtspproxy smb smtp socks ssh svn telnet telnets" -- "$cur")); return ;;
+        add:-t|add:--auth-type|find:-t|find:--auth-type|update:-t|update:--auth-type|delete:-t|delete:--auth-type|otp:-t|otp:--auth-type) COMPREPLY=($(compgen -W "default dpa form html-form http-basic http-digest msn ntlm rpa" -- "$cur")); return ;;
+        add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port) return ;;
+        add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path) return ;;
+        add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|otp:-g|otp:--access-group) return ;;
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
         add:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
         find:--access-group) return ;;
-        find:--ref|update:--ref|delete:--ref) return ;;
+        find:--ref|update:--ref|delete:--ref|otp:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
         exec:--env) return ;;
+        exec:--env-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        exec:--file) return ;;
+        inject:-i|inject:--in-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        inject:-o|inject:--out-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        generate:--length) return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status exec credential completion help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status exec inject generate otp credential docker-credential completion help" -- "$cur"))
         fi
         return
     fi
     case $cmd in
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
@@ -63,10 +69,14 @@ _locket() {
         passwd) COMPREPLY=($(compgen -W "--remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         settings) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        exec) COMPREPLY=($(compgen -W "--env --mask -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status exec credential completion help" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status exec inject generate otp credential docker-credential completion help" -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

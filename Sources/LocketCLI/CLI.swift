@@ -58,9 +58,11 @@ public enum CLI {
     public static func run(_ arguments: [String], io: IO) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         var arguments = arguments
-        // git runs `git-credential-locket get` for `credential.helper = locket`.
-        if let name = arguments.first?.split(separator: "/").last, name == "git-credential-locket" {
-            arguments = ["locket", "credential"] + arguments.dropFirst()
+        // git runs `git-credential-locket get` for `credential.helper = locket`;
+        // docker and skopeo run `docker-credential-locket get` for `credsStore: locket`.
+        if let name = arguments.first?.split(separator: "/").last {
+            if name == "git-credential-locket" { arguments = ["locket", "credential"] + arguments.dropFirst() }
+            if name == "docker-credential-locket" { arguments = ["locket", "docker-credential"] + arguments.dropFirst() }
         }
         let context = Context(io: io)
         defer { context.out.flush() }
@@ -155,6 +157,8 @@ final class Context {
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
     func openKeychain(extendSession: Bool = true) throws -> Keychain {
         Diagnostics.protectProcess()
+        // What a killed `exec --file` left: one lstat when there is nothing.
+        SecretFiles.removeAbandoned(environment)
         // Entitlements first: a bad file must stop the command before anything is read or written.
         let caller = try self.caller()
         do {

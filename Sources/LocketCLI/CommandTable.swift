@@ -9,6 +9,8 @@ public struct OptionSpec: Sendable {
         case value(String)
         /// `-w [SECRET]`: the next argument is the value unless it is missing or an option.
         case optionalValue(String)
+        /// `--generate[=N]`: a value only when attached with `=`; alone, a flag.
+        case attachedValue(String)
     }
 
     /// What a shell should offer after the option.
@@ -44,6 +46,7 @@ public struct OptionSpec: Sendable {
         case .flag: break
         case .value(let name): s += " \(name)"
         case .optionalValue(let name): s += " [\(name)]"
+        case .attachedValue(let name): s += "[=\(name)]"
         }
         return s
     }
@@ -88,6 +91,11 @@ public enum CommandTable {
     /// `--version`, accepted only in place of a command.
     public static let versionOption = OptionSpec("version", nil, .flag, "print the version")
 
+    /// The attribute options of add, update, delete and otp, made once: each
+    /// command that appends to this shares its elements instead of making
+    /// sixteen options again (the whole table is built by every command).
+    static let attributes = attributeOptions()
+
     /// Attribute options shared by add, find, update and delete. `find` keeps
     /// `-g` for "show the secret" as in `security(1)`, so there the access
     /// group is long-only.
@@ -122,6 +130,10 @@ public enum CommandTable {
     static let timeout = OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                     "lock again after SECONDS without use (none: never; default: the settings timeout, 300)")
     static let ref = OptionSpec("ref", nil, .value("REF"), "the item with this persistent reference")
+    // Help texts are literals: the table is built by every command, `find`
+    // included, and a string built from a list costs it more than it shows.
+    static let charset = OptionSpec("charset", nil, .value("SET"), completion: .values { PasswordGenerator.Charset.allCases.map(\.rawValue) },
+                                    "characters of a generated secret: alnum, symbols, hex, base64url or digits (default alnum)")
 
     /// Every command, in help order.
     public static let commands: [CommandSpec] = [
@@ -129,15 +141,20 @@ public enum CommandTable {
                     summary: "create a keychain and set its password",
                     options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin],
                     conflicts: [("no-password", "password-stdin")], operands: false, run: Commands.initialize),
-        CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|-] [--accessible CLASS] [-U]",
+        CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS] [-U]",
                     summary: "add an item",
-                    options: attributeOptions() + [
+                    options: attributes + [
                         secretOption, dataFile,
+                        OptionSpec("generate", nil, .attachedValue("N"),
+                                   "store a random secret of N characters (default 32) without printing it"),
+                        charset,
+                        OptionSpec("print", nil, .flag, "with --generate, print the generated secret"),
                         OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
                                    "protection class: " + ProtectionClass.allCases.map(\.name).joined(with: ", ") + " (default when-unlocked)"),
                         OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
                     ],
-                    conflicts: [("password", "data-file")], operands: false, run: Commands.add),
+                    conflicts: [("password", "data-file"), ("generate", "password"), ("generate", "data-file")],
+                    operands: false, run: Commands.add),
         CommandSpec(name: "find", usage: "[ATTRIBUTES] [--ref REF] [--limit N | --all] [-w | -g] [--show-ref]",
                     summary: "find items and print their attributes or secret",
                     options: attributeOptions(accessGroupShort: false) + [
@@ -152,7 +169,7 @@ public enum CommandTable {
                     conflicts: [("limit", "all"), ("password", "show-data")], operands: false, run: Commands.find),
         CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [-w [SECRET] | --data-file PATH|-]",
                     summary: "change every matching item, all or nothing",
-                    options: attributeOptions() + [
+                    options: attributes + [
                         ref,
                         OptionSpec("set", nil, .value("NAME=VALUE"), repeatable: true,
                                    "set an attribute (long name or four-char code)"),
@@ -161,7 +178,7 @@ public enum CommandTable {
                     conflicts: [("password", "data-file")], operands: false, run: Commands.update),
         CommandSpec(name: "delete", usage: "[ATTRIBUTES] [--ref REF] [--all]",
                     summary: "delete every matching item",
-                    options: attributeOptions() + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
+                    options: attributes + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
                     conflicts: [], operands: false, run: Commands.delete),
         CommandSpec(name: "dump", usage: "[--data]", summary: "list every item",
                     options: [OptionSpec("data", nil, .flag, "include the secrets")],
@@ -184,15 +201,43 @@ public enum CommandTable {
                     conflicts: [], operands: false, run: Commands.settings),
         CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
                     options: [], conflicts: [], operands: false, run: Commands.status),
-        CommandSpec(name: "exec", usage: "[--env NAME=REF]... [--mask] -- COMMAND [ARG]...",
+        CommandSpec(name: "exec", usage: "[--env NAME=REF]... [--env-file FILE]... [--file NAME=REF]... [--mask] [--github-env] -- COMMAND [ARG]...",
                     summary: "run a command with secrets in its environment",
                     options: [OptionSpec("env", nil, .value("NAME=REF"), repeatable: true,
                                          "set NAME to the secret REF names: SERVICE/ACCOUNT or SCHEME://[USER@]HOST[:PORT][/PATH]"),
-                              OptionSpec("mask", nil, .flag, "replace the secrets with <redacted> in the command's stdout and stderr")],
+                              OptionSpec("env-file", nil, .value("FILE"), repeatable: true, completion: .file,
+                                         "set the variables of a dotenv FILE; values locket:REF are secrets"),
+                              OptionSpec("file", nil, .value("NAME=REF"), repeatable: true,
+                                         "put the secret REF names in a private file on tmpfs and set NAME to its path"),
+                              OptionSpec("mask", nil, .flag, "replace the secrets with <redacted> in the command's stdout and stderr"),
+                              OptionSpec("github-env", nil, .flag,
+                                         "in GitHub Actions, append the variables to $GITHUB_ENV for later steps (COMMAND optional)")],
                     conflicts: [], operands: true, run: Commands.exec, operandsEndOptions: true),
+        CommandSpec(name: "inject", usage: "[-i TEMPLATE] [-o FILE [-f]]",
+                    summary: "render a template, replacing {{ locket:REF }} with secrets",
+                    options: [OptionSpec("in-file", "i", .value("TEMPLATE"), completion: .file,
+                                         "read the template from TEMPLATE (default: standard input)"),
+                              OptionSpec("out-file", "o", .value("FILE"), completion: .file,
+                                         "write to FILE, created with mode 600, instead of standard output"),
+                              OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")],
+                    conflicts: [], operands: false, run: Commands.inject),
+        CommandSpec(name: "generate", usage: "[--length N] [--charset SET] [-n]",
+                    summary: "print a random secret",
+                    options: [OptionSpec("length", nil, .value("N"),
+                                         "8 to 1024 characters (default 32)"),
+                              charset,
+                              OptionSpec("no-newline", "n", .flag, "print no newline after the secret")],
+                    conflicts: [], operands: false, run: Commands.generate),
+        CommandSpec(name: "otp", usage: "[ATTRIBUTES] [--ref REF] [-n]",
+                    summary: "print the one-time code of an item whose secret is an otpauth:// URI",
+                    options: attributes + [ref, OptionSpec("no-newline", "n", .flag, "print no newline after the code")],
+                    conflicts: [], operands: false, run: Commands.otp),
         CommandSpec(name: "credential", usage: "get|store|erase",
                     summary: "git credential helper (also run as git-credential-locket)",
                     options: [], conflicts: [], operands: true, run: Commands.credential),
+        CommandSpec(name: "docker-credential", usage: "store|get|erase|list",
+                    summary: "docker credential helper (also run as docker-credential-locket)",
+                    options: [], conflicts: [], operands: true, run: Commands.dockerCredential),
         CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                     options: [], conflicts: [], operands: true, run: Commands.completion),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",

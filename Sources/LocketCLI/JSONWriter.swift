@@ -53,6 +53,8 @@ struct JSONWriter {
     mutating func string(_ s: String) { beginValue(); appendString(s) }
     /// Bytes known to be valid UTF-8.
     mutating func string(utf8: [UInt8]) { beginValue(); utf8.withUnsafeBytes { appendString($0) } }
+    /// Bytes known to be valid UTF-8, straight from guarded memory (no copy to wipe).
+    mutating func string(utf8 raw: UnsafeRawBufferPointer) { beginValue(); appendString(raw) }
     /// A string value holding `raw` in base64, encoded in place.
     mutating func base64(_ raw: [UInt8]) {
         beginValue()
@@ -64,6 +66,7 @@ struct JSONWriter {
     mutating func reserve(_ additional: Int) { bytes.reserveCapacity(bytes.count + additional) }
 
     mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
+    mutating func uint(_ v: UInt64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
     mutating func null() { beginValue(); bytes.append(contentsOf: "null".utf8) }
     mutating func bool(_ v: Bool) { beginValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
 

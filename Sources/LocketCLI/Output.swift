@@ -213,7 +213,7 @@ enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func encode(_ bytes: [UInt8], _ emit: (UInt8) -> Void) {
+    static func encode<Bytes: RandomAccessCollection>(_ bytes: Bytes, _ emit: (UInt8) -> Void) where Bytes.Element == UInt8, Bytes.Index == Int {
         var i = 0
         while i + 3 <= bytes.count {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])

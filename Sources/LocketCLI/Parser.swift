@@ -157,6 +157,8 @@ enum Parser {
             }
             i += 1
             return arguments[i]
+        case .attachedValue:
+            return inline
         case .optionalValue:
             if let inline { return inline }
             // `-w` followed by nothing or by another option means "prompt or read stdin".

@@ -48,6 +48,15 @@ void locket_forward_signals(int child);
 int locket_execvpe(const char *file, char *const argv[], char *const envp[]);
 int locket_pipe_cloexec(int fds[2]);
 
+/// Whether `BASE/locket-exec-UID` (exec --file's parent directory) is this
+/// user's private directory and may hold subdirectories: its link count is
+/// not 2 (tmpfs counts subdirectories in it). One lstat(2): every command
+/// asks, so it must cost nothing when the answer is no.
+int locket_exec_directories_present(const char *base);
+
+/// The f_type of the file system holding `path` (statfs(2)), -1 on failure.
+long long locket_filesystem_type(const char *path);
+
 /// Reads one line from the terminal `fd` with echo off, writing `prompt` to
 /// `outfd` first. Restores the terminal even when interrupted by SIGINT,
 /// SIGTERM or SIGHUP (the signal is then re-raised). Returns the number of

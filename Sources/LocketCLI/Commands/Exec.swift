@@ -3,60 +3,168 @@ import Glibc
 import LocketCore
 
 extension Commands {
-    /// `locket exec [--env NAME=REF]... [--mask] -- COMMAND [ARG]...`
+    /// `locket exec [--env NAME=REF]... [--env-file FILE]... [--file NAME=REF]... [--mask] [--github-env] -- COMMAND [ARG]...`
     static func exec(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let githubEnv = invocation.has("github-env")
         guard let program = invocation.operands.first else {
-            throw UsageError(message: "no command to run", command: "exec")
-        }
-        // Which variables to fill: --env NAME=REF, then NAME=locket:REF already in the environment.
-        var references: [(name: String, reference: String)] = []
-        for assignment in invocation.all("env") {
-            guard let eq = assignment.firstIndex(of: "="), isVariableName(assignment[..<eq]) else {
-                throw UsageError(message: "--env needs NAME=REF with a variable name, not '\(assignment.prefix(40))'", command: "exec")
+            guard githubEnv else { throw UsageError(message: "no command to run", command: "exec") }
+            for option in ["file", "mask"] where invocation.has(option) {
+                throw UsageError(message: "--\(option) needs a command to run", command: "exec")
             }
-            references.removeAll { $0.name == assignment[..<eq] }
-            references.append((String(assignment[..<eq]), String(assignment[assignment.index(after: eq)...])))
+            return try execVariables(invocation, context, run: nil)
         }
-        let variables = context.io.environment.all
-        for (name, value) in variables
-        where value.hasPrefix("locket:") && !references.contains(where: { $0.name == name }) {
-            references.append((name, String(value.dropFirst("locket:".count))))
+        return try execVariables(invocation, context, run: program)
+    }
+
+    /// Where a variable's value comes from.
+    private enum Source {
+        case plain(String)
+        case reference(String)
+    }
+
+    /// The variables exec sets, lowest precedence first: the environment
+    /// (`locket:REF` values resolved), each --env-file in order, then --env;
+    /// a later one replaces an earlier one of the same name.
+    private struct Plan {
+        private(set) var order: [String] = []
+        private(set) var sources: [String: (source: Source, inherited: Bool)] = [:]
+
+        mutating func set(_ name: String, _ source: Source, inherited: Bool = false) {
+            if sources[name] == nil { order.append(name) }
+            sources[name] = (source, inherited)
+        }
+
+        mutating func remove(_ name: String) {
+            sources[name] = nil
+            order.removeAll { $0 == name }
+        }
+    }
+
+    private static func execVariables(_ invocation: Invocation, _ context: Context, run program: String?) throws -> Int32 {
+        if invocation.has("github-env") { try GitHubActions.checkEnvironmentFile(context.environment) }
+        // Also when no secret is read (and the keychain not opened).
+        SecretFiles.removeAbandoned(context.environment)
+        var plan = Plan()
+        for (name, value) in context.io.environment.all {
+            plan.set(name, value.hasPrefix("locket:") ? .reference(String(value.dropFirst("locket:".count))) : .plain(value), inherited: true)
+        }
+        for path in invocation.all("env-file") {
+            for entry in try readEnvFile(path) {
+                plan.set(entry.name, entry.value.hasPrefix("locket:") ? .reference(String(entry.value.dropFirst("locket:".count))) : .plain(entry.value))
+            }
+        }
+        for assignment in invocation.all("env") {
+            let (name, reference) = try splitAssignment(assignment, option: "--env")
+            plan.set(name, .reference(reference))
+        }
+        var fileReferences: [(name: String, reference: String)] = []
+        for assignment in invocation.all("file") {
+            let (name, reference) = try splitAssignment(assignment, option: "--file")
+            if invocation.all("env").contains(where: { $0.hasPrefix(name + "=") }) {
+                throw UsageError(message: "\(name) is given by both --env and --file", command: "exec")
+            }
+            fileReferences.removeAll { $0.name == name }
+            fileReferences.append((name, reference))
+            plan.remove(name)
         }
 
         // Every reference resolves before anything starts; one failure starts nothing.
+        let resolver = SecretResolver(context)
         var secrets: [(name: String, value: SecureBytes)] = []
-        if !references.isEmpty {
-            let keychain = try context.openKeychain()
-            for (name, reference) in references {
-                do {
-                    let query = try Reference.query(reference)
-                    guard let data = try keychain.search(query, limit: .one, returnData: true).first?.data else {
-                        throw KeychainError(.itemNotFound)
-                    }
-                    guard !data.withUnsafeBytes({ $0.contains(0) }) else {
-                        throw KeychainError(.param, "the secret contains a NUL byte, which an environment variable can't hold")
-                    }
-                    secrets.append((name, data))
-                } catch let error as KeychainError {
-                    throw KeychainError(error.code, "\(name): \(error.message)", hint: error.hint)
+        var plain: [(name: String, value: String)] = []
+        var exported: [(name: String, value: SecureBytes)] = []
+        for name in plan.order {
+            guard let (source, inherited) = plan.sources[name] else { continue }
+            switch source {
+            case .plain(let value):
+                plain.append((name, value))
+                if !inherited { exported.append((name, SecureBytes(copying: Array(value.utf8)))) }
+            case .reference(let reference):
+                let data = try resolve(name, reference, resolver)
+                guard !data.withUnsafeBytes({ $0.contains(0) }) else {
+                    throw KeychainError(.param, "\(name): the secret contains a NUL byte, which an environment variable can't hold",
+                                        hint: "use --file \(name)=\(reference) to get it in a file")
                 }
+                secrets.append((name, data))
+                exported.append((name, data))
             }
         }
+        var fileSecrets: [(name: String, secret: SecureBytes)] = []
+        for (name, reference) in fileReferences { fileSecrets.append((name, try resolve(name, reference, resolver))) }
 
-        let plain = variables.filter { variable in !secrets.contains { $0.name == variable.name } }
-        let block = EnvironmentBlock(plain: plain, secrets: secrets)
-        defer { block.wipe() }
+        // The runner learns every injected value before anything could print one.
+        if GitHubActions.isRunner(context.environment) {
+            let masks = GitHubActions.maskCommands(secrets.map(\.value) + fileSecrets.map(\.secret))
+            context.out.flush()
+            masks.withUnsafeBytes { if $0.count > 0 { context.io.write(1, $0) } }
+        }
+        if invocation.has("github-env") { try GitHubActions.appendToEnvironmentFile(exported, context.environment) }
+        guard let program else { return 0 }
+
         let argv = CStringArray(invocation.operands)
         defer { argv.free() }
-
-        guard invocation.has("mask") else {
-            // Without a filter locket has nothing left to do: become the command,
-            // so signals, the exit status and the terminal are its own.
-            locket_prepare_exec()
-            locket_execvpe(program, argv.pointers, block.pointers)
-            return execFailure(program, context)
+        let mask = invocation.has("mask")
+        guard !fileSecrets.isEmpty else {
+            let block = EnvironmentBlock(plain: plain, secrets: secrets)
+            defer { block.wipe() }
+            guard mask else {
+                // Without a filter or files locket has nothing left to do: become
+                // the command, so signals, the exit status and the terminal are its own.
+                locket_prepare_exec()
+                locket_execvpe(program, argv.pointers, block.pointers)
+                return execFailure(program, context)
+            }
+            return try runChild(program, argv: argv, environment: block, masking: secrets.map(\.value), context)
         }
-        return try runMasked(program, argv: argv, environment: block, secrets: secrets.map(\.value), context)
+        // Signals wait until the forwarders are in place: one arriving between
+        // making the files and starting the command would leave them behind.
+        var previous = sigset_t()
+        blockForwardedSignals(&previous)
+        let files: SecretFiles
+        do {
+            files = try SecretFiles(fileSecrets, environment: context.environment)
+        } catch {
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+            throw error
+        }
+        defer { files.remove() }
+        let block = EnvironmentBlock(plain: plain + files.paths.map { ($0.name, $0.path) }, secrets: secrets)
+        defer { block.wipe() }
+        return try runChild(program, argv: argv, environment: block, masking: mask ? secrets.map(\.value) + fileSecrets.map(\.secret) : nil,
+                            files: files, blocked: previous, context)
+    }
+
+    /// The secret `reference` names, or the failure named after the variable.
+    private static func resolve(_ name: String, _ reference: String, _ resolver: SecretResolver) throws -> SecureBytes {
+        do {
+            return try resolver.secret(reference)
+        } catch let error as KeychainError {
+            throw KeychainError(error.code, "\(name): \(error.message)", hint: error.hint)
+        }
+    }
+
+    /// `NAME=REF` of --env and --file.
+    private static func splitAssignment(_ assignment: String, option: String) throws -> (String, String) {
+        guard let eq = assignment.firstIndex(of: "="), isVariableName(assignment[..<eq]) else {
+            throw UsageError(message: "\(option) needs NAME=REF with a variable name, not '\(assignment.prefix(40))'", command: "exec")
+        }
+        return (String(assignment[..<eq]), String(assignment[assignment.index(after: eq)...]))
+    }
+
+    /// The entries of an --env-file: a regular file (a FIFO must not hang exec), at most 1 MiB.
+    private static func readEnvFile(_ path: String) throws -> [DotEnv.Entry] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "\(path) is not a regular file") }
+        var bytes = try Prompt.readAll(fd, what: path, limit: 1 << 20).bytes
+        defer { wipe(&bytes) }
+        do {
+            return try DotEnv.parse(bytes)
+        } catch let error as DotEnv.Malformed {
+            throw KeychainError(.param, "\(path) line \(error.line): \(error.reason)")
+        }
     }
 
     private static func isVariableName(_ name: Substring) -> Bool {
@@ -70,19 +178,40 @@ extension Commands {
         return code == ENOENT ? 127 : 126
     }
 
-    /// Runs the command with its stdout and stderr through the mask filter,
-    /// forwarding signals, and returns its exit status (128+N for signal N).
-    private static func runMasked(_ program: String, argv: CStringArray, environment: EnvironmentBlock,
-                                  secrets: [SecureBytes], _ context: Context) throws -> Int32 {
+    /// The signals forwarded to the command.
+    private static let forwardedSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]
+
+    private static func blockForwardedSignals(_ previous: inout sigset_t) {
+        var forwarded = sigset_t()
+        sigemptyset(&forwarded)
+        for sig in forwardedSignals { sigaddset(&forwarded, sig) }
+        pthread_sigmask(SIG_BLOCK, &forwarded, &previous)
+    }
+
+    /// Runs the command as a child, forwarding signals, and returns its exit
+    /// status (128+N for signal N). With `masking`, its stdout and stderr
+    /// pass through the mask filter; without, they are locket's own. `files`
+    /// are removed once the command has exited. `blocked` is the signal mask
+    /// from before the caller held the forwarded signals, if it did.
+    private static func runChild(_ program: String, argv: CStringArray, environment: EnvironmentBlock, masking: [SecureBytes]?,
+                                 files: SecretFiles? = nil, blocked: sigset_t? = nil, _ context: Context) throws -> Int32 {
+        // Hold the forwarded signals until the forwarders are in place: one
+        // arriving between spawn and then would kill locket and orphan the command.
+        var previous = sigset_t()
+        if let blocked { previous = blocked } else { blockForwardedSignals(&previous) }
         var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        guard locket_pipe_cloexec(&outPipe) == 0, locket_pipe_cloexec(&errPipe) == 0 else {
-            throw KeychainError(.io, "cannot create pipes: \(String(cString: strerror(errno)))")
+        guard masking == nil || (locket_pipe_cloexec(&outPipe) == 0 && locket_pipe_cloexec(&errPipe) == 0) else {
+            let reason = String(cString: strerror(errno))
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+            throw KeychainError(.io, "cannot create pipes: \(reason)")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        if masking != nil {
+            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -95,17 +224,12 @@ extension Commands {
         sigemptyset(&unblocked)
         posix_spawnattr_setsigmask(&attributes, &unblocked)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        // Hold the forwarded signals until the forwarders are in place: one
-        // arriving between spawn and then would kill locket and orphan the command.
-        var forwarded = sigset_t(), previous = sigset_t()
-        sigemptyset(&forwarded)
-        for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH] { sigaddset(&forwarded, sig) }
-        pthread_sigmask(SIG_BLOCK, &forwarded, &previous)
         locket_prepare_exec()
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, program, &actions, &attributes, argv.pointers, environment.pointers)
         signal(SIGPIPE, SIG_IGN)
         locket_disable_core_dumps()
+        // Without a filter these are -1, and closing them does nothing.
         close(outPipe[1])
         close(errPipe[1])
         environment.wipe()
@@ -117,6 +241,11 @@ extension Commands {
         locket_forward_signals(pid)
         pthread_sigmask(SIG_SETMASK, &previous, nil)
         var status: Int32 = 0
+        // Without a filter the command writes straight to locket's stdout and stderr: wait for it.
+        guard let secrets = masking else {
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return finished(status, files)
+        }
         var exited = false
 
         var streams = [(fd: outPipe[0], target: Int32(1), masker: Masker(secrets: secrets)),
@@ -173,6 +302,15 @@ extension Commands {
         }
         for k in buffer.indices { buffer[k] = 0 }
         if !exited { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
+        return finished(status, files)
+    }
+
+    /// The exit status of a wait status (128+N for signal N), once the
+    /// command is gone: its pid may be reused now, so nothing more is
+    /// forwarded to it, and its files are removed.
+    private static func finished(_ status: Int32, _ files: SecretFiles?) -> Int32 {
+        locket_forward_signals(0)
+        files?.remove()
         let signalled = status & 0x7f
         return signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
     }

@@ -17,7 +17,24 @@ enum Commands {
         if let pclass = item.accessible, pclass.tier == .always {
             context.warn("\(pclass.name) is deprecated, as in Apple's keychain: such items are readable without unlocking; prefer after-first-unlock")
         }
+        var generate: (length: Int, charset: PasswordGenerator.Charset)?
+        if let text = invocation.value("generate") {
+            let length = text.isEmpty ? PasswordGenerator.defaultLength : try generatedLength(text, option: "--generate", command: "add")
+            generate = (length, try charset(invocation, command: "add"))
+        } else {
+            for option in ["charset", "print"] where invocation.has(option) {
+                throw UsageError(message: "--\(option) needs --generate", command: "add")
+            }
+        }
         let keychain = try context.openKeychain()
+        if let generate {
+            let secret = try PasswordGenerator.generate(length: generate.length, charset: generate.charset)
+            try keychain.add(item, data: secret, updateExisting: invocation.has("update"))
+            // Printed only once it is stored, and only when asked: a generated
+            // secret on a CI log is a leaked one.
+            if invocation.has("print") { printSecret(secret, context, newline: true) }
+            return 0
+        }
         let data = try Prompt.secret(context, invocation, confirm: true) ?? SecureBytes(count: 0)
         try keychain.add(item, data: data, updateExisting: invocation.has("update"))
         return 0

@@ -1,0 +1,99 @@
+import Glibc
+import LocketCore
+
+extension Commands {
+    /// `locket inject [-i TEMPLATE] [-o FILE [-f]]`: every reference is
+    /// resolved before anything is written; one failure writes nothing.
+    static func inject(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        if invocation.has("force") && !invocation.has("out-file") {
+            throw UsageError(message: "-f/--force needs -o/--out-file", command: "inject")
+        }
+        let output = invocation.value("out-file")
+        // Refuse early, before the keychain is opened; the write itself checks again.
+        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+            throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
+        }
+        let source = try readTemplate(invocation.value("in-file"), context)
+        let template: Template
+        do {
+            template = try Template(parsing: source)
+        } catch let error as Template.Malformed {
+            throw KeychainError(.param, "\(templateName(invocation)) line \(error.line): \(error.reason)")
+        }
+        if source.isEmpty { context.warn("the template is empty") }
+
+        // Resolve everything first; size the output exactly, so no buffer
+        // holding a secret is ever grown (and its old block left unwiped).
+        let resolver = SecretResolver(context)
+        var secrets: [SecureBytes] = []
+        var size = 0
+        for piece in template.pieces {
+            switch piece {
+            case .text(let range): size += range.count
+            case .literal(let bytes): size += bytes.count
+            case .placeholder(let p):
+                let secret: SecureBytes
+                do {
+                    secret = try resolver.secret(p.reference)
+                    if p.filter == nil { try checkText(secret) }
+                } catch let error as KeychainError {
+                    throw KeychainError(error.code, "\(templateName(invocation)) line \(p.line): \(p.reference): \(error.message)",
+                                        hint: error.hint)
+                }
+                secrets.append(secret)
+                size += p.filter == .base64 ? (secret.count + 2) / 3 * 4 : secret.count
+            }
+        }
+        let rendered = SecureBytes(count: size)
+        rendered.withUnsafeMutableBytes { out in
+            var n = 0
+            var k = 0
+            func put(_ b: UInt8) { out[n] = b; n += 1 }
+            for piece in template.pieces {
+                switch piece {
+                case .text(let range): for b in source[range] { put(b) }
+                case .literal(let bytes): for b in bytes { put(b) }
+                case .placeholder(let p):
+                    let secret = secrets[k]
+                    k += 1
+                    secret.withUnsafeBytes { raw in
+                        if p.filter == .base64 { Base64.encode(raw, put) } else { for b in raw { put(b) } }
+                    }
+                }
+            }
+        }
+        if let output {
+            try rendered.withUnsafeBytes { try PrivateFile.write(output, $0, replace: invocation.has("force")) }
+        } else {
+            context.out.flush()
+            rendered.withUnsafeBytes { context.io.write(1, $0) }
+        }
+        return 0
+    }
+
+    private static func templateName(_ invocation: Invocation) -> String {
+        invocation.value("in-file") ?? "template"
+    }
+
+    /// A secret placed as is in a text file must be text: UTF-8 without NUL.
+    private static func checkText(_ secret: SecureBytes) throws {
+        guard secret.withUnsafeBytes({ Text.isText($0) }) else {
+            throw KeychainError(.param, "the secret is binary (a NUL byte or invalid UTF-8) and can't go into a text template",
+                                hint: "write {{ locket:REF | base64 }} for its base64")
+        }
+    }
+
+    /// The template: `-i FILE` (a regular file) or standard input.
+    private static func readTemplate(_ path: String?, _ context: Context) throws -> [UInt8] {
+        guard let path else { return try Prompt.readAll(context.io.stdin, what: "standard input").bytes }
+        // O_NONBLOCK: a FIFO with no writer must fail, not hang.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            throw KeychainError(.param, "\(path) is not a regular file", hint: "pipe a template on standard input instead")
+        }
+        return try Prompt.readAll(fd, what: path).bytes
+    }
+}

@@ -1,0 +1,58 @@
+import Glibc
+import LocketCore
+
+/// Output files that hold secrets (`inject -o`): created with mode 600,
+/// written whole under a temporary name in the same directory, then put in
+/// place in one step, so no reader ever sees half a file or a file that
+/// others could read.
+enum PrivateFile {
+    /// Whether anything (a file, a symlink, a directory) is at `path`.
+    static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// Writes `bytes` to `path`. Without `replace`, an existing `path` is
+    /// refused, also one that appears while writing (the final step is
+    /// link(2), which never replaces); with it, rename(2) replaces it (a
+    /// symlink at `path` is replaced, not followed).
+    static func write(_ path: String, _ bytes: UnsafeRawBufferPointer, replace: Bool) throws {
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let base = path.split(separator: "/").last.map(String.init) ?? path
+        let random = try PasswordGenerator.generate(length: 12, charset: .alnum).bytes
+        let temporary = "\(directory)/.\(base).locket-\(String(decoding: random, as: UTF8.self))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create a file in \(directory): \(String(cString: strerror(errno)))") }
+        var done = false
+        defer { if !done { unlink(temporary) } }
+        do {
+            defer { close(fd) }
+            // The umask may have taken bits away, never added any; say exactly 600.
+            guard fchmod(fd, 0o600) == 0 else { throw KeychainError(.io, "cannot set the mode of \(temporary): \(errorText())") }
+            var offset = 0
+            while offset < bytes.count {
+                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot write \(path): \(errorText())") }
+                offset += n
+            }
+            guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errorText())") }
+        }
+        if replace {
+            guard rename(temporary, path) == 0 else { throw KeychainError(.io, "cannot replace \(path): \(errorText())") }
+        } else {
+            guard link(temporary, path) == 0 else {
+                if errno == EEXIST {
+                    throw KeychainError(.param, "\(path) exists; locket does not replace it", hint: "add -f/--force to replace it")
+                }
+                throw KeychainError(.io, "cannot create \(path): \(errorText())")
+            }
+            unlink(temporary)
+        }
+        done = true
+        // The new directory entry survives a crash only once the directory is synced.
+        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirfd >= 0 { _ = fsync(dirfd); close(dirfd) }
+    }
+
+    private static func errorText() -> String { String(cString: strerror(errno)) }
+}

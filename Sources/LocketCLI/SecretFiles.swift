@@ -1,0 +1,212 @@
+import CLocketShim
+import Glibc
+import LocketCore
+
+/// `exec --file NAME=REF`: each secret in a mode-600 file, in a private
+/// mode-700 directory on tmpfs that locket removes when the command exits.
+///
+/// Where: `$XDG_RUNTIME_DIR/locket-exec-UID/` when that is tmpfs, else
+/// `/dev/shm/locket-exec-UID/`. Both may be shared with other users, so
+/// nothing there is trusted: the parent must be a directory owned by this
+/// user with no access for others, and each run makes its own directory
+/// with mkdtemp(3) (a new name, never an existing one). The directory's
+/// name records who made it: `PIDNS.PID.STARTTIME.XXXXXX` (pid namespace,
+/// process id, start time in clock ticks since boot), so that a later run
+/// can tell a directory whose locket was killed (SIGKILL leaves no chance to
+/// clean up) from one still in use, even after the pid is reused.
+final class SecretFiles {
+    /// The private directory.
+    let directory: String
+    /// NAME and the path of its file, in the order given.
+    private(set) var paths: [(name: String, path: String)] = []
+    private var removed = false
+
+    /// Creates the directory and writes each secret to `directory/NAME`.
+    init(_ files: [(name: String, secret: SecureBytes)], environment: Environment) throws {
+        let parent = try SecretFiles.parent(environment)
+        var template = Array("\(parent)/\(SecretFiles.identity()).XXXXXX".utf8CString)
+        let made: String? = template.withUnsafeMutableBufferPointer { buffer in
+            mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
+        }
+        guard let made else { throw KeychainError(.io, "cannot create a directory in \(parent): \(SecretFiles.errorText())") }
+        directory = made
+        do {
+            for (name, secret) in files {
+                let path = "\(directory)/\(name)"
+                let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(SecretFiles.errorText())") }
+                defer { close(fd) }
+                try secret.withUnsafeBytes { raw in
+                    var offset = 0
+                    while offset < raw.count {
+                        let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                        if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot write \(path): \(SecretFiles.errorText())") }
+                        offset += n
+                    }
+                }
+                paths.append((name, path))
+            }
+        } catch {
+            remove()
+            throw error
+        }
+    }
+
+    deinit { remove() }
+
+    /// Removes the files and the directory; once.
+    func remove() {
+        guard !removed else { return }
+        removed = true
+        let parentFD = open(SecretFiles.directory(of: directory), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard parentFD >= 0 else { return }
+        defer { close(parentFD) }
+        SecretFiles.removeDirectory(String(directory.split(separator: "/").last ?? ""), in: parentFD)
+    }
+
+    // MARK: - Where
+
+    /// The tmpfs directories that may hold the parent, in order of preference.
+    private static func bases(_ environment: Environment) -> [String] {
+        var out: [String] = []
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { out.append(runtime) }
+        out.append("/dev/shm")
+        return out
+    }
+
+    private static func parentName() -> String { "locket-exec-\(geteuid())" }
+
+    /// tmpfs and ramfs keep files in memory only (statfs(2) magic numbers).
+    private static func isMemoryFilesystem(_ path: String) -> Bool {
+        let type = locket_filesystem_type(path)
+        return type == 0x0102_1994 || type == 0x8584_58f6
+    }
+
+    /// The parent directory, made if needed, and checked to be private.
+    private static func parent(_ environment: Environment) throws -> String {
+        guard let base = bases(environment).first(where: isMemoryFilesystem) else {
+            throw KeychainError(.io, "no tmpfs for --file: neither $XDG_RUNTIME_DIR nor /dev/shm is a memory file system",
+                                hint: "set XDG_RUNTIME_DIR to a tmpfs directory of yours")
+        }
+        let parent = base + "/" + parentName()
+        if mkdir(parent, 0o700) != 0 && errno != EEXIST {
+            throw KeychainError(.io, "cannot create \(parent): \(errorText())")
+        }
+        // Another user may have made this name first: use it only if it is ours alone.
+        guard isPrivateDirectory(parent) else {
+            throw KeychainError(.io, "\(parent) is not a directory private to this user (it must be owned by you, mode 700); locket puts no secret there",
+                                hint: "remove it, or set XDG_RUNTIME_DIR to a tmpfs directory of yours")
+        }
+        return parent
+    }
+
+    private static func isPrivateDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR && st.st_uid == geteuid() && st.st_mode & 0o077 == 0
+    }
+
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return String(path[..<slash])
+    }
+
+    // MARK: - Who
+
+    /// `PIDNS.PID.STARTTIME` of this process.
+    private static func identity() -> String {
+        "\(pidNamespace()).\(getpid()).\(startTime(of: getpid()) ?? 0)"
+    }
+
+    /// The inode of this process's pid namespace (`pid:[4026531836]`): a pid
+    /// means nothing in another namespace (two containers sharing /dev/shm).
+    private static func pidNamespace() -> UInt64 {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/self/ns/pid", &buffer, buffer.count - 1)
+        guard n > 0 else { return 0 }
+        let text = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return UInt64(text.filter(\.isNumber)) ?? 0
+    }
+
+    /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
+    private static func startTime(of pid: pid_t) -> UInt64? {
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+        guard let close = buffer[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = buffer[(close + 1)..<n].split(separator: UInt8(ascii: " "))
+        guard fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+
+    /// Whether the process that made a directory is still running: the pid
+    /// exists and started when the directory's name says.
+    private static func isRunning(_ pid: pid_t, startedAt start: UInt64) -> Bool {
+        if kill(pid, 0) != 0 && errno == ESRCH { return false }
+        // Alive, or another user's process (EPERM): compare start times; if
+        // they can't be read, keep the directory.
+        guard let current = startTime(of: pid) else { return true }
+        return current == start
+    }
+
+    // MARK: - Cleaning up after a killed locket
+
+    /// Removes the directories of runs that were killed before they could
+    /// clean up. Cheap when there is nothing to do: one lstat(2) per place
+    /// (in C: building the paths in Swift cost `find` more than the check).
+    static func removeAbandoned(_ environment: Environment) {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), locket_exec_directories_present(runtime) != 0 {
+            sweep(runtime + "/" + parentName())
+        }
+        if locket_exec_directories_present("/dev/shm") != 0 { sweep("/dev/shm/" + parentName()) }
+    }
+
+    private static func sweep(_ parent: String) {
+        let parentFD = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard parentFD >= 0 else { return }
+        defer { close(parentFD) }
+        var st = stat()
+        guard fstat(parentFD, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else { return }
+        let namespace = pidNamespace()
+        for name in entries(of: parentFD) {
+            let parts = name.split(separator: ".")
+            guard parts.count == 4, UInt64(parts[0]) == namespace, let pid = pid_t(parts[1]), let start = UInt64(parts[2]),
+                  pid != getpid(), !isRunning(pid, startedAt: start) else { continue }
+            removeDirectory(name, in: parentFD)
+        }
+    }
+
+    /// The names in a directory, without `.` and `..`; `fd` stays open.
+    private static func entries(of fd: Int32) -> [String] {
+        let copy = dup(fd)
+        guard copy >= 0, let dir = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Unlinks the files in `parentFD/name` (never following a link, never
+    /// descending: what the command made below it stays, and so does the
+    /// directory then), then the directory. Only a directory of this user's.
+    private static func removeDirectory(_ name: String, in parentFD: Int32) {
+        let fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_uid == geteuid() else { close(fd); return }
+        for entry in entries(of: fd) { _ = unlinkat(fd, entry, 0) }
+        close(fd)
+        _ = unlinkat(parentFD, name, AT_REMOVEDIR)
+    }
+
+    private static func errorText() -> String { String(cString: strerror(errno)) }
+}
