@@ -158,14 +158,37 @@ enum Parser {
             i += 1
             return arguments[i]
         case .optionalValue:
+            // `--password=VALUE` and `-wVALUE` always take VALUE, even one that starts with '-'.
             if let inline { return inline }
             // `-w` followed by nothing or by another option means "prompt or read stdin".
-            if i + 1 < arguments.count, !arguments[i + 1].hasPrefix("-") {
+            guard i + 1 < arguments.count else { return nil }
+            let next = arguments[i + 1]
+            guard next.hasPrefix("-") else {
                 i += 1
-                return arguments[i]
+                return next
             }
-            return nil
+            // Generated secrets often start with '-'. Split into options, `-w -lX9secret`
+            // would store an empty secret and the label "X9secret"; taken as the secret,
+            // `-w -x` would store a typo. Only an option standing alone ends -w's value;
+            // anything else is refused, and not echoed: it may be the secret.
+            if next == "--" || standsAlone(next, command: command) { return nil }
+            throw UsageError(message: "the argument after \(spelled) starts with '-' but is no option of \(command ?? "locket"): "
+                                + "pipe a secret that starts with '-' on stdin with -w alone, or write --\(spec.long)=SECRET",
+                             command: command)
         }
+    }
+
+    /// Whether `argument` is exactly one option of `command` (or a global
+    /// option) on its own: `-a`, `--account`, `--account=x`; not a cluster
+    /// (`-Un`) nor a short option with its value attached (`-lX9`).
+    private static func standsAlone(_ argument: String, command: String?) -> Bool {
+        let options = (command.flatMap { CommandTable.command(named: $0)?.options } ?? []) + CommandTable.globalOptions
+        if argument.hasPrefix("--") {
+            let name = argument.dropFirst(2).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return options.contains { $0.long == name }
+        }
+        let chars = Array(argument)
+        return chars.count == 2 && options.contains { $0.short == chars[1] }
     }
 
     private static func apply(_ spec: OptionSpec, _ value: String?, to globals: inout GlobalOptions) {

@@ -62,9 +62,15 @@ enum Prompt {
         // One byte of slack for the trailing newline that is dropped below; add checks the size.
         let all = try readAll(fd, what: "standard input", limit: Keychain.maximumDataLength + 1)
         // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
-        return all.withUnsafeBytes { raw in
+        let secret = all.withUnsafeBytes { raw in
             raw.last == 0x0a ? SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
         }
+        // A closed or /dev/null stdin, or `echo "$UNSET" |`, is a common CI mistake: say so.
+        if secret.count == 0 {
+            context.warn("-w read an empty secret from standard input (closed, /dev/null or a blank line?); "
+                         + "use --data-file /dev/null for an empty secret on purpose")
+        }
+        return secret
     }
 
     private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {
