@@ -7,11 +7,18 @@ public enum CLIFuzzEntryPoints {
         _ = try? Parser.parse(arguments)
     }
 
-    /// The `exec --mask` filter over chunks, checking that no secret survives.
-    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]]) -> [UInt8] {
+    /// The `exec --mask` filter over chunks: what it writes for the whole
+    /// stream, and what it would have written had the stream ended after each
+    /// chunk (a copy of the filter ends there), so a fuzzer can check both.
+    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]]) -> (whole: [UInt8], endingAfterEachChunk: [[UInt8]]) {
         var masker = Masker(secrets: secrets.map { SecureBytes(copying: $0) })
         var out: [UInt8] = []
-        for chunk in chunks { out += chunk.withUnsafeBytes { masker.feed($0) } }
-        return out + masker.flush()
+        var endings: [[UInt8]] = []
+        for chunk in chunks {
+            out += chunk.withUnsafeBytes { masker.feed($0) }
+            var ended = masker
+            endings.append(out + ended.finish())
+        }
+        return (out + masker.finish(), endings)
     }
 }

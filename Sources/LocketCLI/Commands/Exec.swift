@@ -125,9 +125,12 @@ extension Commands {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while open.contains(true) {
             var fds = streams.indices.map { pollfd(fd: open[$0] ? streams[$0].fd : -1, events: Int16(POLLIN), revents: 0) }
-            // A held tail is released after a pause: a writer is not half-way through a secret for half a second.
-            let waiting = streams.contains { !$0.masker.held.isEmpty }
-            let n = poll(&fds, nfds_t(fds.count), waiting ? 500 : 250)
+            // The timeout only paces the check for the command's exit below. A
+            // held tail waits for the data or the end of stream that decides it,
+            // however long the pause: a timer would let out the first part of a
+            // secret written in two (SPEC §16). A command that writes part of a
+            // secret and then waits forever keeps that part held.
+            let n = poll(&fds, nfds_t(fds.count), 250)
             if n < 0 { if errno == EINTR { continue }; break }
             // The command's exit ends the run even if something it started still
             // holds the pipes: drain what is there without waiting for more.
@@ -136,16 +139,10 @@ extension Commands {
                 for k in streams.indices where open[k] { _ = fcntl(streams[k].fd, F_SETFL, O_NONBLOCK) }
             }
             if n == 0 {
+                // Drained after the exit: that is the end of the stream.
                 if exited {
                     for k in streams.indices where open[k] {
-                        _ = writeAll(streams[k].target, streams[k].masker.flush())
-                        open[k] = false
-                        close(streams[k].fd)
-                    }
-                    continue
-                }
-                for k in streams.indices where open[k] {
-                    if !writeAll(streams[k].target, streams[k].masker.flush()) {
+                        _ = writeAll(streams[k].target, streams[k].masker.finish())
                         open[k] = false
                         close(streams[k].fd)
                     }
@@ -158,7 +155,7 @@ extension Commands {
                 if got < 0 && errno == EAGAIN && !exited { continue }
                 if got <= 0 {
                     open[k] = false
-                    _ = writeAll(streams[k].target, streams[k].masker.flush())
+                    _ = writeAll(streams[k].target, streams[k].masker.finish())
                     close(streams[k].fd)
                     continue
                 }
@@ -166,7 +163,7 @@ extension Commands {
                 // The reader is gone (EPIPE): stop reading, so that the command gets SIGPIPE as it would without locket.
                 if !writeAll(streams[k].target, clean) {
                     open[k] = false
-                    _ = streams[k].masker.flush()
+                    _ = streams[k].masker.finish()
                     close(streams[k].fd)
                 }
             }
