@@ -108,8 +108,13 @@ final class Context {
 
     var environment: Environment { io.environment }
 
+    /// Writes one line to stderr. Every message passes here, and nothing in
+    /// it may drive the terminal: user text is quoted with `Printable.clip`
+    /// where the message is made, and whatever else slipped in unescaped (a
+    /// path in an engine message, a program name) is escaped here. Backslashes
+    /// are left alone: they are locket's own, or already escaped.
     func err(_ line: String) {
-        var bytes = Array(line.utf8)
+        var bytes = Array(Printable.escape(line, backslashes: false).utf8)
         bytes.append(0x0a)
         bytes.withUnsafeBytes { io.write(2, $0) }
     }
@@ -164,7 +169,7 @@ final class Context {
         } catch let error as KeychainError where error.code == .noSuchKeychain && (globals.keychain != nil || io.environment["LOCKET_KEYCHAIN"] != nil) {
             // The generic hint would create the login keychain, not the one named.
             let name = globals.keychain ?? io.environment["LOCKET_KEYCHAIN"]!
-            throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(name) init' to create it")
+            throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(Printable.clip(name, max: 256)) init' to create it")
         }
     }
 }

@@ -40,7 +40,7 @@ enum Prompt {
         if let path = invocation.value("data-file") {
             if path == "-" { return try readAll(context.io.stdin, what: "standard input") }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(String(cString: strerror(errno)))") }
             defer { close(fd) }
             return try readAll(fd, what: path)
         }
@@ -74,6 +74,8 @@ enum Prompt {
     }
 
     private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {
+        // The prompt names the keychain's path, which is the user's text.
+        let prompt = Printable.escape(prompt, backslashes: false)
         let buffer = SecureBytes(count: maximumPasswordLength)
         let n = buffer.withUnsafeMutableBytes {
             locket_read_password(fd, 2, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
