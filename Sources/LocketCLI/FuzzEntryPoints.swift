@@ -9,16 +9,19 @@ public enum CLIFuzzEntryPoints {
 
     /// The `exec --mask` filter over chunks: what it writes for the whole
     /// stream, and what it would have written had the stream ended after each
-    /// chunk (a copy of the filter ends there), so a fuzzer can check both.
-    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]]) -> (whole: [UInt8], endingAfterEachChunk: [[UInt8]]) {
+    /// of the first `endings` chunks (a copy of the filter ends there), so a
+    /// fuzzer can check both.
+    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]], endings: Int = 0) -> (whole: [UInt8], endingAfterChunk: [[UInt8]]) {
         var masker = Masker(secrets: secrets.map { SecureBytes(copying: $0) })
         var out: [UInt8] = []
-        var endings: [[UInt8]] = []
-        for chunk in chunks {
+        var ended: [[UInt8]] = []
+        for (k, chunk) in chunks.enumerated() {
             out += chunk.withUnsafeBytes { masker.feed($0) }
-            var ended = masker
-            endings.append(out + ended.finish())
+            if k < endings {
+                var copy = masker
+                ended.append(out + copy.finish())
+            }
         }
-        return (out + masker.finish(), endings)
+        return (out + masker.finish(), ended)
     }
 }
