@@ -97,6 +97,27 @@ enum FileIO {
         }
     }
 
+    /// `writeAtomically` inside an open directory: `name` is replaced by
+    /// rename in `directory`, never by following a path; `path` names it in messages.
+    static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        let temporary = name + ".tmp.\(getpid())"
+        unlinkat(directory, temporary, 0)
+        let fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path).tmp: \(errorText())") }
+        do {
+            try writeAll(fd, bytes, path: path)
+            close(fd)
+        } catch {
+            close(fd)
+            unlinkat(directory, temporary, 0)
+            throw error
+        }
+        guard renameat(directory, temporary, directory, name) == 0 else {
+            unlinkat(directory, temporary, 0)
+            throw KeychainError(.io, "cannot replace \(path): \(errorText())")
+        }
+    }
+
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         var offset = 0
         while offset < bytes.count {
