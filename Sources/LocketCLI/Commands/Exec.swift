@@ -18,9 +18,14 @@ extension Commands {
             references.append((String(assignment[..<eq]), String(assignment[assignment.index(after: eq)...])))
         }
         let variables = context.io.environment.all
-        for (name, value) in variables
-        where value.hasPrefix("locket:") && !references.contains(where: { $0.name == name }) {
-            references.append((name, String(value.dropFirst("locket:".count))))
+        let marker = Array("locket:".utf8)
+        for variable in variables where variable.value.starts(with: marker) {
+            // A name that is not text is no name locket can report; it is handed on as it is.
+            guard let name = variable.nameText, !references.contains(where: { $0.name == name }) else { continue }
+            guard let reference = String(validating: variable.value.dropFirst(marker.count), as: UTF8.self) else {
+                throw KeychainError(.param, "\(name) is not valid UTF-8")
+            }
+            references.append((name, reference))
         }
 
         // Every reference resolves before anything starts; one failure starts nothing.
@@ -43,7 +48,7 @@ extension Commands {
             }
         }
 
-        let plain = variables.filter { variable in !secrets.contains { $0.name == variable.name } }
+        let plain = variables.filter { variable in !secrets.contains { Array($0.name.utf8) == variable.name } }
         let block = EnvironmentBlock(plain: plain, secrets: secrets)
         defer { block.wipe() }
         let argv = CStringArray(invocation.operands)
@@ -213,12 +218,15 @@ final class EnvironmentBlock {
     private var entries: [(UnsafeMutablePointer<CChar>, Int)] = []
     private var wiped = false
 
-    init(plain: [(name: String, value: String)], secrets: [(name: String, value: SecureBytes)]) {
+    init(plain: [Environment.Variable], secrets: [(name: String, value: SecureBytes)]) {
         pointers = .allocate(capacity: plain.count + secrets.count + 1)
         var i = 0
-        for (name, value) in plain {
-            let entry = strdup("\(name)=\(value)")!
-            entries.append((entry, strlen(entry)))
+        for variable in plain {
+            // Byte for byte: a value that is not UTF-8 reaches the command unchanged.
+            let bytes = variable.name + [UInt8(ascii: "=")] + variable.value + [0]
+            let entry = malloc(bytes.count)!.assumingMemoryBound(to: CChar.self)
+            bytes.withUnsafeBytes { UnsafeMutableRawPointer(entry).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            entries.append((entry, bytes.count))
             pointers[i] = entry; i += 1
         }
         for (name, value) in secrets {

@@ -19,7 +19,7 @@ public struct SessionStore: Sendable {
 
     init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
-        directory = environment.sessionDirectory(uid: geteuid())
+        directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
     }
 
