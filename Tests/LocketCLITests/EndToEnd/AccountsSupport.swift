@@ -22,8 +22,9 @@ enum LocalAccounts {
     nonisolated(unsafe) private static var made: [String: LocalAccount] = [:]
 
     /// The account playing `role` ("victim", "other", ...), made on first use
-    /// and deleted when the test process exits. Throws XCTSkip when the tests
-    /// cannot create users (not root, or no useradd/setpriv).
+    /// and deleted by `removeAll()` (each class that uses accounts calls it
+    /// in its class tearDown). Throws XCTSkip when the tests cannot create
+    /// users (not root, or no useradd/setpriv).
     static func account(_ role: String) throws -> LocalAccount {
         guard geteuid() == 0 else {
             throw XCTSkip("running as uid \(geteuid()), not root: this test needs a second local account (useradd), which only root can create")
@@ -42,15 +43,18 @@ enum LocalAccounts {
             throw XCTSkip("useradd \(name) failed: \(result.err)")
         }
         let account = LocalAccount(name: name, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
-        if made.isEmpty { atexit { LocalAccounts.removeAll() } }
         made[role] = account
         return account
     }
 
-    private static func removeAll() {
+    /// Deletes every account made so far (and its group).
+    static func removeAll() {
+        lock.lock()
+        defer { lock.unlock() }
         for account in made.values {
-            _ = Spawn.run("/usr/sbin/userdel", [account.name], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
-                          input: .devNull, timeout: 30)
+            let result = Spawn.run("/usr/sbin/userdel", [account.name], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
+                                   input: .devNull, timeout: 30)
+            if result.status != 0 { print("userdel \(account.name) failed: \(result.err)") }
         }
         made = [:]
     }

@@ -11,6 +11,11 @@ import Glibc
 /// directory others can write (so they can replace it), is refused: either
 /// would let that user widen the app's access groups at will.
 final class EntitlementsFileEndToEndTests: EndToEndCase {
+    override class func tearDown() {
+        LocalAccounts.removeAll()
+        super.tearDown()
+    }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

@@ -18,6 +18,11 @@ final class SessionDirectorySquatEndToEndTests: EndToEndCase {
     private var other: LocalAccount!
     private var squatted: String!
 
+    override class func tearDown() {
+        LocalAccounts.removeAll()
+        super.tearDown()
+    }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         victim = try LocalAccounts.account("victim")

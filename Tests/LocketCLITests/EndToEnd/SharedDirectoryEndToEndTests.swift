@@ -19,6 +19,11 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
     private var shared: String!
     private var keychain: String { shared + "/team.keychain" }
 
+    override class func tearDown() {
+        LocalAccounts.removeAll()
+        super.tearDown()
+    }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         victim = try LocalAccounts.account("victim")
