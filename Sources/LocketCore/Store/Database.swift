@@ -25,13 +25,23 @@ final class Database {
     @discardableResult
     static func claimCompanions(of path: String) throws -> [String] {
         var created: [String] = []
+        let user = geteuid()
         do {
             for suffix in companionSuffixes {
-                if try FileIO.claimInSharedDirectory(path + suffix) { created.append(path + suffix) }
+                if try FileIO.claimInSharedDirectory(path + suffix, user: user) { created.append(path + suffix) }
             }
         } catch {
             for file in created { unlink(file) }
             throw error
+        }
+        if !created.isEmpty {
+            // The VFS skips SQLite's directory fsync for a WAL that already
+            // exists: make the new names durable here, once.
+            let directory = open(FileIO.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directory >= 0 {
+                fsync(directory)
+                close(directory)
+            }
         }
         return created
     }

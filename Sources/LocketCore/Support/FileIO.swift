@@ -178,8 +178,8 @@ enum FileIO {
     /// private regular file before anything opens it: creates it empty (0600)
     /// when missing, else checks it. Once it exists and is ours, nobody else
     /// can delete or replace it there, so the check holds for what opens it next.
-    /// Returns whether it created the file.
-    static func claimInSharedDirectory(_ path: String) throws -> Bool {
+    /// `user` is the effective uid. Returns whether it created the file.
+    static func claimInSharedDirectory(_ path: String, user: uid_t) throws -> Bool {
         var st = stat()
         if lstat(path, &st) != 0 {
             guard errno == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(errorText())") }
@@ -191,7 +191,7 @@ enum FileIO {
         guard st.st_mode & S_IFMT == S_IFREG else {
             throw KeychainError(.io, "\(path) is not a regular file (\(kind(st.st_mode))); locket refuses to use it next to a keychain")
         }
-        guard st.st_uid == geteuid() else {
+        guard st.st_uid == user else {
             throw KeychainError(.io, "\(path) belongs to another user (uid \(st.st_uid)); locket refuses to use it next to a keychain")
         }
         guard st.st_mode & 0o077 == 0 else {
