@@ -43,8 +43,9 @@ public struct Entitlements: Sendable, Equatable {
         guard stat(real, &again) == 0, again.st_dev == st.st_dev, again.st_ino == st.st_ino else {
             throw fail("the file was replaced while locket was reading it")
         }
-        if case .writableByOthers(let mode) = FileIO.access(ofDirectory: FileIO.directory(of: real)) {
-            throw fail("its directory \(FileIO.directory(of: real)) is writable by other users (mode \(String(mode, radix: 8))); run chmod go-w on it")
+        let directory = FileIO.directory(of: real)
+        if let refusal = FileIO.access(ofDirectory: directory).refusal(directory, what: "an entitlements file") {
+            throw fail("its directory \(refusal)")
         }
         guard st.st_size <= maximumFileSize else { throw fail("larger than 1 MiB; not an entitlements file") }
         // Regular files ignore O_NONBLOCK; clear it all the same, so a read never returns EAGAIN.

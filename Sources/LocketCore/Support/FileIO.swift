@@ -127,22 +127,40 @@ enum FileIO {
         }
     }
 
-    /// Who besides its owner can add or replace files in a directory.
+    /// Who besides the user (and root) can add, replace or delete files in a directory.
     enum DirectoryAccess: Equatable {
-        /// Only its owner (and root): nobody else can put a file there.
-        case owner
-        /// Others can add files but, sticky, never rename or delete another
-        /// user's (/tmp, /dev/shm): a name that is already ours stays ours.
+        /// Nobody: the directory is the user's or root's, and only its owner can write it.
+        case privateToOwner
+        /// Others can add files but, sticky and the user's or root's, never
+        /// rename or delete another user's (/tmp, /dev/shm): a name that is
+        /// already ours stays ours.
         case sharedSticky
         /// Others can replace or delete any file in it (mode given).
         case writableByOthers(mode_t)
+        /// Another user owns it, and an owner can replace any file in it (uid given).
+        case ownedByAnother(uid_t)
+
+        /// Why locket refuses `what` in `directory` (someone else could replace
+        /// it there); nil when it does not.
+        func refusal(_ directory: String, what: String) -> String? {
+            switch self {
+            case .privateToOwner, .sharedSticky:
+                nil
+            case .writableByOthers(let mode):
+                "\(directory) is writable by other users (mode \(String(mode, radix: 8))); locket refuses \(what) there; run chmod go-w on it"
+            case .ownedByAnother(let uid):
+                "\(directory) belongs to another user (uid \(uid)), who can replace any file in it; locket refuses \(what) there"
+            }
+        }
     }
 
-    /// How `directory` may be written by others; `.owner` when it cannot be
-    /// examined (the open that follows then reports why).
+    /// How `directory` may be written by others; `.privateToOwner` when it
+    /// cannot be examined (the open that follows then reports why).
     static func access(ofDirectory directory: String) -> DirectoryAccess {
         var st = stat()
-        guard stat(directory, &st) == 0, st.st_mode & 0o022 != 0 else { return .owner }
+        guard stat(directory, &st) == 0 else { return .privateToOwner }
+        if st.st_uid != 0 && st.st_uid != geteuid() { return .ownedByAnother(st.st_uid) }
+        guard st.st_mode & 0o022 != 0 else { return .privateToOwner }
         return st.st_mode & S_ISVTX != 0 ? .sharedSticky : .writableByOthers(st.st_mode & 0o777)
     }
 
@@ -157,9 +175,7 @@ enum FileIO {
         // Whoever can write the directory can replace the file or plant its -wal
         // next to it; a sticky directory (like /tmp) only lets them add their own files.
         let access = access(ofDirectory: parent)
-        if case .writableByOthers(let mode) = access {
-            throw KeychainError(.io, "\(parent) is writable by other users (mode \(String(mode, radix: 8))); locket refuses a \(what) there; run chmod 700 on it")
-        }
+        if let refusal = access.refusal(parent, what: "a \(what)") { throw KeychainError(.io, refusal) }
         let shared = access == .sharedSticky
         var st = stat()
         guard lstat(path, &st) == 0 else { return shared }

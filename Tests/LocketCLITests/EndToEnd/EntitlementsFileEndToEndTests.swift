@@ -62,6 +62,19 @@ final class EntitlementsFileEndToEndTests: EndToEndCase {
         XCTAssertEqual(quick(["-e", path, "find", "-s", "svc"]).status, 44)
     }
 
+    func testAnEntitlementsFileInADirectoryOfAnotherUserIsRefused() throws {
+        let other = try LocalAccounts.account("other")
+        let directory = sandbox.root + "/theirs"
+        XCTAssertEqual(mkdir(directory, 0o755), 0)
+        let path = directory + "/app.json"
+        XCTAssertNoThrow(try Data(#"{"keychain-access-groups": ["T.app"]}"#.utf8).write(to: URL(fileURLWithPath: path)))
+        XCTAssertEqual(chmod(path, 0o644), 0)
+        XCTAssertEqual(quick(["-e", path, "find", "-s", "svc"]).status, 44)
+        // The file is still the caller's, but the directory's owner can replace it.
+        XCTAssertEqual(chown(directory, other.uid, other.gid), 0)
+        assertRefused(quick(["-e", path, "find", "-s", "svc"]), path, "its directory \(directory) belongs to another user (uid \(other.uid))")
+    }
+
     func testAnEntitlementsFileInADirectoryOthersCanWriteIsRefused() {
         let directory = sandbox.root + "/ci"
         XCTAssertEqual(mkdir(directory, 0o700), 0)

@@ -147,6 +147,16 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
         assertRefused(asVictim(["-k", keychain, "find", "-s", "svc"]), naming: keychain, "another user")
     }
 
+    /// The owner of a sticky directory can rename or delete anyone's file in
+    /// it, so a claimed companion would not stay the victim's: a shared
+    /// directory must be root's (like /tmp) or the victim's own.
+    func testASharedDirectoryOwnedByAnotherUserIsRefused() {
+        XCTAssertEqual(chown(shared, other.uid, other.gid), 0)
+        let result = asVictim(["-k", keychain, "init", "--password-stdin"], input: .text(Self.password + "\n"))
+        assertRefused(result, naming: shared, "belongs to another user (uid \(other.uid))")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: shared), [], "nothing may be made there")
+    }
+
     // MARK: - The init temporary
 
     /// `init` used to build the file at `PATH.init.PID`: a PID is predictable,
