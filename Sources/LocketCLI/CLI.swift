@@ -73,7 +73,7 @@ public enum CLI {
                 return 0
             case .run(let globals, let invocation):
                 context.globals = globals
-                if globals.json || io.environment["LOCKET_FORMAT"] == "json" { context.json = true }
+                if try globals.json || io.environment["LOCKET_FORMAT"] == "json" { context.json = true }
                 if globals.help {
                     context.out.text(Help.text(for: invocation.command.name == "help" ? nil : invocation.command))
                     return 0
@@ -110,8 +110,13 @@ final class Context {
 
     var environment: Environment { io.environment }
 
+    /// Writes one line to stderr. Every message passes here, and nothing in
+    /// it may drive the terminal: user text is quoted with `Printable.clip`
+    /// where the message is made, and whatever else slipped in unescaped (a
+    /// path in an engine message, a program name) is escaped here. Backslashes
+    /// are left alone: they are locket's own, or already escaped.
     func err(_ line: String) {
-        var bytes = Array(line.utf8)
+        var bytes = Array(Printable.escape(line, backslashes: false).utf8)
         bytes.append(0x0a)
         bytes.withUnsafeBytes { io.write(2, $0) }
     }
@@ -146,7 +151,7 @@ final class Context {
 
     /// The caller named by `-e` or `LOCKET_ENTITLEMENTS`; the owner without either.
     func caller() throws -> Caller {
-        let path = globals.entitlements ?? io.environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = try globals.entitlements ?? io.environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 }
         guard let path else { return .owner }
         return .app(try Entitlements.load(path: path))
     }
@@ -165,10 +170,10 @@ final class Context {
             let keychain = try Keychain.open(at: keychainPath(), environment: environment, extendSession: extendSession)
             keychain.caller = caller
             return keychain
-        } catch let error as KeychainError where error.code == .noSuchKeychain && (globals.keychain != nil || io.environment["LOCKET_KEYCHAIN"] != nil) {
+        } catch let error as KeychainError where error.code == .noSuchKeychain {
             // The generic hint would create the login keychain, not the one named.
-            let name = globals.keychain ?? io.environment["LOCKET_KEYCHAIN"]!
-            throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(name) init' to create it")
+            guard let name = try globals.keychain ?? environment["LOCKET_KEYCHAIN"] else { throw error }
+            throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(Printable.clip(name, max: 256)) init' to create it")
         }
     }
 }

@@ -7,11 +7,21 @@ public enum CLIFuzzEntryPoints {
         _ = try? Parser.parse(arguments)
     }
 
-    /// The `exec --mask` filter over chunks, checking that no secret survives.
-    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]]) -> [UInt8] {
+    /// The `exec --mask` filter over chunks: what it writes for the whole
+    /// stream, and what it would have written had the stream ended after each
+    /// of the first `endings` chunks (a copy of the filter ends there), so a
+    /// fuzzer can check both.
+    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]], endings: Int = 0) -> (whole: [UInt8], endingAfterChunk: [[UInt8]]) {
         var masker = Masker(secrets: secrets.map { SecureBytes(copying: $0) })
         var out: [UInt8] = []
-        for chunk in chunks { out += chunk.withUnsafeBytes { masker.feed($0) } }
-        return out + masker.flush()
+        var ended: [[UInt8]] = []
+        for (k, chunk) in chunks.enumerated() {
+            out += chunk.withUnsafeBytes { masker.feed($0) }
+            if k < endings {
+                var copy = masker
+                ended.append(out + copy.finish())
+            }
+        }
+        return (out + masker.finish(), ended)
     }
 }

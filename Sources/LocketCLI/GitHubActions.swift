@@ -6,7 +6,8 @@ import LocketCore
 /// `--github-env`, hands variables to later steps through `$GITHUB_ENV`.
 /// Formats as actions/runner reads them (ActionCommand.cs, FileCommandManager.cs).
 enum GitHubActions {
-    static func isRunner(_ environment: Environment) -> Bool { environment["GITHUB_ACTIONS"] == "true" }
+    /// A value that is not UTF-8 is not `true`.
+    static func isRunner(_ environment: Environment) -> Bool { (try? environment["GITHUB_ACTIONS"]) == "true" }
 
     /// `::add-mask::LINE` for each line of each value: the runner masks its
     /// output line by line, so a multi-line secret is registered a line at a
@@ -57,7 +58,7 @@ enum GitHubActions {
         guard isRunner(environment) else {
             throw KeychainError(.param, "--github-env works only in a GitHub Actions step (GITHUB_ACTIONS=true), where the runner masks the values")
         }
-        guard let path = environment["GITHUB_ENV"], path.hasPrefix("/") else {
+        guard let path = try environment["GITHUB_ENV"], path.hasPrefix("/") else {
             throw KeychainError(.param, "--github-env needs GITHUB_ENV, the file the runner reads variables from, as an absolute path; it is not set")
         }
         return path

@@ -1,3 +1,5 @@
+import LocketCore
+
 /// `--help` and `locket help`, generated from the command table.
 enum Help {
     static func text(for command: CommandSpec?) -> String {
@@ -54,7 +56,7 @@ extension Commands {
             return 0
         }
         guard invocation.operands.count == 1, let command = CommandTable.command(named: name) else {
-            throw UsageError(message: "no command '\(name.prefix(40))'", command: "help")
+            throw UsageError(message: "no command '\(Printable.clip(name, max: 40))'", command: "help")
         }
         context.out.text(Help.text(for: command))
         return 0

@@ -1,3 +1,5 @@
+import LocketCore
+
 /// A small streaming JSON writer: locket's JSON is a handful of flat objects,
 /// and dumping 100 k items must not build a document tree.
 struct JSONWriter {
@@ -77,21 +79,57 @@ struct JSONWriter {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
+    /// `s` (valid UTF-8) as a JSON string. Beyond what JSON requires (quote,
+    /// backslash, C0), DEL and the characters `Printable.isUnsafe` names (C1
+    /// controls, U+2028/U+2029, bidirectional marks and overrides) are
+    /// written as `\uXXXX` too: a parser reads the same string, and JSON
+    /// shown on a terminal (`--json`, errors on stderr) can't drive it.
     private mutating func appendString(_ s: UnsafeRawBufferPointer) {
         bytes.append(UInt8(ascii: "\""))
         let hex = Self.hex
-        for b in s {
+        func unicodeEscape(_ v: UInt32) {
+            for c in "\\u".utf8 { bytes.append(c) }
+            for shift in stride(from: 12, through: 0, by: -4) { bytes.append(hex[Int(v >> UInt32(shift) & 0xf)]) }
+        }
+        let count = s.count
+        var i = 0
+        var plain = 0  // start of the current run of bytes copied as they are
+        while i < count {
+            let b = s[i]
+            // Printable ASCII and the lead bytes that never start an unsafe
+            // character: the common case, copied in runs.
+            if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") && b != 0x7f && b != 0xc2 && b != 0xd8 && b != 0xe2 {
+                i += 1
+                continue
+            }
+            // Only these lead bytes start an unsafe character: U+0080-U+00BF,
+            // U+0600-U+063F, U+2000-U+2FFF (the text is valid UTF-8).
+            var v = UInt32(b), length = 1
+            if b == 0xc2 || b == 0xd8 {
+                guard i + 1 < count else { i += 1; continue }
+                v = UInt32(b & 0x1f) << 6 | UInt32(s[i + 1] & 0x3f)
+                length = 2
+            } else if b == 0xe2 {
+                guard i + 2 < count else { i += 1; continue }
+                v = UInt32(b & 0x0f) << 12 | UInt32(s[i + 1] & 0x3f) << 6 | UInt32(s[i + 2] & 0x3f)
+                length = 3
+            }
+            if length > 1 && !Printable.isUnsafe(v) {
+                i += length
+                continue
+            }
+            if plain < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[plain..<i])) }
             switch b {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(92); bytes.append(b)
             case 0x0a: bytes.append(92); bytes.append(UInt8(ascii: "n"))
             case 0x0d: bytes.append(92); bytes.append(UInt8(ascii: "r"))
             case 0x09: bytes.append(92); bytes.append(UInt8(ascii: "t"))
-            case 0..<0x20, 0x7f:
-                for c in "\\u00".utf8 { bytes.append(c) }
-                bytes.append(hex[Int(b >> 4)]); bytes.append(hex[Int(b & 0xf)])
-            default: bytes.append(b)
+            default: unicodeEscape(v)
             }
+            i += length
+            plain = i
         }
+        if plain < count { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[plain..<count])) }
         bytes.append(UInt8(ascii: "\""))
     }
 

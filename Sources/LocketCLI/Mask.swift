@@ -3,18 +3,33 @@ import LocketCore
 
 /// The `exec --mask` filter: replaces every occurrence of any secret with
 /// `<redacted>` in a byte stream, also when a secret is split across reads.
-/// Only a tail that could still become a secret is held back, so output that
-/// contains no secret flows through at once. The secrets stay in guarded,
-/// wiped memory; only the held tail (at most a secret's length) is plain.
+///
+/// A tail that could still become a secret (a proper prefix of one) is held
+/// until more data decides it or the stream ends (`finish`), never released
+/// on a timer: a writer that pauses half-way through a secret must not leak
+/// its first half (SPEC §16). Everything before that tail flows at once, so
+/// output that contains no secret is never delayed, and the held tail is
+/// never longer than the longest secret. The secrets stay in guarded, wiped
+/// memory; the held tail is wiped whenever it is replaced.
+///
+/// What it can't catch: a secret that never appears byte for byte in one
+/// stream (split between stdout and stderr, encoded, reversed, cut by
+/// inserted characters), and whatever the command writes elsewhere (a file,
+/// the terminal, the network).
 struct Masker {
     static let replacement = Array("<redacted>".utf8)
     private let secrets: [SecureBytes]
     private let firstBytes: Set<UInt8>
-    private(set) var held: [UInt8] = []
-    /// The last output ended with `<redacted>` for a run that reached the end
-    /// of the data: a run continuing at the start of the next data is the same
-    /// run, so the output does not depend on how the stream was chunked.
-    private var runReachedEnd = false
+    /// Bytes not yet written: a proper prefix of some secret.
+    private var held: [UInt8] = []
+    /// The output so far ends with the `<redacted>` of a run of hidden bytes
+    /// that more data may continue (by an occurrence overlapping or adjacent
+    /// to it): then that continuation is part of the same run and gets no
+    /// second `<redacted>`, so the output does not depend on the chunking.
+    private var runOpen = false
+    /// How many bytes at the start of `held` lie inside that open run (an
+    /// occurrence that reached into the held tail); they are hidden already.
+    private var coveredPrefix = 0
 
     init(secrets: [SecureBytes]) {
         var unique: [SecureBytes] = []
@@ -40,25 +55,47 @@ struct Masker {
     mutating func feed(_ chunk: UnsafeRawBufferPointer) -> [UInt8] {
         guard !secrets.isEmpty else { return Array(chunk) }
         guard chunk.count > 0 else { return [] }
-        var data = held
+        var data: [UInt8] = []
+        data.reserveCapacity(held.count + chunk.count)
+        data.append(contentsOf: held)
         data.append(contentsOf: chunk)
-        defer { for k in data.indices { data[k] = 0 } }
+        defer { wipe(&data) }
         return scan(data, final: false)
     }
 
-    /// Masks `data`: every byte inside any occurrence of any secret is hidden,
-    /// and each run of hidden bytes (overlapping or adjacent occurrences)
-    /// becomes one `<redacted>`. Unless `final`, a tail that may still grow
-    /// into a secret, or into a longer or overlapping one, is held back.
+    /// The end of the stream: whatever is held can no longer become a
+    /// secret and is written as it is.
+    mutating func finish() -> [UInt8] {
+        var data = held
+        defer { wipe(&data) }
+        let out = scan(data, final: true)
+        dropHeld()
+        runOpen = false
+        coveredPrefix = 0
+        return out
+    }
+
+    private mutating func dropHeld() {
+        wipe(&held)
+        held.removeAll()
+    }
+
+    /// Masks `data` (the held tail, then new bytes): every byte inside any
+    /// occurrence of any secret is hidden, and each run of hidden bytes
+    /// (overlapping or adjacent occurrences) becomes one `<redacted>`.
+    /// Unless `final`, the tail from the first position where a secret may
+    /// still begin is held back.
     private mutating func scan(_ data: [UInt8], final: Bool) -> [UInt8] {
-        held.removeAll(keepingCapacity: true)
+        dropHeld()
+        if data.isEmpty { return [] }
         var out: [UInt8] = []
         out.reserveCapacity(data.count)
-        var runStart: Int?
-        var runEnd = 0
-        if data.isEmpty { return [] }
-        var continuesRun = runReachedEnd
-        runReachedEnd = false
+        // The run the previous output ended in, if any, continues here.
+        var runStart: Int? = runOpen ? 0 : nil
+        var runEnd = runOpen ? coveredPrefix : 0
+        var runEmitted = runOpen
+        runOpen = false
+        coveredPrefix = 0
         var i = 0
         while i < data.count {
             if firstBytes.contains(data[i]) {
@@ -73,41 +110,34 @@ struct Masker {
                     return (whole, partial)
                 }
                 if !final, partial {
-                    held = Array(data[(runStart ?? i)...])
-                    // Held bytes are scanned again with the next data. They continue
-                    // the previous run only if nothing before them was written now;
-                    // otherwise the byte before them is plain output.
-                    runReachedEnd = (runStart ?? i) == 0 ? continuesRun : false
+                    // Undecided from here on. A run still open here reaches at
+                    // least to i (it would have closed otherwise): its
+                    // `<redacted>` goes out now, and bytes of it inside the
+                    // held tail stay hidden when they are scanned again.
+                    if runStart != nil {
+                        if !runEmitted { out.append(contentsOf: Masker.replacement) }
+                        runOpen = true
+                        coveredPrefix = runEnd - i
+                    }
+                    held = Array(data[i...])
                     return out
                 }
                 if let k = whole {
-                    if runStart == nil { runStart = i }
+                    if runStart == nil { runStart = i; runEmitted = false }
                     runEnd = max(runEnd, i + secrets[k].count)
                 }
             }
-            if i == 0 && runStart == nil { continuesRun = false }
             if runStart != nil, i >= runEnd {
-                if !(continuesRun && runStart == 0) { out.append(contentsOf: Masker.replacement) }
-                continuesRun = false
+                if !runEmitted { out.append(contentsOf: Masker.replacement) }
                 runStart = nil
             }
             if runStart == nil { out.append(data[i]) }
             i += 1
         }
         if runStart != nil {
-            if !(continuesRun && runStart == 0) { out.append(contentsOf: Masker.replacement) }
-            runReachedEnd = true
+            if !runEmitted { out.append(contentsOf: Masker.replacement) }
+            runOpen = true
         }
-        return out
-    }
-
-    /// Releases the held tail: at the end of the stream, or when the writer
-    /// has paused long enough that it is not in the middle of writing a secret.
-    mutating func flush() -> [UInt8] {
-        var data = held
-        defer { for k in data.indices { data[k] = 0 } }
-        let out = scan(data, final: true)
-        held.removeAll()
         return out
     }
 }

@@ -68,43 +68,11 @@ enum ItemPrinter {
         return values
     }
 
-    /// Printable text: control characters, backslashes and invalid UTF-8 as
-    /// escapes, so a value can never break the line structure or the terminal.
+    /// Printable text (`Printable.escape`): control and bidirectional
+    /// characters, backslashes and invalid UTF-8 as escapes, so a value can
+    /// never break the line structure, drive the terminal or disguise itself.
     static func escape(_ bytes: UnsafeRawBufferPointer, into out: inout ByteWriter) {
-        var i = 0
-        var plain = 0  // start of the current run of bytes that print as themselves
-        while i < bytes.count {
-            let b = bytes[i]
-            if b >= 0x20 && b < 0x7f && b != UInt8(ascii: "\\") {
-                i += 1
-                continue
-            }
-            if plain < i { out.raw(UnsafeRawBufferPointer(rebasing: bytes[plain..<i])) }
-            if b < 0x80 {
-                switch b {
-                case 0x0a: out.text("\\n")
-                case 0x09: out.text("\\t")
-                case 0x0d: out.text("\\r")
-                case UInt8(ascii: "\\"): out.text("\\\\")
-                default: out.text("\\x"); hex(b, into: &out)
-                }
-                i += 1
-            } else {
-                // A multi-byte sequence: kept when valid, its first byte escaped otherwise.
-                let length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
-                let sequence = UnsafeRawBufferPointer(rebasing: bytes[i..<min(i + length, bytes.count)])
-                if length > 1, sequence.count == length, String(validating: sequence, as: UTF8.self) != nil {
-                    out.raw(sequence)
-                    i += length
-                } else {
-                    out.text("\\x")
-                    hex(b, into: &out)
-                    i += 1
-                }
-            }
-            plain = i
-        }
-        if plain < bytes.count { out.raw(UnsafeRawBufferPointer(rebasing: bytes[plain...])) }
+        out.escaped(bytes)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -180,6 +148,9 @@ struct ByteWriter {
     }
 
     mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+
+    /// `b` through `Printable.escape`.
+    mutating func escaped(_ b: UnsafeRawBufferPointer) { Printable.escape(b, into: &bytes) }
 
     mutating func reserve(_ additional: Int) { bytes.reserveCapacity(bytes.count + additional) }
 

@@ -1,3 +1,5 @@
+import LocketCore
+
 /// A usage error: exit status 2 with the command's usage line.
 struct UsageError: Error {
     let message: String
@@ -60,7 +62,7 @@ enum Parser {
             let arg = arguments[i]
             if arg == "--version" { return .version }
             guard let (spec, spelled, inline) = match(arg, in: CommandTable.globalOptions) else {
-                throw UsageError(message: "unknown option '\(arg)'", command: nil)
+                throw UsageError(message: "unknown option '\(Printable.clip(arg))'", command: nil)
             }
             let value = try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: nil)
             apply(spec, value, to: &globals)
@@ -68,11 +70,11 @@ enum Parser {
         }
         guard i < arguments.count, !arguments[i].hasPrefix("-") else {
             if globals.help { return .run(globals, Invocation(command: CommandTable.command(named: "help")!)) }
-            throw UsageError(message: i < arguments.count ? "unexpected '\(arguments[i])' before the command" : "no command given", command: nil)
+            throw UsageError(message: i < arguments.count ? "unexpected '\(Printable.clip(arguments[i]))' before the command" : "no command given", command: nil)
         }
         let name = arguments[i]
         guard let command = CommandTable.command(named: name) else {
-            throw UsageError(message: "unknown command '\(name)'", command: nil)
+            throw UsageError(message: "unknown command '\(Printable.clip(name))'", command: nil)
         }
         i += 1
         var invocation = Invocation(command: command)
@@ -81,7 +83,7 @@ enum Parser {
             let arg = arguments[i]
             if optionsEnded || !arg.hasPrefix("-") || arg == "-" {
                 guard command.operands else {
-                    throw UsageError(message: "unexpected argument '\(arg)'", command: command.name)
+                    throw UsageError(message: "unexpected argument '\(Printable.clip(arg))'", command: command.name)
                 }
                 invocation.operand(arg)
                 if command.operandsEndOptions { optionsEnded = true }
@@ -96,7 +98,7 @@ enum Parser {
                 } else if let (spec, spelled, inline) = match(arg, in: CommandTable.globalOptions) {
                     apply(spec, try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: command.name), to: &globals)
                 } else {
-                    throw UsageError(message: "unknown option '\(arg.split(separator: "=", maxSplits: 1)[0])' for \(command.name)", command: command.name)
+                    throw UsageError(message: "unknown option '\(Printable.clip(String(arg.split(separator: "=", maxSplits: 1)[0])))' for \(command.name)", command: command.name)
                 }
                 i += 1
                 continue
@@ -107,7 +109,7 @@ enum Parser {
                 let c = chars.removeFirst()
                 let spec = command.options.first { $0.short == c } ?? CommandTable.globalOptions.first { $0.short == c }
                 guard let spec else {
-                    throw UsageError(message: "unknown option '-\(c)' for \(command.name)", command: command.name)
+                    throw UsageError(message: "unknown option '\(Printable.clip("-\(c)"))' for \(command.name)", command: command.name)
                 }
                 let inline = chars.isEmpty ? nil : String(chars)
                 var value: String?
@@ -160,14 +162,37 @@ enum Parser {
         case .attachedValue:
             return inline
         case .optionalValue:
+            // `--password=VALUE` and `-wVALUE` always take VALUE, even one that starts with '-'.
             if let inline { return inline }
             // `-w` followed by nothing or by another option means "prompt or read stdin".
-            if i + 1 < arguments.count, !arguments[i + 1].hasPrefix("-") {
+            guard i + 1 < arguments.count else { return nil }
+            let next = arguments[i + 1]
+            guard next.hasPrefix("-") else {
                 i += 1
-                return arguments[i]
+                return next
             }
-            return nil
+            // Generated secrets often start with '-'. Split into options, `-w -lX9secret`
+            // would store an empty secret and the label "X9secret"; taken as the secret,
+            // `-w -x` would store a typo. Only an option standing alone ends -w's value;
+            // anything else is refused, and not echoed: it may be the secret.
+            if next == "--" || standsAlone(next, command: command) { return nil }
+            throw UsageError(message: "the argument after \(spelled) starts with '-' but is no option of \(command ?? "locket"): "
+                                + "pipe a secret that starts with '-' on stdin with -w alone, or write --\(spec.long)=SECRET",
+                             command: command)
         }
+    }
+
+    /// Whether `argument` is exactly one option of `command` (or a global
+    /// option) on its own: `-a`, `--account`, `--account=x`; not a cluster
+    /// (`-Un`) nor a short option with its value attached (`-lX9`).
+    private static func standsAlone(_ argument: String, command: String?) -> Bool {
+        let options = (command.flatMap { CommandTable.command(named: $0)?.options } ?? []) + CommandTable.globalOptions
+        if argument.hasPrefix("--") {
+            let name = argument.dropFirst(2).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return options.contains { $0.long == name }
+        }
+        let chars = Array(argument)
+        return chars.count == 2 && options.contains { $0.short == chars[1] }
     }
 
     private static func apply(_ spec: OptionSpec, _ value: String?, to globals: inout GlobalOptions) {

@@ -40,7 +40,7 @@ enum Prompt {
         if let path = invocation.value("data-file") {
             if path == "-" { return try readAll(context.io.stdin, what: "standard input") }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(String(cString: strerror(errno)))") }
             defer { close(fd) }
             return try readAll(fd, what: path)
         }
@@ -62,12 +62,20 @@ enum Prompt {
         // One byte of slack for the trailing newline that is dropped below; add checks the size.
         let all = try readAll(fd, what: "standard input", limit: Keychain.maximumDataLength + 1)
         // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
-        return all.withUnsafeBytes { raw in
+        let secret = all.withUnsafeBytes { raw in
             raw.last == 0x0a ? SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
         }
+        // A closed or /dev/null stdin, or `echo "$UNSET" |`, is a common CI mistake: say so.
+        if secret.count == 0 {
+            context.warn("-w read an empty secret from standard input (closed, /dev/null or a blank line?); "
+                         + "use --data-file /dev/null for an empty secret on purpose")
+        }
+        return secret
     }
 
     private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {
+        // The prompt names the keychain's path, which is the user's text.
+        let prompt = Printable.escape(prompt, backslashes: false)
         let buffer = SecureBytes(count: maximumPasswordLength)
         let n = buffer.withUnsafeMutableBytes {
             locket_read_password(fd, 2, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)

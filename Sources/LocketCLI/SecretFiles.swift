@@ -67,9 +67,9 @@ final class SecretFiles {
     // MARK: - Where
 
     /// The tmpfs directories that may hold the parent, in order of preference.
-    private static func bases(_ environment: Environment) -> [String] {
+    private static func bases(_ environment: Environment) throws -> [String] {
         var out: [String] = []
-        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { out.append(runtime) }
+        if let runtime = try environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { out.append(runtime) }
         out.append("/dev/shm")
         return out
     }
@@ -84,7 +84,7 @@ final class SecretFiles {
 
     /// The parent directory, made if needed, and checked to be private.
     private static func parent(_ environment: Environment) throws -> String {
-        guard let base = bases(environment).first(where: isMemoryFilesystem) else {
+        guard let base = try bases(environment).first(where: isMemoryFilesystem) else {
             throw KeychainError(.io, "no tmpfs for --file: neither $XDG_RUNTIME_DIR nor /dev/shm is a memory file system",
                                 hint: "set XDG_RUNTIME_DIR to a tmpfs directory of yours")
         }
@@ -158,7 +158,8 @@ final class SecretFiles {
     /// clean up. Cheap when there is nothing to do: one lstat(2) per place
     /// (in C: building the paths in Swift cost `find` more than the check).
     static func removeAbandoned(_ environment: Environment) {
-        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), locket_exec_directories_present(runtime) != 0 {
+        // A runtime directory that is not UTF-8 is refused where it is used; here it has nothing to clean.
+        if let runtime = try? environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), locket_exec_directories_present(runtime) != 0 {
             sweep(runtime + "/" + parentName())
         }
         if locket_exec_directories_present("/dev/shm") != 0 { sweep("/dev/shm/" + parentName()) }

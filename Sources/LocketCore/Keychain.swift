@@ -62,8 +62,12 @@ public final class Keychain {
         if let password, password.count == 0 {
             throw KeychainError(.param, "the password is empty", hint: "use --no-password for a keychain without one")
         }
-        try FileIO.makeDirectories(FileIO.directory(of: path))
+        // Every variable the new keychain needs is read before anything is made.
         let devicePath = try environment.deviceSecretPath()
+        _ = try SessionStore(environment: environment, keychainID: [])
+        try FileIO.makeDirectories(FileIO.directory(of: path))
+        // Judged as `open` will judge it: a keychain made where it cannot be opened helps no one.
+        let shared = try FileIO.checkPrivateFile(path, what: "keychain")
         try DeviceKey.create(secretPath: devicePath)
         guard let device = try DeviceKey.load(secretPath: devicePath) else {
             throw KeychainError(.io, "cannot read the device secret \(devicePath)")
@@ -74,29 +78,36 @@ public final class Keychain {
         guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
         let (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
 
-        // Build the file under a temporary name and rename it into place, so a
-        // crash never leaves a half-made keychain at the real path.
-        removeAbandonedInits(of: path)
-        let temporary = path + ".init.\(getpid())"
-        unlink(temporary)
+        // Claim the names SQLite will use beside the keychain before it exists.
+        let claimed = shared ? try Database.claimCompanions(of: path) : []
         do {
-            let db = try Database(path: temporary, create: true)
-            try db.execute("PRAGMA journal_mode=WAL")
-            try db.transaction(write: true) {
-                for sql in Schema.statements { try db.execute(sql) }
-                try Keychain.writeMeta(db, [("format", int64Bytes(Schema.format)), ("id", id),
-                                            ("device_fp", Keybag.deviceFingerprint(device, keychainID: id))]
-                    + (kdf.map { [("kdf", $0.encoded)] } ?? []))
-                try Keychain.writeKeybag(db, bag)
+            // Build the file in a private directory next to it and link it into
+            // place, so a crash never leaves a half-made keychain at the real path,
+            // and nobody else can plant or read a file SQLite uses meanwhile (a
+            // predictable name in /tmp could be made first by another user).
+            removeAbandonedInits(of: path)
+            let workspace = try makeWorkspace(for: path)
+            defer { removeWorkspace(workspace) }
+            let temporary = workspace + "/keychain"
+            do {
+                let db = try Database(path: temporary, create: true)
+                try db.execute("PRAGMA journal_mode=WAL")
+                try db.transaction(write: true) {
+                    for sql in Schema.statements { try db.execute(sql) }
+                    try Keychain.writeMeta(db, [("format", int64Bytes(Schema.format)), ("id", id),
+                                                ("device_fp", Keybag.deviceFingerprint(device, keychainID: id))]
+                        + (kdf.map { [("kdf", $0.encoded)] } ?? []))
+                    try Keychain.writeKeybag(db, bag)
+                }
             }
+            guard link(temporary, path) == 0 else {
+                if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
+                throw KeychainError(.io, "cannot create \(path): \(FileIO.errorText())")
+            }
+        } catch {
+            for file in claimed { unlink(file) }
+            throw error
         }
-        guard link(temporary, path) == 0 else {
-            let reason = errno == EEXIST ? nil : FileIO.errorText()
-            for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) }
-            if let reason { throw KeychainError(.io, "cannot create \(path): \(reason)") }
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
-        }
-        for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) }
 
         // The creator has just proven the password: start unlocked, as iOS does after setting a passcode.
         if password != nil {
@@ -105,8 +116,24 @@ public final class Keychain {
         }
     }
 
-    /// Removes what a killed `init` left (`PATH.init.PID`, with -wal and -shm)
-    /// when that process is gone.
+    /// The private directory `init` builds a keychain in: `PATH.init.PID.XXXXXX`, mode 700.
+    private static func makeWorkspace(for path: String) throws -> String {
+        var template = Array("\(path).init.\(getpid()).XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw KeychainError(.io, "cannot create a directory next to \(path): \(FileIO.errorText())")
+        }
+        return String(cString: made)
+    }
+
+    private static func removeWorkspace(_ workspace: String) {
+        for suffix in [""] + Database.companionSuffixes { unlink(workspace + "/keychain" + suffix) }
+        rmdir(workspace)
+    }
+
+    /// Removes what a killed `init` left when that process is gone: its
+    /// directory `PATH.init.PID.XXXXXX`, or the files `PATH.init.PID[-wal|-shm]`
+    /// of earlier versions. Only the user's own; others' names in a shared
+    /// directory are left alone.
     private static func removeAbandonedInits(of path: String) {
         let directory = FileIO.directory(of: path)
         let prefix = String(path.split(separator: "/").last ?? "") + ".init."
@@ -119,7 +146,12 @@ public final class Keychain {
             if let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { doomed.append(name) }
         }
         closedir(dir)
-        for name in doomed { unlink(directory + "/" + name) }
+        for name in doomed {
+            let full = directory + "/" + name
+            var st = stat()
+            guard lstat(full, &st) == 0, st.st_uid == geteuid() else { continue }
+            if st.st_mode & S_IFMT == S_IFDIR { removeWorkspace(full) } else { unlink(full) }
+        }
     }
 
     /// Opens an existing keychain and loads whatever keys the session holds.
@@ -129,7 +161,9 @@ public final class Keychain {
         guard FileIO.exists(path) else {
             throw KeychainError(.noSuchKeychain, "no keychain at \(path)", hint: "run 'locket init' to create it")
         }
-        try FileIO.checkPrivateFile(path, what: "keychain")
+        if try FileIO.checkPrivateFile(path, what: "keychain") {
+            try Database.claimCompanions(of: path)
+        }
         let db = try Database(path: path, create: false)
         let (bag, meta) = try readKeybag(db, path: path)
         let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag, meta: meta)

@@ -1,9 +1,12 @@
+import Foundation
 import Glibc
 @testable import LocketCLI
 import XCTest
 
 /// Text output escapes control characters, backslashes and invalid UTF-8 so
-/// a value (or a secret shown by `find -g`) stays on its line. The fast path
+/// a value (or a secret shown by `find -g`) stays on its line; since issue
+/// 11 (defect 9) C1 controls, line separators and bidirectional marks too,
+/// so it can't drive the terminal or disguise itself. The fast path
 /// copies runs of printable bytes; it must print exactly what the
 /// byte-at-a-time definition below does.
 final class OutputFormattingTests: XCTestCase {
@@ -26,7 +29,14 @@ final class OutputFormattingTests: XCTestCase {
             }
             let length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
             if length > 1, i + length <= bytes.count, let s = String(validating: bytes[i..<i + length], as: UTF8.self) {
-                out += s
+                // C1 controls, line separators and bidirectional marks: escaped by code point.
+                let v = s.unicodeScalars.first!.value
+                if (0x80...0x9f).contains(v) || [0x61c, 0x200e, 0x200f].contains(v) || (0x2028...0x202e).contains(v)
+                    || (0x2066...0x2069).contains(v) {
+                    out += "\\u{" + String(v, radix: 16) + "}"
+                } else {
+                    out += s
+                }
                 i += length
             } else {
                 out += "\\x" + String(b, radix: 16).leftPadded(2)
@@ -49,12 +59,32 @@ final class OutputFormattingTests: XCTestCase {
         XCTAssertEqual(escaped([0xff, 0x41, 0xc3]), "\\xffA\\xc3")
         XCTAssertEqual(escaped([0xed, 0xa0, 0x80]), "\\xed\\xa0\\x80", "a UTF-16 surrogate is not UTF-8")
         XCTAssertEqual(escaped([]), "")
+        // Issue 11, defect 9: C1 controls (CSI, OSC, NEL) and bidirectional overrides as real UTF-8 bytes.
+        XCTAssertEqual(escaped([0xc2, 0x9b, 0x33, 0x31, 0x6d, 0xc2, 0x9d, 0xc2, 0x85]), "\\u{9b}31m\\u{9d}\\u{85}")
+        XCTAssertEqual(escaped(Array("evil\u{202e}txt.exe \u{2066}\u{2069}\u{200f}\u{61c}\u{2028}".utf8)),
+                       "evil\\u{202e}txt.exe \\u{2066}\\u{2069}\\u{200f}\\u{61c}\\u{2028}")
+        // Their neighbours are plain text.
+        XCTAssertEqual(escaped(Array("\u{a0}\u{2029}\u{202f}\u{2065}\u{206a}\u{200d}".utf8)).unicodeScalars.filter { $0 == "\\" }.count, 1,
+                       "only U+2029 is escaped")
+    }
+
+    /// JSON keeps the exact string for parsers, and writes the same
+    /// characters as \uXXXX so that JSON on a terminal can't drive it either.
+    func testJSONEscapesTerminalControlsAndParsesBack() throws {
+        let text = "a\u{1b}b\u{9b}c\u{9d}d\u{202e}e\u{2028}f\u{7f}g\u{61c}h caf\u{e9} \u{1f511} \u{a0}\"\\"
+        var w = JSONWriter()
+        w.beginObject(); w.key("v"); w.string(text); w.endObject()
+        let json = String(decoding: w.bytes, as: UTF8.self)
+        XCTAssertEqual(json, #"{"v":"a\u001bb\u009bc\u009dd\u202ee\u2028f\u007fg\u061ch café 🔑 \#u{a0}\"\\"}"#)
+        let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String: String]
+        XCTAssertEqual(parsed?["v"], text)
     }
 
     func testRandomBytesMatchTheByteAtATimeDefinition() {
         var rng = SystemRandomNumberGenerator()
         let alphabet: [UInt8] = [0x00, 0x09, 0x0a, 0x0d, 0x1f, 0x20, 0x41, 0x5c, 0x7e, 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xa9,
-                                 0xe2, 0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x94, 0x91, 0xf8, 0xff]
+                                 0xe2, 0x82, 0xac, 0xed, 0xa0, 0xf0, 0x9f, 0x94, 0x91, 0xf8, 0xff,
+                                 0x9b, 0x9d, 0x85, 0xae, 0xa8, 0x81, 0xa6, 0xd8, 0x9c]
         for _ in 0..<5_000 {
             let bytes = (0..<Int.random(in: 0...24, using: &rng)).map { _ in
                 Bool.random(using: &rng) ? alphabet.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)

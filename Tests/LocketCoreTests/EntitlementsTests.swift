@@ -303,6 +303,19 @@ final class EntitlementsTests: XCTestCase {
         }
     }
 
+    /// Issue 11 item 8: whoever can write the directory can replace the file.
+    func testLoadRefusesAFileInADirectoryOthersCanWriteUnlessSticky() throws {
+        let path = try write("App.entitlements", Self.xcode)
+        for mode: mode_t in [0o777, 0o770, 0o722] {
+            XCTAssertEqual(chmod(directory, mode), 0)
+            assertLoadRefused(path, "its directory \(directory!) is writable by other users")
+        }
+        XCTAssertEqual(chmod(directory, 0o1777), 0)
+        XCTAssertEqual(try Entitlements.load(path: path), try parse(Self.xcode), "a sticky directory keeps the caller's own file")
+        XCTAssertEqual(chmod(directory, 0o755), 0)
+        XCTAssertEqual(try Entitlements.load(path: path), try parse(Self.xcode))
+    }
+
     func testLoadRefusesWhatItCannotRead() throws {
         assertLoadRefused(directory + "/missing.entitlements", "cannot read")
         assertLoadRefused(directory, "not a regular file")

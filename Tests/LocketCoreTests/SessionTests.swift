@@ -216,6 +216,36 @@ final class DirectorySessionTests: SessionTestCase {
         XCTAssertEqual(try sessionFiles(keychain), ["\(identity).afu"], "the expired file is removed")
     }
 
+    /// Issue 11 item 2: a session directory that is not private (in /dev/shm
+    /// another user can make it first) reads as no session; lock still
+    /// works; unlock is refused naming it; nothing in it is read or written.
+    func testASessionDirectoryThatIsNotPrivateIsNoSessionAndNeverWritten() throws {
+        let keychain = try made("pw")
+        let directory = keychain.directory + "/run/locket"
+        func snapshot() throws -> [String: Data] {
+            var out: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+                out[name] = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+            }
+            return out
+        }
+        let before = try snapshot()
+        XCTAssertEqual(before.count, 2)
+        XCTAssertEqual(chmod(directory, 0o755), 0)
+        XCTAssertFalse(try keychain.open().isUnlocked, "a directory others can read holds no session")
+        XCTAssertNoThrow(try keychain.lock(all: true))
+        do {
+            try keychain.unlock()
+            XCTFail("unlock wrote its keys into a directory others can read")
+        } catch let error as KeychainError {
+            XCTAssertEqual(error.code, .io)
+            XCTAssertTrue(error.message.contains(directory) && error.message.contains("not private"), error.message)
+        }
+        XCTAssertEqual(try snapshot(), before, "nothing in it was removed, wiped or replaced")
+        XCTAssertEqual(chmod(directory, 0o700), 0)
+        XCTAssertTrue(try keychain.open().isUnlocked, "the session itself was left alone")
+    }
+
     func testASessionFileOthersCanReadIsRefused() throws {
         let keychain = try made("pw")
         let identity = try keychain.open().identity

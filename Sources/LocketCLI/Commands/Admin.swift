@@ -92,7 +92,7 @@ extension Commands {
             context.out.text("\n")
             return 0
         }
-        context.out.line("keychain: \(s.path)")
+        context.out.line("keychain: \(Printable.escape(s.path))")
         context.out.line("password: \(s.hasPassword ? "set" : "none (always unlocked)")")
         context.out.line("when-unlocked: \(s.whenUnlocked ? "unlocked" : "locked")")
         context.out.line("after-first-unlock: \(s.afterFirstUnlock ? "unlocked" : "locked")")
@@ -100,7 +100,7 @@ extension Commands {
         context.out.line("auto-lock timeout: \(timeout)")
         if let backend = s.sessionBackend { context.out.line("session: \(backend)") }
         if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
-        if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.joined(with: ", "))") }
+        if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.map { Printable.escape($0) }.joined(with: ", "))") }
         for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
         return 0
     }

@@ -34,7 +34,7 @@ enum AttributeOptions {
         for (attribute, value) in try given(invocation, itemClass) { try query.match(attribute, value) }
         if let ref = invocation.value("ref") {
             guard let bytes = PersistentRef.decode(ref) else {
-                throw KeychainError(.param, "'\(ref.prefix(40))' is not a persistent reference (32 hexadecimal digits)")
+                throw KeychainError(.param, "'\(Printable.clip(ref, max: 40))' is not a persistent reference (32 hexadecimal digits)")
             }
             query.persistentRef = bytes
         }

@@ -93,6 +93,13 @@ extension Commands {
     }
 
     private static func credentialErase(_ request: GitCredential, _ context: Context) throws {
+        // A request that names no host, protocol or path (a blank line, an
+        // empty stdin, a username alone) would match every internet password:
+        // refuse it, as git's credential-store does and as delete demands --all.
+        guard ["host", "protocol", "path"].contains(where: { request.fields[$0]?.isEmpty == false }) else {
+            throw KeychainError(.param, "credential erase names no host, protocol or path and would erase every internet password; "
+                                + "nothing was erased (use 'locket delete --class inet --all' for that)")
+        }
         guard let query = try credentialQuery(request, exactPort: true) else { return }
         let keychain = try context.openKeychain()
         guard let password = request.fields["password"] else {

@@ -16,27 +16,31 @@ extension Commands {
         return try execVariables(invocation, context, run: program)
     }
 
-    /// Where a variable's value comes from.
+    /// Where a variable's value comes from. Inherited values are bytes, handed
+    /// on as they are; an inherited `locket:` value that is not UTF-8 is a
+    /// reference that fails if it is still wanted once every source is read.
     private enum Source {
-        case plain(String)
-        case reference(String)
+        case plain([UInt8])
+        case reference(String?)
     }
 
     /// The variables exec sets, lowest precedence first: the environment
     /// (`locket:REF` values resolved), each --env-file in order, then --env;
     /// a later one replaces an earlier one of the same name.
     private struct Plan {
-        private(set) var order: [String] = []
-        private(set) var sources: [String: (source: Source, inherited: Bool)] = [:]
+        private(set) var order: [[UInt8]] = []
+        private(set) var sources: [[UInt8]: (source: Source, inherited: Bool)] = [:]
 
-        mutating func set(_ name: String, _ source: Source, inherited: Bool = false) {
+        mutating func set(_ name: [UInt8], _ source: Source, inherited: Bool = false) {
             if sources[name] == nil { order.append(name) }
             sources[name] = (source, inherited)
         }
 
+        mutating func set(_ name: String, _ source: Source) { set(Array(name.utf8), source) }
+
         mutating func remove(_ name: String) {
-            sources[name] = nil
-            order.removeAll { $0 == name }
+            sources[Array(name.utf8)] = nil
+            order.removeAll { $0 == Array(name.utf8) }
         }
     }
 
@@ -45,12 +49,19 @@ extension Commands {
         // Also when no secret is read (and the keychain not opened).
         SecretFiles.removeAbandoned(context.environment)
         var plan = Plan()
-        for (name, value) in context.io.environment.all {
-            plan.set(name, value.hasPrefix("locket:") ? .reference(String(value.dropFirst("locket:".count))) : .plain(value), inherited: true)
+        let marker = Array("locket:".utf8)
+        for variable in context.io.environment.all {
+            // A name that is not text is no name locket can report; it is handed on as it is.
+            if variable.value.starts(with: marker), variable.nameText != nil {
+                plan.set(variable.name, .reference(String(validating: variable.value.dropFirst(marker.count), as: UTF8.self)), inherited: true)
+            } else {
+                plan.set(variable.name, .plain(variable.value), inherited: true)
+            }
         }
         for path in invocation.all("env-file") {
             for entry in try readEnvFile(path) {
-                plan.set(entry.name, entry.value.hasPrefix("locket:") ? .reference(String(entry.value.dropFirst("locket:".count))) : .plain(entry.value))
+                plan.set(entry.name, entry.value.hasPrefix("locket:") ? .reference(String(entry.value.dropFirst("locket:".count)))
+                                                                       : .plain(Array(entry.value.utf8)))
             }
         }
         for assignment in invocation.all("env") {
@@ -71,15 +82,17 @@ extension Commands {
         // Every reference resolves before anything starts; one failure starts nothing.
         let resolver = SecretResolver(context)
         var secrets: [(name: String, value: SecureBytes)] = []
-        var plain: [(name: String, value: String)] = []
+        var plain: [Environment.Variable] = []
         var exported: [(name: String, value: SecureBytes)] = []
-        for name in plan.order {
-            guard let (source, inherited) = plan.sources[name] else { continue }
+        for nameBytes in plan.order {
+            guard let (source, inherited) = plan.sources[nameBytes] else { continue }
+            let name = String(decoding: nameBytes, as: UTF8.self)
             switch source {
             case .plain(let value):
-                plain.append((name, value))
-                if !inherited { exported.append((name, SecureBytes(copying: Array(value.utf8)))) }
-            case .reference(let reference):
+                plain.append(Environment.Variable(name: nameBytes, value: value))
+                if !inherited { exported.append((name, SecureBytes(copying: value))) }
+            case .reference(let text):
+                guard let reference = text else { throw KeychainError(.param, "\(name) is not valid UTF-8") }
                 let data = try resolve(name, reference, resolver)
                 guard !data.withUnsafeBytes({ $0.contains(0) }) else {
                     throw KeychainError(.param, "\(name): the secret contains a NUL byte, which an environment variable can't hold",
@@ -128,7 +141,8 @@ extension Commands {
             throw error
         }
         defer { files.remove() }
-        let block = EnvironmentBlock(plain: plain + files.paths.map { ($0.name, $0.path) }, secrets: secrets)
+        let paths = files.paths.map { Environment.Variable(name: Array($0.name.utf8), value: Array($0.path.utf8)) }
+        let block = EnvironmentBlock(plain: plain + paths, secrets: secrets)
         defer { block.wipe() }
         return try runChild(program, argv: argv, environment: block, masking: mask ? secrets.map(\.value) + fileSecrets.map(\.secret) : nil,
                             files: files, blocked: previous, context)
@@ -254,9 +268,12 @@ extension Commands {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while open.contains(true) {
             var fds = streams.indices.map { pollfd(fd: open[$0] ? streams[$0].fd : -1, events: Int16(POLLIN), revents: 0) }
-            // A held tail is released after a pause: a writer is not half-way through a secret for half a second.
-            let waiting = streams.contains { !$0.masker.held.isEmpty }
-            let n = poll(&fds, nfds_t(fds.count), waiting ? 500 : 250)
+            // The timeout only paces the check for the command's exit below. A
+            // held tail waits for the data or the end of stream that decides it,
+            // however long the pause: a timer would let out the first part of a
+            // secret written in two (SPEC §16). A command that writes part of a
+            // secret and then waits forever keeps that part held.
+            let n = poll(&fds, nfds_t(fds.count), 250)
             if n < 0 { if errno == EINTR { continue }; break }
             // The command's exit ends the run even if something it started still
             // holds the pipes: drain what is there without waiting for more.
@@ -265,16 +282,10 @@ extension Commands {
                 for k in streams.indices where open[k] { _ = fcntl(streams[k].fd, F_SETFL, O_NONBLOCK) }
             }
             if n == 0 {
+                // Drained after the exit: that is the end of the stream.
                 if exited {
                     for k in streams.indices where open[k] {
-                        _ = writeAll(streams[k].target, streams[k].masker.flush())
-                        open[k] = false
-                        close(streams[k].fd)
-                    }
-                    continue
-                }
-                for k in streams.indices where open[k] {
-                    if !writeAll(streams[k].target, streams[k].masker.flush()) {
+                        _ = writeAll(streams[k].target, streams[k].masker.finish())
                         open[k] = false
                         close(streams[k].fd)
                     }
@@ -287,7 +298,7 @@ extension Commands {
                 if got < 0 && errno == EAGAIN && !exited { continue }
                 if got <= 0 {
                     open[k] = false
-                    _ = writeAll(streams[k].target, streams[k].masker.flush())
+                    _ = writeAll(streams[k].target, streams[k].masker.finish())
                     close(streams[k].fd)
                     continue
                 }
@@ -295,7 +306,7 @@ extension Commands {
                 // The reader is gone (EPIPE): stop reading, so that the command gets SIGPIPE as it would without locket.
                 if !writeAll(streams[k].target, clean) {
                     open[k] = false
-                    _ = streams[k].masker.flush()
+                    _ = streams[k].masker.finish()
                     close(streams[k].fd)
                 }
             }
@@ -354,12 +365,15 @@ final class EnvironmentBlock {
     private var entries: [(UnsafeMutablePointer<CChar>, Int)] = []
     private var wiped = false
 
-    init(plain: [(name: String, value: String)], secrets: [(name: String, value: SecureBytes)]) {
+    init(plain: [Environment.Variable], secrets: [(name: String, value: SecureBytes)]) {
         pointers = .allocate(capacity: plain.count + secrets.count + 1)
         var i = 0
-        for (name, value) in plain {
-            let entry = strdup("\(name)=\(value)")!
-            entries.append((entry, strlen(entry)))
+        for variable in plain {
+            // Byte for byte: a value that is not UTF-8 reaches the command unchanged.
+            let bytes = variable.name + [UInt8(ascii: "=")] + variable.value + [0]
+            let entry = malloc(bytes.count)!.assumingMemoryBound(to: CChar.self)
+            bytes.withUnsafeBytes { UnsafeMutableRawPointer(entry).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            entries.append((entry, bytes.count))
             pointers[i] = entry; i += 1
         }
         for (name, value) in secrets {

@@ -92,12 +92,12 @@ enum Commands {
         var newGroup: String?
         for assignment in invocation.all("set") {
             guard let eq = assignment.firstIndex(of: "=") else {
-                throw UsageError(message: "--set needs NAME=VALUE, not '\(assignment.prefix(40))'", command: "update")
+                throw UsageError(message: "--set needs NAME=VALUE, not '\(Printable.clip(assignment, max: 40))'", command: "update")
             }
             let name = String(assignment[..<eq])
             let text = String(assignment[assignment.index(after: eq)...])
             guard let attribute = Attribute(name: name) else {
-                throw KeychainError(.noSuchAttr, "no attribute named '\(name.prefix(40))'")
+                throw KeychainError(.noSuchAttr, "no attribute named '\(Printable.clip(name, max: 40))'")
             }
             guard query.itemClass.supports(attribute) else {
                 throw KeychainError(.noSuchAttr, "\(query.itemClass.name) items have no \(attribute.longName) attribute (\(attribute.code))")

@@ -149,14 +149,3 @@ public enum FourCharCodes {
         "ntlm": "ntlm", "msn": "msna", "dpa": "dpaa", "rpa": "rpaa",
     ]
 }
-
-/// Makes user text safe to quote in a one-line message.
-enum Printable {
-    static func clip(_ s: String, max: Int = 64) -> String {
-        var out = ""
-        for scalar in s.unicodeScalars.prefix(max) {
-            if scalar.value < 0x20 || scalar.value == 0x7f { out += "?" } else { out.unicodeScalars.append(scalar) }
-        }
-        return s.unicodeScalars.count > max ? out + "..." : out
-    }
-}

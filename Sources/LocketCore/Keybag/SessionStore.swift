@@ -19,14 +19,16 @@ public struct SessionStore: Sendable {
 
     init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
-        directory = environment.sessionDirectory(uid: geteuid())
+        directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
     }
 
     private static let magic: [UInt8] = Array("LKS1".utf8)
 
     private func description(_ tier: ProtectionClass.Tier) -> String { "locket:\(keychainID):\(tier.rawValue)" }
-    private func file(_ tier: ProtectionClass.Tier) -> String { "\(directory)/\(keychainID).\(tier.rawValue)" }
+    /// The session file's name in the directory, and its path for messages.
+    private func name(_ tier: ProtectionClass.Tier) -> String { "\(keychainID).\(tier.rawValue)" }
+    private func file(_ tier: ProtectionClass.Tier) -> String { "\(directory)/\(name(tier))" }
 
     // MARK: - Saving
 
@@ -34,6 +36,7 @@ public struct SessionStore: Sendable {
     @discardableResult
     func save(_ tier: ProtectionClass.Tier, keys: SessionKeys, timeout: UInt32) throws -> Backend {
         let record = keys.encode(header: Self.magic, timeout: timeout, lastUse: Self.now())
+        var keyringRefusal: String?
         if forced != .directory {
             let serial = record.withUnsafeBytes { raw in
                 locket_add_key("user", description(tier), raw.baseAddress, raw.count, locket_key_spec_user_keyring())
@@ -43,17 +46,27 @@ public struct SessionStore: Sendable {
                 // Readable by the same user from any login session, not only by possessors.
                 _ = locket_keyctl_setperm(key, locket_key_permissions())
                 _ = locket_keyctl_set_timeout(key, timeout)
-                removeFile(tier)
+                // An older copy in the directory must not outlive this one.
+                if let dir = openDirectory() {
+                    wipeAndUnlink(name(tier), in: dir)
+                    close(dir)
+                }
                 return .keyring
             }
             if forced == .keyring {
                 throw KeychainError(.io, "the kernel keyring refused the session: \(FileIO.errorText())",
                                     hint: "set LOCKET_SESSION=dir to keep sessions in \(directory)")
             }
+            keyringRefusal = FileIO.errorText()
         }
-        try prepareDirectory()
-        try record.withUnsafeBytes { try FileIO.writeAtomically(file(tier), $0) }
-        return .directory
+        do {
+            let dir = try prepareDirectory()
+            defer { close(dir) }
+            try record.withUnsafeBytes { try FileIO.writeAtomically(name(tier), in: dir, $0, path: file(tier)) }
+            return .directory
+        } catch let error as KeychainError where keyringRefusal != nil {
+            throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")
+        }
     }
 
     // MARK: - Loading
@@ -108,17 +121,14 @@ public struct SessionStore: Sendable {
 
     private func loadFromDirectory(_ tier: ProtectionClass.Tier, extend: Bool) throws -> (SessionKeys, Info)? {
         let path = file(tier)
-        var dir = stat()
-        guard lstat(directory, &dir) == 0 else { return nil }
         // Keys are only trusted from a directory nobody else could have written into.
-        guard dir.st_mode & S_IFMT == S_IFDIR, dir.st_uid == geteuid(), dir.st_mode & 0o077 == 0 else {
-            throw KeychainError(.io, "the session directory \(directory) is not private to this user (it must be owned by you, mode 700)")
-        }
-        let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        guard let dir = openDirectory() else { return nil }
+        defer { close(dir) }
+        let fd = openat(dir, name(tier), O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
               st.st_size > 0, st.st_size <= SessionKeys.maximumSize else {
             throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
         }
@@ -132,7 +142,7 @@ public struct SessionStore: Sendable {
             clock_gettime(CLOCK_REALTIME, &now)
             let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
-                removeFile(tier)
+                wipeAndUnlink(name(tier), in: dir)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
@@ -150,12 +160,16 @@ public struct SessionStore: Sendable {
                 return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
             }
         }
-        guard forced != .keyring else { return nil }
+        guard forced != .keyring, let dir = openDirectory() else { return nil }
+        defer { close(dir) }
+        let fd = openat(dir, name(tier), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
         var st = stat()
-        let path = file(tier)
-        guard lstat(path, &st) == 0, let bytes = try? FileIO.readSmall(path, limit: SessionKeys.maximumSize) else { return nil }
-        let record = SecureBytes(copying: bytes)
-        guard let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0, st.st_size <= SessionKeys.maximumSize else { return nil }
+        let record = SecureBytes(count: Int(st.st_size))
+        let n = record.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n == record.count, let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
         let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))
         if timeout > 0, info.secondsLeft == 0 { return nil }
         return info
@@ -169,46 +183,70 @@ public struct SessionStore: Sendable {
         while let serial = keyringSerial(tier) {
             if locket_keyctl_invalidate(serial) != 0, locket_keyctl_unlink(serial, locket_key_spec_user_keyring()) != 0 { break }
         }
-        removeFile(tier)
-        let prefix = "\(keychainID).\(tier.rawValue).tmp."
-        guard let dir = opendir(directory) else { return }
-        var leftovers: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name.hasPrefix(prefix) { leftovers.append(name) }
+        // Only a directory of ours can hold our session files: one someone else
+        // made is neither listed nor written to.
+        guard let dir = openDirectory() else { return }
+        defer { close(dir) }
+        wipeAndUnlink(name(tier), in: dir)
+        let prefix = "\(name(tier)).tmp."
+        let listing = dup(dir)
+        guard listing >= 0, let stream = fdopendir(listing) else {
+            if listing >= 0 { close(listing) }
+            return
         }
-        closedir(dir)
-        for name in leftovers { wipeAndUnlink("\(directory)/\(name)") }
+        var leftovers: [String] = []
+        while let entry = readdir(stream) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if entryName.hasPrefix(prefix) { leftovers.append(entryName) }
+        }
+        closedir(stream)
+        for leftover in leftovers { wipeAndUnlink(leftover, in: dir) }
     }
 
-    private func removeFile(_ tier: ProtectionClass.Tier) { wipeAndUnlink(file(tier)) }
-
-    private func wipeAndUnlink(_ path: String) {
+    private func wipeAndUnlink(_ name: String, in directory: Int32) {
         // Overwrite before unlinking: tmpfs pages are not swapped out with their
         // contents intact, but a plain unlink would leave them until reused.
-        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = openat(directory, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd >= 0 {
             var st = stat()
-            if fstat(fd, &st) == 0, st.st_size > 0 {
+            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
                 let zeros = [UInt8](repeating: 0, count: Int(st.st_size))
                 _ = zeros.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             }
             close(fd)
         }
-        unlink(path)
+        unlinkat(directory, name, 0)
     }
 
-    /// Creates the session directory 0700, or checks that an existing one is
-    /// ours and private: in /dev/shm another user could have made it first.
-    private func prepareDirectory() throws {
-        try FileIO.makeDirectories(directory)
+    /// The session directory, open, when it is this user's and private (mode
+    /// 700, not a symbolic link); nil otherwise. In /dev/shm anyone can make
+    /// `locket-UID` first: such a directory reads as no session, and nothing
+    /// is ever read from it or written to it.
+    private func openDirectory() -> Int32? {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
         var st = stat()
-        guard lstat(directory, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
-            throw KeychainError(.io, "the session directory \(directory) is not a directory")
+        guard fstat(fd, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
+            close(fd)
+            return nil
         }
-        guard st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
-            throw KeychainError(.io, "the session directory \(directory) is not private to this user (it must be owned by you, mode 700)")
+        return fd
+    }
+
+    /// The session directory, open: created 0700 when missing, refused
+    /// (with what is wrong) when it exists but is not this user's and private.
+    private func prepareDirectory() throws -> Int32 {
+        if let fd = openDirectory() { return fd }
+        var st = stat()
+        if lstat(directory, &st) != 0 {
+            try FileIO.makeDirectories(directory)
+            if let fd = openDirectory() { return fd }
+            guard lstat(directory, &st) == 0 else { throw KeychainError(.io, "cannot create the session directory \(directory): \(FileIO.errorText())") }
         }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            throw KeychainError(.io, "the session directory \(directory) is \(FileIO.kind(st.st_mode)); locket keeps no keys there")
+        }
+        throw KeychainError(.io, "the session directory \(directory) is not private to this user (owner uid \(st.st_uid), mode \(String(st.st_mode & 0o777, radix: 8))); locket keeps no keys there")
     }
 }
 

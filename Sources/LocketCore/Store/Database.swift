@@ -1,5 +1,6 @@
 import CLocketShim
 import CSQLite
+import Glibc
 
 /// One SQLite connection. Every return code passes through `check`.
 final class Database {
@@ -10,6 +11,40 @@ final class Database {
     /// reporting errSecIO. Concurrent `locket` commands hold locks for
     /// milliseconds, so this only runs out when something is stuck.
     static let busyTimeoutMilliseconds: Int32 = 10_000
+
+    /// What SQLite may open beside a keychain: the WAL and its shared-memory
+    /// index, and a rollback journal (written only while a new file is switched
+    /// to WAL, but looked for at every open: a non-empty one would be played
+    /// back into the keychain). The one list of them.
+    static let companionSuffixes = ["-wal", "-shm", "-journal"]
+
+    /// Makes every companion of the keychain at `path`, in a shared sticky
+    /// directory, the user's own private file before SQLite opens it (SPEC §7):
+    /// the unix VFS opens `-shm` itself, with O_CREAT, so no check inside the
+    /// VFS could see it. Returns the files it created.
+    @discardableResult
+    static func claimCompanions(of path: String) throws -> [String] {
+        var created: [String] = []
+        let user = geteuid()
+        do {
+            for suffix in companionSuffixes {
+                if try FileIO.claimInSharedDirectory(path + suffix, user: user) { created.append(path + suffix) }
+            }
+        } catch {
+            for file in created { unlink(file) }
+            throw error
+        }
+        if !created.isEmpty {
+            // The VFS skips SQLite's directory fsync for a WAL that already
+            // exists: make the new names durable here, once.
+            let directory = open(FileIO.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directory >= 0 {
+                fsync(directory)
+                close(directory)
+            }
+        }
+        return created
+    }
 
     init(path: String, create: Bool) throws {
         self.path = path

@@ -21,38 +21,65 @@ public struct Environment: Sendable {
     /// dictionary first cost more than the rest of its start-up (issue 7).
     public static let process = Environment(source: .process)
 
+    /// The variable's value, nil when it is not set. A value that is not
+    /// valid UTF-8 is refused (errSecParam, naming the variable): Swift would
+    /// silently replace its bad bytes, and a path must be used as given or not at all.
     public subscript(name: String) -> String? {
-        switch source {
-        case .process: getenv(name).map { String(cString: $0) }
-        case .given(let variables): variables[name]
+        get throws {
+            switch source {
+            case .process:
+                guard let p = getenv(name) else { return nil }
+                let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
+                guard let value = String(validating: bytes, as: UTF8.self) else {
+                    throw KeychainError(.param, "\(name) is not valid UTF-8")
+                }
+                return value
+            case .given(let variables):
+                return variables[name]
+            }
         }
     }
 
-    /// Every variable, sorted by name (what `exec` hands on).
-    public var all: [(name: String, value: String)] {
-        var out: [(name: String, value: String)] = []
+    /// One variable as the process holds it: bytes, which need not be UTF-8.
+    public struct Variable: Sendable, Equatable {
+        public var name: [UInt8]
+        public var value: [UInt8]
+
+        public init(name: [UInt8], value: [UInt8]) {
+            self.name = name
+            self.value = value
+        }
+
+        /// The name as text; nil when it is not valid UTF-8.
+        public var nameText: String? { String(validating: name, as: UTF8.self) }
+    }
+
+    /// Every variable, sorted by name: what `exec` hands on, byte for byte
+    /// (variables locket does not interpret are none of its business).
+    public var all: [Variable] {
+        var out: [Variable] = []
         switch source {
         case .given(let variables):
-            out = variables.map { ($0.key, $0.value) }
+            out = variables.map { Variable(name: Array($0.key.utf8), value: Array($0.value.utf8)) }
         case .process:
             // The first of two same-named entries wins, as with getenv(3).
-            var seen = Set<String>()
+            var seen = Set<[UInt8]>()
             var p = environ
             while let entry = p.pointee {
-                let s = String(cString: entry)
-                if let eq = s.firstIndex(of: "="), seen.insert(String(s[..<eq])).inserted {
-                    out.append((String(s[..<eq]), String(s[s.index(after: eq)...])))
+                let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(entry).assumingMemoryBound(to: UInt8.self), count: strlen(entry))
+                if let eq = bytes.firstIndex(of: UInt8(ascii: "=")), seen.insert(Array(bytes[..<eq])).inserted {
+                    out.append(Variable(name: Array(bytes[..<eq]), value: Array(bytes[(eq + 1)...])))
                 }
                 p += 1
             }
         }
-        return out.sorted { $0.name < $1.name }
+        return out.sorted { $0.name.lexicographicallyPrecedes($1.name) }
     }
 
     /// An XDG variable's value when it is an absolute path; relative ones are ignored, as the XDG spec says.
     private func xdg(_ name: String, default suffix: String) throws -> String {
-        if let value = self[name], value.hasPrefix("/") { return value }
-        guard let home = self["HOME"], home.hasPrefix("/") else {
+        if let value = try self[name], value.hasPrefix("/") { return value }
+        guard let home = try self["HOME"], home.hasPrefix("/") else {
             throw KeychainError(.param, "HOME is not set to an absolute path, and neither is \(name)")
         }
         return home + suffix
@@ -63,7 +90,7 @@ public struct Environment: Sendable {
 
     /// The keychain file for `-k PATH|NAME`, `LOCKET_KEYCHAIN`, or `login`.
     public func keychainPath(_ argument: String?) throws -> String {
-        let spec = argument ?? self["LOCKET_KEYCHAIN"].flatMap { $0.isEmpty ? nil : $0 } ?? "login"
+        let spec = try argument ?? self["LOCKET_KEYCHAIN"].flatMap { $0.isEmpty ? nil : $0 } ?? "login"
         if spec.contains("/") { return spec }
         guard !spec.isEmpty, spec != ".", spec != ".." else { throw KeychainError(.param, "'\(spec)' is not a keychain name") }
         return try dataDirectory() + "/" + spec + ".keychain"
@@ -71,13 +98,13 @@ public struct Environment: Sendable {
 
     /// The device secret file.
     public func deviceSecretPath() throws -> String {
-        if let path = self["LOCKET_DEVICE_KEY"], !path.isEmpty { return path }
+        if let path = try self["LOCKET_DEVICE_KEY"], !path.isEmpty { return path }
         return try xdg("XDG_STATE_HOME", default: "/.local/state") + "/locket/device.key"
     }
 
     /// `LOCKET_SESSION`: nil lets locket choose (keyring, then directory).
     public func sessionBackend() throws -> SessionStore.Backend? {
-        switch self["LOCKET_SESSION"] {
+        switch try self["LOCKET_SESSION"] {
         case nil, "": return nil
         case "keyring": return .keyring
         case "dir": return .directory
@@ -86,12 +113,12 @@ public struct Environment: Sendable {
     }
 
     /// The tmpfs directory for sessions when the kernel keyring is not used.
-    public func sessionDirectory(uid: UInt32) -> String {
-        if let runtime = self["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime + "/locket" }
+    public func sessionDirectory(uid: UInt32) throws -> String {
+        if let runtime = try self["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime + "/locket" }
         return "/dev/shm/locket-\(uid)"
     }
 
     /// Test suites only: `LOCKET_TEST_WEAK_KDF=1` makes `init` use libsodium's
     /// minimum Argon2id cost so that hundreds of keychains can be made quickly.
-    public var testWeakKDF: Bool { self["LOCKET_TEST_WEAK_KDF"] == "1" }
+    public var testWeakKDF: Bool { (try? self["LOCKET_TEST_WEAK_KDF"]) == "1" }
 }

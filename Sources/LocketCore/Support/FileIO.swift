@@ -97,6 +97,27 @@ enum FileIO {
         }
     }
 
+    /// `writeAtomically` inside an open directory: `name` is replaced by
+    /// rename in `directory`, never by following a path; `path` names it in messages.
+    static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        let temporary = name + ".tmp.\(getpid())"
+        unlinkat(directory, temporary, 0)
+        let fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path).tmp: \(errorText())") }
+        do {
+            try writeAll(fd, bytes, path: path)
+            close(fd)
+        } catch {
+            close(fd)
+            unlinkat(directory, temporary, 0)
+            throw error
+        }
+        guard renameat(directory, temporary, directory, name) == 0 else {
+            unlinkat(directory, temporary, 0)
+            throw KeychainError(.io, "cannot replace \(path): \(errorText())")
+        }
+    }
+
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         var offset = 0
         while offset < bytes.count {
@@ -106,23 +127,110 @@ enum FileIO {
         }
     }
 
+    /// Who besides the user (and root) can add, replace or delete files in a directory.
+    enum DirectoryAccess: Equatable {
+        /// Nobody: the directory is the user's or root's, and only its owner can write it.
+        case privateToOwner
+        /// Others can add files but, sticky and the user's or root's, never
+        /// rename or delete another user's (/tmp, /dev/shm): a name that is
+        /// already ours stays ours.
+        case sharedSticky
+        /// Others can replace or delete any file in it (mode given).
+        case writableByOthers(mode_t)
+        /// Another user owns it, and an owner can replace any file in it (uid given).
+        case ownedByAnother(uid_t)
+
+        /// Why locket refuses `what` in `directory` (someone else could replace
+        /// it there); nil when it does not.
+        func refusal(_ directory: String, what: String) -> String? {
+            switch self {
+            case .privateToOwner, .sharedSticky:
+                nil
+            case .writableByOthers(let mode):
+                "\(directory) is writable by other users (mode \(String(mode, radix: 8))); locket refuses \(what) there; run chmod go-w on it"
+            case .ownedByAnother(let uid):
+                "\(directory) belongs to another user (uid \(uid)), who can replace any file in it; locket refuses \(what) there"
+            }
+        }
+    }
+
+    /// How `directory` may be written by others; `.privateToOwner` when it
+    /// cannot be examined (the open that follows then reports why).
+    static func access(ofDirectory directory: String) -> DirectoryAccess {
+        var st = stat()
+        guard stat(directory, &st) == 0 else { return .privateToOwner }
+        if st.st_uid != 0 && st.st_uid != geteuid() { return .ownedByAnother(st.st_uid) }
+        guard st.st_mode & 0o022 != 0 else { return .privateToOwner }
+        return st.st_mode & S_ISVTX != 0 ? .sharedSticky : .writableByOthers(st.st_mode & 0o777)
+    }
+
     /// Refuses a keychain path that is a symlink, not a regular file, or
     /// writable by group or others: such a file could be swapped or edited
-    /// by someone else between our reads.
-    static func checkPrivateFile(_ path: String, what: String) throws {
-        var dir = stat()
+    /// by someone else between our reads. In a sticky shared directory the
+    /// file must also be the user's own. Returns whether the directory is
+    /// shared, where every file SQLite opens beside it must be checked too.
+    @discardableResult
+    static func checkPrivateFile(_ path: String, what: String) throws -> Bool {
         let parent = directory(of: path)
         // Whoever can write the directory can replace the file or plant its -wal
         // next to it; a sticky directory (like /tmp) only lets them add their own files.
-        if stat(parent, &dir) == 0, dir.st_mode & 0o022 != 0, dir.st_mode & S_ISVTX == 0 {
-            throw KeychainError(.io, "\(parent) is writable by other users (mode \(String(dir.st_mode & 0o777, radix: 8))); locket refuses a \(what) there; run chmod 700 on it")
-        }
+        let access = access(ofDirectory: parent)
+        if let refusal = access.refusal(parent, what: "a \(what)") { throw KeychainError(.io, refusal) }
+        let shared = access == .sharedSticky
         var st = stat()
-        guard lstat(path, &st) == 0 else { return }
+        guard lstat(path, &st) == 0 else { return shared }
         if st.st_mode & S_IFMT == S_IFLNK { throw KeychainError(.io, "\(path) is a symbolic link; locket refuses to follow it for a \(what)") }
         guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.io, "\(path) is not a regular file") }
         if st.st_mode & 0o022 != 0 {
             throw KeychainError(.io, "\(path) is writable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it")
+        }
+        if shared && st.st_uid != geteuid() {
+            throw KeychainError(.io, "\(path) belongs to another user (uid \(st.st_uid)) in the shared directory \(parent); locket refuses a \(what) that is not your own there")
+        }
+        return shared
+    }
+
+    /// Makes sure `path`, in a shared sticky directory, is this user's own
+    /// private regular file before anything opens it: creates it empty (0600)
+    /// when missing, else checks it. Once it exists and is ours, nobody else
+    /// can delete or replace it there, so the check holds for what opens it next.
+    /// `user` is the effective uid. Returns whether it created the file.
+    static func claimInSharedDirectory(_ path: String, user: uid_t) throws -> Bool {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            guard errno == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(errorText())") }
+            let fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd); return true }
+            // Someone made it between the two calls: judge what they made.
+            guard errno == EEXIST, lstat(path, &st) == 0 else { throw KeychainError(.io, "cannot create \(path): \(errorText())") }
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw KeychainError(.io, "\(path) is not a regular file (\(kind(st.st_mode))); locket refuses to use it next to a keychain")
+        }
+        guard st.st_uid == user else {
+            throw KeychainError(.io, "\(path) belongs to another user (uid \(st.st_uid)); locket refuses to use it next to a keychain")
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            throw KeychainError(.io, "\(path) is open to other users (mode \(String(st.st_mode & 0o777, radix: 8))); locket refuses to use it next to a keychain")
+        }
+        // A second name for one of the user's files (a hard link made by
+        // someone else): SQLite would overwrite that file.
+        guard st.st_nlink == 1 else {
+            throw KeychainError(.io, "\(path) has \(st.st_nlink) names (hard links); locket refuses to use it next to a keychain")
+        }
+        return false
+    }
+
+    /// What a file type is called in messages.
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFLNK: "a symbolic link"
+        case S_IFIFO: "a FIFO"
+        case S_IFDIR: "a directory"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR, S_IFBLK: "a device"
+        case S_IFREG: "a regular file"
+        default: "an unknown kind of file"
         }
     }
 }

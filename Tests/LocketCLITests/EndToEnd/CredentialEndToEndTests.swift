@@ -152,6 +152,37 @@ final class EndToEndCredentialTests: EndToEndCase {
         XCTAssertEqual(get(Self.https), [])
     }
 
+    /// Issue 11, defect 3: `printf '\n' | locket credential erase` emptied the
+    /// keychain's internet passwords. An erase that names no host, protocol
+    /// or path is refused (errSecParam on stderr, exit 0 as a helper must)
+    /// and erases nothing, whatever else it names.
+    func testEraseThatNamesNoHostProtocolOrPathIsRefused() {
+        store(Self.https + ["username=alice", "password=pw-a"])
+        store(["protocol=ssh", "host=other.example", "path=repo.git", "username=bob", "password=pw-b"])
+        let requests: [(String, Input)] = [
+            ("a blank line", .text("\n")),
+            ("empty stdin", .devNull),
+            ("a username alone", .text("username=alice\n\n")),
+            ("a password alone", .text("password=pw-a\n\n")),
+            ("empty host, protocol and path", .text("host=\nprotocol=\npath=\nusername=bob\n\n")),
+            ("unknown keys only", .text("capability[]=authtype\nwwwauth[]=Basic\n\n")),
+        ]
+        for (what, input) in requests {
+            let result = locket(["credential", "erase"], input: input)
+            XCTAssertEqual(result.status, 0, "\(what): a helper exits 0: \(result.summary)")
+            XCTAssertEqual(result.stdout, [], what)
+            XCTAssertEqual(result.errLines.count, 1, "\(what): one line on stderr: \(result.summary)")
+            XCTAssertTrue(result.err.hasPrefix("locket: error: "), "\(what): \(result.summary)")
+            XCTAssertTrue(result.err.contains("(errSecParam -50)"), "\(what): \(result.summary)")
+            XCTAssertEqual(internetItems().count, 2, "\(what) erased something")
+        }
+        // Naming any one of them is enough, and erases only what it names.
+        erase(["path=repo.git"])
+        XCTAssertEqual(internetItems().map { $0["account"] as? String }, ["alice"])
+        erase(["protocol=https"])
+        XCTAssertEqual(internetItems().count, 0)
+    }
+
     // MARK: - Store updates
 
     func testStoreOnAnExistingItemUpdatesIt() throws {

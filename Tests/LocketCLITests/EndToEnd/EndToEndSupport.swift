@@ -103,6 +103,13 @@ enum Spawn {
 
     static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                     input: Input, timeout: Double) -> RunResult {
+        run(executable, arguments, environmentEntries: environment.sorted { $0.key < $1.key }.map { Array("\($0.key)=\($0.value)".utf8) },
+            input: input, timeout: timeout)
+    }
+
+    /// `run` with the environment as raw `NAME=VALUE` entries, which need not be UTF-8.
+    static func run(_ executable: String, _ arguments: [String], environmentEntries: [[UInt8]],
+                    input: Input, timeout: Double) -> RunResult {
         _ = ignoreSIGPIPE
         let started = Date()
         spawnLock.lock()
@@ -136,7 +143,12 @@ enum Spawn {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environmentEntries.map { entry in
+            let copy = malloc(entry.count + 1)!.assumingMemoryBound(to: CChar.self)
+            entry.withUnsafeBytes { if let base = $0.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: $0.count) } }
+            copy[entry.count] = 0
+            return copy
+        } + [nil]
         defer {
             for p in argv { free(p) }
             for p in envp { free(p) }

@@ -92,6 +92,16 @@ final class EndToEndExecFilesTests: EndToEndCase {
         XCTAssertEqual(directories(), [])
     }
 
+    /// A file's secret written in two parts with a pause longer than the
+    /// timer exec --mask once released held output on (half a second) stays
+    /// masked: the partial match is held until more output decides it.
+    func testMaskHoldsASplitFileSecretAcrossAPause() {
+        let result = exec(0, ["--mask", "--file", "TF=github/deploy", "--", "sh", "-c",
+                              #"printf 'a '; head -c 4 "$TF"; sleep 0.8; tail -c +5 "$TF"; printf ' b\n'"#])
+        XCTAssertEqual(result.out, "a <redacted> b\n")
+        XCTAssertFalse(result.out.contains("tok-"), result.out)
+    }
+
     func testFailuresStartNothingAndLeaveNothing() {
         let marker = sandbox.root + "/ran"
         let missing = exec(44, ["--file", "TF=github/deploy", "--file", "NOPE=github/missing", "--", "sh", "-c", ": > \"$1\"", "sh", marker])

@@ -9,6 +9,8 @@ import Glibc
 /// through a filter that replaces every injected value with `<redacted>`,
 /// also when a value is split across writes, and without holding back output
 /// that cannot be a secret (a prompt without a newline still shows).
+/// Issue 11, defect 5 (SPEC §16): a partial match is held until more output
+/// or the end of the stream decides it, never released by a timer.
 final class EndToEndMaskTests: EndToEndCase {
     static let token = "tok-123"
     static let other = "other-secret"
@@ -117,24 +119,67 @@ final class EndToEndMaskTests: EndToEndCase {
 
     func testOutputFlowsWithoutANewline() throws {
         // A prompt without a newline, then a pause: it must show while the command waits.
-        // The second part ("tok-") could start a secret: held back at most briefly.
+        // The second part ("tok-") could start a secret: held until "done" shows it is none.
         let process = try startLocket(["exec", "--mask", "--env", "T=github/deploy", "--",
                                        "sh", "-c", "printf 'Password: '; sleep 1; printf 'tok-'; sleep 1.5; printf done"])
-        var promptAt: Double?, prefixAt: Double?
-        var runningWhenSeen = [false, false]
+        var promptAt: Double?, prefixSeen: String?
+        var runningWhenSeen = false
         _ = process.waitUntil(timeout: 10) {
-            if promptAt == nil, process.out.hasPrefix("Password: ") { promptAt = process.elapsed; runningWhenSeen[0] = !process.hasExited }
-            if prefixAt == nil, process.out.hasPrefix("Password: tok-") { prefixAt = process.elapsed; runningWhenSeen[1] = !process.hasExited }
-            return prefixAt != nil || process.hasExited
+            if promptAt == nil, process.out.hasPrefix("Password: ") { promptAt = process.elapsed; runningWhenSeen = !process.hasExited }
+            if prefixSeen == nil, process.out.hasPrefix("Password: tok-") { prefixSeen = process.out }
+            return prefixSeen != nil || process.hasExited
         }
         XCTAssertTrue(process.wait(timeout: 10), process.summary)
         XCTAssertEqual(process.out, "Password: tok-done")
         let prompt = try XCTUnwrap(promptAt, "the prompt never arrived on its own: \(process.summary)")
-        XCTAssertTrue(runningWhenSeen[0], "the prompt only arrived when the command exited")
+        XCTAssertTrue(runningWhenSeen, "the prompt only arrived when the command exited")
         XCTAssertLessThan(prompt, 0.9, "the prompt was held back")
-        let prefix = try XCTUnwrap(prefixAt, "the held prefix never arrived before the end: \(process.summary)")
-        XCTAssertTrue(runningWhenSeen[1], "the held prefix only arrived when the command exited")
-        XCTAssertLessThan(prefix, 2.3, "the held prefix was held until the end")
+        XCTAssertEqual(prefixSeen, "Password: tok-done", "the undecided prefix came out before the output that decided it")
+    }
+
+    // MARK: - Issue 11, defect 5: no timer
+
+    /// The issue's reproduction: a 16-byte token written in two parts with a
+    /// 0.7 s pause came out whole, the held first half released by a 500 ms timer.
+    func testSecretWrittenInTwoPartsWithALongPauseStaysMasked() {
+        let token = "ghp_0123456789ab"
+        add("-s", "long", "-a", "x", secret: token)
+        let extra = ["L=long/x"]
+        let stdout = masked("printf 'a=%s' \"${L%????????}\"; sleep 0.7; printf '%s\\n' \"${L#????????}\"", extra: extra)
+        XCTAssertEqual(stdout.out, "a=<redacted>\n")
+        let stderr = masked("printf 'b=%s' \"${L%????????}\" >&2; sleep 1.2; printf '%s\\n' \"${L#????????}\" >&2", extra: extra)
+        XCTAssertEqual(stderr.err, "b=<redacted>\n")
+        // Three parts, two long pauses, and the short token too.
+        let three = masked("printf 'c=ghp_01'; sleep 0.6; printf '23456'; sleep 0.6; printf '789ab.'; printf tok-; sleep 0.7; printf '123!'",
+                           extra: extra)
+        XCTAssertEqual(three.out, "c=<redacted>.<redacted>!")
+        for result in [stdout, stderr, three] {
+            XCTAssertFalse(result.out.contains("ghp_") || result.err.contains("ghp_"), result.summary)
+            XCTAssertFalse(result.out.contains("tok-") || result.err.contains("tok-"), result.summary)
+        }
+    }
+
+    /// A command that writes the start of a secret and then waits keeps that
+    /// start held for as long as it waits; its end of stream releases it.
+    func testAPartialMatchIsHeldWhileTheCommandWaits() throws {
+        let process = try startLocket(["exec", "--mask", "--env", "T=github/deploy", "--",
+                                       "sh", "-c", "printf 'ready tok-'; exec sleep 30"])
+        XCTAssertTrue(process.waitUntil(timeout: 10) { process.out.hasPrefix("ready ") || process.hasExited }, process.summary)
+        process.pump(1.5)
+        XCTAssertFalse(process.hasExited, process.summary)
+        XCTAssertEqual(process.out, "ready ", "the undecided 'tok-' was let out while the command waited")
+        XCTAssertEqual(kill(process.pid, SIGTERM), 0)
+        XCTAssertTrue(process.wait(timeout: 10), process.summary)
+        XCTAssertEqual(process.status, 128 + SIGTERM, process.summary)
+        XCTAssertEqual(process.out, "ready tok-", "the end of the stream decides: no secret, written as it is")
+    }
+
+    /// The command's exit ends the stream even while something it started
+    /// holds the pipe: the held tail is written and locket does not wait.
+    func testExitWithAGrandchildHoldingThePipeReleasesTheHeldTail() {
+        let result = masked("sleep 4 & printf 'x tok-'")
+        XCTAssertEqual(result.out, "x tok-")
+        XCTAssertLessThan(result.duration, 3, "locket waited for the grandchild: \(result.summary)")
     }
 
     func testMaskWithoutSecretsIsAPassThrough() {

@@ -80,14 +80,90 @@ final class EndToEndSecretInputTests: EndToEndCase {
     }
 
     func testEmptySecret() throws {
-        ok("add", "-s", "empty-stdin", "-w", input: .text(""))
-        ok("add", "-s", "empty-newline", "-w", input: .text("\n"))
+        expect(0, "add", "-s", "empty-stdin", "-w", input: .text(""))
+        expect(0, "add", "-s", "empty-newline", "-w", input: .text("\n"))
         ok("add", "-s", "no-secret")
         addBytes("-s", "empty-file", data: [])
         for name in ["empty-stdin", "empty-newline", "no-secret", "empty-file"] {
             XCTAssertEqual(secret("-s", name), [], name)
             XCTAssertEqual(expect(0, "find", "-s", name, "-w").stdout, [0x0a], name)
             XCTAssertEqual(try expect(0, "--json", "find", "-s", name, "-w").jsonObject()["data"] as? String, "", name)
+        }
+    }
+
+    // MARK: - Issue 11, defect 4: a secret that starts with '-'
+
+    /// `locket add -s s -a a -w '-lX9secret'` stored an empty secret and the
+    /// label "X9secret", exit 0. After -w, an argument that starts with '-'
+    /// and is not one option standing alone is a usage error that stores
+    /// nothing and does not echo the argument (it may be the secret).
+    func testDashSecretAfterWIsRefusedNeverSplitIntoOptions() {
+        // The one test besides testSecretAsArgumentWorksWithOneLineWarning that puts a secret in argv.
+        for args in [["add", "-s", "s", "-a", "a", "-w", "-lX9secret"], ["add", "-s", "s", "--password", "-lX9secret"],
+                     ["add", "-s", "s", "-w", "-x"], ["add", "-s", "s", "-w", "-Ua"]] {
+            let result = locket(args, input: .text("from stdin\n"))
+            assertUsage(result, mentions: ["--password=SECRET"])
+            XCTAssertFalse(result.err.contains(args.last!) || result.err.contains("X9secret"), "the argument is echoed: \(result.summary)")
+            expect(44, "find", "-s", "s")
+        }
+        expect(44, "find", "-l", "X9secret")
+    }
+
+    /// `--password=VALUE` always takes VALUE, and `-wVALUE` does as getopt
+    /// would; both warn once that argv is visible.
+    func testPasswordEqualsTakesADashSecret() {
+        let long = locket("add", "-s", "s", "-a", "a", "--password=-lX9secret")
+        XCTAssertEqual(long.status, 0, long.summary)
+        XCTAssertEqual(long.errLines.count, 1, long.summary)
+        XCTAssertTrue(long.err.hasPrefix("locket: warning: "), long.summary)
+        XCTAssertEqual(secret("-s", "s"), Array("-lX9secret".utf8))
+        XCTAssertEqual(expect(0, "find", "-s", "s").fields["label"], "s", "no label taken from the secret")
+        let short = locket("add", "-s", "t", "-w-lX9secret")
+        XCTAssertEqual(short.status, 0, short.summary)
+        XCTAssertEqual(secret("-s", "t"), Array("-lX9secret".utf8))
+        let update = locket("update", "-s", "t", "--password=--account")
+        XCTAssertEqual(update.status, 0, update.summary)
+        XCTAssertEqual(secret("-s", "t"), Array("--account".utf8))
+    }
+
+    /// An option standing alone after -w still ends it: -w reads stdin.
+    func testOptionStandingAloneAfterWReadsStdin() {
+        for (i, tail) in [["-a", "x"], ["--account", "x"], ["--account=x"], ["-U"], ["--json"], ["--"]].enumerated() {
+            ok(["add", "-s", "alone\(i)", "-w"] + tail, input: .text("piped \(i)\n"))
+            XCTAssertEqual(secret("-s", "alone\(i)"), Array("piped \(i)".utf8), "\(tail)")
+        }
+    }
+
+    /// `-w` reading zero bytes (or a blank line) from a non-terminal stdin
+    /// stores an empty secret, with one warning: a closed or /dev/null stdin
+    /// is a common CI mistake.
+    func testEmptyStdinStoresAnEmptySecretOnlyWithAWarning() {
+        for (i, input) in [Input.devNull, .bytes([]), .text("\n")].enumerated() {
+            let added = expect(0, "add", "-s", "empty\(i)", "-w", input: input)
+            XCTAssertEqual(added.errLines.count, 1, added.summary)
+            XCTAssertTrue(added.err.hasPrefix("locket: warning: "), added.summary)
+            XCTAssertTrue(added.err.contains("empty"), added.summary)
+            XCTAssertEqual(secret("-s", "empty\(i)"), [])
+            ok("update", "-s", "empty\(i)", "-w", input: .text("filled\n"))
+            let emptied = expect(0, "update", "-s", "empty\(i)", "-w", input: input)
+            XCTAssertTrue(emptied.err.hasPrefix("locket: warning: "), emptied.summary)
+            XCTAssertEqual(secret("-s", "empty\(i)"), [])
+        }
+        // An empty secret on purpose needs no warning.
+        ok("add", "-s", "on-purpose", "--data-file", "/dev/null")
+        ok("add", "-s", "none-given")
+    }
+
+    /// Passwords for init, unlock and passwd: an empty stdin is still refused.
+    func testEmptyStdinIsNoPassword() {
+        for input in [Input.devNull, .bytes([]), .text("\n")] {
+            let other = sandbox.root + "/other.keychain"
+            assertError(expect(36, "-k", other, "init", "--password-stdin", input: input), "errSecInteractionNotAllowed", -25308)
+            expect(50, "-k", other, "status")
+            ok("lock")
+            assertError(expect(36, "unlock", "--password-stdin", input: input), "errSecInteractionNotAllowed", -25308)
+            assertError(expect(36, "passwd", input: input), "errSecInteractionNotAllowed", -25308)
+            unlock()
         }
     }
 
