@@ -1,0 +1,227 @@
+/// One keychain item as a backup carries it: everything `import` needs to
+/// recreate the item on another device, with its reference and dates.
+public struct BackupRecord: Sendable {
+    public var itemClass: ItemClass
+    public var accessible: ProtectionClass
+    public var accessGroup: String
+    /// Opaque; kept so that references saved elsewhere still find the item.
+    public var persistentRef: [UInt8]
+    /// Milliseconds since 1970.
+    public var creationDate: Int64
+    public var modificationDate: Int64
+    /// Attribute values by attribute; an absent key means the empty value.
+    /// Access group and accessible are the fields above, never in here.
+    public var attributes: [Attribute: [UInt8]]
+    /// The secret.
+    public var data: SecureBytes
+    /// Metadata sealed with the secret (the git credential helper's fields).
+    public var extra: SecureBytes?
+    /// Four-char codes of attributes in the backup that this locket does not
+    /// know and that the writer marked optional: they were left out (see
+    /// BackupFormat.md, "Attributes"). Empty for every backup this locket writes.
+    public var skippedAttributeCodes: [String] = []
+
+    public init(itemClass: ItemClass, accessible: ProtectionClass, accessGroup: String, persistentRef: [UInt8],
+                creationDate: Int64, modificationDate: Int64, attributes: [Attribute: [UInt8]],
+                data: SecureBytes, extra: SecureBytes? = nil) {
+        self.itemClass = itemClass
+        self.accessible = accessible
+        self.accessGroup = accessGroup
+        self.persistentRef = persistentRef
+        self.creationDate = creationDate
+        self.modificationDate = modificationDate
+        self.attributes = attributes
+        self.data = data
+        self.extra = extra
+    }
+
+    /// The record of a stored item whose secret was read (`returnData`).
+    public init(item: Item, data: SecureBytes) {
+        self.init(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
+                  persistentRef: item.persistentRef, creationDate: item.creationDate,
+                  modificationDate: item.modificationDate, attributes: item.attributes, data: data, extra: item.extra)
+    }
+}
+
+/// The byte layout of a record inside the decrypted stream (BackupFormat.md, "Records").
+enum BackupRecordCoding {
+    static let kindItem: UInt8 = 1
+    static let flagRequired: UInt8 = 1
+    /// The largest record body a reader accepts: the largest secret, every
+    /// attribute at its largest, and room for classes yet to come.
+    static let maximumRecordLength = Keychain.maximumDataLength + 4 * 1024 * 1024
+
+    /// Four-char codes as big-endian integers, for lookups without strings.
+    static func fourCC(_ text: String) -> UInt32 {
+        text.utf8.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    static let attributeCodes: [UInt32] = Attribute.allCases.map { fourCC($0.code) }
+    static let attributesByCode: [UInt32: Attribute] = Dictionary(uniqueKeysWithValues: Attribute.allCases.map { (fourCC($0.code), $0) })
+    static let classCodes: [(UInt32, ItemClass)] = ItemClass.allCases.map { (fourCC($0.rawValue), $0) }
+    static let protectionCodes: [([UInt8], ProtectionClass)] = ProtectionClass.allCases.map { (Array($0.rawValue.utf8), $0) }
+
+    /// Checks what a writer must never put in a backup; errSecParam names the problem.
+    static func validate(_ record: BackupRecord) throws {
+        func bad(_ why: String) -> KeychainError { KeychainError(.param, "a \(record.itemClass.name) item can't be backed up: \(why)") }
+        guard record.data.count <= Keychain.maximumDataLength else { throw bad("its secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
+        guard record.accessGroup.utf8.count <= 0xffff else { throw bad("its access group is too long") }
+        guard record.persistentRef.count <= 0xff else { throw bad("its persistent reference is too long") }
+        guard (record.extra?.count ?? 0) <= Keychain.maximumDataLength else { throw bad("its secret's metadata is too large") }
+        for (attribute, value) in record.attributes {
+            guard attribute != .accessGroup, attribute != .accessible else { throw bad("\(attribute.longName) is given as an attribute") }
+            guard record.itemClass.supports(attribute) else { throw bad("it has a \(attribute.longName) attribute") }
+            guard value.count <= Attribute.maximumValueLength else { throw bad("its \(attribute.longName) is too long") }
+        }
+    }
+
+    /// Appends the record's head (everything before the secret, starting with
+    /// the body length) to `out`. The secret and its metadata follow it.
+    static func encodeHead(_ record: BackupRecord, into out: inout [UInt8]) {
+        var attributeCount = 0
+        var attributeBytes = 0
+        for attribute in Attribute.allCases {
+            guard let value = record.attributes[attribute], !value.isEmpty else { continue }
+            attributeCount += 1
+            attributeBytes += 9 + value.count
+        }
+        let pdmn = record.accessible.rawValue.utf8
+        let group = record.accessGroup.utf8
+        let extraBytes = record.extra.map { 4 + $0.count } ?? 0
+        let body = 1 + 4 + 1 + pdmn.count + 2 + group.count + 1 + record.persistentRef.count + 16 + 2 + attributeBytes
+            + 4 + record.data.count + 1 + extraBytes
+        put32(UInt32(body), &out)
+        out.append(kindItem)
+        put32(fourCC(record.itemClass.rawValue), &out)
+        out.append(UInt8(pdmn.count))
+        out.append(contentsOf: pdmn)
+        out.append(UInt8(group.count >> 8)); out.append(UInt8(truncatingIfNeeded: group.count))
+        out.append(contentsOf: group)
+        out.append(UInt8(record.persistentRef.count))
+        out.append(contentsOf: record.persistentRef)
+        put64(UInt64(bitPattern: record.creationDate), &out)
+        put64(UInt64(bitPattern: record.modificationDate), &out)
+        out.append(UInt8(attributeCount >> 8)); out.append(UInt8(truncatingIfNeeded: attributeCount))
+        let primaryKey = record.itemClass.primaryKey
+        for (i, attribute) in Attribute.allCases.enumerated() {
+            guard let value = record.attributes[attribute], !value.isEmpty else { continue }
+            put32(attributeCodes[i], &out)
+            out.append(primaryKey.contains(attribute) ? flagRequired : 0)
+            put32(UInt32(value.count), &out)
+            out.append(contentsOf: value)
+        }
+        put32(UInt32(record.data.count), &out)
+    }
+
+    static func put32(_ v: UInt32, _ out: inout [UInt8]) {
+        out.append(UInt8(v >> 24)); out.append(UInt8(truncatingIfNeeded: v >> 16))
+        out.append(UInt8(truncatingIfNeeded: v >> 8)); out.append(UInt8(truncatingIfNeeded: v))
+    }
+
+    static func put64(_ v: UInt64, _ out: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+    }
+
+    /// Decodes one record body (authenticated already: a failure here is a
+    /// writer from a newer locket, or a bug, never tampering).
+    static func decode(_ r: UnsafeRawBufferPointer, number: Int) throws -> BackupRecord {
+        var cursor = Cursor(r, number: number)
+        let kind = try cursor.byte()
+        guard kind == kindItem else { throw cursor.newer("a record of kind \(kind)") }
+        let classCode = try cursor.u32()
+        guard let itemClass = classCodes.first(where: { $0.0 == classCode })?.1 else {
+            throw cursor.newer("the item class '\(Printable.clip(String(decoding: withUnsafeBytes(of: classCode.bigEndian) { Array($0) }, as: UTF8.self)))'")
+        }
+        let pdmn = try cursor.bytes(Int(try cursor.byte()))
+        guard let accessible = protectionCodes.first(where: { $0.0.elementsEqual(pdmn) })?.1 else {
+            throw cursor.newer("the protection class '\(Printable.clip(String(decoding: pdmn, as: UTF8.self)))'")
+        }
+        let groupBytes = try cursor.bytes(Int(try cursor.u16()))
+        guard let accessGroup = String(validating: groupBytes, as: UTF8.self) else { throw cursor.malformed("its access group is not UTF-8") }
+        let persistentRef = Array(try cursor.bytes(Int(try cursor.byte())))
+        let created = Int64(bitPattern: try cursor.u64())
+        let modified = Int64(bitPattern: try cursor.u64())
+        let count = Int(try cursor.u16())
+        var attributes = [Attribute: [UInt8]](minimumCapacity: count)
+        var skipped: [String] = []
+        for _ in 0..<count {
+            let code = try cursor.u32()
+            let flags = try cursor.byte()
+            let length = Int(try cursor.u32())
+            guard length <= Attribute.maximumValueLength else { throw cursor.malformed("an attribute is longer than \(Attribute.maximumValueLength) bytes") }
+            let value = try cursor.bytes(length)
+            let name = String(decoding: withUnsafeBytes(of: code.bigEndian) { Array($0) }, as: UTF8.self)
+            guard let attribute = attributesByCode[code], attribute != .accessGroup, attribute != .accessible else {
+                // Unknown to this locket: optional ones are left out, required ones refuse the backup.
+                if flags & flagRequired != 0 { throw cursor.newer("the attribute '\(Printable.clip(name))'") }
+                skipped.append(Printable.clip(name))
+                continue
+            }
+            guard itemClass.supports(attribute) else { throw cursor.malformed("a \(itemClass.name) item has a \(attribute.longName) attribute") }
+            guard attributes[attribute] == nil else { throw cursor.malformed("the \(attribute.longName) attribute appears twice") }
+            if !value.isEmpty { attributes[attribute] = Array(value) }
+        }
+        let dataLength = Int(try cursor.u32())
+        guard dataLength <= Keychain.maximumDataLength else { throw cursor.malformed("its secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
+        let data = SecureBytes(copying: try cursor.bytes(dataLength))
+        var extra: SecureBytes?
+        switch try cursor.byte() {
+        case 0: break
+        case 1:
+            let n = Int(try cursor.u32())
+            extra = SecureBytes(copying: try cursor.bytes(n))
+        default: throw cursor.malformed("its metadata flag is neither 0 nor 1")
+        }
+        guard cursor.atEnd else { throw cursor.malformed("bytes follow its last field") }
+        var record = BackupRecord(itemClass: itemClass, accessible: accessible, accessGroup: accessGroup,
+                                  persistentRef: persistentRef, creationDate: created, modificationDate: modified,
+                                  attributes: attributes, data: data, extra: extra)
+        record.skippedAttributeCodes = skipped
+        return record
+    }
+
+    /// Reads big-endian fields from a record body, failing past its end.
+    private struct Cursor {
+        let r: UnsafeRawBufferPointer
+        let number: Int
+        var i = 0
+
+        init(_ r: UnsafeRawBufferPointer, number: Int) {
+            self.r = r
+            self.number = number
+        }
+
+        var atEnd: Bool { i == r.count }
+
+        func malformed(_ why: String) -> KeychainError {
+            KeychainError(.decode, "record \(number) of the backup is malformed: \(why)")
+        }
+
+        func newer(_ what: String) -> KeychainError {
+            KeychainError(.decode, "record \(number) of the backup has \(what), which this locket does not know: the backup was made by a newer locket")
+        }
+
+        mutating func bytes(_ n: Int) throws -> UnsafeRawBufferPointer {
+            guard n >= 0, n <= r.count - i else { throw malformed("a field runs past its end") }
+            defer { i += n }
+            return UnsafeRawBufferPointer(rebasing: r[i..<(i + n)])
+        }
+
+        mutating func byte() throws -> UInt8 { try bytes(1)[0] }
+
+        mutating func u16() throws -> UInt16 {
+            let b = try bytes(2)
+            return UInt16(b[0]) << 8 | UInt16(b[1])
+        }
+
+        mutating func u32() throws -> UInt32 {
+            let b = try bytes(4)
+            return UInt32(b[0]) << 24 | UInt32(b[1]) << 16 | UInt32(b[2]) << 8 | UInt32(b[3])
+        }
+
+        mutating func u64() throws -> UInt64 {
+            let b = try bytes(8)
+            return b.reduce(0) { $0 << 8 | UInt64($1) }
+        }
+    }
+}
