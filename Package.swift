@@ -23,7 +23,9 @@ let package = Package(
         // What Swift cannot call directly: variadic syscall(2) for the kernel keyring,
         // SQLite's SQLITE_TRANSIENT sentinel, termios password prompts, prctl.
         .target(name: "CLocketShim"),
-        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CCrypto", "CLocketShim"], swiftSettings: fastMetadata),
+        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CCrypto", "CLocketShim"],
+                // The formats' documents live next to their code (the man page is made from them).
+                exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
         .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketShim"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "CSQLite"]),
