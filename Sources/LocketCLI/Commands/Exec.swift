@@ -219,38 +219,21 @@ extension Commands {
             pthread_sigmask(SIG_SETMASK, &previous, nil)
             throw KeychainError(.io, "cannot create pipes: \(reason)")
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if masking != nil {
-            posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-            posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The child gets default signal handling and the core limit locket lowered for itself.
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         locket_prepare_exec()
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, program, &actions, &attributes, argv.pointers, environment.pointers)
+        let spawned = Spawn.start(program, argv: argv, environment: environment.pointers, stdin: .inherit, stdout: outPipe[1], stderr: errPipe[1])
         signal(SIGPIPE, SIG_IGN)
         locket_disable_core_dumps()
         // Without a filter these are -1, and closing them does nothing.
         close(outPipe[1])
         close(errPipe[1])
         environment.wipe()
-        guard rc == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case .success(let child): pid = child
+        case .failure(let error):
             pthread_sigmask(SIG_SETMASK, &previous, nil)
             close(outPipe[0]); close(errPipe[0])
-            return execFailure(program, context, code: rc)
+            return execFailure(program, context, code: error.code)
         }
         locket_forward_signals(pid)
         pthread_sigmask(SIG_SETMASK, &previous, nil)

@@ -16,8 +16,9 @@ public enum PassStore {
     /// Walks `directory` (sorted, depth first, hidden names such as `.git`
     /// and `.gpg-id` left out), calls `decrypt` with the full path of each
     /// `NAME.gpg` file, and calls `body` with what each becomes. A file
-    /// `decrypt` fails on (it throws a KeychainError whose message is the
-    /// reason) is a skipped entry; so is a symbolic link, which is not
+    /// `decrypt` fails on (it throws an errSecDecode KeychainError whose
+    /// message is the reason) is a skipped entry; any other error stops the
+    /// walk (gpg can't be run at all); so is a symbolic link, which is not
     /// followed. Duplicates are skipped as in `Migration.read`. errSecParam
     /// when `directory` is not a directory.
     public static func read(directory: String, decrypt: (String) throws -> SecureBytes,
@@ -34,7 +35,7 @@ public enum PassStore {
             let content: SecureBytes
             do {
                 content = try decrypt(full)
-            } catch let error as KeychainError {
+            } catch let error as KeychainError where error.code == .decode {
                 try body(.skipped(MigrationSkip(origin: name, reason: error.message)))
                 return
             }
