@@ -52,7 +52,8 @@ enum BitwardenJSON {
             case 4:
                 login.kind = Array("identity".utf8)
                 let identity = item["identity"] ?? .null
-                login.username = identity["username"]?.bytes(in: input) ?? identity["email"]?.bytes(in: input) ?? []
+                login.username = identity["username"]?.bytes(in: input) ?? []
+                if login.username.isEmpty { login.username = identity["email"]?.bytes(in: input) ?? [] }
                 login.password = SecureLines.join(identity, input, [
                     "title", "firstName", "middleName", "lastName", "address1", "address2", "address3", "city", "state",
                     "postalCode", "country", "company", "email", "phone", "ssn", "username", "passportNumber", "licenseNumber",
