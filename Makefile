@@ -36,12 +36,13 @@ deps:
 
 # Tools the end-to-end tests drive for real: git (credential helper and an HTTP
 # clone), python3 (the test HTTP server, pty prompts), zsh and fish (their
-# completion scripts are loaded), skopeo, docker-registry and htpasswd
-# (apache2-utils) for the docker credential helper's registry login. Tests
-# that need one skip when it is missing.
+# completion scripts are loaded); skopeo, docker-registry and htpasswd
+# (apache2-utils) for the docker credential helper's registry login; pass and
+# gpg (a real pass store to migrate), keepassxc-cli (a real KeePassXC export).
+# Tests that need one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \

@@ -1,0 +1,130 @@
+import Foundation
+@testable import LocketCLI
+import LocketCore
+import XCTest
+
+/// Issue 15: a pass store made by the real `pass` with a real gpg key in a
+/// throwaway GNUPGHOME, decrypted through locket's gpg runner.
+final class PassMigrationTests: XCTestCase {
+    private var root = ""
+    private var environment: [String: String] = [:]
+
+    override func setUpWithError() throws {
+        for tool in ["pass", "gpg", "gpgconf"] where Self.find(tool) == nil {
+            throw XCTSkip("\(tool) is not installed (Debian packages pass and gnupg; make test-deps installs them)")
+        }
+        // Short: gpg-agent's socket path must fit in a sockaddr_un.
+        root = "/tmp/lkp-\(getpid())-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: root + "/gnupg", withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        environment = [
+            "HOME": root, "GNUPGHOME": root + "/gnupg", "PASSWORD_STORE_DIR": root + "/store",
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "LC_ALL": "C",
+        ]
+        try run("gpg", ["--batch", "--passphrase", "", "--quick-gen-key", "Locket Test <test@locket.invalid>", "default", "default", "never"])
+        try run("pass", ["init", "test@locket.invalid"])
+    }
+
+    override func tearDown() {
+        if !root.isEmpty {
+            _ = try? run("gpgconf", ["--kill", "gpg-agent"])
+            try? FileManager.default.removeItem(atPath: root)
+        }
+    }
+
+    static func find(_ name: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let path = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    @discardableResult
+    private func run(_ tool: String, _ arguments: [String], input: String = "") throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.find(tool)!)
+        process.arguments = arguments
+        process.environment = environment
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            XCTFail("\(tool) \(arguments.joined(separator: " ")) failed: \(String(decoding: err, as: UTF8.self))")
+            throw CancellationError()
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func testStoreMadeByPassDecryptedWithGPG() throws {
+        try run("pass", ["insert", "-m", "web/github.com/alice"], input: "gh-secret ü\nurl: https://github.com/login\nnote: personal\n")
+        try run("pass", ["insert", "-m", "email"], input: "m41l\nlogin: alice@example.com\nURL: imaps://mail.example.com:993\notpauth://totp/Mail:alice?secret=JBSWY3DPEHPK3PXP\nrecovery: 1111-2222\n")
+        try run("pass", ["insert", "-m", "servers/db01"], input: "pg-pass\n")
+        try run("pass", ["insert", "-m", "empty"], input: "")
+        XCTAssertEqual(try run("pass", ["show", "servers/db01"]), "pg-pass\n", "the store works for pass itself")
+        // A file gpg can't decrypt, and a link that is not followed.
+        try Data("not an OpenPGP message".utf8).write(to: URL(fileURLWithPath: root + "/store/broken.gpg"))
+        try FileManager.default.createSymbolicLink(atPath: root + "/store/link.gpg", withDestinationPath: root + "/store/email.gpg")
+
+        var failures: [String] = []
+        let gpg = GPGDecrypt(environment: Environment(environment)) { failures.append(String(decoding: $0, as: UTF8.self)) }
+        var items: [MigrationItem] = []
+        var skipped: [MigrationSkip] = []
+        try PassStore.read(directory: try PassStore.defaultDirectory(Environment(environment)), decrypt: gpg.decrypt) {
+            switch $0 {
+            case .item(let item): items.append(item)
+            case .skipped(let skip): skipped.append(skip)
+            }
+        }
+        func item(_ origin: String) throws -> MigrationItem { try XCTUnwrap(items.first { $0.origin == origin }, "\(items.map(\.origin))") }
+        func text(_ item: MigrationItem, _ attribute: Attribute) -> String? { item.attributes[attribute].map { String(decoding: $0, as: UTF8.self) } }
+
+        let github = try item("web/github.com/alice")
+        XCTAssertEqual(github.itemClass, .internetPassword)
+        XCTAssertEqual(text(github, .server), "github.com")
+        XCTAssertEqual(text(github, .path), "login")
+        XCTAssertEqual(text(github, .account), "alice")
+        XCTAssertEqual(text(github, .label), "web/github.com/alice")
+        XCTAssertEqual(text(github, .comment), "note: personal")
+        XCTAssertEqual(String(decoding: github.data.bytes, as: UTF8.self), "gh-secret ü")
+
+        let mail = try item("email")
+        XCTAssertEqual(text(mail, .account), "alice@example.com")
+        XCTAssertEqual(text(mail, .protocol), "imps")
+        XCTAssertEqual(text(mail, .comment), "recovery: 1111-2222")
+        let otp = try item("email (one-time code)")
+        XCTAssertEqual(text(otp, .service), "otp:mail.example.com")
+        XCTAssertEqual(String(decoding: otp.data.bytes, as: UTF8.self), "otpauth://totp/Mail:alice?secret=JBSWY3DPEHPK3PXP")
+
+        let db = try item("servers/db01")
+        XCTAssertEqual(db.itemClass, .genericPassword)
+        XCTAssertEqual(text(db, .service), "servers")
+        XCTAssertEqual(text(db, .account), "db01")
+        XCTAssertEqual(String(decoding: db.data.bytes, as: UTF8.self), "pg-pass")
+        XCTAssertEqual(try item("empty").data.count, 0)
+
+        XCTAssertEqual(skipped.first { $0.origin == "broken" }?.reason, "gpg exited with status 2")
+        XCTAssertEqual(skipped.first { $0.origin == "link" }?.reason, "it is a symbolic link, which locket does not follow")
+        XCTAssertEqual(failures.count, 1, "gpg's stderr is passed on only for the failure")
+        XCTAssertFalse(failures.joined().contains("gh-secret"))
+        XCTAssertEqual(items.count, 5)
+        XCTAssertEqual(skipped.count, 2)
+    }
+
+    /// gpg that can't be started stops the walk instead of skipping every file.
+    func testMissingGPGStopsTheImport() throws {
+        try run("pass", ["insert", "-m", "one"], input: "x\n")
+        var gpg = GPGDecrypt(environment: Environment(environment)) { _ in }
+        gpg.program = "locket-no-such-gpg"
+        XCTAssertThrowsError(try PassStore.read(directory: root + "/store", decrypt: gpg.decrypt) { _ in }) {
+            XCTAssertEqual(($0 as? KeychainError)?.code, .io)
+        }
+    }
+}
