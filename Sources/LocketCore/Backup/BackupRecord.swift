@@ -64,6 +64,8 @@ enum BackupRecordCoding {
     /// Checks what a writer must never put in a backup; errSecParam names the problem.
     static func validate(_ record: BackupRecord) throws {
         func bad(_ why: String) -> KeychainError { KeychainError(.param, "a \(record.itemClass.name) item can't be backed up: \(why)") }
+        // The exporter leaves these out; refusing here too means no bug upstream can carry one off the device.
+        guard !record.accessible.thisDeviceOnly else { throw bad("its protection class \(record.accessible.name) never leaves this device") }
         guard record.data.count <= Keychain.maximumDataLength else { throw bad("its secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
         guard record.accessGroup.utf8.count <= 0xffff else { throw bad("its access group is too long") }
         guard record.persistentRef.count <= 0xff else { throw bad("its persistent reference is too long") }

@@ -152,7 +152,8 @@ struct CSVTable {
 
     /// The field of `column` (its first name in the lists given to init), or nil when the export has no such column.
     func field(_ row: CSV.Row, _ column: String) -> CSV.Field? {
-        columns[column].map { row.fields[$0] }
+        // A short row (reported by `problem`) still names its title when it has one.
+        columns[column].flatMap { $0 < row.fields.count ? row.fields[$0] : nil }
     }
 
     func bytes(_ row: CSV.Row, _ column: String) -> [UInt8] { field(row, column).map(csv.bytes) ?? [] }

@@ -168,7 +168,7 @@ final class BackupRoundTripTests: XCTestCase {
         XCTAssertTrue(reader.isComplete)
     }
 
-    /// What a writer refuses: attributes the class lacks, access group as an attribute, secrets over the limit.
+    /// What a writer refuses: ThisDeviceOnly items, attributes the class lacks, access group as an attribute, secrets over the limit.
     func testWriterRefusesRecordsThatCannotBeImported() throws {
         let file = TemporaryFile()
         defer { file.remove() }
@@ -184,6 +184,14 @@ final class BackupRoundTripTests: XCTestCase {
         record = SampleRecords.record(0)
         record.data = SecureBytes(count: Keychain.maximumDataLength + 1)
         XCTAssertThrowsError(try writer.append(record)) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
+        for accessible in ProtectionClass.allCases.filter(\.thisDeviceOnly) {
+            record = SampleRecords.record(0)
+            record.accessible = accessible
+            XCTAssertThrowsError(try writer.append(record), accessible.name) {
+                XCTAssertTrue(($0 as? KeychainError)?.message.contains("never leaves this device") == true)
+            }
+        }
+        XCTAssertEqual(writer.count, 0)
         XCTAssertThrowsError(try BackupWriter(fd: fd, recipients: [[UInt8](repeating: 0, count: 32)])) {
             XCTAssertEqual(($0 as? KeychainError)?.code, .param, "a small-order key")
         }

@@ -71,6 +71,13 @@ final class CSVExportTests: XCTestCase {
         XCTAssertEqual(result.items.count, 2)
     }
 
+    /// Found by fuzzing: a row shorter than the header, whose title column is past its end, crashed.
+    func testShortRowWhoseTitleColumnIsMissing() throws {
+        let text = "\"Group\",\"Username\",\"Password\",\"Title\"\n\"Root\",\"alice\"\n"
+        let result = try MigrationResult(.keepassxcCSV, SecureBytes(copying: Array(text.utf8)))
+        XCTAssertEqual(result.skipped, [MigrationSkip(origin: "row 2", reason: "it has 2 fields where the header has 4")])
+    }
+
     func testHeadersThatAreNotTheFormat() {
         for (format, text, message) in [
             (MigrationFormat.keepassxcCSV, "", "the file is empty"),
