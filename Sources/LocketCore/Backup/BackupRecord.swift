@@ -1,13 +1,17 @@
 /// One keychain item as a backup carries it: everything `import` needs to
 /// recreate the item on another device, with its reference and dates.
 public struct BackupRecord: Sendable {
+    /// The item class (genp, inet; the key and certificate classes when they come).
     public var itemClass: ItemClass
+    /// The protection class; never a ThisDeviceOnly one in a backup.
     public var accessible: ProtectionClass
+    /// The access group the item belongs to.
     public var accessGroup: String
     /// Opaque; kept so that references saved elsewhere still find the item.
     public var persistentRef: [UInt8]
     /// Milliseconds since 1970.
     public var creationDate: Int64
+    /// Milliseconds since 1970.
     public var modificationDate: Int64
     /// Attribute values by attribute; an absent key means the empty value.
     /// Access group and accessible are the fields above, never in here.
@@ -21,6 +25,7 @@ public struct BackupRecord: Sendable {
     /// BackupFormat.md, "Attributes"). Empty for every backup this locket writes.
     public var skippedAttributeCodes: [String] = []
 
+    /// A record with every field given.
     public init(itemClass: ItemClass, accessible: ProtectionClass, accessGroup: String, persistentRef: [UInt8],
                 creationDate: Int64, modificationDate: Int64, attributes: [Attribute: [UInt8]],
                 data: SecureBytes, extra: SecureBytes? = nil) {

@@ -1,7 +1,9 @@
 /// One thing a migration source yields: an item to add, or an entry that
 /// can't become one and why.
 public enum MigrationEntry: Sendable {
+    /// An item to add.
     case item(MigrationItem)
+    /// An entry of the source that is not imported.
     case skipped(MigrationSkip)
 }
 
@@ -15,10 +17,12 @@ public struct MigrationItem: Sendable {
     public var data: SecureBytes
     /// Milliseconds since 1970, when the source gives them.
     public var creationDate: Int64?
+    /// Milliseconds since 1970, when the source gives them.
     public var modificationDate: Int64?
     /// Where it came from (`row 4 'GitHub'`, `item 3`, `web/github.com/alice`): for messages, never a secret.
     public var origin: String
 
+    /// An item without dates.
     public init(itemClass: ItemClass, attributes: [Attribute: [UInt8]], data: SecureBytes, origin: String) {
         self.itemClass = itemClass
         self.attributes = attributes
@@ -32,9 +36,12 @@ public struct MigrationItem: Sendable {
 
 /// An entry of the source that was not imported, and why (no secret in either).
 public struct MigrationSkip: Sendable, Equatable {
+    /// Where it came from (`row 5 'GitHub'`).
     public var origin: String
+    /// Why it was not imported, as a clause (`it is in Bitwarden's trash`).
     public var reason: String
 
+    /// A skipped entry.
     public init(origin: String, reason: String) {
         self.origin = origin
         self.reason = reason
@@ -43,10 +50,15 @@ public struct MigrationSkip: Sendable, Equatable {
 
 /// The formats `import --from` reads (SPEC §15).
 public enum MigrationFormat: String, CaseIterable, Sendable {
+    /// A password-store directory (`PassStore.read`).
     case pass
+    /// Bitwarden's unencrypted JSON export.
     case bitwardenJSON = "bitwarden-json"
+    /// 1Password's CSV export.
     case onePasswordCSV = "1password-csv"
+    /// KeePassXC's CSV export.
     case keepassxcCSV = "keepassxc-csv"
+    /// The text of macOS `security dump-keychain -d`.
     case securityDump = "security-dump"
 }
 
