@@ -51,8 +51,8 @@ enum OnePasswordCSV {
             login.title = title
             login.username = table.bytes(row, "username")
             login.password = table.secure(row, "password")
-            // 1Password puts several websites in one cell, one per line or comma-separated.
-            login.urls = table.bytes(row, "url").split(whereSeparator: { $0 == 0x0a || $0 == 0x0d || $0 == UInt8(ascii: ",") })
+            // Several websites in one cell come one per line (a comma may be part of a URL).
+            login.urls = table.bytes(row, "url").split(whereSeparator: { $0 == 0x0a || $0 == 0x0d })
                 .map { Array($0) }.filter { !$0.isEmpty }
             let totp = table.secure(row, "otpauth")
             login.totp = totp.count > 0 ? totp : nil
