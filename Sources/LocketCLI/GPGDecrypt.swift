@@ -14,13 +14,13 @@ struct GPGDecrypt {
     var program = "gpg"
     /// Words of PASSWORD_STORE_GPG_OPTS, split on blanks as pass's unquoted expansion does.
     var options: [String]
-    private let environment: [(name: String, value: String)]
+    private let environment: [Environment.Variable]
     /// Receives gpg's stderr after a failure (never the plaintext).
     var failureOutput: ([UInt8]) -> Void
 
-    init(environment: Environment, failureOutput: @escaping ([UInt8]) -> Void) {
+    init(environment: Environment, failureOutput: @escaping ([UInt8]) -> Void) throws {
         self.environment = environment.all
-        options = (environment["PASSWORD_STORE_GPG_OPTS"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).map(String.init)
+        options = (try environment["PASSWORD_STORE_GPG_OPTS"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).map(String.init)
         self.failureOutput = failureOutput
     }
 

@@ -6,8 +6,8 @@ import Glibc
 public enum PassStore {
     /// `PASSWORD_STORE_DIR`, else `~/.password-store`, as pass finds its store.
     public static func defaultDirectory(_ environment: Environment) throws -> String {
-        if let dir = environment["PASSWORD_STORE_DIR"], !dir.isEmpty { return dir }
-        guard let home = environment["HOME"], home.hasPrefix("/") else {
+        if let dir = try environment["PASSWORD_STORE_DIR"], !dir.isEmpty { return dir }
+        guard let home = try environment["HOME"], home.hasPrefix("/") else {
             throw KeychainError(.param, "HOME is not set to an absolute path, and neither is PASSWORD_STORE_DIR")
         }
         return home + "/.password-store"

@@ -74,7 +74,7 @@ final class PassMigrationTests: XCTestCase {
         try FileManager.default.createSymbolicLink(atPath: root + "/store/link.gpg", withDestinationPath: root + "/store/email.gpg")
 
         var failures: [String] = []
-        let gpg = GPGDecrypt(environment: Environment(environment)) { failures.append(String(decoding: $0, as: UTF8.self)) }
+        let gpg = try GPGDecrypt(environment: Environment(environment)) { failures.append(String(decoding: $0, as: UTF8.self)) }
         var items: [MigrationItem] = []
         var skipped: [MigrationSkip] = []
         try PassStore.read(directory: try PassStore.defaultDirectory(Environment(environment)), decrypt: gpg.decrypt) {
@@ -121,7 +121,7 @@ final class PassMigrationTests: XCTestCase {
     /// gpg that can't be started stops the walk instead of skipping every file.
     func testMissingGPGStopsTheImport() throws {
         try run("pass", ["insert", "-m", "one"], input: "x\n")
-        var gpg = GPGDecrypt(environment: Environment(environment)) { _ in }
+        var gpg = try GPGDecrypt(environment: Environment(environment)) { _ in }
         gpg.program = "locket-no-such-gpg"
         XCTAssertThrowsError(try PassStore.read(directory: root + "/store", decrypt: gpg.decrypt) { _ in }) {
             XCTAssertEqual(($0 as? KeychainError)?.code, .io)
