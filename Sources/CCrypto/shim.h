@@ -16,3 +16,16 @@
 #include <openssl/rand.h>
 #include <openssl/encoder.h>
 #include <openssl/decoder.h>
+#include <openssl/ecdsa.h>
+#include <openssl/sha.h>
+
+// What Swift cannot import from libcrypto's headers: function-like macros and
+// constants built from other macros.
+static inline void locket_openssl_free(void *p) { OPENSSL_free(p); }
+static inline int locket_err_reason(unsigned long e) { return ERR_GET_REASON(e); }
+static inline int locket_err_lib(unsigned long e) { return ERR_GET_LIB(e); }
+static inline unsigned long locket_init_no_config(void) { return OPENSSL_INIT_NO_LOAD_CONFIG; }
+static inline long locket_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_data(b, p); }
+static inline int locket_evp_pkey_keypair(void) { return EVP_PKEY_KEYPAIR; }
+static inline int locket_evp_pkey_public(void) { return EVP_PKEY_PUBLIC_KEY; }
+static inline unsigned long locket_xn_flag_rfc2253(void) { return XN_FLAG_RFC2253; }

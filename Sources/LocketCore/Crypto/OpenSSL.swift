@@ -7,6 +7,30 @@ import CCrypto
 /// into it: a static executable that links libcrypto and never calls it pays
 /// about 37 k instructions at start-up (SPEC §1).
 enum OpenSSL {
+    /// libcrypto is set up on first use only, never at start-up: the static
+    /// library's default provider is built in, so no configuration file,
+    /// provider module or engine is read (`OPENSSL_CONF` and /usr/lib/ssl are
+    /// ignored, and nothing can be loaded into locket through them); private
+    /// BIGNUMs libcrypto allocates while a key is open go to its secure heap
+    /// (mlock'd, guard pages, wiped on free), as locket's own copies live in
+    /// guarded memory.
+    private static let initialized: Bool = {
+        guard OPENSSL_init_crypto(UInt64(locket_init_no_config()), nil) == 1 else { return false }
+        // 64 KiB holds the BIGNUMs of several RSA-4096 keys at once; a failure
+        // (mlock refused) leaves libcrypto on its ordinary heap, still wiped on free.
+        _ = CRYPTO_secure_malloc_init(secureHeapSize, 32)
+        return true
+    }()
+
+    /// The size of libcrypto's secure heap.
+    static let secureHeapSize = 64 * 1024
+
+    /// Fails unless libcrypto could be initialized; every entry point of the
+    /// key layer calls it first.
+    static func ready() throws {
+        guard initialized else { throw failure(.io, "libcrypto could not be initialized") }
+    }
+
     /// Fails with `code` unless `rc` is libcrypto's success (1). The message
     /// is `what`, then the reason libcrypto gives for its newest error.
     static func check(_ rc: Int32, _ code: KeychainError.Code, _ what: @autoclosure () -> String) throws {
