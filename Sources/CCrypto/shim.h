@@ -29,3 +29,6 @@ static inline long locket_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_da
 static inline int locket_evp_pkey_keypair(void) { return EVP_PKEY_KEYPAIR; }
 static inline int locket_evp_pkey_public(void) { return EVP_PKEY_PUBLIC_KEY; }
 static inline unsigned long locket_xn_flag_rfc2253(void) { return XN_FLAG_RFC2253; }
+static inline int locket_evp_ctrl_gcm_set_ivlen(void) { return EVP_CTRL_GCM_SET_IVLEN; }
+static inline int locket_evp_ctrl_gcm_get_tag(void) { return EVP_CTRL_GCM_GET_TAG; }
+static inline int locket_evp_ctrl_gcm_set_tag(void) { return EVP_CTRL_GCM_SET_TAG; }
