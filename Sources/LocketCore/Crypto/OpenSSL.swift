@@ -31,6 +31,13 @@ enum OpenSSL {
         guard initialized else { throw failure(.io, "libcrypto could not be initialized") }
     }
 
+    /// A static string as the C string libcrypto takes; valid for the whole
+    /// run, as libcrypto 3.0 keeps some name pointers (key types in
+    /// contexts, strings in parameter builders) past the call.
+    static func cString(_ s: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+
     /// Fails with `code` unless `rc` is libcrypto's success (1). The message
     /// is `what`, then the reason libcrypto gives for its newest error.
     static func check(_ rc: Int32, _ code: KeychainError.Code, _ what: @autoclosure () -> String) throws {

@@ -145,10 +145,13 @@ public struct AsymmetricKey: Sendable {
 enum KeyParameters {
     /// An EC public key from its curve and uncompressed point.
     static func ecPublic(curve: EllipticCurve, point: [UInt8]) throws -> EVPKey {
-        try build { bld in
-            try push(OSSL_PARAM_BLD_push_utf8_string(bld, "group", curve.groupName, 0))
-            try point.withUnsafeBytes { try push(OSSL_PARAM_BLD_push_octet_string(bld, "pub", $0.baseAddress, $0.count)) }
-        } make: { try EVPKey(name: "EC", selection: locket_evp_pkey_public(), params: $0) }
+        // The builder keeps pointers to the name and the point until it makes its parameters.
+        try point.withUnsafeBytes { raw in
+            try build { bld, _ in
+                try push(OSSL_PARAM_BLD_push_utf8_string(bld, OpenSSL.cString("group"), OpenSSL.cString(curve.groupName), 0))
+                try push(OSSL_PARAM_BLD_push_octet_string(bld, OpenSSL.cString("pub"), raw.baseAddress, raw.count))
+            } make: { try EVPKey(name: "EC", selection: locket_evp_pkey_public(), params: $0) }
+        }
     }
 
     /// Fails when a parameter could not be added to the builder.
@@ -157,12 +160,18 @@ enum KeyParameters {
     }
 
     /// Runs `fill` on a parameter builder, then `make` on its parameters;
-    /// frees both (secure parameters are wiped).
-    static func build(_ fill: (OpaquePointer) throws -> Void, make: (UnsafeMutablePointer<OSSL_PARAM>) throws -> EVPKey) throws -> EVPKey {
+    /// frees both (secure parameters are wiped). The builder refers to the
+    /// BIGNUMs `fill` pushes until its parameters are made, so `fill` hands
+    /// them over in `numbers`, cleared and freed at the end.
+    static func build(_ fill: (OpaquePointer, inout [OpaquePointer]) throws -> Void, make: (UnsafeMutablePointer<OSSL_PARAM>) throws -> EVPKey) throws -> EVPKey {
         try OpenSSL.ready()
         let bld = try OpenSSL.check(OSSL_PARAM_BLD_new(), .io, "out of memory")
-        defer { OSSL_PARAM_BLD_free(bld) }
-        try fill(bld)
+        var numbers: [OpaquePointer] = []
+        defer {
+            OSSL_PARAM_BLD_free(bld)
+            for bn in numbers { BN_clear_free(bn) }
+        }
+        try fill(bld, &numbers)
         let params = try OpenSSL.check(OSSL_PARAM_BLD_to_param(bld), .decode, "invalid key parameters")
         // OSSL_PARAM_free wipes the secure part, where private numbers are.
         defer { OSSL_PARAM_free(params) }

@@ -36,9 +36,10 @@ final class EVPKey {
     }
 
     /// A key from libcrypto parameters (OpenSSH key files, raw public keys).
-    convenience init(name: String, selection: Int32, params: UnsafeMutablePointer<OSSL_PARAM>) throws {
+    /// `name` is static: libcrypto 3.0 keeps the pointer in the context.
+    convenience init(name: StaticString, selection: Int32, params: UnsafeMutablePointer<OSSL_PARAM>) throws {
         try OpenSSL.ready()
-        let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_name(nil, name, nil), .param, "unsupported key type \(name)")
+        let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_name(nil, OpenSSL.cString(name), nil), .param, "unsupported key type \(name)")
         defer { EVP_PKEY_CTX_free(ctx) }
         try OpenSSL.check(EVP_PKEY_fromdata_init(ctx), .decode, "invalid \(name) key")
         var key: OpaquePointer?

@@ -23,9 +23,9 @@ extension AsymmetricKey {
 }
 
 enum KeyGeneration {
-    static func generate(_ name: String, configure: (OpaquePointer) throws -> Void) throws -> EVPKey {
+    static func generate(_ name: StaticString, configure: (OpaquePointer) throws -> Void) throws -> EVPKey {
         try OpenSSL.ready()
-        let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_name(nil, name, nil), .param, "\(name) keys are unavailable")
+        let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_name(nil, OpenSSL.cString(name), nil), .param, "\(name) keys are unavailable")
         defer { EVP_PKEY_CTX_free(ctx) }
         try OpenSSL.check(EVP_PKEY_keygen_init(ctx), .param, "\(name) keys are unavailable")
         try configure(ctx)
@@ -37,7 +37,7 @@ enum KeyGeneration {
     /// A key pair on a NIST curve (also ECIES's ephemeral keys).
     static func ec(_ curve: EllipticCurve) throws -> EVPKey {
         try generate("EC") { ctx in
-            try OpenSSL.check(EVP_PKEY_CTX_set_group_name(ctx, curve.groupName), .param, "curve \(curve.groupName)")
+            try OpenSSL.check(EVP_PKEY_CTX_set_group_name(ctx, OpenSSL.cString(curve.groupName)), .param, "curve \(curve.groupName)")
         }
     }
 }

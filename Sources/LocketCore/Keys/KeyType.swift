@@ -46,8 +46,8 @@ public enum EllipticCurve: Int, Sendable, CaseIterable {
 
     /// The size of a coordinate or scalar in bytes.
     public var byteCount: Int { (rawValue + 7) / 8 }
-    /// libcrypto's group name.
-    var groupName: String {
+    /// libcrypto's group name (static: parameter builders keep the pointer).
+    var groupName: StaticString {
         switch self {
         case .p256: "prime256v1"
         case .p384: "secp384r1"
@@ -65,7 +65,7 @@ public enum EllipticCurve: Int, Sendable, CaseIterable {
         }
     }
 
-    init?(groupName: String) {
+    init?(groupName: some StringProtocol) {
         switch groupName {
         case "prime256v1", "P-256", "secp256r1": self = .p256
         case "secp384r1", "P-384": self = .p384

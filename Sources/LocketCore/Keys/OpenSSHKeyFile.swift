@@ -123,12 +123,12 @@ enum OpenSSHKeyFile {
                 throw KeychainError(.decode, "the ECDSA key's curve does not match its type")
             }
             let q = try r.string(), d = try r.mpint()
-            evp = try KeyParameters.build { bld in
-                try KeyParameters.push(OSSL_PARAM_BLD_push_utf8_string(bld, "group", curve.groupName, 0))
-                try KeyParameters.push(OSSL_PARAM_BLD_push_octet_string(bld, "pub", q.baseAddress, q.count))
+            evp = try KeyParameters.build { bld, numbers in
+                try KeyParameters.push(OSSL_PARAM_BLD_push_utf8_string(bld, OpenSSL.cString("group"), OpenSSL.cString(curve.groupName), 0))
+                try KeyParameters.push(OSSL_PARAM_BLD_push_octet_string(bld, OpenSSL.cString("pub"), q.baseAddress, q.count))
                 let bn = try KeyParameters.secureNumber(d)
-                defer { BN_clear_free(bn) }
-                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, "priv", bn))
+                numbers.append(bn)
+                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString("priv"), bn))
             } make: { try EVPKey(name: "EC", selection: locket_evp_pkey_keypair(), params: $0) }
             try evp.checkPair()
         case "ssh-rsa":
@@ -145,22 +145,24 @@ enum OpenSSHKeyFile {
     /// format leaves out, are d mod (p-1) and d mod (q-1).
     private static func rsa(n: UnsafeRawBufferPointer, e: UnsafeRawBufferPointer, d: UnsafeRawBufferPointer,
                             iqmp: UnsafeRawBufferPointer, p: UnsafeRawBufferPointer, q: UnsafeRawBufferPointer) throws -> EVPKey {
-        try KeyParameters.build { bld in
-            let numbers = try [n, e, d, p, q, iqmp].map { try KeyParameters.secureNumber($0) }
-            let ctx = try OpenSSL.check(BN_CTX_secure_new(), .io, "out of memory")
-            let dp = try OpenSSL.check(BN_secure_new(), .io, "out of memory"), dq = try OpenSSL.check(BN_secure_new(), .io, "out of memory")
-            let p1 = try OpenSSL.check(BN_secure_new(), .io, "out of memory"), q1 = try OpenSSL.check(BN_secure_new(), .io, "out of memory")
-            defer {
-                for bn in numbers + [dp, dq, p1, q1] { BN_clear_free(bn) }
-                BN_CTX_free(ctx)
+        try KeyParameters.build { bld, keep in
+            var numbers: [OpaquePointer] = []
+            for value in [n, e, d, p, q, iqmp] {
+                numbers.append(try KeyParameters.secureNumber(value))
+                keep.append(numbers.last!)
             }
+            let ctx = try OpenSSL.check(BN_CTX_secure_new(), .io, "out of memory")
+            defer { BN_CTX_free(ctx) }
+            for _ in 0..<4 { keep.append(try OpenSSL.check(BN_secure_new(), .io, "out of memory")) }
+            let (dp, dq, p1, q1) = (keep[6], keep[7], keep[8], keep[9])
             guard BN_copy(p1, numbers[3]) != nil, BN_sub_word(p1, 1) == 1, BN_copy(q1, numbers[4]) != nil, BN_sub_word(q1, 1) == 1,
                   BN_div(nil, dp, numbers[2], p1, ctx) == 1, BN_div(nil, dq, numbers[2], q1, ctx) == 1 else {
                 throw OpenSSL.failure(.decode, "invalid ssh-rsa private key")
             }
-            for (name, bn) in [("n", numbers[0]), ("e", numbers[1]), ("d", numbers[2]), ("rsa-factor1", numbers[3]), ("rsa-factor2", numbers[4]),
-                               ("rsa-exponent1", dp), ("rsa-exponent2", dq), ("rsa-coefficient1", numbers[5])] {
-                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, name, bn))
+            let fields: [(StaticString, OpaquePointer)] = [("n", numbers[0]), ("e", numbers[1]), ("d", numbers[2]), ("rsa-factor1", numbers[3]), ("rsa-factor2", numbers[4]),
+                                                           ("rsa-exponent1", dp), ("rsa-exponent2", dq), ("rsa-coefficient1", numbers[5])]
+            for (name, bn) in fields {
+                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString(name), bn))
             }
         } make: { try EVPKey(name: "RSA", selection: locket_evp_pkey_keypair(), params: $0) }
     }

@@ -176,11 +176,13 @@ enum SSHKeyCodec {
             return try AsymmetricKey(publicKeyExternalRepresentation: q, keyType: .ec)
         case "ssh-rsa":
             let e = try r.mpint(), n = try r.mpint()
-            let evp = try KeyParameters.build { bld in
-                let bn = try KeyParameters.secureNumber(n), be = try KeyParameters.secureNumber(e)
-                defer { BN_clear_free(bn); BN_clear_free(be) }
-                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, "n", bn))
-                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, "e", be))
+            let evp = try KeyParameters.build { bld, numbers in
+                let bn = try KeyParameters.secureNumber(n)
+                numbers.append(bn)
+                let be = try KeyParameters.secureNumber(e)
+                numbers.append(be)
+                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString("n"), bn))
+                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString("e"), be))
             } make: { try EVPKey(name: "RSA", selection: locket_evp_pkey_public(), params: $0) }
             return try AsymmetricKey(evp: evp, isPrivate: false)
         default:

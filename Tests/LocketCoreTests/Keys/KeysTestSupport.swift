@@ -1,0 +1,211 @@
+import Foundation
+import LocketCore
+import XCTest
+
+// Fixtures for the key-layer tests, made at test time by the openssl and
+// ssh-keygen command lines in a private temporary directory (no private key
+// is committed), and a small runner for those tools. Passphrases reach the
+// tools through files (openssl's `file:`) or an askpass program
+// (ssh-keygen), never argv.
+
+/// A finished tool run.
+struct ToolResult {
+    let status: Int32
+    let stdout: [UInt8]
+    let stderr: String
+    var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+enum Tools {
+    /// The path of `name` on PATH, or nil.
+    static func find(_ name: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let path = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Runs `tool args` with `stdin`, in `directory`, with `environment` added.
+    @discardableResult
+    static func run(_ tool: String, _ args: [String], stdin: [UInt8] = [], environment: [String: String] = [:], in directory: String? = nil) throws -> ToolResult {
+        let process = Process()
+        if tool.hasPrefix("/") {
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = args
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [tool] + args
+        }
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        // stdin and stderr through files: no threads to feed or drain pipes.
+        let scratch = NSTemporaryDirectory() + "locket-tool-" + UUID().uuidString
+        FileManager.default.createFile(atPath: scratch + ".in", contents: Data(stdin), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: scratch + ".err", contents: nil, attributes: [.posixPermissions: 0o600])
+        defer {
+            try? FileManager.default.removeItem(atPath: scratch + ".in")
+            try? FileManager.default.removeItem(atPath: scratch + ".err")
+        }
+        let input = FileHandle(forReadingAtPath: scratch + ".in")!, error = FileHandle(forWritingAtPath: scratch + ".err")!
+        defer { try? input.close(); try? error.close() }
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let errData = (try? Data(contentsOf: URL(fileURLWithPath: scratch + ".err"))) ?? Data()
+        return ToolResult(status: process.terminationStatus, stdout: [UInt8](out), stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Runs and fails the test unless the tool exits 0.
+    @discardableResult
+    static func must(_ tool: String, _ args: [String], stdin: [UInt8] = [], environment: [String: String] = [:], in directory: String? = nil,
+                     file: StaticString = #filePath, line: UInt = #line) throws -> ToolResult {
+        let result = try run(tool, args, stdin: stdin, environment: environment, in: directory)
+        if result.status != 0 {
+            XCTFail("\(tool) \(args.joined(separator: " ")) exited \(result.status): \(result.stderr)", file: file, line: line)
+            throw KeysTestError.toolFailed(tool)
+        }
+        return result
+    }
+
+    /// A python3 that can import `module` (PATH's first, then Debian's), or nil.
+    static func python(with module: String) -> String? {
+        for candidate in [find("python3"), "/usr/bin/python3"].compactMap({ $0 }) {
+            if let r = try? run(candidate, ["-c", "import \(module)"]), r.status == 0 { return candidate }
+        }
+        return nil
+    }
+}
+
+enum KeysTestError: Error { case toolFailed(String) }
+
+/// A 0700 temporary directory, removed when the fixture goes.
+final class KeysFixture {
+    let dir: String
+    /// The passphrase the fixtures are encrypted with, in a 0600 file for `-passin file:`.
+    let passphrase = "correct horse battery"
+    var passFile: String { dir + "/pass" }
+    /// An askpass program printing the passphrase, for ssh-keygen.
+    var askpass: [String: String] { ["SSH_ASKPASS": dir + "/askpass", "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"] }
+
+    init() throws {
+        dir = NSTemporaryDirectory() + "locket-keys-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        FileManager.default.createFile(atPath: passFile, contents: Data(passphrase.utf8), attributes: [.posixPermissions: 0o600])
+        let script = "#!/bin/sh\ncat '\(passFile)'\n"
+        FileManager.default.createFile(atPath: dir + "/askpass", contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
+
+    func path(_ name: String) -> String { dir + "/" + name }
+
+    func read(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(name)))) }
+
+    func write(_ name: String, _ bytes: [UInt8]) throws {
+        FileManager.default.createFile(atPath: path(name), contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+    }
+
+    var pass: SecureBytes { SecureBytes(copying: Array(passphrase.utf8)) }
+
+    /// `openssl genpkey` for `kind`: rsa2048, p256, p384, p521, ed25519, x25519; PKCS#8 PEM at `name`.
+    func genpkey(_ kind: String, _ name: String) throws {
+        var args = ["genpkey", "-out", path(name)]
+        switch kind {
+        case "rsa2048": args += ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
+        case "rsa3072": args += ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"]
+        case "p256": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]
+        case "p384": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]
+        case "p521": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"]
+        case "ed25519": args += ["-algorithm", "ED25519"]
+        case "x25519": args += ["-algorithm", "X25519"]
+        default: fatalError(kind)
+        }
+        try Tools.must("openssl", args)
+    }
+
+    /// A self-signed CA, and a leaf for `keyName` signed by it, with an e-mail SAN. Names: ca.pem, ca.key, `leaf`.
+    func makeCA() throws {
+        if FileManager.default.fileExists(atPath: path("ca.pem")) { return }
+        try genpkey("p256", "ca.key")
+        try Tools.must("openssl", ["req", "-x509", "-new", "-key", path("ca.key"), "-out", path("ca.pem"), "-days", "30",
+                                   "-subj", "/C=GB/O=Locket Test/CN=Locket Test CA", "-addext", "basicConstraints=critical,CA:TRUE"])
+    }
+
+    func makeLeaf(key keyName: String, cert certName: String, cn: String, email: String? = "leaf@example.com") throws {
+        try makeCA()
+        try Tools.must("openssl", ["req", "-new", "-key", path(keyName), "-out", path(certName + ".csr"), "-subj", "/O=Locket Test/CN=\(cn)"])
+        var ext = "basicConstraints=CA:FALSE\nsubjectKeyIdentifier=hash\n"
+        if let email { ext += "subjectAltName=email:\(email),DNS:\(cn)\n" }
+        try write(certName + ".ext", Array(ext.utf8))
+        try Tools.must("openssl", ["x509", "-req", "-in", path(certName + ".csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                                   "-CAcreateserial", "-out", path(certName), "-days", "30", "-extfile", path(certName + ".ext")])
+    }
+
+    /// SHA-1 as `openssl dgst -sha1` computes it, of a file.
+    func opensslSHA1(_ name: String) throws -> [UInt8] {
+        try Tools.must("openssl", ["dgst", "-sha1", "-binary", path(name)]).stdout
+    }
+
+    /// Apple's external representation of the public key in `keyName`, cut
+    /// out by openssl alone: PKCS#1 for RSA, the point or raw key (the
+    /// subjectPublicKey BIT STRING's contents) otherwise.
+    func opensslExternalRepresentation(_ keyName: String, rsa: Bool) throws -> [UInt8] {
+        if rsa {
+            return try Tools.must("openssl", ["rsa", "-in", path(keyName), "-RSAPublicKey_out", "-outform", "DER"]).stdout
+        }
+        let spki = try Tools.must("openssl", ["pkey", "-in", path(keyName), "-pubout", "-outform", "DER"]).stdout
+        try write(keyName + ".spki", spki)
+        // asn1parse -strparse of the BIT STRING's offset gives its contents; the last element is it.
+        let listing = try Tools.must("openssl", ["asn1parse", "-inform", "DER", "-in", path(keyName + ".spki")]).text
+        let last = listing.split(separator: "\n").last { $0.contains("BIT STRING") }!
+        let offset = Int(last.split(separator: ":")[0].trimmingCharacters(in: .whitespaces))!
+        let hl = Int(last.split(separator: "hl=")[1].split(separator: " ")[0])!
+        let length = Int(last.split(separator: "l=")[2].split(separator: " ")[0].trimmingCharacters(in: .whitespaces))!
+        // Skip the unused-bits byte.
+        return Array(spki[(offset + hl + 1)..<(offset + hl + length)])
+    }
+}
+
+extension Array where Element == UInt8 {
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    init(hex: String) {
+        var out: [UInt8] = []
+        let digits = Array(hex.utf8.filter { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
+        var i = 0
+        while i + 1 < digits.count {
+            out.append(UInt8(String(decoding: digits[i...(i + 1)], as: UTF8.self), radix: 16)!)
+            i += 2
+        }
+        self = out
+    }
+}
+
+/// Asserts that `body` throws a KeychainError with `code`; returns it.
+@discardableResult
+func assertKeychainError<T>(_ code: KeychainError.Code, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) -> KeychainError? {
+    do {
+        _ = try body()
+        XCTFail("expected \(code.name), got success", file: file, line: line)
+    } catch let error as KeychainError {
+        XCTAssertEqual(error.code, code, "\(error)", file: file, line: line)
+        // Never a libcrypto error code or its "error:0A..." string in a message.
+        XCTAssertFalse(error.description.contains("error:"), "\(error)", file: file, line: line)
+        return error
+    } catch {
+        XCTFail("expected KeychainError \(code.name), got \(error)", file: file, line: line)
+    }
+    return nil
+}
+
+/// A passphrase callback that must not be called.
+func noPassphrase() throws -> SecureBytes {
+    XCTFail("the passphrase was asked for")
+    throw KeychainError(.userCanceled)
+}
