@@ -228,7 +228,7 @@ enum LegacyAlgorithms {
     static func error(_ name: String, what: String) -> KeychainError {
         ERR_clear_error()
         let hint = what == "PKCS#12 file"
-            ? "convert it with OpenSSL 3: openssl pkcs12 -legacy -in OLD.p12 -nodes | openssl pkcs12 -export -out NEW.p12 (AES-256-CBC)"
+            ? "convert it with OpenSSL 3 (the key stays encrypted in TMP.pem): openssl pkcs12 -legacy -in OLD.p12 -out TMP.pem && openssl pkcs12 -export -in TMP.pem -out NEW.p12 && rm TMP.pem"
             : "convert it with OpenSSL 3: openssl pkcs8 -provider legacy -provider default -in OLD.pem -topk8 -v2 aes-256-cbc -out NEW.pem"
         return KeychainError(.param, "the \(what) is encrypted with \(name), a legacy algorithm locket can't read", hint: hint)
     }
