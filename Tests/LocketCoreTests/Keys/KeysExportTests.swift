@@ -1,0 +1,123 @@
+import Foundation
+@testable import LocketCore
+import XCTest
+
+// Every export read back by the tool that owns the format: openssl for
+// PKCS#8 (plain and encrypted), SPKI and PKCS#12 (without -legacy),
+// ssh-keygen for OpenSSH private keys (plain and encrypted) and public lines.
+final class KeysExportTests: XCTestCase {
+    nonisolated(unsafe) static var fixture: KeysFixture!
+    nonisolated(unsafe) static var keys: [String: AsymmetricKey] = [:]
+
+    override class func setUp() {
+        super.setUp()
+        fixture = try! KeysFixture()
+        for type in [KeyGenerationType.rsa2048, .p256, .p384, .p521, .ed25519, .x25519] {
+            keys[type.rawValue] = try! AsymmetricKey.generate(type)
+        }
+    }
+
+    override class func tearDown() {
+        fixture = nil
+        keys = [:]
+        super.tearDown()
+    }
+
+    var f: KeysFixture { Self.fixture }
+
+    func opensslPublicDER(_ file: String, passin: Bool = false) throws -> [UInt8] {
+        var args = ["pkey", "-in", f.path(file), "-pubout", "-outform", "DER"]
+        if passin { args += ["-passin", "file:" + f.passFile] }
+        return try Tools.must("openssl", args).stdout
+    }
+
+    func testPKCS8PEMPlainAndEncryptedReadByOpenSSL() throws {
+        for (name, key) in Self.keys {
+            try f.write(name + ".pem", try key.pkcs8PEM().bytes)
+            XCTAssertEqual(try opensslPublicDER(name + ".pem"), key.subjectPublicKeyInfo, name)
+            let encrypted = try key.pkcs8PEM(passphrase: f.pass)
+            XCTAssertTrue(encrypted.bytes.starts(with: Array("-----BEGIN ENCRYPTED PRIVATE KEY-----\n".utf8)))
+            try f.write(name + ".enc.pem", encrypted.bytes)
+            XCTAssertEqual(try opensslPublicDER(name + ".enc.pem", passin: true), key.subjectPublicKeyInfo, name)
+            // And locket reads its own export.
+            let back = try KeyImport.parse(encrypted, passphrase: { self.f.pass })
+            XCTAssertEqual(back.keys[0].key.pkcs8?.bytes, key.pkcs8?.bytes)
+        }
+        // PBES2 with PBKDF2-HMAC-SHA256 and AES-256-CBC, as documented.
+        let listing = try Tools.must("openssl", ["asn1parse", "-in", f.path("p256.enc.pem")]).text
+        XCTAssertTrue(listing.contains("PBES2"), listing)
+        XCTAssertTrue(listing.contains("PBKDF2"), listing)
+        XCTAssertTrue(listing.contains("hmacWithSHA256"), listing)
+        XCTAssertTrue(listing.contains("aes-256-cbc"), listing)
+        XCTAssertTrue(listing.contains(":0927C0"), "600,000 iterations: \(listing)")
+        // A wrong passphrase is refused by openssl too.
+        try f.write("wrong", Array("wrong".utf8))
+        XCTAssertNotEqual(try Tools.run("openssl", ["pkey", "-in", f.path("p256.enc.pem"), "-passin", "file:" + f.path("wrong")]).status, 0)
+        assertKeychainError(.param) { try Self.keys["p256"]!.publicKey.pkcs8PEM() }
+    }
+
+    func testPublicKeyPEMAndDER() throws {
+        for (name, key) in Self.keys {
+            try f.write(name + ".pub.pem", Array(key.publicKeyPEM.utf8))
+            let der = try Tools.must("openssl", ["pkey", "-pubin", "-in", f.path(name + ".pub.pem"), "-outform", "DER"]).stdout
+            XCTAssertEqual(der, key.publicKeyDER, name)
+        }
+    }
+
+    func testOpenSSHPrivateKeysReadBySSHKeygen() throws {
+        guard Tools.find("ssh-keygen") != nil else { throw XCTSkip("ssh-keygen is not installed (make test-deps installs openssh-client)") }
+        for name in ["rsa2048", "p256", "p384", "p521", "ed25519"] {
+            let key = Self.keys[name]!
+            let expected = try key.openSSHPublicKey()
+            try f.write(name + ".ssh", try key.openSSHPrivateKey(comment: "exported").bytes)
+            let plain = try Tools.must("ssh-keygen", ["-y", "-f", f.path(name + ".ssh")]).text
+            XCTAssertTrue(plain.hasPrefix(expected), "\(name): \(plain)")
+            // Encrypted: ssh-keygen gets the passphrase from askpass and reads the key.
+            try f.write(name + ".ssh.enc", try key.openSSHPrivateKey(comment: "exported", passphrase: f.pass).bytes)
+            let decrypted = try Tools.must("ssh-keygen", ["-y", "-f", f.path(name + ".ssh.enc")], environment: f.askpass).text
+            XCTAssertTrue(decrypted.hasPrefix(expected), "\(name): \(decrypted)")
+            // Without the passphrase ssh-keygen can't.
+            try f.write("wrong", Array("wrong".utf8))
+            let askWrong = ["SSH_ASKPASS": f.path("askwrong"), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"]
+            try f.write("askwrong", Array("#!/bin/sh\necho wrong\n".utf8))
+            try Tools.must("chmod", ["700", f.path("askwrong")])
+            XCTAssertNotEqual(try Tools.run("ssh-keygen", ["-y", "-f", f.path(name + ".ssh.enc")], environment: askWrong).status, 0, name)
+            // And locket reads both back.
+            let back = try KeyImport.parse(try f.read(name + ".ssh.enc"), passphrase: { self.f.pass })
+            XCTAssertEqual(back.keys[0].key.pkcs8?.bytes, key.pkcs8?.bytes, name)
+            XCTAssertEqual(back.keys[0].label, "exported")
+        }
+        // The encrypted export is aes256-ctr with bcrypt, 16 rounds, as ssh-keygen writes.
+        let items = try KeyImport.parse(try f.read("ed25519.ssh.enc"), passphrase: { self.f.pass })
+        XCTAssertEqual(items.keys.count, 1)
+        assertKeychainError(.param) { try Self.keys["x25519"]!.openSSHPrivateKey() }
+    }
+
+    func testPKCS12ReadByOpenSSLWithoutLegacy() throws {
+        let key = Self.keys["rsa2048"]!
+        try f.write("id.key", try key.pkcs8PEM().bytes)
+        try f.makeLeaf(key: "id.key", cert: "id.pem", cn: "Identity Test")
+        let leaf = try KeyImport.parse(try f.read("id.pem"), passphrase: noPassphrase).certificates[0].certificate
+        let ca = try KeyImport.parse(try f.read("ca.pem"), passphrase: noPassphrase).certificates[0].certificate
+        let identity = try Identity(key: key, certificate: leaf, chain: [ca])
+        let p12 = try identity.pkcs12(passphrase: f.pass)
+        try f.write("id.p12", p12)
+        let info = try Tools.must("openssl", ["pkcs12", "-in", f.path("id.p12"), "-info", "-noout", "-passin", "file:" + f.passFile])
+        let text = info.text + info.stderr
+        XCTAssertTrue(text.contains("MAC: sha256, Iteration 600000"), text)
+        XCTAssertTrue(text.contains("PBES2, PBKDF2, AES-256-CBC, Iteration 600000, PRF hmacWithSHA256"), text)
+        XCTAssertFalse(text.contains("RC2"), text)
+        // openssl gets the same key and both certificates out.
+        try f.write("pass2", Array(f.passphrase.utf8))
+        let pem = try Tools.must("openssl", ["pkcs12", "-in", f.path("id.p12"), "-nodes", "-passin", "file:" + f.passFile]).stdout
+        let back = try KeyImport.parse(pem, passphrase: noPassphrase)
+        XCTAssertEqual(back.keys[0].key.applicationLabel, key.applicationLabel)
+        XCTAssertEqual(Set(back.certificates.map { $0.certificate.sha256Fingerprint }), Set([leaf.sha256Fingerprint, ca.sha256Fingerprint]))
+        // locket reads its own export; the friendly name is the certificate's label.
+        let mine = try KeyImport.parse(p12, passphrase: { self.f.pass })
+        XCTAssertEqual(mine.keys[0].label, "Identity Test")
+        XCTAssertEqual(mine.certificates.first?.keyIndex, 0)
+        assertKeychainError(.authFailed) { try KeyImport.parse(p12, passphrase: { SecureBytes(copying: Array("wrong".utf8)) }) }
+        assertKeychainError(.param) { try identity.pkcs12(passphrase: SecureBytes(count: 0)) }
+    }
+}
