@@ -77,9 +77,9 @@ enum ECIES {
                 var digest = Array("SHA256".utf8CString)
                 try digest.withUnsafeMutableBufferPointer { digest in
                     let params = [
-                        OSSL_PARAM_construct_utf8_string("digest", digest.baseAddress, 0),
-                        OSSL_PARAM_construct_octet_string("key", UnsafeMutableRawPointer(mutating: z.baseAddress), z.count),
-                        OSSL_PARAM_construct_octet_string("info", info.baseAddress, info.count),
+                        OSSL_PARAM_construct_utf8_string(OpenSSL.cString("digest"), digest.baseAddress, 0),
+                        OSSL_PARAM_construct_octet_string(OpenSSL.cString("key"), UnsafeMutableRawPointer(mutating: z.baseAddress), z.count),
+                        OSSL_PARAM_construct_octet_string(OpenSSL.cString("info"), info.baseAddress, info.count),
                         OSSL_PARAM_construct_end(),
                     ]
                     try out.withUnsafeMutableBytes { buffer in

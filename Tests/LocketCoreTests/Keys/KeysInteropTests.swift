@@ -1,0 +1,203 @@
+import Foundation
+@testable import LocketCore
+import XCTest
+
+// Interoperability with independent implementations: Apple's ECIES written
+// again here in Python with the `cryptography` package (from the
+// description in SecKeyAdaptors), libsodium sealed boxes through PyNaCl,
+// SSH agent signatures checked by `ssh-keygen -Y check-novalidate` and
+// ssh-keygen's `-Y sign` signatures checked by locket, bcrypt_pbkdf against
+// Python's `bcrypt.kdf`.
+final class KeysInteropTests: XCTestCase {
+    nonisolated(unsafe) static var fixture: KeysFixture!
+
+    override class func setUp() {
+        super.setUp()
+        fixture = try! KeysFixture()
+        try! fixture.write("ecies.py", Array(eciesScript.utf8))
+        try! fixture.write("sealedbox.py", Array(sealedBoxScript.utf8))
+    }
+
+    override class func tearDown() {
+        fixture = nil
+        super.tearDown()
+    }
+
+    var f: KeysFixture { Self.fixture }
+
+    /// Apple's kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM, independently.
+    static let eciesScript = """
+    import sys
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
+
+    CURVES = {65: ec.SECP256R1(), 97: ec.SECP384R1(), 133: ec.SECP521R1()}
+
+    def key_and_iv(z, ephemeral, point_length):
+        # AES-128 up to 256-bit curves, AES-256 above; then a 16-byte IV.
+        aes = 32 if (point_length - 1) // 2 * 8 > 256 else 16
+        out = X963KDF(algorithm=hashes.SHA256(), length=aes + 16, sharedinfo=ephemeral).derive(z)
+        return out[:aes], out[aes:]
+
+    data = sys.stdin.buffer.read()
+    if sys.argv[1] == "encrypt":
+        point = bytes.fromhex(sys.argv[2])
+        curve = CURVES[len(point)]
+        recipient = ec.EllipticCurvePublicKey.from_encoded_point(curve, point)
+        ephemeral = ec.generate_private_key(curve)
+        eph = ephemeral.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+        key, iv = key_and_iv(ephemeral.exchange(ec.ECDH(), recipient), eph, len(point))
+        enc = Cipher(algorithms.AES(key), modes.GCM(iv)).encryptor()
+        body = enc.update(data) + enc.finalize()
+        sys.stdout.buffer.write(eph + body + enc.tag)
+    else:
+        private = serialization.load_pem_private_key(open(sys.argv[2], "rb").read(), None)
+        n = 1 + 2 * ((private.curve.key_size + 7) // 8)
+        eph, body, tag = data[:n], data[n:-16], data[-16:]
+        peer = ec.EllipticCurvePublicKey.from_encoded_point(private.curve, eph)
+        key, iv = key_and_iv(private.exchange(ec.ECDH(), peer), eph, n)
+        dec = Cipher(algorithms.AES(key), modes.GCM(iv, tag)).decryptor()
+        sys.stdout.buffer.write(dec.update(body) + dec.finalize())
+    """
+
+    static let sealedBoxScript = """
+    import sys
+    from nacl.public import PrivateKey, PublicKey, SealedBox
+    data = sys.stdin.buffer.read()
+    if sys.argv[1] == "encrypt":
+        sys.stdout.buffer.write(SealedBox(PublicKey(bytes.fromhex(sys.argv[2]))).encrypt(data))
+    else:
+        sys.stdout.buffer.write(SealedBox(PrivateKey(open(sys.argv[2], "rb").read())).decrypt(data))
+    """
+
+    func testECIESAgainstAnIndependentImplementation() throws {
+        guard let python = Tools.python(with: "cryptography") else {
+            throw XCTSkip("no python3 with the cryptography package (make test-deps installs python3-cryptography)")
+        }
+        for type in [KeyGenerationType.p256, .p384, .p521] {
+            let key = try AsymmetricKey.generate(type)
+            try f.write("ec.pem", try key.pkcs8PEM().bytes)
+            for plaintext in [[UInt8](), Array("hello, ECIES".utf8), [UInt8](repeating: 0xA5, count: 5000)] {
+                // locket encrypts, Python decrypts.
+                let ciphertext = try key.publicKey.encrypt(plaintext, algorithm: .eciesCofactorVariableIVX963SHA256AESGCM)
+                XCTAssertEqual(ciphertext.count, 1 + 2 * key.curve!.byteCount + plaintext.count + 16)
+                XCTAssertEqual(Array(ciphertext.prefix(1)), [4])
+                let opened = try Tools.must(python, [f.path("ecies.py"), "decrypt", f.path("ec.pem")], stdin: ciphertext)
+                XCTAssertEqual(opened.stdout, plaintext, type.rawValue)
+                // Python encrypts, locket decrypts.
+                let theirs = try Tools.must(python, [f.path("ecies.py"), "encrypt", key.publicKeyExternalRepresentation.hex], stdin: plaintext).stdout
+                XCTAssertEqual(try key.decrypt(theirs, algorithm: .eciesCofactorVariableIVX963SHA256AESGCM).bytes, plaintext, type.rawValue)
+                var tampered = theirs
+                tampered[tampered.count - 1] ^= 1
+                assertKeychainError(.decode) { try key.decrypt(tampered, algorithm: .eciesCofactorVariableIVX963SHA256AESGCM) }
+            }
+            // Another key of the curve can't open it; a short input is refused.
+            let other = try AsymmetricKey.generate(type)
+            let ciphertext = try key.encrypt(Array("x".utf8), algorithm: .eciesCofactorVariableIVX963SHA256AESGCM)
+            assertKeychainError(.decode) { try other.decrypt(ciphertext, algorithm: .eciesCofactorVariableIVX963SHA256AESGCM) }
+            assertKeychainError(.decode) { try key.decrypt(Array(ciphertext.prefix(20)), algorithm: .eciesCofactorVariableIVX963SHA256AESGCM) }
+        }
+    }
+
+    func testSealedBoxesRoundTripAndOpenWithPyNaCl() throws {
+        let key = try AsymmetricKey.generate(.x25519)
+        let message = Array("sealed for x25519".utf8)
+        let box = try key.publicKey.encrypt(message, algorithm: .x25519SealedBox)
+        XCTAssertEqual(box.count, message.count + 48)
+        XCTAssertEqual(try key.decrypt(box, algorithm: .x25519SealedBox).bytes, message)
+        var tampered = box
+        tampered[5] ^= 1
+        assertKeychainError(.decode) { try key.decrypt(tampered, algorithm: .x25519SealedBox) }
+        assertKeychainError(.decode) { try key.decrypt(Array(box.prefix(47)), algorithm: .x25519SealedBox) }
+        assertKeychainError(.decode) { try AsymmetricKey.generate(.x25519).decrypt(box, algorithm: .x25519SealedBox) }
+        XCTAssertEqual(try key.decrypt(try key.encrypt([], algorithm: .x25519SealedBox), algorithm: .x25519SealedBox).count, 0)
+
+        guard let python = Tools.python(with: "nacl") else {
+            throw XCTSkip("no python3 with PyNaCl (make test-deps installs python3-nacl); round trips checked in-process only")
+        }
+        // The raw X25519 private key is the last 32 bytes of its PKCS#8 DER.
+        try f.write("x.sk", Array(key.pkcs8!.bytes.suffix(32)))
+        XCTAssertEqual(try Tools.must(python, [f.path("sealedbox.py"), "decrypt", f.path("x.sk")], stdin: box).stdout, message)
+        let theirs = try Tools.must(python, [f.path("sealedbox.py"), "encrypt", key.publicKeyExternalRepresentation.hex], stdin: message).stdout
+        XCTAssertEqual(try key.decrypt(theirs, algorithm: .x25519SealedBox).bytes, message)
+    }
+
+    // MARK: SSH
+
+    func sshsigSignedData(namespace: String, message: [UInt8]) -> [UInt8] {
+        let digest = [UInt8](try! Tools.must("openssl", ["dgst", "-sha512", "-binary"], stdin: message).stdout)
+        var out = Array("SSHSIG".utf8)
+        for field in [Array(namespace.utf8), [], Array("sha512".utf8), digest] {
+            out += withUnsafeBytes(of: UInt32(field.count).bigEndian, Array.init) + field
+        }
+        return out
+    }
+
+    func armor(_ blob: [UInt8]) -> String {
+        let b64 = Data(blob).base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed])
+        return "-----BEGIN SSH SIGNATURE-----\n\(b64)\n-----END SSH SIGNATURE-----\n"
+    }
+
+    func sshString(_ bytes: [UInt8]) -> [UInt8] { withUnsafeBytes(of: UInt32(bytes.count).bigEndian, Array.init) + bytes }
+
+    func testAgentSignaturesVerifyWithSSHKeygenAndTheOtherWayRound() throws {
+        guard Tools.find("ssh-keygen") != nil else { throw XCTSkip("ssh-keygen is not installed (make test-deps installs openssh-client)") }
+        let message = Array("commit 1234\n".utf8)
+        try f.write("message", message)
+        let cases: [(KeyGenerationType, UInt32, String)] = [
+            (.ed25519, 0, "ssh-ed25519"), (.p256, 0, "ecdsa-sha2-nistp256"), (.p384, 0, "ecdsa-sha2-nistp384"), (.p521, 0, "ecdsa-sha2-nistp521"),
+            (.rsa2048, AsymmetricKey.sshAgentRSASHA256, "rsa-sha2-256"), (.rsa2048, AsymmetricKey.sshAgentRSASHA512, "rsa-sha2-512"),
+        ]
+        for (type, flags, name) in cases {
+            let key = try AsymmetricKey.generate(type)
+            let signed = sshsigSignedData(namespace: "file", message: message)
+            let signature = try key.sshSignature(for: signed, flags: flags)
+            XCTAssertTrue(signature.starts(with: sshString(Array(name.utf8))), name)
+            XCTAssertTrue(try key.verifySSHSignature(signature, for: signed), name)
+            XCTAssertFalse(try key.verifySSHSignature(signature, for: signed + [1]), name)
+            var blob = Array("SSHSIG".utf8) + [0, 0, 0, 1]
+            blob += sshString(try key.sshPublicKeyBlob()) + sshString(Array("file".utf8)) + sshString([]) + sshString(Array("sha512".utf8)) + sshString(signature)
+            try f.write("message.sig", Array(armor(blob).utf8))
+            let check = try Tools.run("ssh-keygen", ["-Y", "check-novalidate", "-n", "file", "-s", f.path("message.sig")], stdin: message)
+            XCTAssertEqual(check.status, 0, "\(name): \(check.text) \(check.stderr)")
+            XCTAssertTrue(check.text.contains("Good \"file\" signature"), "\(name): \(check.text)")
+
+            // ssh-keygen signs with the key locket exported; locket verifies.
+            guard type != .rsa2048 || flags == AsymmetricKey.sshAgentRSASHA512 else { continue }
+            try f.write("id", try key.openSSHPrivateKey().bytes)
+            try? FileManager.default.removeItem(atPath: f.path("message.sig"))
+            try Tools.must("ssh-keygen", ["-q", "-Y", "sign", "-f", f.path("id"), "-n", "file", f.path("message")])
+            let armored = String(decoding: try f.read("message.sig"), as: UTF8.self)
+            let body = armored.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+            let theirs = [UInt8](Data(base64Encoded: body)!)
+            let parsed = try theirs.withUnsafeBytes { raw -> ([UInt8], [UInt8]) in
+                var r = SSHReader(UnsafeRawBufferPointer(rebasing: raw[10...]))
+                let publicKey = Array(try r.string())
+                _ = try r.string(); _ = try r.string(); _ = try r.string()
+                return (publicKey, Array(try r.string()))
+            }
+            XCTAssertEqual(parsed.0, try key.sshPublicKeyBlob(), name)
+            XCTAssertTrue(try key.publicKey.verifySSHSignature(parsed.1, for: signed), name)
+        }
+        let rsa = try AsymmetricKey.generate(.rsa2048)
+        let refused = assertKeychainError(.param) { try rsa.sshSignature(for: message, flags: 0) }
+        XCTAssertTrue(refused?.message.contains("rsa-sha2-256") ?? false)
+        assertKeychainError(.param) { try AsymmetricKey.generate(.x25519).sshPublicKeyBlob() }
+    }
+
+    func testBcryptPBKDFAgainstPythonBcrypt() throws {
+        guard let python = Tools.python(with: "bcrypt") else {
+            throw XCTSkip("no python3 with the bcrypt package (make test-deps installs python3-bcrypt); checked against ssh-keygen's keys in KeysImportTests")
+        }
+        for (password, salt, rounds, length) in [("password", "salt", 4, 32), ("locket", "0123456789abcdef", 16, 48), ("p", "s", 1, 44), ("long password here", "x", 2, 100)] {
+            let script = "import bcrypt,sys; sys.stdout.write(bcrypt.kdf(password=sys.stdin.buffer.read(), salt=b'\(salt)', desired_key_bytes=\(length), rounds=\(rounds), ignore_few_rounds=True).hex())"
+            let expected = try Tools.must(python, ["-c", script], stdin: Array(password.utf8)).text
+            let mine = try Array(password.utf8).withUnsafeBytes { p in
+                try Array(salt.utf8).withUnsafeBytes { s in try BcryptPBKDF.derive(password: p, salt: s, rounds: rounds, length: length) }
+            }
+            XCTAssertEqual(mine.bytes.hex, expected, "\(password) \(salt) \(rounds) \(length)")
+        }
+    }
+}
