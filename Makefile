@@ -38,12 +38,19 @@ deps:
 # clone), python3 (the test HTTP server, pty prompts), zsh and fish (their
 # completion scripts are loaded); skopeo, docker-registry and htpasswd
 # (apache2-utils) for the docker credential helper's registry login; pass and
-# gpg (a real pass store to migrate), keepassxc-cli (a real KeePassXC export).
-# Tests that need one skip when it is missing.
+# gpg (a real pass store to migrate), keepassxc-cli (a real KeePassXC export);
+# for the key tests, openssl and ssh-keygen (fixtures, and reading locket's
+# exports back) and Python's cryptography, PyNaCl and bcrypt (independent
+# ECIES, sealed boxes, bcrypt_pbkdf), from Debian when neither python3 on PATH
+# nor Debian's has them. Tests that need one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
+	done; \
+	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
+		python3 -c "import $${module%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 \
+			|| missing="$$missing $${module##*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "make test-deps: installing$$missing"; \
