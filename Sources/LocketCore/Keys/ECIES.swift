@@ -29,7 +29,7 @@ enum ECIES {
         let secret = try sharedSecret(ephemeral, publicKey)
         let keyAndIV = try kdf(secret, sharedInfo: ephemeralPublic, length: aesKeyLength(curve) + ivLength)
         var out = ephemeralPublic
-        out += try gcm(encrypt: true, keyAndIV, curve, plaintext, tag: nil)
+        out += try gcmEncrypt(keyAndIV, curve, plaintext)
         return out
     }
 
@@ -96,7 +96,7 @@ enum ECIES {
     }
 
     /// AES-GCM encryption with the derived key and 16-byte IV; ciphertext || tag.
-    private static func gcm(encrypt: Bool, _ keyAndIV: SecureBytes, _ curve: EllipticCurve, _ plaintext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer?) throws -> [UInt8] {
+    private static func gcmEncrypt(_ keyAndIV: SecureBytes, _ curve: EllipticCurve, _ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
         let ctx = try OpenSSL.check(EVP_CIPHER_CTX_new(), .io, "out of memory")
         defer { EVP_CIPHER_CTX_free(ctx) }
         try start(ctx, keyAndIV, curve, encrypt: true)

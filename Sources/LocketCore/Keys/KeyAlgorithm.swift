@@ -141,8 +141,8 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
         let other = KeyAlgorithm.supported(by: key.keyType, for: operation == .sign ? .encrypt : .sign)
         let verb = operation == .sign ? "sign" : "encrypt"
         let choices = usable.isEmpty
-            ? "a \(key.keyType.rawValue) key can't \(verb); it supports \(other.map { $0.rawValue }.joined(with: ", "))"
-            : "a \(key.keyType.rawValue) key supports \(usable.map { $0.rawValue }.joined(with: ", "))"
+            ? "\(key.keyType.rawValue) keys can't \(verb); they support \(other.map { $0.rawValue }.joined(with: ", "))"
+            : "\(key.keyType.rawValue) keys support \(usable.map { $0.rawValue }.joined(with: ", "))"
         guard let algorithm = KeyAlgorithm(rawValue: name.lowercased()) else {
             throw KeychainError(.param, "unknown algorithm '\(name)' (\(choices))")
         }

@@ -118,10 +118,10 @@ final class KeysOperationTests: XCTestCase {
     func testWrongAlgorithmSaysWhatTheKeySupports() throws {
         let ed = Self.keys["ed25519"]!
         let error = assertKeychainError(.param) { try ed.sign(self.message, algorithm: .rsaSignatureMessagePSSSHA256) }
-        XCTAssertTrue(error?.message.contains("ed25519 key supports ed25519") ?? false, "\(String(describing: error))")
+        XCTAssertTrue(error?.message.contains("ed25519 keys support ed25519") ?? false, "\(String(describing: error))")
         let x = Self.keys["x25519"]!
         let xError = assertKeychainError(.param) { try x.sign(self.message, algorithm: .ed25519) }
-        XCTAssertTrue(xError?.message.contains("can't sign; it supports x25519-sealed-box") ?? false, "\(String(describing: xError))")
+        XCTAssertTrue(xError?.message.contains("x25519 keys can't sign; they support x25519-sealed-box") ?? false, "\(String(describing: xError))")
         let p256 = Self.keys["p256"]!
         let named = assertKeychainError(.param) { try KeyAlgorithm.named("ecdsa-sha256", for: p256, operation: .sign) }
         XCTAssertTrue(named?.message.contains("ecdsa-message-x962-sha256") ?? false)
