@@ -77,6 +77,7 @@ public enum EllipticCurve: Int, Sendable, CaseIterable {
 
 /// What `key generate --type` offers.
 public enum KeyGenerationType: String, Sendable, CaseIterable {
+    /// Ed25519, X25519, EC on P-256/P-384/P-521, RSA of 2048/3072/4096 bits.
     case ed25519, x25519, p256, p384, p521, rsa2048, rsa3072, rsa4096
 
     /// The key type and size this generates.
