@@ -18,6 +18,7 @@ _locket() {
     case $cmd:$prev in
         *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        init:--kdf|passwd:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
         add:--class|find:--class|update:--class|delete:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
         add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account) return ;;
         add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service|otp:-s|otp:--service) return ;;
@@ -53,12 +54,12 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status exec inject generate otp credential docker-credential completion help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject generate otp credential docker-credential completion help" -- "$cur"))
         fi
         return
     fi
     case $cmd in
-        init) COMPREPLY=($(compgen -W "--no-password --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
@@ -66,9 +67,10 @@ _locket() {
         dump) COMPREPLY=($(compgen -W "--data -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        passwd) COMPREPLY=($(compgen -W "--remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         settings) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
@@ -76,7 +78,7 @@ _locket() {
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status exec inject generate otp credential docker-credential completion help" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject generate otp credential docker-credential completion help" -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

@@ -84,8 +84,18 @@ public enum CLI {
             context.out.flush()
             context.usage(error)
             return 2
-        } catch let error as KeychainError {
+        } catch var error as KeychainError {
             context.out.flush()
+            switch error.reason {
+            case .rolledBack?:
+                error = KeychainError(error.code, error.detail,
+                                      hint: "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'",
+                                      reason: error.reason)
+            case .keysReplaced?:
+                error = KeychainError(error.code, error.detail, hint: "run the command again", reason: error.reason)
+            case nil:
+                break
+            }
             context.report(error)
             return Diagnostics.exitStatus(error)
         } catch {
@@ -160,14 +170,15 @@ final class Context {
     func keychainPath() throws -> String { try environment.keychainPath(globals.keychain) }
 
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
-    func openKeychain(extendSession: Bool = true) throws -> Keychain {
+    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false) throws -> Keychain {
         Diagnostics.protectProcess()
         // What a killed `exec --file` left: one lstat when there is nothing.
         SecretFiles.removeAbandoned(environment)
         // Entitlements first: a bad file must stop the command before anything is read or written.
         let caller = try self.caller()
         do {
-            let keychain = try Keychain.open(at: keychainPath(), environment: environment, extendSession: extendSession)
+            let keychain = try Keychain.open(at: keychainPath(), environment: environment, extendSession: extendSession,
+                                             acceptRollback: acceptRollback)
             keychain.caller = caller
             return keychain
         } catch let error as KeychainError where error.code == .noSuchKeychain {
@@ -176,6 +187,9 @@ final class Context {
             throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(Printable.clip(name, max: 256)) init' to create it")
         }
     }
+
+    /// `-k NAME ` when the keychain was named, for hints that give a command line.
+    var keychainArgument: String { globals.keychain.map { "-k \($0) " } ?? "" }
 }
 
 /// Buffered stdout.

@@ -134,13 +134,16 @@ public enum CommandTable {
     // included, and a string built from a list costs it more than it shows.
     static let charset = OptionSpec("charset", nil, .value("SET"), completion: .values { PasswordGenerator.Charset.allCases.map(\.rawValue) },
                                     "characters of a generated secret: alnum, symbols, hex, base64url or digits (default alnum)")
+    static let kdf = OptionSpec("kdf", nil, .value("COST"), completion: .values { KDFLevel.allCases.map(\.rawValue) },
+                                "Argon2id cost of the password: interactive (64 MiB), moderate (256 MiB), sensitive (1 GiB)")
 
     /// Every command, in help order.
     public static let commands: [CommandSpec] = [
-        CommandSpec(name: "init", usage: "[--no-password] [--password-stdin]",
+        CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST]",
                     summary: "create a keychain and set its password",
-                    options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin],
-                    conflicts: [("no-password", "password-stdin")], operands: false, run: Commands.initialize),
+                    options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin,
+                              kdf],
+                    conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize),
         CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS] [-U]",
                     summary: "add an item",
                     options: attributes + [
@@ -189,11 +192,13 @@ public enum CommandTable {
         CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin]",
                     summary: "unlock the keychain for later commands",
                     options: [timeout, passwordStdin], conflicts: [], operands: false, run: Commands.unlock),
-        CommandSpec(name: "passwd", usage: "[--remove [--yes]]",
+        CommandSpec(name: "passwd", usage: "[--rotate] [--kdf COST] | --remove [--yes]",
                     summary: "change, set or remove the keychain's password",
-                    options: [OptionSpec("remove", nil, .flag, "remove the password (deletes when-passcode-set items)"),
+                    options: [OptionSpec("rotate", nil, .flag, "also replace every class key and re-seal every item"),
+                              kdf,
+                              OptionSpec("remove", nil, .flag, "remove the password (deletes when-passcode-set items)"),
                               OptionSpec("yes", nil, .flag, "with --remove, delete when-passcode-set items without asking")],
-                    conflicts: [], operands: false, run: Commands.passwd),
+                    conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd),
         CommandSpec(name: "settings", usage: "[--timeout SECONDS|none]",
                     summary: "show or change the keychain's settings",
                     options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
@@ -201,6 +206,11 @@ public enum CommandTable {
                     conflicts: [], operands: false, run: Commands.settings),
         CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
                     options: [], conflicts: [], operands: false, run: Commands.status),
+        CommandSpec(name: "restore", usage: "--accept-rollback [--password-stdin]",
+                    summary: "accept an older copy of the keychain that was put back",
+                    options: [OptionSpec("accept-rollback", nil, .flag, "accept the keychain as it is, older than this device has seen"),
+                              passwordStdin],
+                    conflicts: [], operands: false, run: Commands.restore),
         CommandSpec(name: "exec", usage: "[--env NAME=REF]... [--env-file FILE]... [--file NAME=REF]... [--mask] [--github-env] -- COMMAND [ARG]...",
                     summary: "run a command with secrets in its environment",
                     options: [OptionSpec("env", nil, .value("NAME=REF"), repeatable: true,
@@ -248,4 +258,26 @@ public enum CommandTable {
 
     /// The version `--version` prints.
     public static let version = "0.1.0"
+}
+
+/// The Argon2id costs `init --kdf` and `passwd --kdf` offer: libsodium's
+/// named limits, never less than INTERACTIVE.
+enum KDFLevel: String, CaseIterable {
+    case interactive, moderate, sensitive
+
+    var cost: KDFCost {
+        switch self {
+        case .interactive: .interactive
+        case .moderate: .moderate
+        case .sensitive: .sensitive
+        }
+    }
+
+    /// The level named by `--kdf`, or a usage error naming the choices.
+    static func parse(_ text: String, command: String) throws -> KDFLevel {
+        guard let level = KDFLevel(rawValue: text) else {
+            throw UsageError(message: "--kdf must be one of " + allCases.map(\.rawValue).joined(with: ", "), command: command)
+        }
+        return level
+    }
 }

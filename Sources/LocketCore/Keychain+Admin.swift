@@ -25,15 +25,28 @@ extension Keychain {
         return max(0, Int(lastMs + Int64(wait) * 1000 - Keychain.now()))
     }
 
+    /// Counts a password attempt (before checking it) or resets the count
+    /// (after a success). Counted only where the header can be sealed, that
+    /// is where the blind-index key opens without the password: on a device
+    /// the keychain was never unlocked on, or after the device secret was
+    /// lost, the count starts at the first success there (whoever can run
+    /// locket in that state can also edit the file).
+    ///
+    /// Nor is an attempt on an older copy being accepted: it is not written
+    /// before it is accepted (whoever put it back set its count anyway).
     func recordAttempt(failed: Bool) throws {
-        let failures = failed ? failedAttempts + 1 : 0
+        guard keys[Keybag.indexKeyName] != nil, !isRolledBack else { return }
         if !failed && failedAttempts == 0 { return }
-        let values = [("failures", Keychain.int64Bytes(Int64(failures))), ("failed_at", Keychain.int64Bytes(SessionStore.now())), ("failed_at_ms", Keychain.int64Bytes(Keychain.now()))]
-        // The counter need not survive a power cut; skipping the fsync keeps unlock within 5 ms of the hash.
-        try database.execute("PRAGMA synchronous=NORMAL")
-        defer { try? database.execute("PRAGMA synchronous=FULL") }
-        try database.transaction(write: true) { try Keychain.writeMeta(database, values) }
-        for (name, value) in values { meta[name] = value }
+        // Fully synchronous, as every write: the generation mirror follows the
+        // commit, and must never be ahead of it after a power cut.
+        try write {
+            let current = try database.prepare("SELECT value FROM meta WHERE name = 'failures'")
+            let before = try current.step() ? Int(Keychain.int64(current.blob(0))) : 0
+            let failures = failed ? before + 1 : 0
+            try Keychain.writeMeta(database, [("failures", Keychain.int64Bytes(Int64(failures))),
+                                              ("failed_at", Keychain.int64Bytes(SessionStore.now())),
+                                              ("failed_at_ms", Keychain.int64Bytes(Keychain.now()))])
+        }
     }
 
     // MARK: - Settings
@@ -42,35 +55,41 @@ extension Keychain {
     public func setDefaultTimeout(_ seconds: UInt32) throws {
         try requireOwner("changing settings")
         let value = Keychain.int64Bytes(Int64(seconds))
-        try database.transaction(write: true) { try Keychain.writeMeta(database, [("timeout", value)]) }
-        meta["timeout"] = value
+        try write { try Keychain.writeMeta(database, [("timeout", value)]) }
     }
 
     // MARK: - Password
 
+    /// The Argon2id cost of the password, nil without one.
+    public var kdfCost: KDFCost? { keybag.kdf?.cost }
+
     /// Changes, sets (on a keychain without one) or removes (`new` nil) the
-    /// password. Only the class keys are re-wrapped, in one transaction, so
-    /// after a crash either the old or the new password unlocks. Removing the
-    /// password deletes every when-passcode-set item, as iOS does; returns how many.
+    /// password, hashing the new one at `kdf` (nil: the current cost, or
+    /// `.moderate` for a first password). Only the class keys are re-wrapped,
+    /// in one transaction, so after a crash either the old or the new password
+    /// unlocks. Removing the password deletes every when-passcode-set item, as
+    /// iOS does; returns how many.
+    ///
+    /// With `rotate`, every class key and the blind-index key are replaced
+    /// and every item is re-sealed (`rotateKeys`), in the same transaction.
     @discardableResult
-    public func changePassword(old: SecureBytes?, new: SecureBytes?) throws -> Int {
+    public func changePassword(old: SecureBytes?, new: SecureBytes?, kdf cost: KDFCost? = nil, rotate: Bool = false) throws -> Int {
         try requireOwner("changing the password")
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", hint: "use --remove to remove the password") }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
-        if let kdf = keybag.kdf, !kdf.isStrong && !environment.testWeakKDF {
-            throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the file was altered")
-        }
+        if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
+        try checkKDFParameters()
         if hasPassword { try recordAttempt(failed: true) }
-        let device = try deviceKey()
         let oldKEK = try keybag.kek(password: old)
-        var keys = try keybag.unwrapWithKEK(oldKEK, device: device)
+        var keys = try keybag.unwrapWithKEK(oldKEK, device: device, sameDevice: isBoundDevice(device))
+        try authenticateWithPassword(keys)
         if hasPassword { try recordAttempt(failed: false) }
 
         let passcodeName = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
         var kdf: KDFParameters?
         let newKEK: SecureBytes
         if let new {
-            kdf = environment.testWeakKDF ? .weakForTests() : .standard()
+            kdf = KDFParameters(cost: cost ?? keybag.kdf?.cost ?? .moderate)
             newKEK = try PasswordHash.deriveKEK(password: new, parameters: kdf!)
             if keys[passcodeName] == nil && keybag.rows[passcodeName] == nil {
                 keys.set(passcodeName, SecureBytes(copying: Sodium.random(32)))
@@ -78,9 +97,13 @@ extension Keychain {
         } else {
             newKEK = Keybag.passwordlessKEK(keybag.keychainID)
         }
+        if rotate {
+            try rotateKeys(old: keys, kdf: kdf!, kek: newKEK)
+            return 0
+        }
         var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: keybag.rows)
         bag.wrap(keys, kek: newKEK, device: device)
-        let removed: Int = try database.transaction(write: true) {
+        let removed: Int = try write {
             var removed = 0
             if new == nil {
                 let delete = try database.prepare("DELETE FROM items WHERE pdmn = ?")

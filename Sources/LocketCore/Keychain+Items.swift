@@ -6,28 +6,41 @@ extension Keychain {
     /// The blind index of one attribute value; nil (SQL NULL) for the empty value.
     func indexDigest(_ itemClass: ItemClass, _ attribute: Attribute, _ value: [UInt8]) throws -> Int64? {
         if value.isEmpty { return nil }
-        let d = KeyDerivation.digest(try indexKey(), KeyDerivation.Context("locket.index.v1")
+        return Keychain.indexDigest(try indexKey(), itemClass, attribute, value)
+    }
+
+    static func indexDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attribute: Attribute, _ value: [UInt8]) -> Int64? {
+        if value.isEmpty { return nil }
+        let d = KeyDerivation.digest(indexKey, KeyDerivation.Context("locket.index.v1")
             .with(itemClass.rawValue).with(attribute.code).with(value))
         return Int64(bitPattern: d[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
     }
 
     /// The digest of an item's primary key (without the access group, which is its own column).
     func primaryKeyDigest(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) throws -> [UInt8] {
+        Keychain.primaryKeyDigest(try indexKey(), itemClass, attributes)
+    }
+
+    static func primaryKeyDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> [UInt8] {
         var context = KeyDerivation.Context("locket.pk.v1").with(itemClass.rawValue)
         for attribute in itemClass.primaryKey { context.append(attributes[attribute] ?? []) }
-        return KeyDerivation.digest(try indexKey(), context)
+        return KeyDerivation.digest(indexKey, context)
     }
 
     /// The key that seals one field of one row: derived from the (class, group)
     /// key, the item class and the persistent reference, so a sealed value only
     /// opens in the row, class and group it was sealed for.
     func fieldKey(_ row: RowIdentity, _ field: String) throws -> SecureBytes {
+        Keychain.fieldKey(try groupKey(row.accessible, row.accessGroup), row, field)
+    }
+
+    static func fieldKey(_ groupKey: SecureBytes, _ row: RowIdentity, _ field: String) -> SecureBytes {
         // Appended in place: each `with` copied the context (four allocations per key, two keys per row).
         var context = KeyDerivation.Context("locket.item.v1")
         context.append(row.itemClass.rawValue)
         context.append(row.ref)
         context.append(field)
-        return KeyDerivation.derive(try groupKey(row.accessible, row.accessGroup), context)
+        return KeyDerivation.derive(groupKey, context)
     }
 
     struct RowIdentity {
@@ -64,7 +77,7 @@ extension Keychain {
             let named: Attribute = new.itemClass == .genericPassword ? .service : .server
             if let value = attributes[named] { attributes[.label] = value }
         }
-        return try database.transaction(write: true) {
+        return try write {
             do {
                 return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra)
             } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
@@ -88,7 +101,7 @@ extension Keychain {
     /// Adds many items in one transaction (bulk loading for benchmarks and
     /// imports): all or nothing, as `add` of each would be without `-U`.
     public func addBatch<Items: Sequence>(_ items: Items) throws where Items.Element == (item: NewItem, data: SecureBytes) {
-        try database.transaction(write: true) {
+        try write {
             // One prepared INSERT for the batch; a lazy sequence keeps only the
             // secret being inserted in guarded memory, not the whole batch.
             let statement = try prepareInsert()
@@ -109,7 +122,7 @@ extension Keychain {
         }
     }
 
-    private static let sealedColumns = Attribute.allCases.filter(\.isSealed)
+    static let sealedColumns = Attribute.allCases.filter(\.isSealed)
 
     private func prepareInsert() throws -> Statement {
         let columns = Keychain.sealedColumns
@@ -250,7 +263,16 @@ extension Keychain {
     /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.
     public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
-        let found = try database.transaction(write: false) { try rows(query, limit: limit, data: returnData) }
+        let found = try database.transaction(write: false) { () throws -> [Item] in
+            do {
+                let found = try rows(query, limit: limit, data: returnData)
+                if found.isEmpty { try checkKeysCurrent() }
+                return found
+            } catch let error as KeychainError where error.code == .decode {
+                try checkKeysCurrent()
+                throw error
+            }
+        }
         if found.isEmpty { throw KeychainError(.itemNotFound) }
         return found
     }
@@ -275,7 +297,7 @@ extension Keychain {
             throw Query.foreign(attribute, query.itemClass)
         }
         if let newGroup { try authorize(newGroup) }
-        return try database.transaction(write: true) { try modify(query, changes: changes, newGroup: newGroup, data: data, extra: extra).count }
+        return try write { try modify(query, changes: changes, newGroup: newGroup, data: data, extra: extra).count }
     }
 
     /// The body of update, inside the caller's transaction.
@@ -332,7 +354,7 @@ extension Keychain {
     /// digests, never an open value, so a read failure can never cause it.
     @discardableResult
     public func delete(_ query: Query) throws -> Int {
-        try database.transaction(write: true) {
+        try write {
             let (condition, bindings) = try whereClause(query)
             let stmt = try prepare("DELETE FROM items WHERE \(condition)", bindings)
             _ = try stmt.step()
@@ -349,6 +371,7 @@ extension Keychain {
     /// fails the dump up front (errSecInteractionNotAllowed) before anything is streamed.
     public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
         try database.transaction(write: false) {
+            try checkKeysCurrent()
             if returnData {
                 // Fail before streaming anything: every (class, group) present must open.
                 let visible = caller.accessGroups == nil ? "" : " WHERE " + visibleGroupsCondition()

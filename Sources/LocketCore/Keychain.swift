@@ -17,8 +17,19 @@ public final class Keychain {
     var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
     private var groupKeys: [String: SecureBytes] = [:]
     private var lastGroupKey: (pclass: ProtectionClass, group: String, key: SecureBytes)?
-    /// The meta table as read at open.
+    /// The meta table as read at open (and as this process last wrote it).
     var meta: [String: [UInt8]]
+    /// The device key, or nil when the device secret is missing.
+    var device: SecureBytes?
+    /// Whether the header has been authenticated and checked against the
+    /// generation mirror (at open when the blind-index key opens while
+    /// locked, else once the password has given it).
+    var headerChecked = false
+    /// Set by `open(..., acceptRollback: true)`: a rolled-back keychain opens
+    /// (with `isRolledBack` set) instead of failing.
+    var acceptsRollback = false
+    /// Whether the keychain was found to be older than this device has seen.
+    public internal(set) var isRolledBack = false
     /// Who is calling; set by the CLI from `-e`/`LOCKET_ENTITLEMENTS`.
     public var caller: Caller = .owner
     /// Set when the session was unlocked for an app: it holds only that
@@ -52,8 +63,11 @@ public final class Keychain {
 
     // MARK: - Creating and opening
 
-    /// Creates a keychain at `path` with `password` (nil: no password).
-    public static func create(at path: String, password: SecureBytes?, environment: Environment) throws {
+    /// Creates a keychain at `path` with `password` (nil: no password),
+    /// hashed with Argon2id at `kdf`. The caller chooses the cost: the command
+    /// line never passes less than `.interactive`.
+    public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
+                              environment: Environment) throws {
         try Sodium.ready()
         umask(0o077)
         if FileIO.exists(path) {
@@ -73,7 +87,7 @@ public final class Keychain {
             throw KeychainError(.io, "cannot read the device secret \(devicePath)")
         }
         let id = Sodium.random(16)
-        let kdf: KDFParameters? = password == nil ? nil : (environment.testWeakKDF ? .weakForTests() : .standard())
+        let kdf: KDFParameters? = password == nil ? nil : KDFParameters(cost: cost)
         let kek = password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
         guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
         let (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
@@ -98,6 +112,8 @@ public final class Keychain {
                                                 ("device_fp", Keybag.deviceFingerprint(device, keychainID: id))]
                         + (kdf.map { [("kdf", $0.encoded)] } ?? []))
                     try Keychain.writeKeybag(db, bag)
+                    let header = try Header.read(db)
+                    try Keychain.writeMeta(db, header.sealed(generation: 1, indexKey: keys[Keybag.indexKeyName]!, keychainID: id))
                 }
             }
             guard link(temporary, path) == 0 else {
@@ -108,6 +124,7 @@ public final class Keychain {
             for file in claimed { unlink(file) }
             throw error
         }
+        GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: 1)
 
         // The creator has just proven the password: start unlocked, as iOS does after setting a passcode.
         if password != nil {
@@ -155,7 +172,11 @@ public final class Keychain {
     }
 
     /// Opens an existing keychain and loads whatever keys the session holds.
-    public static func open(at path: String, environment: Environment, extendSession: Bool = true) throws -> Keychain {
+    /// A keychain older than this device has seen (put back from a copy) fails
+    /// with errSecDecode (reason `.rolledBack`), unless `acceptRollback`: then
+    /// it opens with `isRolledBack` set, for `acceptRollback(password:)`.
+    public static func open(at path: String, environment: Environment, extendSession: Bool = true,
+                            acceptRollback: Bool = false) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
         guard FileIO.exists(path) else {
@@ -168,7 +189,11 @@ public final class Keychain {
         let (bag, meta) = try readKeybag(db, path: path)
         let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag, meta: meta)
         keychain.extendsSession = extendSession
+        keychain.acceptsRollback = acceptRollback
         try keychain.loadKeys()
+        if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
+            try keychain.authenticate(Header(meta: keychain.meta, keybag: keychain.keybag.rows), indexKey: indexKey)
+        }
         return keychain
     }
 
@@ -198,15 +223,11 @@ public final class Keychain {
     }
 
     private static func readKeybag(_ db: Database, path: String) throws -> (Keybag, [String: [UInt8]]) {
-        var meta: [String: [UInt8]] = [:]
-        var rows: [String: (kek: [UInt8]?, device: [UInt8]?)] = [:]
+        let meta: [String: [UInt8]]
+        let rows: [String: (kek: [UInt8]?, device: [UInt8]?)]
         do {
-            let m = try db.prepare("SELECT name, value FROM meta")
-            while try m.step() { meta[m.text(0)] = m.blob(1) }
-            let k = try db.prepare("SELECT class, kek, device FROM keybag")
-            while try k.step() {
-                rows[k.text(0)] = (k.isNull(1) ? nil : k.blob(1), k.isNull(2) ? nil : k.blob(2))
-            }
+            let header = try Header.read(db)
+            (meta, rows) = (header.meta, header.keybag)
         } catch let error as KeychainError where error.code == .io {
             // "no such table" and friends: a SQLite file, but not a keychain.
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
@@ -236,7 +257,7 @@ public final class Keychain {
     /// session tier (or, without a password, everything).
     private func loadKeys() throws {
         defer { extendsSession = true }
-        let device = try deviceKey()
+        if device == nil { device = try deviceKey() }
         if let device { keys = keybag.unwrapWithDevice(device) }
         if !keybag.hasPassword {
             var all: SessionKeys
@@ -247,6 +268,8 @@ public final class Keychain {
                 throw KeychainError(.decode, "\(path) has lost its password-hash parameters; the file was altered")
             }
             if let device, !isBoundDevice(device) {
+                // Writes below authenticate the header with the blind-index key.
+                if let indexKey = all[Keybag.indexKeyName] { keys.set(Keybag.indexKeyName, indexKey) }
                 try rebind(&all, kek: Keybag.passwordlessKEK(keybag.keychainID), device: device)
                 try rewrapForThisDevice(all, device: device)
             }
@@ -358,17 +381,13 @@ public final class Keychain {
     /// without use (0: no auto-lock).
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
-        if let kdf = keybag.kdf, !kdf.isStrong && !environment.testWeakKDF {
-            // locket never writes parameters this low outside test suites: the
-            // header was edited to make a guessed password cheaper to check.
-            throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the file was altered")
-        }
+        try checkKDFParameters()
         // Count the attempt before checking it, so killing the process during
         // the password hash does not dodge the count; a success resets it.
         try recordAttempt(failed: true)
         let kek = try keybag.kek(password: password)
-        var device = try deviceKey()
         var unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
+        try authenticateWithPassword(unwrapped)
         try recordAttempt(failed: false)
         if device == nil {
             // A lost device secret: make a new one. Device-bound items of the
@@ -401,7 +420,7 @@ public final class Keychain {
         var bag = keybag
         bag.wrap(fresh, kek: kek, device: device)
         let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
-        let boundary: Int64 = try database.transaction(write: true) {
+        let boundary: Int64 = try write {
             let last = try database.prepare("SELECT ifnull(max(id), 0) FROM items")
             _ = try last.step()
             let boundary = max(last.int64(0), tdoBoundary)
@@ -419,7 +438,7 @@ public final class Keychain {
     var tdoBoundary: Int64 { meta["tdo_boundary"].map(Keychain.int64) ?? 0 }
 
     /// Reloads this object's keys after the session changed under it.
-    private func reloadKeys() throws {
+    func reloadKeys() throws {
         keys = SessionKeys()
         unlockedTiers = [.always]
         groupKeys = [:]
@@ -440,11 +459,13 @@ public final class Keychain {
         guard !missing.entries.isEmpty else { return }
         var bag = keybag
         bag.wrap(missing, kek: nil, device: device)
-        try database.transaction(write: true) { try Keychain.writeKeybag(database, bag) }
+        try write { try Keychain.writeKeybag(database, bag) }
         keybag = bag
     }
 
-    func saveSession(_ unwrapped: SessionKeys, timeout: UInt32) throws {
+    /// Saves the keys for later commands: both tiers, or only those in `tiers`.
+    func saveSession(_ unwrapped: SessionKeys, timeout: UInt32,
+                     tiers: Set<ProtectionClass.Tier> = [.afterFirstUnlock, .whenUnlocked]) throws {
         var firstUnlock = SessionKeys(), whenUnlocked = SessionKeys()
         if let groups = caller.accessGroups {
             // An app's unlock keeps only its (class, group) keys: a later command,
@@ -463,8 +484,8 @@ public final class Keychain {
             }
             whenUnlocked.scope = SessionKeys.Scope(groups: groups, classes: classes[.whenUnlocked] ?? [])
             firstUnlock.scope = SessionKeys.Scope(groups: groups, classes: classes[.afterFirstUnlock] ?? [])
-            try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0)
-            try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout)
+            if tiers.contains(.afterFirstUnlock) { try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0) }
+            if tiers.contains(.whenUnlocked) { try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout) }
             return
         }
         for (name, key) in unwrapped.entries {
@@ -474,8 +495,8 @@ public final class Keychain {
             case nil: firstUnlock.set(name, key); whenUnlocked.set(name, key)
             }
         }
-        try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0)
-        try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout)
+        if tiers.contains(.afterFirstUnlock) { try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0) }
+        if tiers.contains(.whenUnlocked) { try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout) }
     }
 
     /// Forgets the when-unlocked keys; with `all`, every key (as a reboot would).

@@ -81,17 +81,31 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 
+    /// Why, where a caller may want to act on it (the command line words a
+    /// hint for these); nil for most errors.
+    public enum Reason: Sendable, Equatable {
+        /// The keychain is an older copy than this device has seen (SPEC §7
+        /// "Rollback"); accepting it is a deliberate act.
+        case rolledBack
+        /// Another process replaced the keychain's keys (a rotation) while this
+        /// one ran; nothing was changed, and running again uses the new keys.
+        case keysReplaced
+    }
+
     /// What went wrong.
     public let code: Code
     /// A more specific message than the code's summary; never contains a secret.
     public let detail: String?
     /// A suggestion for the user, printed as `locket: hint: ...`.
     public let hint: String?
+    /// The typed reason, for the few errors a caller acts on.
+    public let reason: Reason?
 
-    public init(_ code: Code, _ detail: String? = nil, hint: String? = nil) {
+    public init(_ code: Code, _ detail: String? = nil, hint: String? = nil, reason: Reason? = nil) {
         self.code = code
         self.detail = detail
         self.hint = hint
+        self.reason = reason
     }
 
     /// The OSStatus value.

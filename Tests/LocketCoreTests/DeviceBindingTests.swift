@@ -7,6 +7,9 @@ import XCTest
 final class DeviceBindingTests: KeychainTestCase {
     private var copies: [TemporaryKeychain] = []
 
+    /// Copies are unlocked on another device, where weaker parameters are refused.
+    override class var kdf: KDFCost { .interactive }
+
     override func tearDown() {
         for copy in copies { copy.remove() }
         copies = []

@@ -60,7 +60,7 @@ final class PasswordChangeTests: KeychainTestCase {
         let bare = try TemporaryKeychain(password: nil, name: "bare", sharing: temporary)
         let opened = try bare.open()
         try addGenp("svc", "alice", secret: "a", in: opened)
-        try opened.changePassword(old: nil, new: secret("now with one"))
+        try opened.changePassword(old: nil, new: secret("now with one"), kdf: .weakForTests)
         try bare.lock(all: true)
         let locked = try bare.open()
         XCTAssertTrue(locked.hasPassword)

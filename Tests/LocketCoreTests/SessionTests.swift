@@ -112,7 +112,7 @@ class SessionTestCase: XCTestCase {
         // The old session is live until the end; lock it through the moved file.
         defer { try? Keychain.open(at: aside, environment: a.environment).lock(all: true) }
 
-        try Keychain.create(at: a.path, password: secret("another password"), environment: a.environment)
+        try Keychain.create(at: a.path, password: secret("another password"), kdf: .weakForTests, environment: a.environment)
         let fresh = try a.open()
         XCTAssertNotEqual(fresh.identity, oldIdentity)
         fresh.lock(all: true)

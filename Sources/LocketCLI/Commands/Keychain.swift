@@ -9,12 +9,13 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "creating a keychain is for its owner, not an app with entitlements")
         }
         let path = try context.keychainPath()
+        let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "init").cost } ?? .moderate
         var password: SecureBytes?
         if !invocation.has("no-password") {
             password = try Prompt.password(context, prompt: "New password for \(path): ", confirm: true,
                                            fromStdin: invocation.has("password-stdin"))
         }
-        try Keychain.create(at: path, password: password, environment: context.environment)
+        try Keychain.create(at: path, password: password, kdf: cost, environment: context.environment)
         return 0
     }
 
@@ -35,12 +36,35 @@ extension Commands {
 
     /// `locket lock`
     static func lock(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        let keychain = try context.openKeychain()
+        // Forgetting keys is always allowed, even for a copy that was put back.
+        let keychain = try context.openKeychain(acceptRollback: true)
         guard keychain.hasPassword else {
             context.warn("the keychain has no password; it is always unlocked and lock changes nothing")
             return 0
         }
         keychain.lock(all: invocation.has("all"))
+        return 0
+    }
+
+    /// `locket restore --accept-rollback`
+    static func restore(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        guard invocation.has("accept-rollback") else {
+            throw UsageError(message: "restore needs --accept-rollback", command: "restore")
+        }
+        // Before the password prompt: going back is the owner's act.
+        if try context.caller() != .owner {
+            throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
+        }
+        let keychain = try context.openKeychain(acceptRollback: true)
+        var password: SecureBytes?
+        if keychain.hasPassword {
+            try waitForPasswordDelay(keychain, context)
+            password = try Prompt.password(context, prompt: "Password of this copy of \(keychain.path): ", confirm: false,
+                                           fromStdin: invocation.has("password-stdin"))
+        }
+        if try !keychain.acceptRollback(password: password) {
+            context.warn("the keychain is not older than this device has seen; nothing to accept")
+        }
         return 0
     }
 

@@ -23,9 +23,10 @@ public final class BackupWriter {
     /// Records written so far.
     public private(set) var count = 0
 
-    /// A backup whose file key is wrapped under `passphrase` (Argon2id with `parameters`).
-    public convenience init(fd: Int32, passphrase: SecureBytes, parameters: KDFParameters = .standard(),
+    /// A backup whose file key is wrapped under `passphrase` (Argon2id at `cost`, with a fresh salt).
+    public convenience init(fd: Int32, passphrase: SecureBytes, cost: KDFCost = .moderate,
                             chunkSize: Int = BackupWriter.defaultChunkSize) throws {
+        let parameters = KDFParameters(cost: cost)
         guard parameters.isValid, parameters.memLimit <= BackupHeader.maximumMemLimit else {
             throw KeychainError(.param, "the Argon2id limits are out of range for a backup")
         }

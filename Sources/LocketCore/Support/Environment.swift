@@ -96,10 +96,13 @@ public struct Environment: Sendable {
         return try dataDirectory() + "/" + spec + ".keychain"
     }
 
+    /// `$XDG_STATE_HOME`: the device secret and the generation mirrors live in its `locket/`.
+    public func stateDirectory() throws -> String { try xdg("XDG_STATE_HOME", default: "/.local/state") }
+
     /// The device secret file.
     public func deviceSecretPath() throws -> String {
         if let path = try self["LOCKET_DEVICE_KEY"], !path.isEmpty { return path }
-        return try xdg("XDG_STATE_HOME", default: "/.local/state") + "/locket/device.key"
+        return try stateDirectory() + "/locket/device.key"
     }
 
     /// `LOCKET_SESSION`: nil lets locket choose (keyring, then directory).
@@ -117,8 +120,4 @@ public struct Environment: Sendable {
         if let runtime = try self["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime + "/locket" }
         return "/dev/shm/locket-\(uid)"
     }
-
-    /// Test suites only: `LOCKET_TEST_WEAK_KDF=1` makes `init` use libsodium's
-    /// minimum Argon2id cost so that hundreds of keychains can be made quickly.
-    public var testWeakKDF: Bool { (try? self["LOCKET_TEST_WEAK_KDF"]) == "1" }
 }

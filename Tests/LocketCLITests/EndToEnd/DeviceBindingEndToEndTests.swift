@@ -13,7 +13,9 @@ final class EndToEndDeviceBindingTests: EndToEndCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         elsewhere = try Sandbox()
-        initKeychain()
+        // Unlocked on other devices and after losing the device secret, where
+        // locket's floor on the Argon2id cost applies.
+        initKeychain(kdf: .interactive)
         for pc in PC.all {
             let result = locket(["add", "-s", pc.code, "-a", "acct-" + pc.code, "--accessible", pc.code, "-w"],
                                 input: .text("secret-\(pc.code)\n"))

@@ -1,4 +1,5 @@
 import Foundation
+import LocketCore
 import XCTest
 
 #if canImport(Glibc)
@@ -259,7 +260,6 @@ final class Sandbox {
             "XDG_STATE_HOME": stateHome,
             "XDG_RUNTIME_DIR": runtimeDir,
             "LOCKET_SESSION": "dir",
-            "LOCKET_TEST_WEAK_KDF": "1",
         ]
     }
 
@@ -348,12 +348,23 @@ class EndToEndCase: XCTestCase {
         return result
     }
 
-    /// `locket [-k KEYCHAIN] init --password-stdin` with the password on stdin.
-    func initKeychain(_ keychain: String? = nil, password: String = EndToEndCase.password,
-                      file: StaticString = #filePath, line: UInt = #line) {
-        let args = (keychain.map { ["-k", $0] } ?? []) + ["init", "--password-stdin"]
-        let result = locket(args, input: .text(password + "\n"), file: file, line: line)
-        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+    /// What `locket [-k KEYCHAIN] init --password-stdin` makes (the keychain,
+    /// the device secret, an unlocked session), made in-process through the
+    /// engine with libsodium's minimum Argon2id cost: the binary offers nothing
+    /// below INTERACTIVE (0.2 s a hash), and its header authenticates on this
+    /// sandbox's device, so the binary opens it there. Tests of `init` itself
+    /// run the binary.
+    /// A keychain that will be opened on another device (another sandbox, a
+    /// lost device secret) needs `kdf: .interactive`, locket's floor there.
+    func initKeychain(_ keychain: String? = nil, password: String = EndToEndCase.password, in other: Sandbox? = nil,
+                      kdf: KDFCost = .weakForTests, file: StaticString = #filePath, line: UInt = #line) {
+        let environment = Environment((other ?? sandbox).environment)
+        do {
+            let path = try environment.keychainPath(keychain)
+            try Keychain.create(at: path, password: SecureBytes(copying: Array(password.utf8)), kdf: kdf, environment: environment)
+        } catch {
+            XCTFail("cannot create the keychain \(keychain ?? "login"): \(error)", file: file, line: line)
+        }
     }
 
     /// `locket add ARGS -w` with the secret on stdin (plus the newline a shell would add).

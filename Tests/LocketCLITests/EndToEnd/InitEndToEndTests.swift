@@ -14,6 +14,13 @@ final class EndToEndInitTests: EndToEndCase {
         XCTAssertEqual(mode(sandbox.loginKeychain).map { $0 & 0o077 }, 0, "keychain file must be private")
         XCTAssertEqual(mode(sandbox.dataHome + "/locket").map { $0 & 0o077 }, 0, "keychain directory must be private")
         XCTAssertEqual(mode(sandbox.stateHome + "/locket/device.key"), 0o600, "device secret must be 0600")
+        // The default Argon2id cost is libsodium's MODERATE (issue 11: set by the CLI, not a test switch).
+        let kdf = try? ReliabilityDatabase(sandbox.loginKeychain, readOnly: true).rows("SELECT value FROM meta WHERE name = 'kdf'").first?[0]
+        XCTAssertEqual(kdf.map { Array($0[16..<32]) }, [0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0x10, 0, 0, 0], "ops 3, 256 MiB")
+        // The generation record of this keychain is private too.
+        let records = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.stateHome + "/locket")) ?? []).filter { $0.hasSuffix(".generation") }
+        XCTAssertEqual(records.count, 1)
+        for name in records { XCTAssertEqual(mode(sandbox.stateHome + "/locket/" + name), 0o600) }
         // The creator is unlocked right away.
         add("-s", "svc", "-a", "me", secret: "value")
         XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
@@ -33,7 +40,7 @@ final class EndToEndInitTests: EndToEndCase {
 
     func testInitReadsThePasswordFromStdinWithoutTheFlag() {
         // No terminal: the password comes from stdin even without --password-stdin.
-        let result = locket("init", input: .text("pw-from-pipe\n"))
+        let result = locket("init", "--kdf", "interactive", input: .text("pw-from-pipe\n"))
         XCTAssertEqual(result.status, 0, result.summary)
         ok("lock")
         expect(0, "unlock", input: .text("pw-from-pipe\n"))
@@ -105,7 +112,7 @@ final class EndToEndInitTests: EndToEndCase {
 
     func testLocketKeychainEnvironment() {
         let byName = ["LOCKET_KEYCHAIN": "envname"]
-        expect(0, "init", "--password-stdin", input: .text("pw\n"), environment: byName)
+        expect(0, "init", "--password-stdin", "--kdf", "interactive", input: .text("pw\n"), environment: byName)
         XCTAssertNotNil(mode(sandbox.dataHome + "/locket/envname.keychain"))
         expect(0, "add", "-s", "svc", "-w", input: .text("env-secret\n"), environment: byName)
         XCTAssertEqual(expect(0, "find", "-s", "svc", "-w", environment: byName).out, "env-secret\n")
@@ -123,7 +130,7 @@ final class EndToEndInitTests: EndToEndCase {
     func testRelativeXDGPathsAreIgnored() {
         // The XDG spec: relative paths are invalid and must be ignored.
         let env = ["XDG_DATA_HOME": "relative/data", "XDG_STATE_HOME": "relative/state"]
-        expect(0, "init", "--password-stdin", input: .text("pw\n"), environment: env)
+        expect(0, "init", "--password-stdin", "--kdf", "interactive", input: .text("pw\n"), environment: env)
         XCTAssertNotNil(mode(sandbox.home + "/.local/share/locket/login.keychain"), "keychain not under $HOME/.local/share")
         XCTAssertNotNil(mode(sandbox.home + "/.local/state/locket/device.key"), "device secret not under $HOME/.local/state")
         XCTAssertNil(mode(sandbox.loginKeychain))

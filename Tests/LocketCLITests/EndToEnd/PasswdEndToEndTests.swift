@@ -86,7 +86,7 @@ final class EndToEndPasswdTests: EndToEndCase {
         ok(open + ["init", "--no-password"])
         addOneOfEach(keychain: open, skip: ["akpu"])
         // Only the new password is read.
-        ok(open + ["passwd"], input: .text("first password\n"))
+        ok(open + ["passwd", "--kdf", "interactive"], input: .text("first password\n"))
         XCTAssertEqual(statusJSON(open)["password"] as? Bool, true)
         // From now on it locks and unlocks like any keychain with a password.
         // (Whether passwd leaves it unlocked, as init does, is not pinned here.)
@@ -200,16 +200,26 @@ final class EndToEndPasswdTests: EndToEndCase {
         var current = Self.password
         var killed = 0, completed = 0, oldWon = 0, newWon = 0
         let started = Date()
-        // How long an uninterrupted passwd takes here (~10 ms with the weak hash): the
-        // re-wrap and its transaction come at the end, so most kills aim there.
+        // How long an uninterrupted passwd takes here: two Argon2id hashes at
+        // the binary's lowest cost (~0.4 s; the first change takes the test
+        // keychain there). The re-wrap and its transaction come in the last
+        // few milliseconds, so most kills aim there.
         var typical = 0.0
-        for round in 1...60 {
+        for round in 0..<2 {
+            let next = "measure \(round)"
+            let run = ok(["passwd"], input: .text("\(current)\n\(next)\n"))
+            current = next
+            typical = run.duration
+        }
+        // Aimed at the commit, found as it goes: later after a kill that landed
+        // before it, earlier after one that landed after it.
+        var aim = typical
+        for round in 1...16 {
             let next = "password \(round)"
             let delay: Double
             switch round % 4 {
-            case _ where typical == 0: delay = 1
-            case 0: delay = round % 8 == 0 ? 0 : Double.random(in: 0...0.2)
-            default: delay = Double.random(in: (typical * 0.5)...(typical * 1.1))
+            case 0: delay = round % 8 == 0 ? 0 : Double.random(in: 0...typical)
+            default: delay = max(0, aim + Double.random(in: -0.004...0.002))
             }
             let run = Spawn.run(binary, ["passwd"], environment: sandbox.environment,
                                 input: .text("\(current)\n\(next)\n"), timeout: delay)
@@ -227,6 +237,7 @@ final class EndToEndPasswdTests: EndToEndCase {
             XCTAssertTrue((old == 0) != (new == 0),
                           "round \(round) (killed after \(delay) s): old password -> \(old ?? -1), new -> \(new ?? -1); exactly one must unlock")
             XCTAssertTrue([0, 51].contains(old) && [0, 51].contains(new), "round \(round): \(old ?? -1) \(new ?? -1)")
+            if round % 4 != 0 { aim += run.signal == SIGKILL && new != 0 ? 0.002 : -0.002 }
             if new == 0 { current = next; newWon += 1 } else if old == 0 { oldWon += 1 } else { break }
             XCTAssertEqual(dumpWithData(), expected, "round \(round): the items changed")
             XCTAssertLessThan(statusJSON()["failedAttempts"] as? Int ?? 99, 5, "round \(round): the test would start waiting")

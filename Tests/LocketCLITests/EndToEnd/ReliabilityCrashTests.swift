@@ -13,7 +13,7 @@ import Glibc
 /// works or clears with `lock --all` and unlock.
 final class EndToEndReliabilityCrashTests: EndToEndCase {
     /// Kills that must land on a running process, per phase (scaled by LOCKET_SOAK).
-    static let killTargets: [String: Int] = ["add": 60, "update": 60, "delete": 40, "passwd": 40, "session": 30, "init": 30]
+    static let killTargets: [String: Int] = ["add": 60, "update": 60, "delete": 40, "passwd": 16, "rotate": 16, "session": 30, "init": 16]
     /// The random delay before the kill is uniform in 0...maxDelay milliseconds.
     static let maxDelay = 15.0
     static let account = "crash"
@@ -60,9 +60,10 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         return path
     }
 
-    /// Starts `locket ARGS`, SIGKILLs it after a random 0–15 ms, and reports
-    /// whether the kill landed (false: it had already exited, with that status).
-    private func killDuring(_ args: [String], stdin: String? = nil, phase: String) -> (killed: Bool, status: Int32?) {
+    /// Starts `locket ARGS`, SIGKILLs it after a random 0–15 ms (or after
+    /// `delay` ms), and reports whether the kill landed (false: it had already
+    /// exited, with that status).
+    private func killDuring(_ args: [String], stdin: String? = nil, phase: String, delay fixed: Double? = nil) -> (killed: Bool, status: Int32?) {
         guard let child = ReliabilityChild.spawn(binary, args, environment: sandbox.environment, stdin: stdin,
                                                  stderr: scratch + "/stderr") else {
             XCTFail("cannot spawn locket")
@@ -73,7 +74,7 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         // kills land while the command runs rather than after it exited.
         let bound = (longestLanded[phase] ?? 0) > 0 && tallies[phase]?["trials", default: 0] ?? 0 >= 10
             ? min(Self.maxDelay, longestLanded[phase]! * 1.25 + 1) : Self.maxDelay
-        let delay = Double(rng.next() % 1000) / 1000 * bound
+        let delay = fixed ?? Double(rng.next() % 1000) / 1000 * bound
         ReliabilityClock.sleep(milliseconds: delay)
         child.kill()
         let exit = child.wait()
@@ -159,6 +160,40 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
 
     private func target(_ phase: String) -> Int { ReliabilityScale.n(Self.killTargets[phase]!) }
 
+    /// Kill delays for a command that starts with Argon2id (tens of
+    /// milliseconds at the binary's lowest cost), where a kill in 0–15 ms
+    /// always lands in the hash: one trial in four anywhere in the run, the
+    /// others around the instant it commits, which the aim finds as it goes
+    /// (later after a kill that landed before the commit, earlier after one
+    /// that landed after it or came too late), so that both sides are hit.
+    private struct CommitAim {
+        var aim: Double
+        let typical: Double
+
+        init(typical: Double) {
+            self.typical = typical
+            aim = typical
+        }
+
+        func delay(_ rng: inout ReliabilityRandom) -> Double {
+            let fraction = Double(rng.next() % 1000) / 1000
+            if rng.next() % 4 == 0 { return fraction * typical }
+            // What follows the commit (the mirror, the session, the checkpoint) takes 1-2 ms.
+            return max(0, aim - 3 + fraction * 4.5)
+        }
+
+        /// A run that finished first moves the aim back faster: the first
+        /// measurement may have been slow (a cold cache, a busy machine).
+        mutating func landed(beforeCommit: Bool, finished: Bool = false) { aim += beforeCommit ? 1 : (finished ? -3 : -1) }
+    }
+
+    /// How long `locket ARGS` takes here, run to completion (milliseconds).
+    private func timed(_ args: [String], input: String) -> Double {
+        let started = ReliabilityClock.now()
+        reliableOK(args, input: .text(input))
+        return (ReliabilityClock.now() - started) * 1000
+    }
+
     // MARK: - add, update, delete
 
     func testKillsDuringAddUpdateAndDeleteLeaveOldOrNewState() throws {
@@ -235,15 +270,44 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
     // MARK: - passwd
 
     func testKillsDuringPasswdLeaveExactlyOnePasswordWorking() throws {
+        try killPasswordChanges(phase: "passwd", ["passwd"])
+    }
+
+    /// Issue 11 item 6: `passwd --rotate` replaces every class key and
+    /// re-seals every item in one transaction. Killed at any point: exactly
+    /// one of the old and new passwords unlocks, every item reads back with
+    /// its secret, and the session is either the new keys or none (locked),
+    /// never keys that open nothing.
+    func testKillsDuringRotationLeaveOnePasswordEveryItemAndNoUselessSession() throws {
+        try killPasswordChanges(phase: "rotate", ["passwd", "--rotate"])
+    }
+
+    private func killPasswordChanges(phase: String, _ command: [String]) throws {
         let base = baseItems()
+        // The first change takes the in-process test keychain to the binary's
+        // lowest cost; the shortest of the next two shows how long a change takes.
+        var typical = Double.infinity
+        for round in 0..<3 {
+            let new = "pw-measure-\(round)"
+            let took = timed(command, input: password + "\n" + new + "\n")
+            password = new
+            if round > 0 { typical = min(typical, took) }
+        }
+        tallies[phase, default: [:]]["typical_ms"] = Int(typical)
+        var aim = CommitAim(typical: Double(tallies[phase]!["typical_ms"]!))
         var trial = 0
-        while tallies["passwd"]?["killed", default: 0] ?? 0 < target("passwd") && trial < 4 * target("passwd") {
+        while tallies[phase]?["killed", default: 0] ?? 0 < target(phase) && trial < 4 * target(phase) {
             trial += 1
             let new = "pw-\(trial)-\(rng.next() % 100_000)"
             let input = textFile("passwords", password + "\n" + new + "\n")
-            let (killed, status) = killDuring(["passwd"], stdin: input, phase: "passwd")
+            let (killed, status) = killDuring(command, stdin: input, phase: phase, delay: aim.delay(&rng))
             if !killed { XCTAssertEqual(status, 0, "passwd finished with \(status.map(String.init) ?? "?")") }
             XCTAssertEqual(ReliabilityDatabase.integrity(sandbox.loginKeychain), "ok")
+            // Whatever the session holds opens the items, or there is none.
+            let probe = locket("find", "-s", "keep-0", "-w", "-n")
+            XCTAssertTrue(probe.status == 36 || (probe.status == 0 && probe.stdout == base["genp/keep-0"]!.data),
+                          "\(phase) killed: the session must be the right keys or none: \(probe.summary)")
+            note(phase, probe.status == 0 ? "session usable" : "locked")
 
             let old = password
             let withOld = locket("unlock", "--password-stdin", input: .text(old + "\n"))
@@ -255,18 +319,20 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
                 XCTAssertEqual(result.status, 51, result.summary)
             }
             if !killed && status == 0 { XCTAssertEqual(opened, [false, true], "a finished passwd must have changed the password") }
+            aim.landed(beforeCommit: killed && withNew.status != 0, finished: !killed)
             if withNew.status == 0 {
                 password = new
-                if killed { note("passwd", "new password") }
+                if killed { note(phase, "new password") }
             } else {
-                if killed { note("passwd", "old password") }
+                if killed { note(phase, "old password") }
                 // The wrong attempt with the new one counted as a failure: reset the counter.
                 let again = locket("unlock", "--password-stdin", input: .text(old + "\n"))
                 XCTAssertEqual(again.status, 0, again.summary)
             }
-            verify(base, phase: "passwd")
+            verify(base, phase: phase)
         }
-        report("crash-passwd")
+        tallies[phase, default: [:]]["final_aim_ms"] = Int(aim.aim)
+        report("crash-" + phase)
     }
 
     // MARK: - The session store
@@ -328,6 +394,15 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
     /// password, or nothing that stops the next `init`.
     func testKillsDuringFirstInitLeaveARetryableState() throws {
         let input = textFile("password", password + "\n")
+        let command = ["init", "--password-stdin", "--kdf", "interactive"]
+        // The shortest of three runs: the first also makes the device secret.
+        var typical = Double.infinity
+        for _ in 0..<3 {
+            for dir in [sandbox.dataHome, sandbox.stateHome, sandbox.runtimeDir] { try? FileManager.default.removeItem(atPath: dir + "/locket") }
+            typical = min(typical, timed(command, input: password + "\n"))
+        }
+        tallies["init", default: [:]]["typical_ms"] = Int(typical)
+        var aim = CommitAim(typical: typical)
         var trial = 0
         var litter: Set<String> = []
         while tallies["init"]?["killed", default: 0] ?? 0 < target("init") && trial < 5 * target("init") {
@@ -335,7 +410,8 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
             for dir in [sandbox.dataHome, sandbox.stateHome, sandbox.runtimeDir] {
                 try? FileManager.default.removeItem(atPath: dir + "/locket")
             }
-            let (killed, status) = killDuring(["init", "--password-stdin"], stdin: input, phase: "init")
+            let (killed, status) = killDuring(command, stdin: input, phase: "init", delay: aim.delay(&rng))
+            aim.landed(beforeCommit: killed && !FileManager.default.fileExists(atPath: sandbox.loginKeychain), finished: !killed)
             if !killed { XCTAssertEqual(status, 0, "init finished with \(status.map(String.init) ?? "?")") }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: sandbox.dataHome + "/locket")) ?? []
             where name != "login.keychain" && !name.hasPrefix("login.keychain-") {
@@ -350,7 +426,7 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
                 if killed { note("init", "keychain in place") }
             } else {
                 // Nothing in place: a second init must work.
-                let again = locket("init", "--password-stdin", input: .text(password + "\n"))
+                let again = locket(command, input: .text(password + "\n"))
                 XCTAssertEqual(again.status, 0, "init after a kill during init: \(again.summary)")
                 if killed { note("init", again.status == 0 ? "no keychain, init again worked" : "no keychain, init again failed") }
             }

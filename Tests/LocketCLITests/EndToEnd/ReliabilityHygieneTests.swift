@@ -60,7 +60,7 @@ final class EndToEndReliabilityHygieneTests: EndToEndCase {
 
     func testNoFailingPathLeaksTheSecretOrPassword() throws {
         let secretLine = Input.text(Self.secret + "\n")
-        let created = locket(["init", "--password-stdin"], input: .text(Self.hygienePassword + "\n"))
+        let created = locket(["init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.hygienePassword + "\n"))
         XCTAssertEqual(created.status, 0, created.summary)
         reliableOK(["add", "-s", "svc", "-a", "me", "-w"], input: secretLine)
         let credential = "protocol=https\nhost=git.example\nusername=dev\npassword=\(Self.secret)\n\n"
@@ -210,7 +210,7 @@ final class EndToEndReliabilityHygieneTests: EndToEndCase {
     /// A keychain whose directory others can write can be replaced under locket
     /// (rename a forged file over it, or delete it), just as an other-writable file can be edited.
     func testKeychainInAnOtherWritableDirectoryIsRefused() {
-        let created = locket(["init", "--password-stdin"], input: .text(Self.hygienePassword + "\n"))
+        let created = locket(["init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.hygienePassword + "\n"))
         XCTAssertEqual(created.status, 0, created.summary)
         reliableOK(["add", "-s", "svc", "-w"], input: .text(Self.secret + "\n"))
         let directory = sandbox.dataHome + "/locket"
@@ -266,7 +266,7 @@ final class EndToEndReliabilityHygieneTests: EndToEndCase {
             let argv = Array(runner.dropFirst()) + (runner.isEmpty ? [] : [binary]) + args
             return ReliabilityChild.spawn(exe, argv, environment: environment, stdin: stdin)!.wait(timeout: 20)
         }
-        XCTAssertEqual(run(["init", "--password-stdin"], input: Self.hygienePassword + "\n").status, 0)
+        XCTAssertEqual(run(["init", "--password-stdin", "--kdf", "interactive"], input: Self.hygienePassword + "\n").status, 0)
         XCTAssertEqual(run(["add", "-s", "svc", "-a", "me", "-w"], input: Self.secret + "\n").status, 0)
 
         // A plain process of the same user, for contrast: its /proc entry is its own.

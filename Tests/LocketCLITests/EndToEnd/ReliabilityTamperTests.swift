@@ -427,10 +427,10 @@ final class EndToEndReliabilityTamperTests: EndToEndCase {
 
     /// Lowered Argon2id parameters written into the header of a keychain made
     /// with real ones: unlock and passwd refuse with errSecDecode before hashing.
-    /// Runs without LOCKET_TEST_WEAK_KDF, which deliberately allows weak parameters.
+    /// The binary makes it (`init --kdf interactive`): nothing in it can make weaker ones.
     func testLoweredKDFParametersAreRefused() throws {
-        let strong = ["LOCKET_TEST_WEAK_KDF": ""]
-        let created = locket(["init", "--password-stdin"], input: .text(Self.password + "\n"), environment: strong)
+        let strong: [String: String] = [:]
+        let created = locket(["init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"), environment: strong)
         XCTAssertEqual(created.status, 0, created.summary)
         reliableOK(["add", "-s", "svc", "-a", "me", "-w"], input: .text("kdf-secret\n"), environment: strong)
         reliableOK(["lock", "--all"], environment: strong)
@@ -469,14 +469,22 @@ final class EndToEndReliabilityTamperTests: EndToEndCase {
             XCTAssertFalse(find.out.contains("kdf-secret"))
             outcomes[name] = "unlock \(unlock.status ?? -1) in \(String(format: "%.2f", seconds)) s, passwd \(passwd.status ?? -1)"
         }
-        // A changed salt gives another key: the right password fails like a wrong one, never opens anything.
+        // A changed salt: on the device whose header authenticates, any edit of
+        // the parameters is caught before hashing (errSecDecode); elsewhere it
+        // gives another key, and the right password fails like a wrong one.
         try restore(snapshot)
         var badSalt = kdf
         badSalt[3] ^= 0x40
         try ReliabilityDatabase(sandbox.loginKeychain).change("UPDATE meta SET value = ? WHERE name = 'kdf'", [badSalt])
         let salted = locket(["unlock", "--password-stdin"], input: .text(Self.password + "\n"), environment: strong)
-        XCTAssertEqual(salted.status, 51, salted.summary)
-        outcomes["salt changed"] = "unlock \(salted.status ?? -1)"
+        XCTAssertEqual(salted.status, 93, salted.summary)
+        let elsewhere = try Sandbox()
+        defer { elsewhere.remove() }
+        try FileManager.default.createDirectory(atPath: elsewhere.dataHome + "/locket", withIntermediateDirectories: true)
+        ReliabilityFiles.write(elsewhere.loginKeychain, try XCTUnwrap(ReliabilityFiles.read(sandbox.loginKeychain)))
+        let saltedElsewhere = locket(in: elsewhere, "unlock", "--password-stdin", input: .text(Self.password + "\n"))
+        XCTAssertEqual(saltedElsewhere.status, 51, saltedElsewhere.summary)
+        outcomes["salt changed"] = "unlock \(salted.status ?? -1), on another device \(saltedElsewhere.status ?? -1)"
         // The untouched file still unlocks with real parameters.
         try restore(snapshot)
         let started = ReliabilityClock.now()

@@ -44,7 +44,7 @@ final class EndToEndSecretHygieneTests: EndToEndCase {
     }
 
     func testSuccessfulCommandsPrintNothingOnStderr() {
-        let created = locket("init", "--password-stdin", input: .text(Self.password + "\n"))
+        let created = locket("init", "--password-stdin", "--kdf", "interactive", input: .text(Self.password + "\n"))
         XCTAssertEqual(created.err, "")
         for args in [["add", "-s", "svc", "-w"], ["update", "-s", "svc", "-w"]] {
             let result = locket(args, input: .text(Self.secret + "\n"))

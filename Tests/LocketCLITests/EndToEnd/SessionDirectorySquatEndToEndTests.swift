@@ -47,7 +47,7 @@ final class SessionDirectorySquatEndToEndTests: EndToEndCase {
     @discardableResult
     private func asVictim(_ arguments: [String], input: Input = .devNull, environment extra: [String: String] = [:],
                           file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        var environment = ["PATH": "/usr/bin:/bin", "HOME": scratch.home(for: victim), "LOCKET_TEST_WEAK_KDF": "1"]
+        var environment = ["PATH": "/usr/bin:/bin", "HOME": scratch.home(for: victim)]
         for (name, value) in extra { environment[name] = value }
         let result = LocalAccounts.run(as: victim, scratch.binary, arguments, environment: environment, input: input)
         if result.timedOut { XCTFail("timed out: \(result.summary)", file: file, line: line) }
@@ -88,7 +88,7 @@ final class SessionDirectorySquatEndToEndTests: EndToEndCase {
     /// With the kernel keyring: every command works, lock forgets the keys,
     /// and a forced directory session is refused by name.
     func testASquattedFallbackDirectoryDoesNotStopTheKeyringSession() throws {
-        let made = asVictim(["init", "--password-stdin"], input: .text(Self.password + "\n"))
+        let made = asVictim(["init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"))
         if made.status != 0, made.err.contains("the kernel keyring refused") {
             throw XCTSkip("the kernel keyring is not available here: \(made.err)")
         }
@@ -132,7 +132,7 @@ final class SessionDirectorySquatEndToEndTests: EndToEndCase {
     func testASquattedDirectoryReadsAsNoSessionAndIsNeverUsed() throws {
         let home = scratch.home(for: victim)
         let own = ["LOCKET_SESSION": "dir", "XDG_RUNTIME_DIR": home + "/run"]
-        XCTAssertEqual(asVictim(["init", "--password-stdin"], input: .text(Self.password + "\n"), environment: own).status, 0)
+        XCTAssertEqual(asVictim(["init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"), environment: own).status, 0)
         XCTAssertEqual(asVictim(["add", "-s", "svc", "-w"], input: .text("s3cret\n"), environment: own).status, 0)
         let planted = try plantSessionFiles()
 

@@ -44,7 +44,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
         let home = scratch.home(for: victim)
         let result = LocalAccounts.run(as: victim, scratch.binary, arguments, environment: [
             "PATH": "/usr/bin:/bin", "HOME": home, "XDG_RUNTIME_DIR": home + "/run",
-            "LOCKET_SESSION": "dir", "LOCKET_TEST_WEAK_KDF": "1",
+            "LOCKET_SESSION": "dir",
         ], input: input)
         if result.timedOut { XCTFail("timed out: \(result.summary)", file: file, line: line) }
         return result
@@ -73,7 +73,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
             let planted = keychain + suffix
             Planted.file(planted, by: other)
             let before = Planted.fingerprint(planted)
-            let result = asVictim(["-k", keychain, "init", "--password-stdin"], input: .text(Self.password + "\n"))
+            let result = asVictim(["-k", keychain, "init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"))
             assertRefused(result, naming: planted, "another user")
             guard owner(keychain) == nil else {
                 return XCTFail("\(suffix): a keychain was made next to another user's file: \(Planted.fingerprint(planted)), was \(before)")
@@ -83,7 +83,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: shared), [],
                            "\(suffix): a refused init leaves nothing behind")
         }
-        let made = asVictim(["-k", keychain, "init", "--password-stdin"], input: .text(Self.password + "\n"))
+        let made = asVictim(["-k", keychain, "init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"))
         XCTAssertEqual(made.status, 0, made.summary)
         for suffix in ["", "-wal", "-shm", "-journal"] {
             XCTAssertEqual(owner(keychain + suffix), victim.uid, "\(suffix) must be the victim's")
@@ -99,7 +99,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
     func testFilesPlantedBesideAnExistingKeychainAreRefusedNotOpened() throws {
         let home = scratch.home(for: victim)
         let own = home + "/own.keychain"
-        XCTAssertEqual(asVictim(["-k", own, "init", "--password-stdin"], input: .text(Self.password + "\n")).status, 0)
+        XCTAssertEqual(asVictim(["-k", own, "init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n")).status, 0)
         XCTAssertEqual(asVictim(["-k", own, "add", "-s", "svc", "-w"], input: .text("s3cret\n")).status, 0)
         XCTAssertEqual(asVictim(["-k", own, "lock"]).status, 0)
         try FileManager.default.copyItem(atPath: own, toPath: keychain)
@@ -126,7 +126,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
     /// A file of the victim's that another user linked in as a companion
     /// (a second name of a private file) would be overwritten by SQLite.
     func testAHardLinkPlantedAsACompanionIsRefused() throws {
-        let made = asVictim(["-k", keychain, "init", "--password-stdin"], input: .text(Self.password + "\n"))
+        let made = asVictim(["-k", keychain, "init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"))
         XCTAssertEqual(made.status, 0, made.summary)
         let precious = scratch.root + "/precious"
         Planted.file(precious, Array("precious bytes".utf8), by: victim, mode: 0o600)
@@ -152,7 +152,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
     /// directory must be root's (like /tmp) or the victim's own.
     func testASharedDirectoryOwnedByAnotherUserIsRefused() {
         XCTAssertEqual(chown(shared, other.uid, other.gid), 0)
-        let result = asVictim(["-k", keychain, "init", "--password-stdin"], input: .text(Self.password + "\n"))
+        let result = asVictim(["-k", keychain, "init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"))
         assertRefused(result, naming: shared, "belongs to another user (uid \(other.uid))")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: shared), [], "nothing may be made there")
     }
@@ -175,7 +175,7 @@ final class SharedDirectoryEndToEndTests: EndToEndCase {
                 planted[path] = Planted.fingerprint(path)
             }
         }
-        let made = asVictim(["-k", keychain, "init", "--password-stdin"], input: .text(Self.password + "\n"))
+        let made = asVictim(["-k", keychain, "init", "--password-stdin", "--kdf", "interactive"], input: .text(Self.password + "\n"))
         XCTAssertEqual(made.status, 0, made.summary)
         XCTAssertEqual(owner(keychain), victim.uid, "the keychain must be the victim's own file")
         var st = stat()

@@ -43,7 +43,7 @@ final class TerminalPromptTests: XCTestCase {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", driver, answers.joined(separator: "\u{1f}"), try locketBinary()] + arguments
         process.environment = ["PATH": "/usr/bin:/bin", "HOME": home.path, "XDG_RUNTIME_DIR": home.appendingPathComponent("run").path,
-                               "LOCKET_SESSION": "dir", "LOCKET_TEST_WEAK_KDF": "1", "TERM": "dumb"]
+                               "LOCKET_SESSION": "dir", "TERM": "dumb"]
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = FileHandle.nullDevice
@@ -65,7 +65,7 @@ final class TerminalPromptTests: XCTestCase {
     }
 
     func testInitAsksTwiceWithoutEchoAndAddPromptsForTheSecret() throws {
-        let created = try runAtTerminal(["init"], answers: ["tty-password-1", "tty-password-1"])
+        let created = try runAtTerminal(["init", "--kdf", "interactive"], answers: ["tty-password-1", "tty-password-1"])
         XCTAssertEqual(created.status, 0, created.screen)
         XCTAssertTrue(created.screen.contains("New password for"), created.screen)
         XCTAssertTrue(created.screen.contains("Again:"), created.screen)
@@ -99,7 +99,7 @@ final class TerminalPromptTests: XCTestCase {
     }
 
     func testUnlockAtTheTerminal() throws {
-        XCTAssertEqual(try runAtTerminal(["init"], answers: ["pw-unlock", "pw-unlock"]).status, 0)
+        XCTAssertEqual(try runAtTerminal(["init", "--kdf", "interactive"], answers: ["pw-unlock", "pw-unlock"]).status, 0)
         XCTAssertEqual(try runAtTerminal(["lock"], answers: []).status, 0)
         let wrong = try runAtTerminal(["unlock"], answers: ["not-it"])
         XCTAssertEqual(wrong.status, 51, wrong.screen)

@@ -12,7 +12,7 @@ final class BackupDamageTests: XCTestCase {
         defer { file.remove() }
         let fd = file.create()
         let writer = try recipients.map { try BackupWriter(fd: fd, recipients: $0, chunkSize: 1024) }
-            ?? BackupWriter(fd: fd, passphrase: passphrase, parameters: weakKDF(), chunkSize: 1024)
+            ?? BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF(), chunkSize: 1024)
         for i in 0..<records {
             var record = SampleRecords.record(i)
             record.data = SecureBytes(copying: (0..<600).map { UInt8(truncatingIfNeeded: $0 + i) })

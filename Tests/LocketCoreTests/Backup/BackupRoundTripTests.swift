@@ -98,7 +98,7 @@ final class BackupRoundTripTests: XCTestCase {
     func testHundredThousandRecordsThroughAPassphrase() throws {
         let passphrase = SecureBytes(copying: Array("correct horse battery staple".utf8))
         let figures = try roundTrip(count: BackupRoundTripTests.count, write: {
-            try BackupWriter(fd: $0, passphrase: passphrase, parameters: weakKDF())
+            try BackupWriter(fd: $0, passphrase: passphrase, cost: weakKDF())
         }, open: { reader in
             guard case .passphrase(let p) = reader.protection else { return XCTFail("mode") }
             XCTAssertEqual(p.opsLimit, 1)
@@ -145,7 +145,7 @@ final class BackupRoundTripTests: XCTestCase {
         var fd = file.create()
         var big = SampleRecords.record(2)
         big.data = SecureBytes(copying: (0..<Keychain.maximumDataLength).map { UInt8(truncatingIfNeeded: $0 >> 3) })
-        var writer = try BackupWriter(fd: fd, passphrase: passphrase, parameters: weakKDF(), chunkSize: 4096)
+        var writer = try BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF(), chunkSize: 4096)
         try writer.append(SampleRecords.record(0))
         try writer.append(big)
         try writer.append(SampleRecords.record(3))
@@ -159,7 +159,7 @@ final class BackupRoundTripTests: XCTestCase {
         XCTAssertNil(try reader.next())
 
         fd = file.create()
-        writer = try BackupWriter(fd: fd, passphrase: passphrase, parameters: weakKDF())
+        writer = try BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF())
         try writer.finish()
         close(fd)
         reader = try BackupReader(bytes: file.bytes)
@@ -174,7 +174,7 @@ final class BackupRoundTripTests: XCTestCase {
         defer { file.remove() }
         let fd = file.create()
         defer { close(fd) }
-        let writer = try BackupWriter(fd: fd, passphrase: SecureBytes(copying: [1]), parameters: weakKDF())
+        let writer = try BackupWriter(fd: fd, passphrase: SecureBytes(copying: [1]), cost: weakKDF())
         var record = SampleRecords.record(0)
         record.attributes[.server] = Array("x".utf8)
         XCTAssertThrowsError(try writer.append(record)) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }

@@ -82,7 +82,7 @@ enum ProcessMemory {
 }
 
 /// libsodium's minimum Argon2id cost: tests make hundreds of backups.
-func weakKDF() -> KDFParameters { .weakForTests() }
+func weakKDF() -> KDFCost { .weakForTests }
 
 /// A random X25519 secret key and its public key.
 func recipientKeyPair() throws -> (publicKey: [UInt8], secretKey: SecureBytes) {

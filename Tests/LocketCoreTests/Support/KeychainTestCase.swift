@@ -6,8 +6,13 @@ class KeychainTestCase: XCTestCase {
     var temporary: TemporaryKeychain!
     var keychain: Keychain!
 
+    /// The Argon2id cost of the test's keychain: the minimum, unless the test
+    /// opens it where its header can't be authenticated before the hash
+    /// (another device, a lost device secret), where locket's floor applies.
+    class var kdf: KDFCost { .weakForTests }
+
     override func setUpWithError() throws {
-        temporary = try TemporaryKeychain()
+        temporary = try TemporaryKeychain(kdf: Self.kdf)
         keychain = try temporary.open()
     }
 

@@ -13,8 +13,11 @@ final class TemporaryKeychain {
 
     /// Creates a keychain (`password` nil: one without a password). A keychain
     /// with a password starts unlocked, as after `locket init`.
+    /// libsodium's minimum Argon2id cost by default: the keychain opens fast on
+    /// its own device, where its header authenticates. A copy opened on another
+    /// device (`init(copyOf:)`) needs `.interactive`, locket's floor there.
     init(password: String? = "correct horse", session: String = "dir", name: String = "test",
-         sharing other: TemporaryKeychain? = nil) throws {
+         sharing other: TemporaryKeychain? = nil, kdf: KDFCost = .weakForTests) throws {
         if let other {
             // A second keychain in the same environment (same session store and device secret).
             directory = other.directory
@@ -24,7 +27,7 @@ final class TemporaryKeychain {
         }
         path = directory + "/data/locket/\(name).keychain"
         self.password = password
-        try Keychain.create(at: path, password: password.map(secret), environment: environment)
+        try Keychain.create(at: path, password: password.map(secret), kdf: kdf, environment: environment)
     }
 
     /// A byte copy of `other`'s file in a new environment: another device
@@ -53,7 +56,6 @@ final class TemporaryKeychain {
             "XDG_STATE_HOME": directory + "/state",
             "XDG_RUNTIME_DIR": directory + "/run",
             "LOCKET_SESSION": session,
-            "LOCKET_TEST_WEAK_KDF": "1",
         ]))
     }
 
@@ -62,8 +64,8 @@ final class TemporaryKeychain {
 
     /// A fresh Keychain object: keys are loaded at open, so this is how a test
     /// observes what another object (another command) did to the session.
-    func open() throws -> Keychain {
-        try Keychain.open(at: path, environment: environment)
+    func open(acceptRollback: Bool = false) throws -> Keychain {
+        try Keychain.open(at: path, environment: environment, acceptRollback: acceptRollback)
     }
 
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.

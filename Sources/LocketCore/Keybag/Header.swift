@@ -1,0 +1,117 @@
+/// The keychain's header: every row of the `meta` and `keybag` tables, and
+/// its authentication (SPEC §7 "Rollback").
+///
+/// `header_mac` is a MAC over every other meta row and every keybag row under
+/// a key derived from the blind-index key (`idx`), which opens while locked
+/// through the device wrap, and with the password anywhere. It covers the
+/// write `generation` (so an older copy can't claim a newer one), the wrapped
+/// class keys (so an old keybag can't be pasted under a newer generation: the
+/// old password stays dead), the failure counter and the password-hash
+/// parameters (so any edit of them is errSecDecode on a device that can check).
+/// Someone without `idx` (another account that can write the file, a copy
+/// without its password) can't make a header that verifies.
+///
+/// What it does not cover: the item rows. A header taken from a newer file
+/// and pasted onto an older file's items verifies, and brings back the items
+/// that were deleted in between (with the newer file's keys, unless a
+/// rotation came between). Covering the rows would cost a pass over every
+/// item at open.
+///
+/// A header without `header_mac` was written by a release before it existed
+/// (format 1 as released): generation 0, unauthenticated, until the first
+/// write, which adds both.
+struct Header {
+    static let generationName = "generation"
+    static let macName = "header_mac"
+    static let keyCheckName = "key_check"
+
+    /// Every meta row, by name.
+    var meta: [String: [UInt8]]
+    /// Every keybag row, by class.
+    var keybag: [String: (kek: [UInt8]?, device: [UInt8]?)]
+
+    /// Reads every meta and keybag row.
+    static func read(_ db: Database) throws -> Header {
+        var header = Header(meta: [:], keybag: [:])
+        let m = try db.prepare("SELECT name, value FROM meta")
+        while try m.step() { header.meta[m.text(0)] = m.blob(1) }
+        let k = try db.prepare("SELECT class, kek, device FROM keybag")
+        while try k.step() {
+            header.keybag[k.text(0)] = (k.isNull(1) ? nil : k.blob(1), k.isNull(2) ? nil : k.blob(2))
+        }
+        return header
+    }
+
+    /// The number of committed writes this header has seen; 0 for a header
+    /// without a MAC (from before generations, or stripped of its MAC: a
+    /// generation nobody can vouch for counts as none).
+    var generation: UInt64 {
+        guard isAuthenticated, let value = meta[Header.generationName] else { return 0 }
+        return UInt64(bitPattern: Keychain.int64(value))
+    }
+
+    /// Whether the header carries a MAC (every header written by this release does).
+    var isAuthenticated: Bool { meta[Header.macName] != nil }
+
+    // MARK: - Keys
+
+    /// The key the header's MAC is made with.
+    static func macKey(indexKey: SecureBytes, keychainID: [UInt8]) -> SecureBytes {
+        KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.header.key.v1").with(keychainID))
+    }
+
+    /// A public check value of the blind-index key: a process whose key gives
+    /// another value holds keys from before a rotation (or the row was edited).
+    static func keyCheck(indexKey: SecureBytes, keychainID: [UInt8]) -> [UInt8] {
+        KeyDerivation.digest(indexKey, KeyDerivation.Context("locket.key-check.v1").with(keychainID))
+    }
+
+    /// Whether `indexKey` is the key this header was written with (true for a
+    /// header from before key checks existed).
+    func matches(indexKey: SecureBytes, keychainID: [UInt8]) -> Bool {
+        guard let stored = meta[Header.keyCheckName] else { return true }
+        let check = Header.keyCheck(indexKey: indexKey, keychainID: keychainID)
+        return stored.count == check.count && stored.withUnsafeBytes { a in check.withUnsafeBytes { b in Sodium.equal(a, b) } }
+    }
+
+    // MARK: - MAC
+
+    /// The MAC of every row but the MAC itself, in name order.
+    func mac(_ key: SecureBytes) -> SecureBytes {
+        var context = KeyDerivation.Context("locket.header.v1")
+        let names = meta.keys.filter { $0 != Header.macName }.sorted()
+        // The counts first: no row of one table can pass for a row of the other.
+        context.append(String(names.count) + "/" + String(keybag.count))
+        for name in names {
+            context.append(name)
+            context.append(meta[name]!)
+        }
+        for name in keybag.keys.sorted() {
+            let row = keybag[name]!
+            context.append(name)
+            // A one-byte tag tells NULL from an empty blob.
+            context.append(row.kek.map { [1] + $0 } ?? [0])
+            context.append(row.device.map { [1] + $0 } ?? [0])
+        }
+        return KeyDerivation.derive(key, context)
+    }
+
+    /// Whether the stored MAC is right for `key`; false when there is none.
+    func verify(_ key: SecureBytes) -> Bool {
+        guard let stored = meta[Header.macName], stored.count == 32 else { return false }
+        let expected = mac(key)
+        return expected.withUnsafeBytes { e in stored.withUnsafeBytes { Sodium.equal(e, $0) } }
+    }
+
+    /// The rows a write adds to this header: the next generation, the key
+    /// check and the MAC over the result.
+    func sealed(generation: UInt64, indexKey: SecureBytes, keychainID: [UInt8]) -> [(String, [UInt8])] {
+        var next = self
+        next.meta[Header.generationName] = Keychain.int64Bytes(Int64(bitPattern: generation))
+        next.meta[Header.keyCheckName] = Header.keyCheck(indexKey: indexKey, keychainID: keychainID)
+        next.meta[Header.macName] = nil
+        let mac = next.mac(Header.macKey(indexKey: indexKey, keychainID: keychainID)).bytes
+        return [(Header.generationName, next.meta[Header.generationName]!), (Header.keyCheckName, next.meta[Header.keyCheckName]!),
+                (Header.macName, mac)]
+    }
+}

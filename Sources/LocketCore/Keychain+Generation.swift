@@ -1,0 +1,169 @@
+/// Writes, the header's authentication and rollback detection (SPEC §7 "Rollback").
+extension Keychain {
+    /// How many writes the keychain has committed (as this process last saw it);
+    /// 0 for a keychain from before generations, until its first write.
+    public var generation: UInt64 { Header(meta: meta, keybag: [:]).generation }
+
+    // MARK: - Writes
+
+    /// Runs `body` in one write transaction, the only way the engine writes a
+    /// keychain: before `body`, the header as it is now in the file is
+    /// authenticated and checked against the generation mirror; after it,
+    /// the generation advances and the header is sealed again, in the same
+    /// transaction. The mirror follows once the commit is on disk.
+    ///
+    /// `rekey` is the blind-index key the header is sealed with when `body`
+    /// replaced it (a rotation). Fails with errSecInteractionNotAllowed when
+    /// the blind-index key is not available (locked on a device that has not
+    /// been unlocked yet, or whose device secret was lost).
+    func write<T>(rekey: SecureBytes? = nil, _ body: () throws -> T) throws -> T {
+        // An older copy is never written before it is accepted: a write would
+        // advance its generation toward the mirror's and launder the rollback.
+        if isRolledBack { throw rolledBack(generation, seen: nil) }
+        let indexKey = try self.indexKey()
+        let id = keybag.keychainID
+        let (result, written) = try database.transaction(write: true) { () throws -> (T, Header) in
+            let before = try Header.read(database)
+            try authenticate(before, indexKey: indexKey, settled: true)
+            if isRolledBack { throw rolledBack(before.generation, seen: nil) }
+            let result = try body()
+            var after = try Header.read(database)
+            for (name, value) in after.sealed(generation: before.generation + 1, indexKey: rekey ?? indexKey, keychainID: id) {
+                after.meta[name] = value
+            }
+            try Keychain.writeMeta(database, after.meta.filter { [Header.generationName, Header.keyCheckName, Header.macName].contains($0.key) }
+                .map { ($0.key, $0.value) })
+            return (result, after)
+        }
+        meta = written.meta
+        headerChecked = true
+        if let device, !isRolledBack {
+            GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: written.generation)
+        }
+        return result
+    }
+
+    // MARK: - Authentication
+
+    /// Checks `header` with `indexKey`: its MAC (a header from before MACs
+    /// passes as generation 0), then its generation against this device's
+    /// mirror. Altered: errSecDecode. Older than the mirror: errSecDecode
+    /// with reason `.rolledBack`, unless the keychain was opened to accept it.
+    ///
+    /// `settled`: the header was read after this process loaded its keys, so
+    /// a key check that differs means a rotation committed in between
+    /// (`keysReplaced`); at open, keys and header come together and a
+    /// difference means the file was altered.
+    func authenticate(_ header: Header, indexKey: SecureBytes, settled: Bool = false) throws {
+        let id = keybag.keychainID
+        if header.isAuthenticated {
+            // The MAC can't verify with keys from before a rotation: say which case it is.
+            guard header.matches(indexKey: indexKey, keychainID: id) else { throw settled ? keysReplaced : altered }
+            guard header.verify(Header.macKey(indexKey: indexKey, keychainID: id)) else { throw altered }
+        }
+        try checkRollback(header.generation, indexKey: indexKey)
+        headerChecked = true
+    }
+
+    /// This process holds keys from before a rotation that another one committed.
+    var keysReplaced: KeychainError {
+        KeychainError(.interactionNotAllowed, "the keychain's keys were replaced while this command ran; nothing was changed",
+                      reason: .keysReplaced)
+    }
+
+    private var altered: KeychainError {
+        KeychainError(.decode, "\(path) has a header that does not authenticate; the file was altered")
+    }
+
+    /// Inside a read transaction: fails with `keysReplaced` when the file's
+    /// keys are no longer this process's (a rotation committed since open).
+    /// Called where a read found nothing or could not open a value, so that
+    /// such a race is never reported as a missing or damaged item.
+    func checkKeysCurrent() throws {
+        guard let indexKey = keys[Keybag.indexKeyName] else { return }
+        let stmt = try database.prepare("SELECT value FROM meta WHERE name = '\(Header.keyCheckName)'")
+        guard try stmt.step() else { return }
+        let header = Header(meta: [Header.keyCheckName: stmt.blob(0)], keybag: [:])
+        if !header.matches(indexKey: indexKey, keychainID: keybag.keychainID) { throw keysReplaced }
+    }
+
+    /// After a password opened the keys: authenticates the header now if the
+    /// blind-index key was not available at open (another device, a lost
+    /// device secret), and keeps that key for the writes that follow.
+    func authenticateWithPassword(_ unwrapped: SessionKeys) throws {
+        guard let indexKey = unwrapped[Keybag.indexKeyName] else { return }
+        if !headerChecked { try authenticate(Header(meta: meta, keybag: keybag.rows), indexKey: indexKey) }
+        if keys[Keybag.indexKeyName] == nil { keys.set(Keybag.indexKeyName, indexKey) }
+    }
+
+    /// Compares `generation` with the highest this device has seen, and
+    /// raises the mirror when the keychain is ahead (another device or
+    /// process wrote it) or the mirror is missing (a new device).
+    private func checkRollback(_ generation: UInt64, indexKey: SecureBytes) throws {
+        guard let device else { return }
+        let mirror = GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device)
+        var seen = mirror.read()
+        if generation > 0 && (seen ?? 0) < generation {
+            // Under the mirror's lock: a concurrent writer may have raised it meanwhile.
+            seen = mirror.raise(to: generation)
+        }
+        guard let seen, seen > generation else { return }
+        // The mirror is raised only after a commit, so a file at least as new
+        // as the mirror was just written by another process, not put back.
+        let now = try Header.read(database)
+        if now.generation >= seen {
+            guard now.matches(indexKey: indexKey, keychainID: keybag.keychainID) else { throw keysReplaced }
+            guard now.verify(Header.macKey(indexKey: indexKey, keychainID: keybag.keychainID)) else { throw altered }
+            return
+        }
+        if acceptsRollback {
+            isRolledBack = true
+            return
+        }
+        throw rolledBack(generation, seen: seen)
+    }
+
+    private func rolledBack(_ generation: UInt64, seen: UInt64?) -> KeychainError {
+        let than = seen.map { "than this device has seen (generation \($0))" } ?? "than this device has seen"
+        return KeychainError(.decode, "\(path) was rolled back: it is an older copy (generation \(generation)) \(than)", reason: .rolledBack)
+    }
+
+    /// Refuses Argon2id parameters below INTERACTIVE where the header could
+    /// not be authenticated before hashing (a copy on another device, a lost
+    /// device secret, a header from before MACs): locket never writes such
+    /// parameters, so the file was edited. Where the header authenticated,
+    /// any edit of the parameters has already failed it.
+    func checkKDFParameters() throws {
+        guard let kdf = keybag.kdf, !(headerChecked && meta[Header.macName] != nil) else { return }
+        guard kdf.isStrong else {
+            throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the file was altered")
+        }
+    }
+
+    // MARK: - Accepting a rollback
+
+    /// Accepts the keychain as it is (SPEC §7): the device's generation
+    /// mirror is set to the keychain's own, so that an older copy put back on
+    /// purpose opens again. The owner's act; with a password, only with it
+    /// (counted as unlock counts). Returns whether the keychain was rolled
+    /// back; if it was, the session is cleared, since its keys may be newer
+    /// than the file's.
+    @discardableResult
+    public func acceptRollback(password: SecureBytes?) throws -> Bool {
+        try requireOwner("accepting an older copy of the keychain")
+        if hasPassword {
+            guard let password else { throw KeychainError(.authFailed) }
+            try checkKDFParameters()
+            try recordAttempt(failed: true)
+            let kek = try keybag.kek(password: password)
+            let unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
+            try authenticateWithPassword(unwrapped)
+            try recordAttempt(failed: false)
+        }
+        guard isRolledBack, let device else { return false }
+        let current = try Header.read(database).generation
+        GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
+        lock(all: true)
+        return true
+    }
+}
