@@ -1,7 +1,11 @@
 // usage: locket-bench-load KEYCHAIN_PATH FIRST LAST [BATCH]
+//        locket-bench-load --create KEYCHAIN_PATH < password
 // Adds items service-i / account bench / comment comment-i / secret secret-i
 // for i in FIRST...LAST, BATCH (default 10 000) per transaction. The keychain
 // must be unlocked (locket unlock) first: items are when-unlocked.
+// --create makes the keychain as `locket init` would, but with libsodium's
+// minimum Argon2id cost, which the locket binary never writes (it opens such
+// a keychain only on this device): an unlock that is everything but Argon2id.
 import Glibc
 import LocketCore
 
@@ -12,6 +16,17 @@ func fail(_ message: String, _ code: Int32) -> Never {
 }
 
 let args = CommandLine.arguments
+if args.count == 3 && args[1] == "--create" {
+    var line: [UInt8] = []
+    var c: UInt8 = 0
+    while read(0, &c, 1) == 1 && c != 0x0a { line.append(c) }
+    do {
+        try Keychain.create(at: args[2], password: SecureBytes(copying: line), kdf: .weakForTests, environment: .process)
+    } catch {
+        fail("locket-bench-load: \(error)", 1)
+    }
+    exit(0)
+}
 guard args.count >= 4, let first = Int(args[2]), let last = Int(args[3]), first <= last else {
     fail("usage: locket-bench-load KEYCHAIN_PATH FIRST LAST [BATCH]", 2)
 }
