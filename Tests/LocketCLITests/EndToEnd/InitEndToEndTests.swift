@@ -16,7 +16,7 @@ final class EndToEndInitTests: EndToEndCase {
         XCTAssertEqual(mode(sandbox.stateHome + "/locket/device.key"), 0o600, "device secret must be 0600")
         // The default Argon2id cost is libsodium's MODERATE (issue 11: set by the CLI, not a test switch).
         let kdf = try? ReliabilityDatabase(sandbox.loginKeychain, readOnly: true).rows("SELECT value FROM meta WHERE name = 'kdf'").first?[0]
-        XCTAssertEqual(kdf.map { Array($0[16..<32]) }, [0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0x10, 0, 0, 0], "ops 3, 256 MiB")
+        XCTAssertEqual(kdf.map { $0.count == 32 ? Array($0[16..<32]) : $0 }, [0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0x10, 0, 0, 0], "ops 3, 256 MiB")
         // The generation record of this keychain is private too.
         let records = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.stateHome + "/locket")) ?? []).filter { $0.hasSuffix(".generation") }
         XCTAssertEqual(records.count, 1)

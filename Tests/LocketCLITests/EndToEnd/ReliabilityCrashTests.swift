@@ -187,11 +187,12 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         mutating func landed(beforeCommit: Bool, finished: Bool = false) { aim += beforeCommit ? 1 : (finished ? -3 : -1) }
     }
 
-    /// How long `locket ARGS` takes here, run to completion (milliseconds).
-    private func timed(_ args: [String], input: String) -> Double {
+    /// How long `locket ARGS` takes here, run to completion (milliseconds);
+    /// nil when it fails (the test then stops rather than loop on a broken command).
+    private func timed(_ args: [String], input: String) -> Double? {
         let started = ReliabilityClock.now()
-        reliableOK(args, input: .text(input))
-        return (ReliabilityClock.now() - started) * 1000
+        let result = reliableOK(args, input: .text(input))
+        return result.status == 0 ? (ReliabilityClock.now() - started) * 1000 : nil
     }
 
     // MARK: - add, update, delete
@@ -289,7 +290,7 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         var typical = Double.infinity
         for round in 0..<3 {
             let new = "pw-measure-\(round)"
-            let took = timed(command, input: password + "\n" + new + "\n")
+            guard let took = timed(command, input: password + "\n" + new + "\n") else { return }
             password = new
             if round > 0 { typical = min(typical, took) }
         }
@@ -399,7 +400,8 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         var typical = Double.infinity
         for _ in 0..<3 {
             for dir in [sandbox.dataHome, sandbox.stateHome, sandbox.runtimeDir] { try? FileManager.default.removeItem(atPath: dir + "/locket") }
-            typical = min(typical, timed(command, input: password + "\n"))
+            guard let took = timed(command, input: password + "\n") else { return }
+            typical = min(typical, took)
         }
         tallies["init", default: [:]]["typical_ms"] = Int(typical)
         var aim = CommitAim(typical: typical)

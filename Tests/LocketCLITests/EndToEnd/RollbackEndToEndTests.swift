@@ -164,7 +164,8 @@ final class EndToEndRollbackTests: EndToEndCase {
         XCTAssertEqual(locket(in: elsewhere, "find", "-s", "svc", "-w").out, "v\n")
         let mirrors = try FileManager.default.contentsOfDirectory(atPath: elsewhere.stateHome + "/locket").filter { $0.hasSuffix(".generation") }
         XCTAssertEqual(mirrors.count, 1, "the new device keeps its own record")
-        XCTAssertEqual(mode(elsewhere.stateHome + "/locket/" + mirrors[0]), 0o600)
+        let record = try XCTUnwrap(mirrors.first)
+        XCTAssertEqual(mode(elsewhere.stateHome + "/locket/" + record), 0o600)
 
         let there = try copyOfKeychain(elsewhere.loginKeychain)
         let delete = locket(in: elsewhere, "delete", "-s", "svc")
