@@ -357,8 +357,9 @@ class EndToEndCase: XCTestCase {
     /// A keychain that will be opened on another device (another sandbox, a
     /// lost device secret) needs `kdf: .interactive`, locket's floor there.
     func initKeychain(_ keychain: String? = nil, password: String = EndToEndCase.password, in other: Sandbox? = nil,
-                      kdf: KDFCost = .weakForTests, file: StaticString = #filePath, line: UInt = #line) {
-        let environment = Environment((other ?? sandbox).environment)
+                      kdf: KDFCost = .weakForTests, environment extra: [String: String] = [:],
+                      file: StaticString = #filePath, line: UInt = #line) {
+        let environment = Environment((other ?? sandbox).environment.merging(extra) { $1 })
         do {
             let path = try environment.keychainPath(keychain)
             try Keychain.create(at: path, password: SecureBytes(copying: Array(password.utf8)), kdf: kdf, environment: environment)

@@ -19,7 +19,7 @@ final class EndToEndExecFilesTests: EndToEndCase {
             throw XCTSkip("no /dev/shm to make a tmpfs XDG_RUNTIME_DIR in: \(String(cString: strerror(errno)))")
         }
         runtime = String(cString: made)
-        initKeychain()
+        initKeychain(environment: environment)
         add("-s", "github", "-a", "deploy", secret: "tok-123")
     }
 
