@@ -32,3 +32,10 @@ static inline unsigned long locket_xn_flag_rfc2253(void) { return XN_FLAG_RFC225
 static inline int locket_evp_ctrl_gcm_set_ivlen(void) { return EVP_CTRL_GCM_SET_IVLEN; }
 static inline int locket_evp_ctrl_gcm_get_tag(void) { return EVP_CTRL_GCM_GET_TAG; }
 static inline int locket_evp_ctrl_gcm_set_tag(void) { return EVP_CTRL_GCM_SET_TAG; }
+// PKCS7's content is a union Swift can't name safely: the type and the
+// password-based algorithm of an encrypted PKCS#12 safe.
+static inline int locket_pkcs7_nid(const PKCS7 *p7) { return p7 && p7->type ? OBJ_obj2nid(p7->type) : NID_undef; }
+static inline const X509_ALGOR *locket_pkcs7_encrypted_algorithm(const PKCS7 *p7) {
+    if (locket_pkcs7_nid(p7) != NID_pkcs7_encrypted || !p7->d.encrypted || !p7->d.encrypted->enc_data) return NULL;
+    return p7->d.encrypted->enc_data->algorithm;
+}

@@ -77,7 +77,8 @@ enum OpenSSHKeyFile {
             var options = SSHReader(kdfOptions)
             let salt = try options.string()
             let rounds = try options.uint32()
-            guard options.isAtEnd, rounds >= 1, rounds <= 1 << 20 else { throw KeychainError(.decode, "invalid bcrypt options in the OpenSSH key") }
+            guard options.isAtEnd, rounds >= 1 else { throw KeychainError(.decode, "invalid bcrypt options in the OpenSSH key") }
+            try PasswordWork.check(bcryptRounds: rounds)
             let pass = try passphrase()
             guard pass.count > 0 else { throw KeychainError(.authFailed, "the OpenSSH key is encrypted and the passphrase is empty") }
             let keyAndIV = try pass.withUnsafeBytes { try BcryptPBKDF.derive(password: $0, salt: salt, rounds: Int(rounds), length: cipher.keyLength + cipher.ivLength) }

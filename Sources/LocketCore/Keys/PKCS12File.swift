@@ -28,6 +28,7 @@ enum PKCS12File {
         let p12 = try OpenSSL.check(d2i_PKCS12(nil, &p, bytes.count), .decode, "not a PKCS#12 file")
         defer { PKCS12_free(p12) }
         guard p == base.assumingMemoryBound(to: UInt8.self) + bytes.count else { throw KeychainError(.decode, "trailing bytes after the PKCS#12 data") }
+        try checkMACWork(p12)
 
         // An empty passphrase is written either as no password or as "": try both before asking.
         var password: SecureBytes? = nil
@@ -51,6 +52,7 @@ enum PKCS12File {
             password = try cString(try passphrase())
         }
 
+        try checkEncryptionWork(p12, password: password)
         var pkey: OpaquePointer?, cert: OpaquePointer?, ca: OpaquePointer?
         let parsed: Int32
         if let password {
@@ -163,6 +165,7 @@ enum PKCS12File {
         let sig = try OpenSSL.check(d2i_X509_SIG(nil, &p, der.count), .decode, "not an encrypted PKCS#8 private key")
         defer { X509_SIG_free(sig) }
         guard p == base.assumingMemoryBound(to: UInt8.self) + der.count else { throw KeychainError(.decode, "trailing bytes after the encrypted private key") }
+        try checkPKCS8Work(sig, what: "encrypted private key")
         let pass = try cString(passphrase)
         let info = pass.withUnsafeBytes { PKCS8_decrypt_ex(sig, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(passphrase.count), nil, nil) }
         guard let info else {
