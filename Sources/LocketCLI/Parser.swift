@@ -83,6 +83,12 @@ enum Parser {
             let arg = arguments[i]
             if optionsEnded || !arg.hasPrefix("-") || arg == "-" {
                 guard command.operands else {
+                    // Where -w takes a secret, a leftover argument is often one typed
+                    // in the wrong place (`add -w -U s3cret`): not repeated on screen or in a CI log.
+                    if command.options.contains(where: { $0.long == "password" && $0.arity != .flag }) {
+                        throw UsageError(message: "unexpected argument (not shown: it may be a secret); give a secret as --password=SECRET, or -w alone with the secret on stdin",
+                                         command: command.name)
+                    }
                     throw UsageError(message: "unexpected argument '\(Printable.clip(arg))'", command: command.name)
                 }
                 invocation.operand(arg)

@@ -81,4 +81,19 @@ final class SecretArgumentParsingTests: XCTestCase {
         XCTAssertTrue(err.contains("\nusage: locket add "), err)
         XCTAssertFalse(err.contains("X9secret"), err)
     }
+
+    /// A secret typed where an operand would go (`add -w -U s3cret`) is
+    /// refused without being repeated; other commands still quote what was typed.
+    func testALeftoverArgumentOfACommandThatTakesASecretIsNotRepeated() {
+        for arguments in [["add", "-s", "s", "-w", "-U", "s3cret-typed-here"], ["update", "-s", "s", "-w", "--", "s3cret-typed-here"]] {
+            XCTAssertThrowsError(try Parser.parse(arguments), "\(arguments)") { error in
+                let message = (error as? UsageError)?.message ?? ""
+                XCTAssertFalse(message.contains("s3cret"), "\(arguments): \(message)")
+                XCTAssertTrue(message.contains("--password=SECRET"), message)
+            }
+        }
+        XCTAssertThrowsError(try Parser.parse(["find", "-s", "s", "leftover"])) { error in
+            XCTAssertTrue((error as? UsageError)?.message.contains("'leftover'") ?? false, "\(error)")
+        }
+    }
 }
