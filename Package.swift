@@ -20,13 +20,17 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // OpenSSL's libcrypto: X.509, PKCS#12, RSA and NIST curves (SPEC §1, §12).
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // What Swift cannot call directly: variadic syscall(2) for the kernel keyring,
-        // SQLite's SQLITE_TRANSIENT sentinel, termios password prompts, prctl.
-        .target(name: "CLocketShim"),
-        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CCrypto", "CLocketShim"],
+        // What Swift cannot call directly, split by what may see it:
+        // CLocketSystem holds variadic syscall(2) for the kernel keyring, prctl
+        // and rlimit, termios password prompts, execvpe, pipe2 and signal
+        // forwarding, and never includes sqlite3.h; CLocketSQLite holds SQLite's
+        // SQLITE_TRANSIENT sentinel and the "locket" VFS, for the engine only.
+        .target(name: "CLocketSystem"),
+        .target(name: "CLocketSQLite"),
+        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem"],
                 // The formats' documents live next to their code (the man page is made from them).
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketShim"], swiftSettings: fastMetadata),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketSystem"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "CSQLite"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore"]),

@@ -1,4 +1,4 @@
-import CLocketShim
+import CLocketSystem
 import Glibc
 import LocketCore
 

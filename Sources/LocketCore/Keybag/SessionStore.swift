@@ -1,4 +1,4 @@
-import CLocketShim
+import CLocketSystem
 import Glibc
 
 /// Where unlocked keys wait between commands: the kernel user keyring when the

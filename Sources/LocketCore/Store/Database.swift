@@ -1,4 +1,4 @@
-import CLocketShim
+import CLocketSQLite
 import CSQLite
 import Glibc
 

@@ -1,18 +1,8 @@
-#ifndef LOCKET_SHIM_H
-#define LOCKET_SHIM_H
+#ifndef LOCKET_SYSTEM_H
+#define LOCKET_SYSTEM_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sqlite3.h>
-
-/// SQLite's SQLITE_TRANSIENT is a macro casting -1 to a function pointer,
-/// which Swift cannot import.
-sqlite3_destructor_type locket_sqlite_transient(void);
-
-/// The name of SQLite's unix VFS with one change: a WAL file that already
-/// exists is opened without SQLITE_OPEN_CREATE, so no directory fsync follows
-/// its first sync. NULL (the default VFS) if it could not be registered.
-const char *locket_sqlite_vfs(void);
 
 /// Kernel key retention service. Each returns the syscall's result, -1 with errno on failure.
 /// The corresponding C functions are add_key(2) and keyctl(2).

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "locket_shim.h"
+#include "locket_system.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,15 +7,12 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
-
-sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
 
 long locket_add_key(const char *type, const char *description,
                     const void *payload, size_t length, int32_t keyring) {
@@ -168,40 +165,4 @@ long locket_read_password(int fd, int outfd, const char *prompt,
         raise(prompt_signal);
     }
     return result;
-}
-
-/* The "locket" VFS: SQLite's unix VFS, except that a WAL file that already
- * exists is opened without SQLITE_OPEN_CREATE. The unix VFS fsyncs the
- * directory after the first sync of any journal it was asked to create, to
- * make the new directory entry durable; locket keeps its WAL between commands
- * (SQLITE_FCNTL_PERSIST_WAL), so its entry has been durable since the first
- * write, and that directory fsync was paid again by every write command. */
-static sqlite3_vfs locket_vfs;
-static int (*unix_open)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *);
-
-static int locket_vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *out) {
-    struct stat st;
-    if ((flags & SQLITE_OPEN_WAL) && name != NULL && lstat(name, &st) == 0 && S_ISREG(st.st_mode)) {
-        flags &= ~SQLITE_OPEN_CREATE;
-    }
-    return unix_open(vfs, name, file, flags, out);
-}
-
-static const char *locket_vfs_name = NULL;
-
-static void locket_vfs_register(void) {
-    sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
-    if (unix_vfs == NULL) return;
-    locket_vfs = *unix_vfs;
-    locket_vfs.zName = "locket";
-    locket_vfs.pNext = NULL;
-    unix_open = unix_vfs->xOpen;
-    locket_vfs.xOpen = locket_vfs_open;
-    if (sqlite3_vfs_register(&locket_vfs, 0) == SQLITE_OK) locket_vfs_name = "locket";
-}
-
-const char *locket_sqlite_vfs(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, locket_vfs_register);
-    return locket_vfs_name;
 }

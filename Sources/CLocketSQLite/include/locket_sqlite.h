@@ -1,0 +1,15 @@
+#ifndef LOCKET_SQLITE_H
+#define LOCKET_SQLITE_H
+
+#include <sqlite3.h>
+
+/// SQLite's SQLITE_TRANSIENT is a macro casting -1 to a function pointer,
+/// which Swift cannot import.
+sqlite3_destructor_type locket_sqlite_transient(void);
+
+/// The name of SQLite's unix VFS with one change: a WAL file that already
+/// exists is opened without SQLITE_OPEN_CREATE, so no directory fsync follows
+/// its first sync. NULL (the default VFS) if it could not be registered.
+const char *locket_sqlite_vfs(void);
+
+#endif
