@@ -14,25 +14,31 @@ let package = Package(
         .executable(name: "locket", targets: ["locket"]),
         .library(name: "LocketCore", targets: ["LocketCore"]),
         .library(name: "LocketCLI", targets: ["LocketCLI"]),
+        .library(name: "LocketSupport", targets: ["LocketSupport"]),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // OpenSSL's libcrypto: X.509, PKCS#12, RSA and NIST curves (SPEC §1, §12).
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // What Swift cannot call directly, split by what may see it:
+        // What Swift cannot call directly, split by what may see it (the
+        // layering table LayeringTests checks):
         // CLocketSystem holds variadic syscall(2) for the kernel keyring, prctl
         // and rlimit, termios password prompts, execvpe, pipe2 and signal
         // forwarding, and never includes sqlite3.h; CLocketSQLite holds SQLite's
         // SQLITE_TRANSIENT sentinel and the "locket" VFS, for the engine only.
         .target(name: "CLocketSystem"),
         .target(name: "CLocketSQLite"),
-        .target(name: "LocketCore", dependencies: ["CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem"],
+        // Bytes and small system helpers both layers use: hex, big-endian
+        // integers, percent-encoding, base64, the clock, write-all, wipe.
+        .target(name: "LocketSupport", dependencies: ["CSodium"], swiftSettings: fastMetadata),
+        .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem"],
                 // The formats' documents live next to their code (the man page is made from them).
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "CLocketSystem"], swiftSettings: fastMetadata),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
-        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "CSQLite"]),
+        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "CSQLite"]),
+        .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore"]),
     ]
 )

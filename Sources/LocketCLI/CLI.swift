@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// The process's inputs and outputs, injectable so tests can run the whole
 /// CLI in-process.
@@ -23,14 +24,7 @@ public struct IO: Sendable {
 
     /// The real process.
     public static var standard: IO {
-        IO(write: { fd, bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 { if errno == EINTR { continue }; return }
-                offset += n
-            }
-        }, stdin: 0, environment: Environment.process)
+        IO(write: { fd, bytes in writeAll(fd, bytes) }, stdin: 0, environment: Environment.process)
     }
 }
 
@@ -228,7 +222,7 @@ final class OutputBuffer {
         guard !buffer.isEmpty else { return }
         buffer.withUnsafeBytes { io.write(fd, $0) }
         // The buffer may have held a secret (find -w): wipe before reuse.
-        for i in buffer.indices { buffer[i] = 0 }
+        LocketSupport.wipe(&buffer)
         buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -1,6 +1,7 @@
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// Decrypts pass entries with the user's own gpg, as `pass show` does:
 /// `gpg [PASSWORD_STORE_GPG_OPTS] --decrypt --quiet --batch --yes -- FILE`,

@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// `--help` and `locket help`, generated from the command table.
 enum Help {

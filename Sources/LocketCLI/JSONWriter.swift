@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// A small streaming JSON writer: locket's JSON is a handful of flat objects,
 /// and dumping 100 k items must not build a document tree.
@@ -77,8 +78,6 @@ struct JSONWriter {
         s.withUTF8 { appendString(UnsafeRawBufferPointer($0)) }
     }
 
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// `s` (valid UTF-8) as a JSON string. Beyond what JSON requires (quote,
     /// backslash, C0), DEL and the characters `Printable.isUnsafe` names (C1
     /// controls, U+2028/U+2029, bidirectional marks and overrides) are
@@ -86,10 +85,9 @@ struct JSONWriter {
     /// shown on a terminal (`--json`, errors on stderr) can't drive it.
     private mutating func appendString(_ s: UnsafeRawBufferPointer) {
         bytes.append(UInt8(ascii: "\""))
-        let hex = Self.hex
         func unicodeEscape(_ v: UInt32) {
             for c in "\\u".utf8 { bytes.append(c) }
-            for shift in stride(from: 12, through: 0, by: -4) { bytes.append(hex[Int(v >> UInt32(shift) & 0xf)]) }
+            for shift in stride(from: 12, through: 0, by: -4) { bytes.append(Hex.digit(UInt8(v >> UInt32(shift) & 0xf))) }
         }
         let count = s.count
         var i = 0
@@ -136,7 +134,7 @@ struct JSONWriter {
     /// Lets a caller reuse the writer's storage for the next object.
     mutating func reset() {
         // The previous object may have held a secret.
-        for i in bytes.indices { bytes[i] = 0 }
+        LocketSupport.wipe(&bytes)
         bytes.removeAll(keepingCapacity: true)
         needsComma = [false]
         pendingValueAfterKey = false

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// The `exec --mask` filter: replaces every occurrence of any secret with
 /// `<redacted>` in a byte stream, also when a secret is split across reads.

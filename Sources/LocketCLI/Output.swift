@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// How items are printed: text for people, JSON for programs (SPEC §3 keys).
 enum ItemPrinter {
@@ -75,22 +76,13 @@ enum ItemPrinter {
         out.escaped(bytes)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     static func hex(_ b: UInt8, into out: inout ByteWriter) {
-        out.byte(hexDigits[Int(b >> 4)])
-        out.byte(hexDigits[Int(b & 0xf)])
+        out.byte(Hex.digit(b >> 4))
+        out.byte(Hex.digit(b & 0xf))
     }
 
     static func hex(_ bytes: [UInt8], into out: inout ByteWriter) {
         for b in bytes { hex(b, into: &out) }
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(hexDigits[Int(b >> 4)]); out.append(hexDigits[Int(b & 0xf)]) }
-        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: - JSON
@@ -117,10 +109,10 @@ enum ItemPrinter {
                 w.key("creationDate"); w.string(Dates.rfc3339(milliseconds: item.creationDate))
                 w.key("modificationDate"); w.string(Dates.rfc3339(milliseconds: item.modificationDate))
             }
-            w.key("persistentRef"); w.string(hex(item.persistentRef))
+            w.key("persistentRef"); w.string(Hex.encode(item.persistentRef))
             if options.data, let data = item.data {
                 var bytes = data.bytes
-                defer { for i in bytes.indices { bytes[i] = 0 } }
+                defer { LocketSupport.wipe(&bytes) }
                 // Room for the worst case (\u00XX per byte) first, and base64
                 // straight into the writer: no unwiped copy of the secret.
                 w.reserve(bytes.count * 6 + 32)
@@ -168,37 +160,8 @@ struct ByteWriter {
 
     /// Empties the writer for the next item; what it held may have been a secret.
     mutating func wipe() {
-        for i in bytes.indices { bytes[i] = 0 }
+        LocketSupport.wipe(&bytes)
         bytes.removeAll(keepingCapacity: true)
-    }
-}
-
-/// RFC 4648 base64.
-enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        encode(bytes) { out.append($0) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func encode<Bytes: RandomAccessCollection>(_ bytes: Bytes, _ emit: (UInt8) -> Void) where Bytes.Element == UInt8, Bytes.Index == Int {
-        var i = 0
-        while i + 3 <= bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            for shift: UInt32 in [18, 12, 6, 0] { emit(alphabet[Int(n >> shift & 63)]) }
-            i += 3
-        }
-        let rest = bytes.count - i
-        if rest > 0 {
-            let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
-            emit(alphabet[Int(n >> 18 & 63)])
-            emit(alphabet[Int(n >> 12 & 63)])
-            emit(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
-            emit(UInt8(ascii: "="))
-        }
     }
 }
 

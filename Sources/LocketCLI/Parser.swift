@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// A usage error: exit status 2 with the command's usage line.
 struct UsageError: Error {

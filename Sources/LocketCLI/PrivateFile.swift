@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// Output files that hold secrets (`inject -o`): created with mode 600,
 /// written whole under a temporary name in the same directory, then put in
@@ -28,23 +29,18 @@ enum PrivateFile {
         do {
             defer { close(fd) }
             // The umask may have taken bits away, never added any; say exactly 600.
-            guard fchmod(fd, 0o600) == 0 else { throw KeychainError(.io, "cannot set the mode of \(temporary): \(errorText())") }
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot write \(path): \(errorText())") }
-                offset += n
-            }
-            guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errorText())") }
+            guard fchmod(fd, 0o600) == 0 else { throw KeychainError(.io, "cannot set the mode of \(temporary): \(errnoText())") }
+            guard writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+            guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
         }
         if replace {
-            guard rename(temporary, path) == 0 else { throw KeychainError(.io, "cannot replace \(path): \(errorText())") }
+            guard rename(temporary, path) == 0 else { throw KeychainError(.io, "cannot replace \(path): \(errnoText())") }
         } else {
             guard link(temporary, path) == 0 else {
                 if errno == EEXIST {
                     throw KeychainError(.param, "\(path) exists; locket does not replace it", hint: "add -f/--force to replace it")
                 }
-                throw KeychainError(.io, "cannot create \(path): \(errorText())")
+                throw KeychainError(.io, "cannot create \(path): \(errnoText())")
             }
             unlink(temporary)
         }
@@ -54,5 +50,4 @@ enum PrivateFile {
         if dirfd >= 0 { _ = fsync(dirfd); close(dirfd) }
     }
 
-    private static func errorText() -> String { String(cString: strerror(errno)) }
 }

@@ -1,6 +1,7 @@
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// Reading secrets and passwords: a no-echo prompt at a terminal, standard
 /// input otherwise, never a hang when there is neither.

@@ -1,6 +1,7 @@
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// `exec --file NAME=REF`: each secret in a mode-600 file, in a private
 /// mode-700 directory on tmpfs that locket removes when the command exits.
@@ -28,21 +29,16 @@ final class SecretFiles {
         let made: String? = template.withUnsafeMutableBufferPointer { buffer in
             mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
         }
-        guard let made else { throw KeychainError(.io, "cannot create a directory in \(parent): \(SecretFiles.errorText())") }
+        guard let made else { throw KeychainError(.io, "cannot create a directory in \(parent): \(errnoText())") }
         directory = made
         do {
             for (name, secret) in files {
                 let path = "\(directory)/\(name)"
                 let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(SecretFiles.errorText())") }
+                guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
                 defer { close(fd) }
-                try secret.withUnsafeBytes { raw in
-                    var offset = 0
-                    while offset < raw.count {
-                        let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                        if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot write \(path): \(SecretFiles.errorText())") }
-                        offset += n
-                    }
+                guard secret.withUnsafeBytes({ writeAll(fd, $0) }) else {
+                    throw KeychainError(.io, "cannot write \(path): \(errnoText())")
                 }
                 paths.append((name, path))
             }
@@ -90,7 +86,7 @@ final class SecretFiles {
         }
         let parent = base + "/" + parentName()
         if mkdir(parent, 0o700) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(parent): \(errorText())")
+            throw KeychainError(.io, "cannot create \(parent): \(errnoText())")
         }
         // Another user may have made this name first: use it only if it is ours alone.
         guard isPrivateDirectory(parent) else {
@@ -209,5 +205,4 @@ final class SecretFiles {
         _ = unlinkat(parentFD, name, AT_REMOVEDIR)
     }
 
-    private static func errorText() -> String { String(cString: strerror(errno)) }
 }

@@ -1,9 +1,11 @@
+import LocketSupport
+
 /// Password changes, settings, status and the wrong-password counter.
 extension Keychain {
     // MARK: - Wrong passwords
 
     /// Consecutive wrong passwords since the last success.
-    public var failedAttempts: Int { meta["failures"].map { Int(Keychain.int64($0)) } ?? 0 }
+    public var failedAttempts: Int { meta["failures"].map { Int(BigEndian.int64($0)) } ?? 0 }
 
     /// Seconds to wait before the next password attempt: none for the first
     /// five failures, then 1, 2, 4, ... up to 30 s after the last failure.
@@ -12,8 +14,8 @@ extension Keychain {
         guard failures >= 5 else { return 0 }
         let wait = min(30, 1 << min(failures - 5, 5))
         // Milliseconds since the last failure (older keychains stored whole seconds under failed_at).
-        let lastMs = meta["failed_at_ms"].map(Keychain.int64) ?? (meta["failed_at"].map(Keychain.int64) ?? 0) * 1000
-        let leftMs = lastMs + Int64(wait) * 1000 - Keychain.now()
+        let lastMs = meta["failed_at_ms"].map(BigEndian.int64) ?? (meta["failed_at"].map(BigEndian.int64) ?? 0) * 1000
+        let leftMs = lastMs + Int64(wait) * 1000 - Clock.milliseconds()
         return leftMs <= 0 ? 0 : Int((leftMs + 999) / 1000)
     }
 
@@ -21,8 +23,8 @@ extension Keychain {
         let failures = failedAttempts
         guard failures >= 5 else { return 0 }
         let wait = min(30, 1 << min(failures - 5, 5))
-        let lastMs = meta["failed_at_ms"].map(Keychain.int64) ?? (meta["failed_at"].map(Keychain.int64) ?? 0) * 1000
-        return max(0, Int(lastMs + Int64(wait) * 1000 - Keychain.now()))
+        let lastMs = meta["failed_at_ms"].map(BigEndian.int64) ?? (meta["failed_at"].map(BigEndian.int64) ?? 0) * 1000
+        return max(0, Int(lastMs + Int64(wait) * 1000 - Clock.milliseconds()))
     }
 
     /// Counts a password attempt (before checking it) or resets the count
@@ -41,11 +43,11 @@ extension Keychain {
         // commit, and must never be ahead of it after a power cut.
         try write {
             let current = try database.prepare("SELECT value FROM meta WHERE name = 'failures'")
-            let before = try current.step() ? Int(Keychain.int64(current.blob(0))) : 0
+            let before = try current.step() ? Int(BigEndian.int64(current.blob(0))) : 0
             let failures = failed ? before + 1 : 0
-            try Keychain.writeMeta(database, [("failures", Keychain.int64Bytes(Int64(failures))),
-                                              ("failed_at", Keychain.int64Bytes(SessionStore.now())),
-                                              ("failed_at_ms", Keychain.int64Bytes(Keychain.now()))])
+            try Keychain.writeMeta(database, [("failures", BigEndian.bytes(Int64(failures))),
+                                              ("failed_at", BigEndian.bytes(Clock.seconds())),
+                                              ("failed_at_ms", BigEndian.bytes(Clock.milliseconds()))])
         }
     }
 
@@ -54,7 +56,7 @@ extension Keychain {
     /// Stores the keychain's default auto-lock timeout (0: never).
     public func setDefaultTimeout(_ seconds: UInt32) throws {
         try requireOwner("changing settings")
-        let value = Keychain.int64Bytes(Int64(seconds))
+        let value = BigEndian.bytes(Int64(seconds))
         try write { try Keychain.writeMeta(database, [("timeout", value)]) }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 extension Keychain {
     // MARK: - Digests and sealing
@@ -48,12 +49,6 @@ extension Keychain {
         var accessible: ProtectionClass
         var accessGroup: String
         var ref: [UInt8]
-    }
-
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
     }
 
     // MARK: - Add
@@ -138,9 +133,9 @@ extension Keychain {
         let row = RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, "attrs")
         let dataKey = try fieldKey(row, "data")
-        let now = Keychain.now()
+        let now = Clock.milliseconds()
         var record = ItemRecord.encode(attributes, created: now, modified: now)
-        defer { Sodium.wipe(&record) }
+        defer { wipe(&record) }
         let stmt = try statement ?? prepareInsert()
         stmt.reset()
         try stmt.bind(1, ref)
@@ -318,7 +313,7 @@ extension Keychain {
             UPDATE items SET agrp = ?, pk = ?, \(columns.map { "\($0.column) = ?" }.joined(with: ", ")), attrs = ?, data = ?
             WHERE id = ?
             """)
-        let now = Keychain.now()
+        let now = Clock.milliseconds()
         var updated: [Item] = []
         for (id, var item) in matches {
             for (attribute, value) in changes { item[attribute] = value }
@@ -326,7 +321,7 @@ extension Keychain {
             item.modificationDate = now
             let row = RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup, ref: item.persistentRef)
             var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now)
-            defer { Sodium.wipe(&record) }
+            defer { wipe(&record) }
             update.reset()
             try update.bind(1, item.accessGroup)
             try update.bind(2, try primaryKeyDigest(item.itemClass, item.attributes))

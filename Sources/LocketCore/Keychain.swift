@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// A keychain file: the SecItem-like facade over the store, the keybag and
 /// the session. Never prints, never exits; every failure is a KeychainError.
@@ -108,7 +109,7 @@ public final class Keychain {
                 try db.execute("PRAGMA journal_mode=WAL")
                 try db.transaction(write: true) {
                     for sql in Schema.statements { try db.execute(sql) }
-                    try Keychain.writeMeta(db, [("format", int64Bytes(Schema.format)), ("id", id),
+                    try Keychain.writeMeta(db, [("format", BigEndian.bytes(Schema.format)), ("id", id),
                                                 ("device_fp", Keybag.deviceFingerprint(device, keychainID: id))]
                         + (kdf.map { [("kdf", $0.encoded)] } ?? []))
                     try Keychain.writeKeybag(db, bag)
@@ -118,7 +119,7 @@ public final class Keychain {
             }
             guard link(temporary, path) == 0 else {
                 if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
-                throw KeychainError(.io, "cannot create \(path): \(FileIO.errorText())")
+                throw KeychainError(.io, "cannot create \(path): \(errnoText())")
             }
         } catch {
             for file in claimed { unlink(file) }
@@ -137,7 +138,7 @@ public final class Keychain {
     private static func makeWorkspace(for path: String) throws -> String {
         var template = Array("\(path).init.\(getpid()).XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw KeychainError(.io, "cannot create a directory next to \(path): \(FileIO.errorText())")
+            throw KeychainError(.io, "cannot create a directory next to \(path): \(errnoText())")
         }
         return String(cString: made)
     }
@@ -197,10 +198,6 @@ public final class Keychain {
         return keychain
     }
 
-    static func int64Bytes(_ v: Int64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: v) >> UInt64(56 - 8 * $0)) }
-    }
-
     static func writeMeta(_ db: Database, _ values: [(String, [UInt8])]) throws {
         let stmt = try db.prepare("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)")
         for (name, value) in values {
@@ -232,7 +229,7 @@ public final class Keychain {
             // "no such table" and friends: a SQLite file, but not a keychain.
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
         }
-        guard let format = meta["format"], format == int64Bytes(Schema.format) else {
+        guard let format = meta["format"], format == BigEndian.bytes(Schema.format) else {
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain (or one of a newer format)")
         }
         guard let id = meta["id"], id.count == 16 else { throw KeychainError(.decode, "\(path) has a damaged header") }
@@ -370,11 +367,7 @@ public final class Keychain {
     /// keychain's setting, else 300 s. 0 means no auto-lock.
     public var defaultTimeout: UInt32 {
         guard let stored = meta["timeout"], stored.count == 8 else { return 300 }
-        return UInt32(clamping: Keychain.int64(stored))
-    }
-
-    static func int64(_ b: [UInt8]) -> Int64 {
-        Int64(bitPattern: b.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        return UInt32(clamping: BigEndian.int64(stored))
     }
 
     /// Unlocks with `password` until `lock`, a reboot, or `timeout` seconds
@@ -425,17 +418,17 @@ public final class Keychain {
             _ = try last.step()
             let boundary = max(last.int64(0), tdoBoundary)
             try Keychain.writeKeybag(database, bag)
-            try Keychain.writeMeta(database, [("device_fp", fingerprint), ("tdo_boundary", Keychain.int64Bytes(boundary))])
+            try Keychain.writeMeta(database, [("device_fp", fingerprint), ("tdo_boundary", BigEndian.bytes(boundary))])
             return boundary
         }
         keybag = bag
         meta["device_fp"] = fingerprint
-        meta["tdo_boundary"] = Keychain.int64Bytes(boundary)
+        meta["tdo_boundary"] = BigEndian.bytes(boundary)
         for (name, key) in fresh.entries { unwrapped.set(name, key) }
     }
 
     /// Device-bound items with ids up to this one belong to an earlier device.
-    var tdoBoundary: Int64 { meta["tdo_boundary"].map(Keychain.int64) ?? 0 }
+    var tdoBoundary: Int64 { meta["tdo_boundary"].map(BigEndian.int64) ?? 0 }
 
     /// Reloads this object's keys after the session changed under it.
     func reloadKeys() throws {

@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 import XCTest
 
 /// Issue 11, defect 9: the one escaper for text that meets a terminal.

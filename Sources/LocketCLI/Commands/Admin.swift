@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 extension Commands {
     /// `locket passwd`

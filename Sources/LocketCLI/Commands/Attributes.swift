@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// Turns the attribute options of add/find/update/delete into engine values.
 enum AttributeOptions {

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 extension Commands {
     /// `locket credential get|store|erase`, also run as `git-credential-locket`.

@@ -1,6 +1,7 @@
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 extension Commands {
     /// `locket exec [--env NAME=REF]... [--env-file FILE]... [--file NAME=REF]... [--mask] [--github-env] -- COMMAND [ARG]...`
@@ -294,7 +295,7 @@ extension Commands {
                 }
             }
         }
-        for k in buffer.indices { buffer[k] = 0 }
+        LocketSupport.wipe(&buffer)
         if !exited { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
         return finished(status, files)
     }
@@ -307,19 +308,6 @@ extension Commands {
         files?.remove()
         let signalled = status & 0x7f
         return signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
-    }
-}
-
-/// Writes all of `bytes` to `fd`; false once the reader is gone (EPIPE) or on another error.
-private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    bytes.withUnsafeBytes { raw in
-        var offset = 0
-        while offset < raw.count {
-            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0 { if errno == EINTR { continue }; return false }
-            offset += n
-        }
-        return true
     }
 }
 
@@ -378,7 +366,7 @@ final class EnvironmentBlock {
         guard !wiped else { return }
         wiped = true
         for (entry, size) in entries {
-            explicit_bzero(entry, size)
+            LocketSupport.wipe(UnsafeMutableRawBufferPointer(start: entry, count: size))
             free(entry)
         }
         pointers.deallocate()

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 extension Commands {
     /// `locket inject [-i TEMPLATE] [-o FILE [-f]]`: every reference is

@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// The commands, one function each; `CommandTable` lists them.
 enum Commands {

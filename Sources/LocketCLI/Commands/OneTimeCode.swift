@@ -1,12 +1,13 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 extension Commands {
     /// `locket otp [ATTRIBUTES] [--ref REF] [-n]`
     static func otp(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let query = try AttributeOptions.query(invocation)
         let keychain = try context.openKeychain()
-        let result = try keychain.oneTimeCode(query, now: Int64(time(nil)))
+        let result = try keychain.oneTimeCode(query, now: Clock.seconds())
         if context.json {
             var w = JSONWriter()
             w.beginObject()

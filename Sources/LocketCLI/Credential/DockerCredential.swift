@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// The docker credential-helpers protocol (docker/docker-credential-helpers):
 /// `store` reads `{"ServerURL": ..., "Username": ..., "Secret": ...}`;
@@ -82,21 +83,7 @@ enum DockerCredential {
         }
 
         private static func percentDecode(_ s: Substring) -> String? {
-            var out: [UInt8] = []
-            let bytes = Array(s.utf8)
-            var i = 0
-            while i < bytes.count {
-                if bytes[i] == UInt8(ascii: "%") {
-                    guard i + 2 < bytes.count, let value = UInt8(String(decoding: bytes[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) else {
-                        return nil
-                    }
-                    out.append(value)
-                    i += 3
-                } else {
-                    out.append(bytes[i])
-                    i += 1
-                }
-            }
+            guard let out = PercentEncoding.decodeStrict(s.utf8) else { return nil }
             return String(validating: out, as: UTF8.self)
         }
 

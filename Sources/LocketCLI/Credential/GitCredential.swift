@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// A request in git's credential-helper protocol: `key=value` lines up to a
 /// blank line or the end of input. Unknown keys are kept but never used;
@@ -51,19 +52,7 @@ public struct GitCredential: Equatable, Sendable {
     /// nil when the result could break the line protocol (a decoded NUL, CR
     /// or LF smuggled into a field, as in CVE-2020-5260).
     static func percentDecode(_ s: Substring) -> String? {
-        var out: [UInt8] = []
-        let bytes = Array(s.utf8)
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
-               let value = UInt8(String(decoding: bytes[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
-                out.append(value)
-                i += 3
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
+        let out = PercentEncoding.decodeLenient(s.utf8)
         guard !out.contains(where: { $0 == 0 || $0 == 0x0a || $0 == 0x0d }) else { return nil }
         return String(decoding: out, as: UTF8.self)
     }

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Who is calling, and which access groups that allows (SPEC §6).
 public enum Caller: Sendable, Equatable {
     /// No entitlements: any group may be named; `add` defaults to `default`.

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A strict parser for Apple's binary property lists (`bplist0?`): the
 /// trailer, the whole offset table and every object reachable from the top
 /// one are checked, each count, offset and reference against the bytes
@@ -184,6 +186,6 @@ struct BinaryPropertyList {
 
     /// The unsigned big-endian integer of `size` (at most 8) bytes at `position`.
     private static func bigEndian(_ bytes: [UInt8], at position: Int, size: Int) -> UInt64 {
-        bytes[position..<position + size].reduce(0) { $0 << 8 | UInt64($1) }
+        BigEndian.value(bytes[position..<position + size])
     }
 }

@@ -25,16 +25,6 @@ enum DocumentValue: Equatable, Sendable {
 /// caller words one message per format ("malformed: not a valid ...").
 struct MalformedDocument: Error {}
 
-/// The value of an ASCII hexadecimal digit, either case.
-func hexDigit(_ byte: UInt8) -> UInt32? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
-    default: nil
-    }
-}
-
 /// The value of an ASCII decimal digit.
 func decimalDigit(_ byte: UInt8) -> UInt32? {
     (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? UInt32(byte - UInt8(ascii: "0")) : nil

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// A calling app's entitlements (SPEC §6): Apple's `.entitlements` XML
 /// property list, or JSON with the same keys.
@@ -21,7 +22,7 @@ public struct Entitlements: Sendable, Equatable {
         func fail(_ problem: String) -> KeychainError { KeychainError(.param, "\(path): \(problem)") }
         // Non-blocking, so that a FIFO fails the regular-file check below instead of waiting for a writer.
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else { throw fail("cannot read the entitlements file: \(FileIO.errorText())") }
+        guard fd >= 0 else { throw fail("cannot read the entitlements file: \(errnoText())") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
@@ -36,7 +37,7 @@ public struct Entitlements: Sendable, Equatable {
         }
         // ...and so can anyone who can replace it: judge the directory the file
         // really is in (the path may go through symbolic links).
-        guard let resolved = realpath(path, nil) else { throw fail("cannot resolve the path: \(FileIO.errorText())") }
+        guard let resolved = realpath(path, nil) else { throw fail("cannot resolve the path: \(errnoText())") }
         let real = String(cString: resolved)
         free(resolved)
         var again = stat()
@@ -55,7 +56,7 @@ public struct Entitlements: Sendable, Equatable {
         while used < bytes.count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, $0.count - used) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw fail("cannot read the entitlements file: \(FileIO.errorText())") }
+            guard n > 0 else { throw fail("cannot read the entitlements file: \(errnoText())") }
             used += n
         }
         return try parse(bytes, name: path)

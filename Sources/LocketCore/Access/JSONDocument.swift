@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A strict JSON parser (RFC 8259) for entitlements files: UTF-8 with an
 /// optional byte order mark, one value, nothing after it but whitespace.
 /// No trailing commas, comments, leading zeros, lone surrogates or

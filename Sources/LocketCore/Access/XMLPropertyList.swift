@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A strict parser for Apple's XML property lists, the format Xcode writes
 /// `.entitlements` files in: UTF-8 (an optional byte order mark; a declared
 /// encoding other than UTF-8 is refused), an optional DOCTYPE without an

@@ -1,4 +1,5 @@
 import CSodium
+import LocketSupport
 
 /// How a backup's file key is protected (BackupFormat.md, "Header").
 public enum BackupProtection: Sendable, Equatable {
@@ -53,7 +54,7 @@ struct BackupHeader {
         self.streamHeader = streamHeader
         var out = BackupHeader.magic
         out.append(UInt8(BackupHeader.version >> 8)); out.append(UInt8(truncatingIfNeeded: BackupHeader.version))
-        BackupRecordCoding.put32(UInt32(chunkSize), &out)
+        BigEndian.append(UInt32(chunkSize), to: &out)
         switch protection {
         case .passphrase(let p, let wrapped):
             out.append(BackupHeader.modePassphrase)
@@ -86,26 +87,25 @@ struct BackupHeader {
         }
         func notBackup() -> KeychainError { KeychainError(.decode, "this is not a locket backup (it does not start with LOCKETBK)") }
         func malformed(_ why: String) -> KeychainError { KeychainError(.decode, "the backup's header is malformed: \(why)") }
-        func be(_ b: [UInt8]) -> UInt64 { b.reduce(0) { $0 << 8 | UInt64($1) } }
 
         guard try take(magic.count) == magic else { throw notBackup() }
-        let version = UInt16(be(try take(2)))
+        let version = UInt16(BigEndian.value(try take(2)))
         guard version != 0 else { throw malformed("format version 0") }
         guard version <= BackupHeader.version else {
             throw KeychainError(.decode, "the backup was made by a newer locket (backup format \(version); this locket reads format \(BackupHeader.version))")
         }
-        let chunkSize = Int(be(try take(4)))
+        let chunkSize = Int(BigEndian.value(try take(4)))
         guard chunkSize >= minimumChunkSize, chunkSize <= maximumChunkSize else { throw malformed("a chunk size of \(chunkSize) bytes") }
         let protection: Protection
         switch try take(1)[0] {
         case modePassphrase:
             guard try take(1)[0] == kdfArgon2id13 else { throw malformed("an unknown key-derivation function") }
-            let parameters = KDFParameters(opsLimit: be(try take(8)), memLimit: be(try take(8)),
+            let parameters = KDFParameters(opsLimit: BigEndian.value(try take(8)), memLimit: BigEndian.value(try take(8)),
                                            salt: try take(Int(crypto_pwhash_SALTBYTES)))
             guard parameters.isValid, parameters.memLimit <= maximumMemLimit else { throw malformed("Argon2id limits out of range") }
             protection = .passphrase(parameters, wrappedKey: try take(wrappedKeyBytes))
         case modeRecipients:
-            let count = Int(be(try take(2)))
+            let count = Int(BigEndian.value(try take(2)))
             guard count >= 1, count <= maximumRecipients else { throw malformed("\(count) recipients") }
             var entries: [(id: [UInt8], sealedKey: [UInt8])] = []
             for _ in 0..<count { entries.append((try take(recipientIDBytes), try take(sealedKeyBytes))) }

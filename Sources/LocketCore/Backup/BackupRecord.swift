@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// One keychain item as a backup carries it: everything `import` needs to
 /// recreate the item on another device, with its reference and dates.
 public struct BackupRecord: Sendable {
@@ -97,9 +99,9 @@ enum BackupRecordCoding {
         let extraBytes = record.extra.map { 4 + $0.count } ?? 0
         let body = 1 + 4 + 1 + pdmn.count + 2 + group.count + 1 + record.persistentRef.count + 16 + 2 + attributeBytes
             + 4 + record.data.count + 1 + extraBytes
-        put32(UInt32(body), &out)
+        BigEndian.append(UInt32(body), to: &out)
         out.append(kindItem)
-        put32(fourCC(record.itemClass.rawValue), &out)
+        BigEndian.append(fourCC(record.itemClass.rawValue), to: &out)
         out.append(UInt8(pdmn.count))
         out.append(contentsOf: pdmn)
         out.append(UInt8(group.count >> 8)); out.append(UInt8(truncatingIfNeeded: group.count))
@@ -112,17 +114,12 @@ enum BackupRecordCoding {
         let primaryKey = record.itemClass.primaryKey
         for (i, attribute) in Attribute.allCases.enumerated() {
             guard let value = record.attributes[attribute], !value.isEmpty else { continue }
-            put32(attributeCodes[i], &out)
+            BigEndian.append(attributeCodes[i], to: &out)
             out.append(primaryKey.contains(attribute) ? flagRequired : 0)
-            put32(UInt32(value.count), &out)
+            BigEndian.append(UInt32(value.count), to: &out)
             out.append(contentsOf: value)
         }
-        put32(UInt32(record.data.count), &out)
-    }
-
-    static func put32(_ v: UInt32, _ out: inout [UInt8]) {
-        out.append(UInt8(v >> 24)); out.append(UInt8(truncatingIfNeeded: v >> 16))
-        out.append(UInt8(truncatingIfNeeded: v >> 8)); out.append(UInt8(truncatingIfNeeded: v))
+        BigEndian.append(UInt32(record.data.count), to: &out)
     }
 
     static func put64(_ v: UInt64, _ out: inout [UInt8]) {
@@ -217,13 +214,11 @@ enum BackupRecordCoding {
         mutating func byte() throws -> UInt8 { try bytes(1)[0] }
 
         mutating func u16() throws -> UInt16 {
-            let b = try bytes(2)
-            return UInt16(b[0]) << 8 | UInt16(b[1])
+            UInt16(BigEndian.value(try bytes(2)))
         }
 
         mutating func u32() throws -> UInt32 {
-            let b = try bytes(4)
-            return UInt32(b[0]) << 24 | UInt32(b[1]) << 16 | UInt32(b[2]) << 8 | UInt32(b[3])
+            UInt32(BigEndian.value(try bytes(4)))
         }
 
         mutating func u64() throws -> UInt64 {

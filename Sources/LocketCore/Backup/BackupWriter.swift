@@ -1,5 +1,6 @@
 import CSodium
 import Glibc
+import LocketSupport
 
 /// Writes a backup (BackupFormat.md) to a file descriptor, one record at a
 /// time: records fill a guarded chunk buffer that is encrypted and written
@@ -92,7 +93,7 @@ public final class BackupWriter {
         try record.data.withUnsafeBytes { try put($0) }
         if let extra = record.extra {
             var tail: [UInt8] = [1]
-            BackupRecordCoding.put32(UInt32(extra.count), &tail)
+            BigEndian.append(UInt32(extra.count), to: &tail)
             try tail.withUnsafeBytes { try put($0) }
             try extra.withUnsafeBytes { try put($0) }
         } else {
@@ -129,14 +130,13 @@ public final class BackupWriter {
         let additional = firstAdditional ?? []
         firstAdditional = nil
         output.withUnsafeMutableBytes { out in
-            out[0] = UInt8(length >> 24); out[1] = UInt8(truncatingIfNeeded: length >> 16)
-            out[2] = UInt8(truncatingIfNeeded: length >> 8); out[3] = UInt8(truncatingIfNeeded: length)
+            BigEndian.store(UInt32(length), into: out, at: 0)
             plain.withUnsafeBytes { p in
                 stream.push(UnsafeRawBufferPointer(rebasing: p[0..<filled]), additional: additional, tag: tag,
                             into: UnsafeMutableRawBufferPointer(rebasing: out[4...]))
             }
         }
-        plain.withUnsafeMutableBytes { p in if filled > 0 { sodium_memzero(p.baseAddress!, filled) } }
+        plain.withUnsafeMutableBytes { wipe(UnsafeMutableRawBufferPointer(rebasing: $0[0..<filled])) }
         filled = 0
         try output.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[0..<(4 + length)])) }
     }

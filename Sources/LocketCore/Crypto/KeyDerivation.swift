@@ -1,4 +1,5 @@
 import CSodium
+import LocketSupport
 
 /// Keyed BLAKE2b (`crypto_generichash`) for every derived key and blind
 /// index. Contexts are domain-separated byte strings built with `Context`.
@@ -50,11 +51,7 @@ enum KeyDerivation {
 
         mutating func append<Bytes: Collection<UInt8>>(_ field: Bytes) {
             // Byte by byte: an array literal here was an allocation per field, per item of a dump.
-            let n = UInt32(field.count)
-            bytes.append(UInt8(n >> 24))
-            bytes.append(UInt8(truncatingIfNeeded: n >> 16))
-            bytes.append(UInt8(truncatingIfNeeded: n >> 8))
-            bytes.append(UInt8(truncatingIfNeeded: n))
+            BigEndian.append(UInt32(field.count), to: &bytes)
             bytes.append(contentsOf: field)
         }
 

@@ -27,9 +27,4 @@ enum Sodium {
     static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         a.count == b.count && (a.count == 0 || sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
-
-    /// Wipes an array in place; used for plaintext that had to live in an `Array`.
-    static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
-    }
 }

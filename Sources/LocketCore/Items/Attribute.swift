@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Item attributes (kSecAttr...). Values are canonical bytes: strings as
 /// UTF-8, four-char codes as their four bytes, ports as two big-endian bytes;
 /// the empty/zero value of every attribute is the empty byte string.

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// What an item's sealed `data` holds: the secret, and optionally helper
 /// metadata kept with it (the git credential helper's expiry time and OAuth
 /// refresh token). Format: a version byte; 0 = the secret follows; 1 = the
@@ -14,9 +16,8 @@ enum DataRecord {
         }
         let out = SecureBytes(count: 5 + secret.count + extra.count)
         out.withUnsafeMutableBytes { o in secret.withUnsafeBytes { s in extra.withUnsafeBytes { e in
-            let n = UInt32(s.count)
             o[0] = 1
-            o[1] = UInt8(n >> 24); o[2] = UInt8(truncatingIfNeeded: n >> 16); o[3] = UInt8(truncatingIfNeeded: n >> 8); o[4] = UInt8(truncatingIfNeeded: n)
+            BigEndian.store(UInt32(s.count), into: o, at: 1)
             if s.count > 0 { (o.baseAddress! + 5).copyMemory(from: s.baseAddress!, byteCount: s.count) }
             if e.count > 0 { (o.baseAddress! + 5 + s.count).copyMemory(from: e.baseAddress!, byteCount: e.count) }
         } } }
@@ -31,8 +32,7 @@ enum DataRecord {
             case 0:
                 return (SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[1...])), nil)
             case 1:
-                guard r.count >= 5 else { throw bad }
-                let n = Int(r[1]) << 24 | Int(r[2]) << 16 | Int(r[3]) << 8 | Int(r[4])
+                guard let n = BigEndian.read(UInt32.self, r, at: 1).map(Int.init) else { throw bad }
                 guard n <= r.count - 5 else { throw bad }
                 return (SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[5..<(5 + n)])),
                         SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[(5 + n)...])))

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The kinds of keychain item (kSecClass).
 public enum ItemClass: String, CaseIterable, Sendable {
     /// kSecClassGenericPassword.

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The sealed attribute record of an item: a version byte, then per non-empty
 /// attribute a tag (1 byte), a length (4 bytes, big-endian) and the value,
 /// then the creation and modification dates (8 bytes each, milliseconds).
@@ -11,14 +13,12 @@ enum ItemRecord {
         for attribute in Attribute.allCases where attribute.isSealed {
             guard let value = attributes[attribute], !value.isEmpty else { continue }
             out.append(attribute.rawValue)
-            let n = UInt32(value.count)
-            out.append(contentsOf: [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)])
+            BigEndian.append(UInt32(value.count), to: &out)
             out.append(contentsOf: value)
         }
         for (tag, date) in [(creationTag, created), (modificationTag, modified)] {
             out.append(tag)
-            let v = UInt64(bitPattern: date)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+            BigEndian.append(date, to: &out)
         }
         return out
     }
@@ -36,14 +36,13 @@ enum ItemRecord {
             while i < r.count {
                 let tag = r[i]; i += 1
                 if tag == creationTag || tag == modificationTag {
-                    guard i + 8 <= r.count else { throw bad }
-                    let v = Int64(bitPattern: r[i..<i + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+                    guard let v = BigEndian.read(Int64.self, r, at: i) else { throw bad }
                     if tag == creationTag { created = v } else { modified = v }
                     i += 8
                     continue
                 }
-                guard let attribute = Attribute(rawValue: tag), attribute.isSealed, i + 4 <= r.count else { throw bad }
-                let n = r[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+                guard let attribute = Attribute(rawValue: tag), attribute.isSealed,
+                      let n = BigEndian.read(UInt32.self, r, at: i).map(Int.init) else { throw bad }
                 i += 4
                 guard n <= r.count - i else { throw bad }
                 attributes[attribute] = Array(r[i..<i + n])

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A secret reference as `exec` takes it (SPEC §9): `SERVICE/ACCOUNT` for a
 /// generic password (`%2F` for a slash inside a name), or
 /// `SCHEME://[USER@]HOST[:PORT][/PATH]` for an internet password.
@@ -52,23 +54,7 @@ public enum Reference {
 
     /// Percent-decoding: `%2F` and friends; a lone or malformed `%` is an error.
     private static func decode(_ text: Substring, _ bad: (String) -> KeychainError) throws -> [UInt8] {
-        var out: [UInt8] = []
-        let bytes = Array(text.utf8)
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%") {
-                guard i + 3 <= bytes.count,
-                      let value = Hex.decode(String(decoding: bytes[(i + 1)..<min(i + 3, bytes.count)], as: UTF8.self)),
-                      value.count == 1 else {
-                    throw bad("a % must be followed by two hexadecimal digits")
-                }
-                out.append(value[0])
-                i += 3
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
+        guard let out = PercentEncoding.decodeStrict(text.utf8) else { throw bad("a % must be followed by two hexadecimal digits") }
         guard String(validating: out, as: UTF8.self) != nil else { throw bad("it decodes to invalid UTF-8") }
         return out
     }

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// The device key binds ThisDeviceOnly items to this machine: a keyed hash of
 /// the device secret file (32 random bytes) and `/etc/machine-id`.
@@ -27,7 +28,7 @@ enum DeviceKey {
         try secret.withUnsafeBytes { try FileIO.writeNew(temporary, $0) }
         defer { unlink(temporary) }
         if link(temporary, secretPath) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(secretPath): \(FileIO.errorText())")
+            throw KeychainError(.io, "cannot create \(secretPath): \(errnoText())")
         }
     }
 }

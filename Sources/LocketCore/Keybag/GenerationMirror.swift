@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// The highest write generation this device has seen of one keychain file
 /// (SPEC §7 "Rollback"): `$XDG_STATE_HOME/locket/ID-PATHDIGEST.generation`,

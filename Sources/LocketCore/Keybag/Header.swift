@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The keychain's header: every row of the `meta` and `keybag` tables, and
 /// its authentication (SPEC §7 "Rollback").
 ///
@@ -47,7 +49,7 @@ struct Header {
     /// generation nobody can vouch for counts as none).
     var generation: UInt64 {
         guard isAuthenticated, let value = meta[Header.generationName] else { return 0 }
-        return UInt64(bitPattern: Keychain.int64(value))
+        return BigEndian.value(value)
     }
 
     /// Whether the header carries a MAC (every header written by this release does).
@@ -107,7 +109,7 @@ struct Header {
     /// check and the MAC over the result.
     func sealed(generation: UInt64, indexKey: SecureBytes, keychainID: [UInt8]) -> [(String, [UInt8])] {
         var next = self
-        next.meta[Header.generationName] = Keychain.int64Bytes(Int64(bitPattern: generation))
+        next.meta[Header.generationName] = BigEndian.bytes(Int64(bitPattern: generation))
         next.meta[Header.keyCheckName] = Header.keyCheck(indexKey: indexKey, keychainID: keychainID)
         next.meta[Header.macName] = nil
         let mac = next.mac(Header.macKey(indexKey: indexKey, keychainID: keychainID)).bytes

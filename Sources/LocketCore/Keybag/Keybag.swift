@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The keychain's wrapped keys: one random key per protection class plus the
 /// blind-index key, each wrapped as SPEC §7 describes:
 ///
@@ -152,14 +154,14 @@ struct Keybag {
 extension KDFParameters {
     var encoded: [UInt8] {
         var out = salt
-        for v in [opsLimit, memLimit] { for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) } }
+        BigEndian.append(opsLimit, to: &out)
+        BigEndian.append(memLimit, to: &out)
         return out
     }
 
     init?(encoded b: [UInt8]) {
         guard b.count == 32 else { return nil }
-        func u64(_ at: Int) -> UInt64 { b[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-        self.init(opsLimit: u64(16), memLimit: u64(24), salt: Array(b[0..<16]))
+        self.init(opsLimit: BigEndian.value(b[16..<24]), memLimit: BigEndian.value(b[24..<32]), salt: Array(b[0..<16]))
         guard isValid else { return nil }
     }
 }

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Data-protection classes (kSecAttrAccessible): when an item's data can be read.
 public enum ProtectionClass: String, CaseIterable, Sendable {
     case whenUnlocked = "ak"

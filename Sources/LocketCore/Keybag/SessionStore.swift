@@ -1,5 +1,6 @@
 import CLocketSystem
 import Glibc
+import LocketSupport
 
 /// Where unlocked keys wait between commands: the kernel user keyring when the
 /// kernel allows it, else a private directory on tmpfs. Neither survives a
@@ -35,7 +36,7 @@ public struct SessionStore: Sendable {
     /// Stores `keys` for `tier`, expiring after `timeout` seconds of inactivity (0: never).
     @discardableResult
     func save(_ tier: ProtectionClass.Tier, keys: SessionKeys, timeout: UInt32) throws -> Backend {
-        let record = keys.encode(header: Self.magic, timeout: timeout, lastUse: Self.now())
+        let record = keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
         var keyringRefusal: String?
         if forced != .directory {
             let serial = record.withUnsafeBytes { raw in
@@ -54,10 +55,10 @@ public struct SessionStore: Sendable {
                 return .keyring
             }
             if forced == .keyring {
-                throw KeychainError(.io, "the kernel keyring refused the session: \(FileIO.errorText())",
+                throw KeychainError(.io, "the kernel keyring refused the session: \(errnoText())",
                                     hint: "set LOCKET_SESSION=dir to keep sessions in \(directory)")
             }
-            keyringRefusal = FileIO.errorText()
+            keyringRefusal = errnoText()
         }
         do {
             let dir = try prepareDirectory()
@@ -79,13 +80,7 @@ public struct SessionStore: Sendable {
         /// Seconds since 1970 of the last use, this one included.
         var lastUse: Int64
 
-        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - SessionStore.now()) }
-    }
-
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec)
+        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - Clock.seconds()) }
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
@@ -109,7 +104,7 @@ public struct SessionStore: Sendable {
         guard let (keys, timeout) = SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", hint: "run locket lock --all, then unlock again")
         }
-        let now = Self.now()
+        let now = Clock.seconds()
         if timeout > 0 && extend {
             // Record this use in the payload (for status) and restart the kernel's timer.
             SessionKeys.stamp(record, header: Self.magic, lastUse: now)
@@ -138,8 +133,7 @@ public struct SessionStore: Sendable {
             throw KeychainError(.decode, "the session file \(path) is damaged", hint: "run locket lock --all, then unlock again")
         }
         if timeout > 0 {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
+            let now = Clock.now()
             let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
                 wipeAndUnlink(name(tier), in: dir)
@@ -148,7 +142,7 @@ public struct SessionStore: Sendable {
             // The file's modification time is the last use: touching it extends the session.
             if extend { futimens(fd, nil) }
         }
-        return (keys, Info(backend: .directory, timeout: timeout, lastUse: Self.now()))
+        return (keys, Info(backend: .directory, timeout: timeout, lastUse: Clock.seconds()))
     }
 
     /// What the session of `tier` says, without extending it.
@@ -241,7 +235,7 @@ public struct SessionStore: Sendable {
         if lstat(directory, &st) != 0 {
             try FileIO.makeDirectories(directory)
             if let fd = openDirectory() { return fd }
-            guard lstat(directory, &st) == 0 else { throw KeychainError(.io, "cannot create the session directory \(directory): \(FileIO.errorText())") }
+            guard lstat(directory, &st) == 0 else { throw KeychainError(.io, "cannot create the session directory \(directory): \(errnoText())") }
         }
         guard st.st_mode & S_IFMT == S_IFDIR else {
             throw KeychainError(.io, "the session directory \(directory) is \(FileIO.kind(st.st_mode)); locket keeps no keys there")
@@ -314,9 +308,8 @@ struct SessionKeys {
             var i = 0
             func put(_ b: UInt8) { o[i] = b; i += 1 }
             for b in header { put(b) }
-            put(UInt8(timeout >> 24)); put(UInt8(truncatingIfNeeded: timeout >> 16))
-            put(UInt8(truncatingIfNeeded: timeout >> 8)); put(UInt8(truncatingIfNeeded: timeout))
-            for shift in stride(from: 56, through: 0, by: -8) { put(UInt8(truncatingIfNeeded: UInt64(bitPattern: lastUse) >> UInt64(shift))) }
+            BigEndian.store(timeout, into: o, at: i); i += 4
+            BigEndian.store(lastUse, into: o, at: i); i += 8
             put(UInt8(entries.count))
             for (name, key) in entries {
                 put(UInt8(name.utf8.count))
@@ -332,9 +325,8 @@ struct SessionKeys {
     static func header(_ record: SecureBytes, header: [UInt8]) -> (UInt32, Int64)? {
         record.withUnsafeBytes { r -> (UInt32, Int64)? in
             guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
-            let i = header.count
-            let timeout = UInt32(r[i]) << 24 | UInt32(r[i + 1]) << 16 | UInt32(r[i + 2]) << 8 | UInt32(r[i + 3])
-            let lastUse = Int64(bitPattern: r[(i + 4)..<(i + 12)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            guard let timeout = BigEndian.read(UInt32.self, r, at: header.count),
+                  let lastUse = BigEndian.read(Int64.self, r, at: header.count + 4) else { return nil }
             return (timeout, lastUse)
         }
     }
@@ -343,9 +335,7 @@ struct SessionKeys {
     static func stamp(_ record: SecureBytes, header: [UInt8], lastUse: Int64) {
         record.withUnsafeMutableBytes { r in
             guard r.count >= header.count + 13 else { return }
-            for (k, shift) in stride(from: 56, through: 0, by: -8).enumerated() {
-                r[header.count + 4 + k] = UInt8(truncatingIfNeeded: UInt64(bitPattern: lastUse) >> UInt64(shift))
-            }
+            BigEndian.store(lastUse, into: r, at: header.count + 4)
         }
     }
 
@@ -353,7 +343,7 @@ struct SessionKeys {
         record.withUnsafeBytes { r -> (SessionKeys, UInt32)? in
             guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
             var i = header.count
-            let timeout = UInt32(r[i]) << 24 | UInt32(r[i + 1]) << 16 | UInt32(r[i + 2]) << 8 | UInt32(r[i + 3])
+            guard let timeout = BigEndian.read(UInt32.self, r, at: i) else { return nil }
             i += 12
             let count = Int(r[i]); i += 1
             var keys = SessionKeys()
@@ -371,37 +361,5 @@ struct SessionKeys {
             keys.scope = scope
             return (keys, timeout)
         }
-    }
-}
-
-/// Lowercase hexadecimal.
-enum Hex {
-    static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xf)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        func value(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: c - 0x30
-            case 0x61...0x66: c - 0x61 + 10
-            case 0x41...0x46: c - 0x41 + 10
-            default: nil
-            }
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let hi = value(chars[i]), let lo = value(chars[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
     }
 }

@@ -1,4 +1,5 @@
 import CSodium
+import LocketSupport
 
 // bcrypt_pbkdf, the key derivation of passphrase-protected OpenSSH private
 // keys ("openssh-key-v1" with kdfname "bcrypt"). No library that links
@@ -110,7 +111,7 @@ enum BcryptPBKDF {
         for i in 0..<8 {
             for b in 0..<4 { out[4 * i + b] = UInt8(truncatingIfNeeded: block[i] >> (8 * b)) }
         }
-        Sodium.wipe32(&block)
+        wipe(&block)
     }
 
     /// Derives `length` bytes from `password` and `salt` with `rounds`
@@ -159,12 +160,5 @@ enum BcryptPBKDF {
             }
         }
         return key
-    }
-}
-
-extension Sodium {
-    /// Wipes an array of words in place.
-    static func wipe32(_ words: inout [UInt32]) {
-        words.withUnsafeMutableBytes { if let base = $0.baseAddress { sodium_memzero(base, $0.count) } }
     }
 }

@@ -1,6 +1,7 @@
 import CCrypto
 #if canImport(Glibc)
 import Glibc
+import LocketSupport
 #endif
 
 // An X.509 certificate and the attributes Apple derives from its DER
@@ -125,7 +126,7 @@ public struct Certificate: Sendable {
     public var pem: String { PEM.encode(label: "CERTIFICATE", der) }
 
     /// The hexadecimal SHA-256 fingerprint, colon-separated in upper case as `openssl x509 -fingerprint -sha256`.
-    public var fingerprintText: String { sha256Fingerprint.map { hexByte($0) }.joined(with: ":") }
+    public var fingerprintText: String { sha256Fingerprint.map { Hex.encode([$0], uppercase: true) }.joined(with: ":") }
 
     static func bytes(_ string: UnsafePointer<ASN1_STRING>) -> [UInt8] {
         let n = Int(ASN1_STRING_length(string))
@@ -191,10 +192,4 @@ public struct Certificate: Sendable {
         guard index >= 0, let entry = X509_NAME_get_entry(subject, index), let data = X509_NAME_ENTRY_get_data(entry) else { return nil }
         return utf8(UnsafePointer(data))
     }
-}
-
-/// Two upper-case hexadecimal digits.
-func hexByte(_ b: UInt8) -> String {
-    let digits = Array("0123456789ABCDEF".utf8)
-    return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
 }

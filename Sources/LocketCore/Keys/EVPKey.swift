@@ -1,5 +1,6 @@
 import CCrypto
 import CSodium
+import LocketSupport
 
 // libcrypto's EVP_PKEY, held only for the length of one operation: made from
 // the DER locket keeps (PKCS#8 in guarded memory, or SPKI), used, and freed
@@ -193,19 +194,9 @@ enum Digest {
     }
 }
 
-/// Base64 through libsodium, into plain or guarded memory.
-enum Base64 {
-    /// Standard base64 with padding (`noPadding`: without, as OpenSSH's fingerprints).
-    static func encode(_ data: UnsafeRawBufferPointer, padding: Bool = true) -> String {
-        let variant = padding ? sodium_base64_VARIANT_ORIGINAL : sodium_base64_VARIANT_ORIGINAL_NO_PADDING
-        let size = sodium_base64_encoded_len(data.count, variant)
-        var out = [CChar](repeating: 0, count: size)
-        _ = sodium_bin2base64(&out, size, data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count, variant)
-        return String(decoding: out.prefix(size - 1).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    static func encode(_ data: [UInt8], padding: Bool = true) -> String { data.withUnsafeBytes { encode($0, padding: padding) } }
-
+/// Decoding through libsodium, into guarded memory: the text may hold a key.
+/// (Encoding is LocketSupport's.)
+extension Base64 {
     /// Decodes standard base64, skipping whitespace, into guarded memory;
     /// nil when the text is not base64.
     static func decodeSecret(_ text: UnsafeRawBufferPointer) -> SecureBytes? {

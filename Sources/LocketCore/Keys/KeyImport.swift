@@ -1,4 +1,5 @@
 import CCrypto
+import LocketSupport
 
 // `import FILE|-` without the storage: detect the format (or take the forced
 // one), parse every key and certificate in the file, and say which key each
@@ -159,7 +160,7 @@ public enum KeyImport {
         if !certificates.isEmpty {
             for (i, key) in keys.enumerated() where key.key.keyClass == .private {
                 guard items.certificates.contains(where: { $0.keyIndex == i }) else {
-                    throw KeychainError(.param, "the private key \(i + 1) matches none of the file's certificates (its application label is \(key.key.applicationLabel.map { hexByte($0) }.joined().lowercased()))")
+                    throw KeychainError(.param, "the private key \(i + 1) matches none of the file's certificates (its application label is \(Hex.encode(key.key.applicationLabel)))")
                 }
             }
         }

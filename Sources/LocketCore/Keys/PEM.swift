@@ -1,4 +1,4 @@
-import CSodium
+import LocketSupport
 
 // PEM (RFC 7468) blocks: found in a file that may hold several, among other
 // text, and written with 64-column lines. A block holding a private key is
@@ -80,16 +80,14 @@ enum PEM {
     static func encodeSecret(label: String, _ der: SecureBytes) -> SecureBytes {
         let head = Array("-----BEGIN \(label)-----\n".utf8)
         let tail = Array("-----END \(label)-----\n".utf8)
-        let variant = sodium_base64_VARIANT_ORIGINAL
-        let encodedSize = sodium_base64_encoded_len(der.count, variant)  // includes the NUL
-        let base64 = SecureBytes(count: encodedSize)
+        let textCount = (der.count + 2) / 3 * 4
+        let base64 = SecureBytes(count: textCount)
         der.withUnsafeBytes { src in
             base64.withUnsafeMutableBytes { dst in
-                _ = sodium_bin2base64(dst.baseAddress!.assumingMemoryBound(to: CChar.self), dst.count,
-                                      src.baseAddress?.assumingMemoryBound(to: UInt8.self), src.count, variant)
+                var o = 0
+                Base64.encode(src) { dst[o] = $0; o += 1 }
             }
         }
-        let textCount = encodedSize - 1
         let lines = (textCount + 63) / 64
         let out = SecureBytes(count: head.count + textCount + lines + tail.count)
         out.withUnsafeMutableBytes { dst in

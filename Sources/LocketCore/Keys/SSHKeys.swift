@@ -1,4 +1,5 @@
 import CCrypto
+import LocketSupport
 
 // What OpenSSH and an SSH agent see of a key: the public key blob
 // (RFC 4253 6.6, RFC 5656 3.1, RFC 8709), the `authorized_keys` line, the

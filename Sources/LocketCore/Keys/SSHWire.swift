@@ -1,3 +1,5 @@
+import LocketSupport
+
 // The SSH wire encoding (RFC 4251 section 5: uint32, string, mpint) that
 // OpenSSH's key files, public key blobs and agent signatures are made of. The
 // reader hands out views into its input, never copies, because the input may
@@ -21,8 +23,7 @@ struct SSHReader {
     }
 
     mutating func uint32() throws -> UInt32 {
-        let b = try bytes(4)
-        return UInt32(b[0]) << 24 | UInt32(b[1]) << 16 | UInt32(b[2]) << 8 | UInt32(b[3])
+        UInt32(BigEndian.value(try bytes(4)))
     }
 
     mutating func byte() throws -> UInt8 { try bytes(1)[0] }

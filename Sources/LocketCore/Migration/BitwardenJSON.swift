@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Bitwarden's unencrypted JSON export (`bw export --format json`, or the
 /// web vault's Export as .json): `{"encrypted": false, "folders": [...],
 /// "items": [...]}`, item types 1 login, 2 secure note, 3 card, 4 identity,

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// RFC 4180 CSV read in place from guarded memory: fields are ranges of the
 /// input, decoded only when asked, into `SecureBytes` for secrets. Accepts a
 /// UTF-8 byte order mark, CRLF, LF or CR line ends, and quoted fields with

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// KeePassXC's CSV export (`keepassxc-cli export --format csv`, or the
 /// application's Export to CSV): the header
 /// `"Group","Title","Username","Password","URL","Notes","TOTP","Icon","Last Modified","Created"`.

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A strict JSON reader (RFC 8259) over guarded memory whose strings stay
 /// ranges of the input until asked for, so that a vault's passwords are
 /// decoded straight into `SecureBytes` and never become Swift strings.

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A source entry in neutral terms, before it becomes items: every parser
 /// fills one and `entries` applies the mapping rules of Migration.md once.
 struct Login {
@@ -150,7 +152,7 @@ struct URLParts {
         }
         user = []
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
-            user = PercentEncoding.decode(authority[..<at])
+            user = PercentEncoding.decodeLenient(authority[..<at])
             // user:password@ in a URL: the password part is dropped, never stored as an attribute.
             if let colon = user.firstIndex(of: UInt8(ascii: ":")) { user = Array(user[..<colon]) }
             authority = authority[authority.index(after: at)...]
@@ -171,37 +173,6 @@ struct URLParts {
     }
 }
 
-/// `%XX` escapes in a URL's user part; a malformed escape is kept as written.
-enum PercentEncoding {
-    static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        let b = Array(bytes)
-        var out: [UInt8] = []
-        var i = 0
-        while i < b.count {
-            if b[i] == UInt8(ascii: "%"), i + 2 < b.count, let hi = hexDigit(b[i + 1]), let lo = hexDigit(b[i + 2]) {
-                out.append(UInt8(hi << 4 | lo))
-                i += 3
-            } else {
-                out.append(b[i])
-                i += 1
-            }
-        }
-        return out
-    }
-
-    /// Escapes everything but unreserved characters (RFC 3986).
-    static func encode(_ bytes: [UInt8]) -> [UInt8] {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        for b in bytes {
-            let unreserved = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a)
-                || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "~")
-            if unreserved { out.append(b) } else { out += [UInt8(ascii: "%"), digits[Int(b >> 4)], digits[Int(b & 0xf)]] }
-        }
-        return out
-    }
-}
-
 /// One-time-code seeds as `locket otp` reads them (SPEC §16): an
 /// `otpauth://` URI is kept as it is; a bare base32 seed (Bitwarden and
 /// KeePass accept those) becomes `otpauth://totp/LABEL?secret=SEED&issuer=TITLE`;
@@ -211,7 +182,7 @@ enum OTPAuth {
         seed.withUnsafeBytes { raw -> SecureBytes in
             var trimmed = raw.filter { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 && $0 != UInt8(ascii: "-") }
             let prefix = Array("otpauth://".utf8)
-            defer { Sodium.wipe(&trimmed) }
+            defer { wipe(&trimmed) }
             let isBase32 = !trimmed.isEmpty && trimmed.allSatisfy {
                 ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x32 && $0 <= 0x37) || $0 == UInt8(ascii: "=")
             }

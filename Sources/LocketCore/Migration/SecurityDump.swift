@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The text macOS `security dump-keychain -d` prints, as Apple's SecurityTool
 /// writes it (keychain_utilities.c, `print_keychain_item_attributes`), one
 /// block per item:

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// An `otpauth://` URI (the Key URI format authenticator apps read from QR
 /// codes) and the codes it makes: HOTP (RFC 4226) and TOTP (RFC 6238).
 ///
@@ -134,11 +136,11 @@ public struct OneTimePassword {
     /// The HOTP value of `counter` (RFC 4226 §5.3: dynamic truncation, then
     /// the low `digits` decimal digits), zero-padded.
     public func code(counter: UInt64) throws -> String {
-        let message = (0..<8).map { UInt8(truncatingIfNeeded: counter >> UInt64(56 - 8 * $0)) }
+        let message = BigEndian.bytes(counter)
         let mac = try algorithm.authenticate(key: key, message: message)
         let value: UInt32 = mac.withUnsafeBytes { h in
             let offset = Int(h[h.count - 1] & 0x0f)
-            return UInt32(h[offset] & 0x7f) << 24 | UInt32(h[offset + 1]) << 16 | UInt32(h[offset + 2]) << 8 | UInt32(h[offset + 3])
+            return BigEndian.read(UInt32.self, h, at: offset)! & 0x7fff_ffff
         }
         var modulus: UInt32 = 1
         for _ in 0..<digits { modulus *= 10 }

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// Where locket's files are, resolved from environment variables (SPEC §2).
 /// The engine reads only the Environment the CLI hands it (`.process`, or a

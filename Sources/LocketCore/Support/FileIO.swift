@@ -1,10 +1,9 @@
 import Glibc
+import LocketSupport
 
 /// The few file operations locket needs, straight over the C library, each
 /// failing with errSecIO and the path.
 enum FileIO {
-    static func errorText() -> String { String(cString: strerror(errno)) }
-
     static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
@@ -25,7 +24,7 @@ enum FileIO {
         let parent = directory(of: path)
         if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(path): \(errorText())")
+            throw KeychainError(.io, "cannot create \(path): \(errnoText())")
         }
     }
 
@@ -34,14 +33,14 @@ enum FileIO {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw KeychainError(.io, "cannot read \(path): \(errorText())")
+            throw KeychainError(.io, "cannot read \(path): \(errnoText())")
         }
         defer { close(fd) }
         var out = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while out.count <= limit {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot read \(path): \(errorText())") }
+            if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot read \(path): \(errnoText())") }
             if n == 0 { break }
             out.append(contentsOf: buffer[0..<n])
         }
@@ -54,7 +53,7 @@ enum FileIO {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw KeychainError(.io, "cannot read \(path): \(errorText())")
+            throw KeychainError(.io, "cannot read \(path): \(errnoText())")
         }
         defer { close(fd) }
         var st = stat()
@@ -71,10 +70,10 @@ enum FileIO {
     /// Creates a new file (never follows or replaces an existing one) with mode 0600.
     static func writeNew(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errorText())") }
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
         defer { close(fd) }
         try writeAll(fd, bytes, path: path)
-        guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errorText())") }
+        guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
     }
 
     /// Replaces `path` atomically (temporary file and rename), mode 0600.
@@ -82,7 +81,7 @@ enum FileIO {
         let temporary = path + ".tmp.\(getpid())"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temporary): \(errorText())") }
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temporary): \(errnoText())") }
         do {
             try writeAll(fd, bytes, path: temporary)
             close(fd)
@@ -93,7 +92,7 @@ enum FileIO {
         }
         guard rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw KeychainError(.io, "cannot replace \(path): \(errorText())")
+            throw KeychainError(.io, "cannot replace \(path): \(errnoText())")
         }
     }
 
@@ -103,7 +102,7 @@ enum FileIO {
         let temporary = name + ".tmp.\(getpid())"
         unlinkat(directory, temporary, 0)
         let fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path).tmp: \(errorText())") }
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path).tmp: \(errnoText())") }
         do {
             try writeAll(fd, bytes, path: path)
             close(fd)
@@ -114,17 +113,12 @@ enum FileIO {
         }
         guard renameat(directory, temporary, directory, name) == 0 else {
             unlinkat(directory, temporary, 0)
-            throw KeychainError(.io, "cannot replace \(path): \(errorText())")
+            throw KeychainError(.io, "cannot replace \(path): \(errnoText())")
         }
     }
 
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot write \(path): \(errorText())") }
-            offset += n
-        }
+        guard LocketSupport.writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
     }
 
     /// Who besides the user (and root) can add, replace or delete files in a directory.
@@ -198,11 +192,11 @@ enum FileIO {
     static func claimInSharedDirectory(_ path: String, user: uid_t) throws -> Bool {
         var st = stat()
         if lstat(path, &st) != 0 {
-            guard errno == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(errorText())") }
+            guard errno == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(errnoText())") }
             let fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
             if fd >= 0 { close(fd); return true }
             // Someone made it between the two calls: judge what they made.
-            guard errno == EEXIST, lstat(path, &st) == 0 else { throw KeychainError(.io, "cannot create \(path): \(errorText())") }
+            guard errno == EEXIST, lstat(path, &st) == 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
             throw KeychainError(.io, "\(path) is not a regular file (\(kind(st.st_mode))); locket refuses to use it next to a keychain")

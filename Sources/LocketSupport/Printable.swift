@@ -93,11 +93,10 @@ public enum Printable {
     }
 
     @usableFromInline static let backslash = UInt8(ascii: "\\")
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     private static func appendByteEscape(_ b: UInt8, into out: inout [UInt8]) {
         out.append(backslash); out.append(UInt8(ascii: "x"))
-        out.append(hexDigits[Int(b >> 4)]); out.append(hexDigits[Int(b & 0xf)])
+        out.append(Hex.digit(b >> 4)); out.append(Hex.digit(b & 0xf))
     }
 
     private static func appendScalarEscape(_ scalar: UInt32, into out: inout [UInt8]) {
@@ -105,7 +104,7 @@ public enum Printable {
         var shift = 20
         while shift > 0 && scalar >> UInt32(shift) == 0 { shift -= 4 }
         while shift >= 0 {
-            out.append(hexDigits[Int(scalar >> UInt32(shift) & 0xf)])
+            out.append(Hex.digit(UInt8(scalar >> UInt32(shift) & 0xf)))
             shift -= 4
         }
         out.append(UInt8(ascii: "}"))
