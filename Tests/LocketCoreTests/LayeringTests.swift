@@ -1,0 +1,134 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// The module layering (docs: ENGINE-V2 §1): what each directory under
+/// Sources/ may import or #include. A module the table doesn't know fails too,
+/// so a new one is placed in the layers when it is added. SwiftPM lets a
+/// target import any module its dependencies use, so only this test keeps
+/// LocketCLI away from SQLite and libsodium.
+final class LayeringTests: XCTestCase {
+    /// Module -> what it may import. "libc" is any system header of a C
+    /// module other than a library's; "internal X" allows X only as an
+    /// `internal import` (or narrower), so it never reaches the module's clients.
+    static let table: [String: Set<String>] = [
+        "CSodium": ["libc", "CSodium"],
+        "CSQLite": ["libc", "CSQLite"],
+        "CCrypto": ["libc", "CCrypto"],
+        "CLocketSystem": ["libc"],
+        "CLocketSQLite": ["libc", "CSQLite"],
+        "LocketSupport": ["Glibc", "Synchronization", "internal CSodium"],
+        "LocketCore": ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "Glibc", "Synchronization"],
+        "LocketCLI": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
+        "locket": ["LocketCLI", "Glibc"],
+    ]
+
+    func testEveryModuleImportsOnlyWhatItsLayerAllows() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources").path
+        let found = try Self.violations(sources: sources)
+        XCTAssertEqual(found, [], "\n" + found.joined(separator: "\n"))
+    }
+
+    /// The checker finds a forbidden import, a forbidden #include and an
+    /// unknown module, and passes what the table allows.
+    func testTheCheckerFailsOnForbiddenImports() throws {
+        let root = NSTemporaryDirectory() + "locket-layering-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let files = [
+            "LocketCLI/Bad.swift": "import Glibc\n@preconcurrency import LocketCore\n@_implementationOnly import CSQLite\n",
+            "LocketCLI/Sub/Worse.swift": "internal import struct CSodium.randombytes_implementation\n",
+            "LocketSupport/Ok.swift": "internal import CSodium\nimport Glibc\n",
+            "LocketSupport/Leak.swift": "public import CSodium\n",
+            "CLocketSystem/x.c": "#include <termios.h>\n#include \"own.h\"\n#  include <sqlite3.h>\n",
+            "Mystery/a.swift": "import Glibc\n",
+        ]
+        for (path, text) in files {
+            let full = root + "/" + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try text.write(toFile: full, atomically: true, encoding: .utf8)
+        }
+        XCTAssertEqual(try Self.violations(sources: root), [
+            "CLocketSystem/x.c: #include <sqlite3.h> (CSQLite) is not allowed in CLocketSystem",
+            "LocketCLI/Bad.swift: import CSQLite is not allowed in LocketCLI",
+            "LocketCLI/Sub/Worse.swift: import CSodium is not allowed in LocketCLI",
+            "LocketSupport/Leak.swift: import CSodium is allowed in LocketSupport only as `internal import`",
+            "Mystery: a module the layering table doesn't know",
+        ])
+    }
+
+    /// Every breach under `sources`, sorted, one line each naming the file and the import.
+    static func violations(sources: String) throws -> [String] {
+        var out: [String] = []
+        for module in try FileManager.default.contentsOfDirectory(atPath: sources).sorted() {
+            guard let allowed = table[module] else {
+                out.append("\(module): a module the layering table doesn't know")
+                continue
+            }
+            let directory = sources + "/" + module
+            for file in FileManager.default.enumerator(atPath: directory)?.compactMap({ $0 as? String }) ?? [] {
+                let name = "\(module)/\(file)"
+                let path = directory + "/" + file
+                if file.hasSuffix(".swift") {
+                    for (access, imported) in swiftImports(try String(contentsOfFile: path, encoding: .utf8)) {
+                        if allowed.contains(imported) { continue }
+                        if allowed.contains("internal " + imported) {
+                            if ["internal", "fileprivate", "private"].contains(access) { continue }
+                            out.append("\(name): import \(imported) is allowed in \(module) only as `internal import`")
+                        } else {
+                            out.append("\(name): import \(imported) is not allowed in \(module)")
+                        }
+                    }
+                } else if file.hasSuffix(".c") || file.hasSuffix(".h") {
+                    for header in includes(try String(contentsOfFile: path, encoding: .utf8)) {
+                        guard let owner = headerOwner(header), !allowed.contains(owner) else { continue }
+                        out.append("\(name): #include <\(header)> (\(owner)) is not allowed in \(module)")
+                    }
+                }
+            }
+        }
+        return out.sorted()
+    }
+
+    /// (access level or "", module) of each import line: plain, `@testable`,
+    /// `@_implementationOnly`, `@preconcurrency`, `public/package/internal import`,
+    /// and `import struct M.Name`.
+    static func swiftImports(_ text: String) -> [(String, String)] {
+        let accessLevels: Set<Substring> = ["public", "package", "internal", "fileprivate", "private"]
+        let kinds: Set<Substring> = ["struct", "class", "enum", "protocol", "typealias", "func", "let", "var", "actor"]
+        var out: [(String, String)] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            var words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })[...]
+            while let first = words.first, first.hasPrefix("@") { words = words.dropFirst() }
+            var access = ""
+            if let first = words.first, accessLevels.contains(first) { access = String(first); words = words.dropFirst() }
+            guard words.first == "import" else { continue }
+            words = words.dropFirst()
+            if let first = words.first, kinds.contains(first) { words = words.dropFirst() }
+            guard let path = words.first else { continue }
+            out.append((access, String(path.split(separator: ".")[0])))
+        }
+        return out
+    }
+
+    /// The headers a C file includes with `#include <...>` (quoted includes are the module's own).
+    static func includes(_ text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line in
+            var rest = line.drop(while: { $0 == " " || $0 == "\t" })
+            guard rest.hasPrefix("#") else { return nil }
+            rest = rest.dropFirst().drop(while: { $0 == " " || $0 == "\t" })
+            guard rest.hasPrefix("include") else { return nil }
+            rest = rest.dropFirst("include".count).drop(while: { $0 == " " || $0 == "\t" })
+            guard rest.hasPrefix("<"), let end = rest.firstIndex(of: ">") else { return nil }
+            return String(rest[rest.index(after: rest.startIndex)..<end])
+        }
+    }
+
+    /// The library module a system header belongs to; nil for the C library and the kernel's headers.
+    static func headerOwner(_ header: String) -> String? {
+        if header == "sqlite3.h" || header == "sqlite3ext.h" { return "CSQLite" }
+        if header == "sodium.h" || header.hasPrefix("sodium/") { return "CSodium" }
+        if header.hasPrefix("openssl/") { return "CCrypto" }
+        return nil
+    }
+}
