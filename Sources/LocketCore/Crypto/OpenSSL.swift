@@ -65,4 +65,32 @@ enum OpenSSL {
         guard error != 0, let text = ERR_reason_error_string(error) else { return nil }
         return String(cString: text).lowercased()
     }
+
+    /// The signature of libcrypto's `i2d_TYPE(object, &out)` encoders, bound to one object.
+    typealias Encoder = (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32
+
+    /// What `encode` writes (asked for its length first, then into a buffer
+    /// of exactly that length); `what` names the object in the error.
+    static func der(_ what: @autoclosure () -> String, _ code: KeychainError.Code = .param, _ encode: Encoder) throws -> [UInt8] {
+        let length = Int(encode(nil))
+        guard length > 0 else { throw failure(code, "\(what()) could not be encoded") }
+        var out = [UInt8](repeating: 0, count: length)
+        try out.withUnsafeMutableBufferPointer { buffer in
+            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            guard encode(&p) == length else { throw failure(code, "\(what()) could not be encoded") }
+        }
+        return out
+    }
+
+    /// The same into guarded memory, for encodings of private keys.
+    static func secureDER(_ what: @autoclosure () -> String, _ encode: Encoder) throws -> SecureBytes {
+        let length = Int(encode(nil))
+        guard length > 0 else { throw failure(.param, "\(what()) could not be encoded") }
+        let out = SecureBytes(count: length)
+        try out.withUnsafeMutableBytes { buffer in
+            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            guard encode(&p) == length else { throw failure(.param, "\(what()) could not be encoded") }
+        }
+        return out
+    }
 }

@@ -135,14 +135,7 @@ public struct Certificate: Sendable {
     }
 
     private static func encode(name: OpaquePointer) throws -> [UInt8] {
-        let n = Int(i2d_X509_NAME(name, nil))
-        guard n > 0 else { throw OpenSSL.failure(.decode, "invalid X.509 name") }
-        var out = [UInt8](repeating: 0, count: n)
-        out.withUnsafeMutableBufferPointer { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_X509_NAME(name, &p)
-        }
-        return out
+        try OpenSSL.der("an X.509 name", .decode) { i2d_X509_NAME(name, $0) }
     }
 
     private static func rfc2253(_ name: OpaquePointer) -> String {

@@ -80,14 +80,7 @@ final class EVPKey {
     func pkcs8() throws -> SecureBytes {
         let info = try OpenSSL.check(EVP_PKEY2PKCS8(pointer), .param, "the private key could not be encoded")
         defer { PKCS8_PRIV_KEY_INFO_free(info) }
-        let length = Int(i2d_PKCS8_PRIV_KEY_INFO(info, nil))
-        guard length > 0 else { throw OpenSSL.failure(.param, "the private key could not be encoded") }
-        let out = SecureBytes(count: length)
-        try out.withUnsafeMutableBytes { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            guard i2d_PKCS8_PRIV_KEY_INFO(info, &p) == length else { throw OpenSSL.failure(.param, "the private key could not be encoded") }
-        }
-        return out
+        return try OpenSSL.secureDER("the private key") { i2d_PKCS8_PRIV_KEY_INFO(info, $0) }
     }
 
     /// SubjectPublicKeyInfo DER, EC points uncompressed.
@@ -95,14 +88,7 @@ final class EVPKey {
         if EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC {
             _ = EVP_PKEY_set_utf8_string_param(pointer, "point-format", "uncompressed")
         }
-        let length = Int(i2d_PUBKEY(pointer, nil))
-        guard length > 0 else { throw OpenSSL.failure(.param, "the public key could not be encoded") }
-        var out = [UInt8](repeating: 0, count: length)
-        try out.withUnsafeMutableBufferPointer { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            guard i2d_PUBKEY(pointer, &p) == length else { throw OpenSSL.failure(.param, "the public key could not be encoded") }
-        }
-        return out
+        return try OpenSSL.der("the public key") { i2d_PUBKEY(pointer, $0) }
     }
 
     /// Apple's external representation of the public key: PKCS#1
@@ -119,14 +105,7 @@ final class EVPKey {
             _ = EVP_PKEY_set_utf8_string_param(pointer, "point-format", "uncompressed")
             return try octetParam("encoded-pub-key")
         default:
-            let length = Int(i2d_PublicKey(pointer, nil))
-            guard length > 0 else { throw OpenSSL.failure(.param, "the public key could not be encoded") }
-            var out = [UInt8](repeating: 0, count: length)
-            try out.withUnsafeMutableBufferPointer { buffer in
-                var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                guard i2d_PublicKey(pointer, &p) == length else { throw OpenSSL.failure(.param, "the public key could not be encoded") }
-            }
-            return out
+            return try OpenSSL.der("the public key") { i2d_PublicKey(pointer, $0) }
         }
     }
 

@@ -288,13 +288,7 @@ public enum KeyImport {
         var p: UnsafePointer<UInt8>? = der.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let x = try OpenSSL.check(d2i_X509_AUX(nil, &p, der.count), .decode, "not a trusted certificate")
         defer { X509_free(x) }
-        let n = Int(i2d_X509(x, nil))
-        var out = [UInt8](repeating: 0, count: max(n, 0))
-        out.withUnsafeMutableBufferPointer { buffer in
-            var q: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_X509(x, &q)
-        }
-        return try Certificate(der: out)
+        return try Certificate(der: try OpenSSL.der("the trusted certificate", .decode) { i2d_X509(x, $0) })
     }
 }
 

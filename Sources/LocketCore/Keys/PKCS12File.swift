@@ -91,14 +91,7 @@ enum PKCS12File {
     }
 
     private static func certificate(_ x509: OpaquePointer) throws -> Certificate {
-        let n = Int(i2d_X509(x509, nil))
-        guard n > 0 else { throw OpenSSL.failure(.decode, "invalid certificate in the PKCS#12 file") }
-        var der = [UInt8](repeating: 0, count: n)
-        der.withUnsafeMutableBufferPointer { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_X509(x509, &p)
-        }
-        return try Certificate(der: der)
+        try Certificate(der: try OpenSSL.der("a certificate in the PKCS#12 file", .decode) { i2d_X509(x509, $0) })
     }
 
     /// `secret` with a NUL after it, as libcrypto's password arguments need.
@@ -147,14 +140,7 @@ enum PKCS12File {
             return p12
         }
         defer { PKCS12_free(p12) }
-        let n = Int(i2d_PKCS12(p12, nil))
-        guard n > 0 else { throw OpenSSL.failure(.param, "the PKCS#12 file could not be encoded") }
-        var out = [UInt8](repeating: 0, count: n)
-        out.withUnsafeMutableBufferPointer { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_PKCS12(p12, &p)
-        }
-        return out
+        return try OpenSSL.der("the PKCS#12 file") { i2d_PKCS12(p12, $0) }
     }
 
     /// Encrypted PKCS#8 (EncryptedPrivateKeyInfo DER) to a private key.
@@ -191,14 +177,7 @@ enum PKCS12File {
                                                nil, 0, iterations, info, nil, nil), .param, "the private key could not be encrypted")
         }
         defer { X509_SIG_free(sig) }
-        let n = Int(i2d_X509_SIG(sig, nil))
-        guard n > 0 else { throw OpenSSL.failure(.param, "the private key could not be encoded") }
-        let out = SecureBytes(count: n)
-        out.withUnsafeMutableBytes { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            _ = i2d_X509_SIG(sig, &p)
-        }
-        return out
+        return try OpenSSL.secureDER("the private key") { i2d_X509_SIG(sig, $0) }
     }
 }
 

@@ -83,13 +83,6 @@ extension PKCS12File {
     }
 
     private static func der(of algorithm: UnsafePointer<X509_ALGOR>) throws -> [UInt8] {
-        let n = Int(i2d_X509_ALGOR(algorithm, nil))
-        guard n > 0 else { throw OpenSSL.failure(.decode, "an unreadable algorithm identifier") }
-        var out = [UInt8](repeating: 0, count: n)
-        out.withUnsafeMutableBufferPointer { buffer in
-            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            _ = i2d_X509_ALGOR(algorithm, &p)
-        }
-        return out
+        try OpenSSL.der("an algorithm identifier", .decode) { i2d_X509_ALGOR(algorithm, $0) }
     }
 }

@@ -220,13 +220,7 @@ enum SSHKeyCodec {
                 BN_free(br); BN_free(bs)
                 throw OpenSSL.failure(.decode, "invalid ECDSA signature")
             }
-            let n = Int(i2d_ECDSA_SIG(sig, nil))
-            var out = [UInt8](repeating: 0, count: max(n, 0))
-            out.withUnsafeMutableBufferPointer { buffer in
-                var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                _ = i2d_ECDSA_SIG(sig, &p)
-            }
-            return out
+            return try OpenSSL.der("the ECDSA signature", .decode) { i2d_ECDSA_SIG(sig, $0) }
         }
     }
 }
