@@ -37,6 +37,9 @@ let package = Package(
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
         .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
+        // Test only: `locket ssh-agent` over keys in a directory, for the agent's
+        // end-to-end tests until the keychain holds keys (issue 13).
+        .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "CSQLite"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore"]),

@@ -49,7 +49,10 @@ public enum CLI {
     }
 
     /// Runs locket with `arguments` (argv, including argv[0]) and returns the exit status.
-    public static func run(_ arguments: [String], io: IO) -> Int32 {
+    public static func run(_ arguments: [String], io: IO) -> Int32 { run(arguments, io: io, extra: nil) }
+
+    /// `run`, with `extra` parsed as if it were one of the table's commands.
+    static func run(_ arguments: [String], io: IO, extra: CommandSpec?) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         var arguments = arguments
         // git runs `git-credential-locket get` for `credential.helper = locket`;
@@ -61,7 +64,7 @@ public enum CLI {
         let context = Context(io: io)
         defer { context.out.flush() }
         do {
-            switch try Parser.parse(Array(arguments.dropFirst())) {
+            switch try Parser.parse(Array(arguments.dropFirst()), extra: extra) {
             case .version:
                 context.out.line("locket \(CommandTable.version)")
                 return 0
@@ -76,7 +79,7 @@ public enum CLI {
             }
         } catch let error as UsageError {
             context.out.flush()
-            context.usage(error)
+            context.usage(error, extra: extra)
             return 2
         } catch var error as KeychainError {
             context.out.flush()
@@ -143,9 +146,9 @@ final class Context {
         }
     }
 
-    func usage(_ error: UsageError) {
+    func usage(_ error: UsageError, extra: CommandSpec? = nil) {
         err("locket: error: \(error.message)")
-        if let name = error.command, let command = CommandTable.command(named: name) {
+        if let name = error.command, let command = CommandTable.command(named: name) ?? extra.flatMap({ $0.name == name ? $0 : nil }) {
             err("usage: \(command.usageLine)")
         } else {
             err("usage: locket [-k KEYCHAIN] [-e ENTITLEMENTS] [--json] COMMAND [OPTIONS]")

@@ -55,7 +55,9 @@ enum Parser {
         case run(GlobalOptions, Invocation)
     }
 
-    static func parse(_ arguments: [String]) throws -> Result {
+    /// `extra` is a command parsed as if it were in the table (one whose
+    /// entry is not listed yet, run by a program of its own).
+    static func parse(_ arguments: [String], extra: CommandSpec? = nil) throws -> Result {
         var globals = GlobalOptions()
         var i = 0
         // Global options before the command.
@@ -74,7 +76,7 @@ enum Parser {
             throw UsageError(message: i < arguments.count ? "unexpected '\(Printable.clip(arguments[i]))' before the command" : "no command given", command: nil)
         }
         let name = arguments[i]
-        guard let command = CommandTable.command(named: name) else {
+        guard let command = CommandTable.command(named: name) ?? extra.flatMap({ $0.name == name ? $0 : nil }) else {
             throw UsageError(message: "unknown command '\(Printable.clip(name))'", command: nil)
         }
         i += 1
