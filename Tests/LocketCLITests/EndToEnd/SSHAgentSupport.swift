@@ -1,0 +1,186 @@
+import Foundation
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Support for the ssh-agent end-to-end tests: the agent is `locket ssh-agent`
+// run by the test host (Tests/AgentTestHost) over keys that ssh-keygen makes
+// here, since the keychain holds no keys yet (issue 13); the clients are
+// OpenSSH's own (ssh-add, ssh, ssh-keygen -Y) and git, and an sshd the test
+// starts on loopback.
+
+/// The program that runs `locket ssh-agent` over a directory of keys, built next to the test bundle.
+enum AgentTestHost {
+    static let path: String? = {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let bytes = buffer[0..<n].map { UInt8(bitPattern: $0) }
+        let exe = String(decoding: bytes, as: UTF8.self)
+        let candidate = String(exe[..<exe.lastIndex(of: "/")!]) + "/LocketAgentTestHost"
+        return access(candidate, X_OK) == 0 ? candidate : nil
+    }()
+}
+
+/// Key pairs of every type an agent serves, made by ssh-keygen: the private
+/// keys in `keys/NAME.key` (read by the test host on every request), the
+/// public keys apart in `pubs/NAME.pub`, so that no client can find a
+/// private key next to the public one and sign without the agent.
+final class AgentKeys {
+    /// Names and ssh-keygen arguments.
+    static let types: [(name: String, arguments: [String])] = [
+        ("ed25519", ["-t", "ed25519"]), ("ecdsa256", ["-t", "ecdsa", "-b", "256"]), ("ecdsa384", ["-t", "ecdsa", "-b", "384"]),
+        ("ecdsa521", ["-t", "ecdsa", "-b", "521"]), ("rsa", ["-t", "rsa", "-b", "3072"]),
+    ]
+
+    let root: String
+    var keys: String { root + "/keys" }
+    var names: [String] { Self.types.map(\.name) }
+
+    init(sshKeygen: String) throws {
+        var template = Array("/tmp/locket-agent-keys.XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { throw POSIXError(.EIO) }
+        root = String(cString: made)
+        for dir in ["keys", "pubs"] { mkdir(root + "/" + dir, 0o700) }
+        for (name, arguments) in Self.types {
+            let result = Spawn.run(sshKeygen, ["-q"] + arguments + ["-N", "", "-C", "made-by-ssh-keygen", "-f", "\(keys)/\(name).key"],
+                                   environment: ["PATH": "/usr/bin:/bin"], input: .devNull, timeout: 120)
+            guard result.status == 0 else { throw XCTSkip("ssh-keygen could not make a \(name) key: \(result.err)") }
+            rename("\(keys)/\(name).key.pub", publicKeyPath(name))
+        }
+    }
+
+    func publicKeyPath(_ name: String) -> String { "\(root)/pubs/\(name).pub" }
+
+    /// `TYPE BASE64` of a public key (without ssh-keygen's comment).
+    func publicKey(_ name: String) throws -> String {
+        let line = try String(contentsOfFile: publicKeyPath(name), encoding: .utf8)
+        return line.split(separator: " ").prefix(2).joined(separator: " ")
+    }
+
+    /// Whether the test host refuses signatures (`locked`) or listings (`hidden`), as a locked keychain would.
+    func set(_ flag: String, _ on: Bool) {
+        let path = keys + "/" + flag
+        if on { close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)) } else { unlink(path) }
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: root) }
+}
+
+/// One `locket ssh-agent -D` over `keys`, its socket, and what it wrote on stderr.
+final class RunningAgent {
+    let process: BackgroundProcess
+    let socket: String
+
+    /// Starts the agent in the foreground and waits for the variables it prints once it listens.
+    init(keys: AgentKeys, arguments: [String] = [], environment: [String: String]) throws {
+        let host = try XCTUnwrap(AgentTestHost.path, "LocketAgentTestHost was not built next to the tests")
+        let process = try BackgroundProcess(host, [keys.keys, "-D"] + arguments, environment: environment)
+        guard process.waitUntil(timeout: 20, { process.out.contains("echo Agent pid") || process.hasExited }),
+              let line = process.out.split(separator: "\n").first(where: { $0.hasPrefix("SSH_AUTH_SOCK=") }) else {
+            process.terminate()
+            throw XCTSkip("the agent did not start: \(process.summary)")
+        }
+        self.process = process
+        socket = String(line.dropFirst("SSH_AUTH_SOCK=".count).prefix { $0 != ";" })
+    }
+
+    /// The agent's stderr lines so far.
+    var errLines: [String] {
+        process.pump(0.05)
+        return process.err.split(separator: "\n").map(String.init)
+    }
+
+    /// Waits briefly for `count` stderr lines (refusals are written as they happen).
+    func errLines(atLeast count: Int) -> [String] {
+        _ = process.waitUntil(timeout: 5) { self.process.err.split(separator: "\n").count >= count }
+        return errLines
+    }
+
+    func stop() { process.terminate() }
+}
+
+/// An sshd on a free loopback port with its own host key, configuration and
+/// authorized_keys in a private directory, logging in the user running the
+/// tests. sshd runs unprivileged as that user when the tests are not root.
+final class LoopbackSSHD {
+    let root: String
+    let port: Int
+    let user: String
+    private let process: BackgroundProcess
+
+    init(authorizedKeys: [String], sshKeygen: String) throws {
+        let sshd = "/usr/sbin/sshd"
+        guard access(sshd, X_OK) == 0 else { throw XCTSkip("\(sshd) is missing (openssh-server): make test-deps installs it") }
+        guard let entry = getpwuid(geteuid()) else { throw XCTSkip("uid \(geteuid()) has no passwd entry for sshd to log in") }
+        user = String(cString: entry.pointee.pw_name)
+        let shell = String(cString: entry.pointee.pw_shell)
+        guard access(shell, X_OK) == 0, !shell.hasSuffix("nologin"), !shell.hasSuffix("false") else {
+            throw XCTSkip("\(user)'s shell \(shell) can't run a command over ssh")
+        }
+        var template = Array("/tmp/locket-sshd.XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { throw POSIXError(.EIO) }
+        root = String(cString: made)
+        let hostKey = Spawn.run(sshKeygen, ["-q", "-t", "ed25519", "-N", "", "-f", root + "/host_key"], environment: ["PATH": "/usr/bin:/bin"],
+                                input: .devNull, timeout: 60)
+        guard hostKey.status == 0 else { throw XCTSkip("ssh-keygen could not make a host key: \(hostKey.err)") }
+        try (authorizedKeys.joined(separator: "\n") + "\n").write(toFile: root + "/authorized_keys", atomically: false, encoding: .utf8)
+        port = try Self.freePort()
+        // Every login the tests make is by public key through the agent; nothing else is offered.
+        let config = """
+        Port \(port)
+        ListenAddress 127.0.0.1
+        HostKey \(root)/host_key
+        AuthorizedKeysFile \(root)/authorized_keys
+        PidFile none
+        StrictModes no
+        UsePAM no
+        PubkeyAuthentication yes
+        PasswordAuthentication no
+        KbdInteractiveAuthentication no
+        PermitRootLogin prohibit-password
+        LogLevel VERBOSE
+
+        """
+        try config.write(toFile: root + "/sshd_config", atomically: false, encoding: .utf8)
+        // Run as root, sshd wants its privilege-separation directory (the package's service would make it).
+        if geteuid() == 0 { mkdir("/run/sshd", 0o755) }
+        let process = try BackgroundProcess(sshd, ["-D", "-e", "-f", root + "/sshd_config"], environment: ["PATH": "/usr/sbin:/usr/bin:/bin"])
+        self.process = process
+        guard process.waitUntil(timeout: 20, { process.err.contains("Server listening") || process.hasExited }), !process.hasExited else {
+            let summary = process.summary
+            process.terminate()
+            try? FileManager.default.removeItem(atPath: root)
+            throw XCTSkip("sshd did not start: \(summary)")
+        }
+    }
+
+    /// sshd's log so far.
+    var log: String {
+        process.pump(0.05)
+        return process.err
+    }
+
+    func stop() {
+        process.terminate()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// A port nobody listens on now (bound to port 0, read back, released).
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw XCTSkip("no free loopback port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
