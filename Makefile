@@ -42,10 +42,11 @@ deps:
 # for the key tests, openssl and ssh-keygen (fixtures, and reading locket's
 # exports back) and Python's cryptography, PyNaCl and bcrypt (independent
 # ECIES, sealed boxes, bcrypt_pbkdf), from Debian when neither python3 on PATH
-# nor Debian's has them. Tests that need one skip when it is missing.
+# nor Debian's has them; for the ssh-agent tests, ssh, ssh-add and a loopback
+# sshd (openssh-client, openssh-server). Tests that need one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \

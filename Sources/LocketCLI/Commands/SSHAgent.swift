@@ -12,7 +12,10 @@ import LocketCore
 ///   is listening, and prints the variables for `eval "$(locket ssh-agent -s)"`;
 ///   `kill $SSH_AGENT_PID` stops it;
 /// - `-D`: the same in the foreground.
-/// A refused request is one line on the agent's stderr (kept when it detaches).
+/// A refused request is one line on the agent's stderr. A detached agent
+/// keeps its stderr only when it is a terminal: one that held a pipe open
+/// would keep whoever reads it (a CI runner, `subprocess.run`) waiting for
+/// its end; `-- COMMAND` and `-D` keep it always.
 public enum SSHAgentCommand {
     /// The command's entry for the command table, with keys from `source`.
     static func spec(source: @escaping @Sendable (Context) throws -> any AgentKeySource) -> CommandSpec {
@@ -84,9 +87,9 @@ extension Commands {
         return 0
     }
 
-    /// What a daemon does once forked: a session of its own, no terminal,
-    /// stdin and stdout on /dev/null (so `$(...)` ends), `/` as its directory.
-    /// stderr stays: the refusals are written there.
+    /// What a daemon does once forked: a session of its own, `/` as its
+    /// directory, stdin and stdout on /dev/null (so `$(...)` ends), and
+    /// stderr too unless it is a terminal, where the refusals are for the user.
     private static func detach() {
         setsid()
         chdir("/")
@@ -94,6 +97,7 @@ extension Commands {
         if null >= 0 {
             dup2(null, 0)
             dup2(null, 1)
+            if isatty(2) == 0 { dup2(null, 2) }
             if null > 2 { close(null) }
         }
     }
