@@ -3,7 +3,7 @@
 // so the main package's release build never sees them.
 import PackageDescription
 
-let targets = ["FuzzArguments", "FuzzEntitlements", "FuzzCredential", "FuzzReference", "FuzzRecords", "FuzzMask", "FuzzImports", "FuzzKeyFiles"]
+let targets = ["FuzzArguments", "FuzzEntitlements", "FuzzCredential", "FuzzReference", "FuzzRecords", "FuzzMask", "FuzzImports", "FuzzKeyFiles", "FuzzAgent"]
 
 let package = Package(
     name: "locket-fuzz",
