@@ -36,9 +36,17 @@ public final class AgentSocket {
         }
     }
 
-    /// A socket at exactly `path`, which must not exist: nothing is removed to make room.
+    /// A socket at exactly `path`, which must not exist: nothing is removed to
+    /// make room. A relative path is made absolute first: it goes into
+    /// SSH_AUTH_SOCK, and a daemon changes its directory.
     public convenience init(path: String) throws {
-        try self.init(path: path, directory: nil)
+        var absolute = path
+        if !path.hasPrefix("/") {
+            guard let cwd = getcwd(nil, 0) else { throw KeychainError(.io, "cannot tell the current directory: \(String(cString: strerror(errno)))") }
+            absolute = String(cString: cwd) + "/" + path
+            free(cwd)
+        }
+        try self.init(path: absolute, directory: nil)
     }
 
     private init(path: String, directory: String?) throws {

@@ -67,6 +67,21 @@ final class AgentServerTests: XCTestCase {
         XCTAssertNil(mode(dir + "/elsewhere"), "bind followed the planted symlink")
     }
 
+    /// A relative path is made absolute, so SSH_AUTH_SOCK works from anywhere.
+    func testARelativePathIsMadeAbsolute() throws {
+        let dir = FileManager.default.temporaryDirectory.path + "/locket-agent-relative-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let previous = FileManager.default.currentDirectoryPath
+        XCTAssertTrue(FileManager.default.changeCurrentDirectoryPath(dir))
+        defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
+        let socket = try AgentSocket(path: "rel.sock")
+        XCTAssertEqual(socket.path, dir + "/rel.sock")
+        XCTAssertTrue(FileManager.default.changeCurrentDirectoryPath("/"))
+        socket.close()
+        XCTAssertNil(mode(dir + "/rel.sock"), "closing from another directory left the socket")
+    }
+
     /// A socket that was replaced after binding is not the agent's to remove.
     func testClosingLeavesAReplacedSocketAlone() throws {
         let dir = FileManager.default.temporaryDirectory.path + "/locket-agent-replaced-\(getpid())"
