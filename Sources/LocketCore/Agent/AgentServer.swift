@@ -3,8 +3,8 @@ import Glibc
 
 /// Serves the SSH agent protocol on an `AgentSocket`: one thread, poll(2),
 /// every client at once. A connection from another uid is closed before a
-/// byte is read (SO_PEERCRED, checked against geteuid: root's connections
-/// included, as the socket's mode already says). A client can't hold the
+/// byte is read (SO_PEERCRED, checked against geteuid; unlike OpenSSH's
+/// agent, root is another uid too). A client can't hold the
 /// agent up: one that stalls in the middle of a message or stops reading its
 /// reply is dropped after `Limits.stall`, and when `Limits.connections` are
 /// open the longest-idle one makes room for a newcomer.
