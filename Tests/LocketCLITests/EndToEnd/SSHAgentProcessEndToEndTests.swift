@@ -259,4 +259,29 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         // Its own user is still served.
         XCTAssertEqual(try self.sshAdd(running.socket).status, 0)
     }
+
+    /// Root is another user too: an agent run by someone else refuses root's connection.
+    func testRootIsRefusedByAnotherUsersAgent() throws {
+        let other = try LocalAccounts.account("agentowner")
+        let sshAdd = try SystemTool.require("ssh-add", for: "connecting as root")
+        // The other user's copy of the keys, and a directory of theirs for the socket.
+        chmod(scratch, 0o755)
+        let home = scratch + "/owner"
+        mkdir(home, 0o700)
+        try FileManager.default.copyItem(atPath: keys.keys, toPath: home + "/keys")
+        for path in [home, home + "/keys"] + keys.names.map({ home + "/keys/\($0).key" }) { chown(path, other.uid, other.gid) }
+        let socket = home + "/agent.sock"
+        let process = try BackgroundProcess("/usr/bin/setpriv", ["--reuid=\(other.uid)", "--regid=\(other.gid)", "--clear-groups", "--",
+                                                                  host, home + "/keys", "-D", "-a", socket],
+                                            environment: ["PATH": "/usr/bin:/bin", "HOME": home])
+        defer { process.terminate() }
+        XCTAssertTrue(process.waitUntil(timeout: 20) { process.out.contains("echo Agent pid") || process.hasExited }, process.summary)
+        let asOwner = LocalAccounts.run(as: other, sshAdd, ["-L"], environment: ["PATH": "/usr/bin:/bin", "SSH_AUTH_SOCK": socket])
+        XCTAssertEqual(asOwner.status, 0, asOwner.summary)
+        let asRoot = Spawn.run(sshAdd, ["-L"], environment: ["PATH": "/usr/bin:/bin", "SSH_AUTH_SOCK": socket], input: .devNull, timeout: 30)
+        XCTAssertNotEqual(asRoot.status, 0, asRoot.summary)
+        XCTAssertFalse(asRoot.out.contains("ssh-"), "root got the identities: \(asRoot.out)")
+        XCTAssertTrue(process.waitUntil(timeout: 5) { process.err.contains("connection refused") }, process.summary)
+        XCTAssertEqual(process.err, "locket ssh-agent: connection refused: uid 0 is not the agent's user\n")
+    }
 }
