@@ -48,6 +48,8 @@ extension Commands {
                 throw UsageError(message: "\(invocation.command.option(long: name)!.spelling) can't be used with a command", command: "ssh-agent")
             }
         }
+        // A bad entitlements file stops the agent before it listens, as it stops any command before it reads.
+        _ = try context.caller()
         let socket: AgentSocket
         if let path = invocation.value("socket") {
             socket = try AgentSocket(path: path)

@@ -230,6 +230,18 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         }
     }
 
+    /// A missing or malformed entitlements file (`-e`) stops the agent before it listens.
+    func testABadEntitlementsFileStopsTheAgentBeforeItListens() throws {
+        let malformed = scratch + "/bad.entitlements"
+        try "<plist><dict><key>keychain-access-groups</key>".write(toFile: malformed, atomically: false, encoding: .utf8)
+        for path in [scratch + "/missing.entitlements", malformed] {
+            let result = agent(["-e", path, "--", "true"])
+            XCTAssertNotEqual(result.status, 0, result.summary)
+            XCTAssertTrue(result.err.hasPrefix("locket: error: "), result.summary)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [], "a socket was made")
+        }
+    }
+
     // MARK: - other users
 
     /// Another uid is kept out twice: by the 0700 directory, and (were the
