@@ -28,9 +28,11 @@ int locket_signalfd(const int *signals, int count) {
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-int locket_signalfd_next(int fd) {
+int locket_signalfd_next(int fd, int *sent) {
     struct signalfd_siginfo info;
     ssize_t n;
     do { n = read(fd, &info, sizeof info); } while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof info ? (int)info.ssi_signo : 0;
+    if (n != (ssize_t)sizeof info) return 0;
+    *sent = info.ssi_code <= 0;
+    return (int)info.ssi_signo;
 }

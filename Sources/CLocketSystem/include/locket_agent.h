@@ -18,7 +18,9 @@ int locket_peer_uid(int fd, uint32_t *uid);
 /// reads them, close-on-exec and non-blocking; -1 with errno on failure.
 int locket_signalfd(const int *signals, int count);
 
-/// The number of the next signal queued on the signalfd `fd`; 0 when none is.
-int locket_signalfd_next(int fd);
+/// The number of the next signal queued on the signalfd `fd`, 0 when none
+/// is; `*sent` is 1 when another process sent it (kill(2), si_code <= 0),
+/// 0 when the kernel did (a terminal's Ctrl-C, a child's exit).
+int locket_signalfd_next(int fd, int *sent);
 
 #endif

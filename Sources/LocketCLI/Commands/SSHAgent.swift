@@ -50,6 +50,14 @@ extension Commands {
         }
         // A bad entitlements file stops the agent before it listens, as it stops any command before it reads.
         _ = try context.caller()
+        // Signals are held from before the socket exists, and read from a
+        // signalfd while serving: one arriving at any moment can't leave the
+        // socket behind. With COMMAND they go on to it (as with exec), and
+        // its exit (SIGCHLD) stops the agent.
+        let signals = command.isEmpty ? [SIGTERM, SIGINT, SIGHUP] : AgentChild.forwardedSignals + [SIGCHLD]
+        let signalFD = locket_signalfd(signals, Int32(signals.count))
+        guard signalFD >= 0 else { throw KeychainError(.io, "cannot watch for signals: \(String(cString: strerror(errno)))") }
+        defer { close(signalFD) }
         let socket: AgentSocket
         if let path = invocation.value("socket") {
             socket = try AgentSocket(path: path)
@@ -59,7 +67,7 @@ extension Commands {
         defer { socket.close() }
         let report: (AgentEvent) -> Void = { context.err("locket ssh-agent: \(AgentEventText.line($0))") }
         let server = AgentServer(socket: socket, source: source, report: report)
-        if !command.isEmpty { return try AgentChild.run(command, socket: socket, server: server, context) }
+        if !command.isEmpty { return try AgentChild.run(command, socket: socket, server: server, signals: signalFD, context) }
 
         let shell = try context.environment["SHELL"]
         let csh = invocation.has("csh") || (!invocation.has("sh") && shell?.hasSuffix("csh") == true)
@@ -80,12 +88,9 @@ extension Commands {
         }
         // Private keys pass through this process from now on.
         Diagnostics.protectProcess()
-        let signals = [SIGTERM, SIGINT, SIGHUP]
-        let fd = locket_signalfd(signals, Int32(signals.count))
-        guard fd >= 0 else { throw KeychainError(.io, "cannot watch for signals: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
         // SIGTERM, SIGINT or SIGHUP: the socket and its directory go (the deferred close), exit 0.
-        try server.serve(watching: [fd]) { locket_signalfd_next($0) != 0 }
+        var sent: Int32 = 0
+        try server.serve(watching: [signalFD]) { locket_signalfd_next($0, &sent) != 0 }
         return 0
     }
 

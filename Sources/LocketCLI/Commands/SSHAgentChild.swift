@@ -4,15 +4,16 @@ import LocketCore
 
 /// `locket ssh-agent -- COMMAND [ARG]...`: COMMAND runs with SSH_AUTH_SOCK
 /// naming the agent's socket while the agent serves; when it exits the agent
-/// stops and exits with its status. Signals sent to locket go on to COMMAND,
-/// as with `exec`; it is COMMAND's exit that stops the agent.
+/// stops and exits with its status. Signals another process sends locket go
+/// on to COMMAND, as with `exec` (a terminal's reach it through its process
+/// group already); it is COMMAND's exit that stops the agent.
 enum AgentChild {
-    static func run(_ command: [String], socket: AgentSocket, server: AgentServer, _ context: Context) throws -> Int32 {
-        // SIGCHLD is held from before the spawn, so the exit can't be missed.
-        let signals = [SIGCHLD]
-        let fd = locket_signalfd(signals, Int32(signals.count))
-        guard fd >= 0 else { throw KeychainError(.io, "cannot watch for the command's exit: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+    /// The signals passed on to COMMAND, as `exec` passes them.
+    static let forwardedSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]
+
+    /// Runs COMMAND and serves until it exits. `signals` is a signalfd of
+    /// `forwardedSignals` and SIGCHLD, held since before the socket existed.
+    static func run(_ command: [String], socket: AgentSocket, server: AgentServer, signals: Int32, _ context: Context) throws -> Int32 {
         // The agent's own SSH_AGENT_PID is not set: stopping the agent alone
         // (`ssh-agent -k`) would leave COMMAND without it, and another agent's
         // pid beside this socket would be wrong.
@@ -32,18 +33,24 @@ enum AgentChild {
         }
         // Private keys pass through this process from now on; COMMAND keeps its own core-dump limit.
         Diagnostics.protectProcess()
-        locket_forward_signals(pid)
-        defer { locket_forward_signals(0) }
         var status: Int32 = 0
+        var exited = false
         do {
-            try server.serve(watching: [fd]) { fd in
-                while locket_signalfd_next(fd) != 0 {}
-                return waitpid(pid, &status, WNOHANG) == pid
+            try server.serve(watching: [signals]) { fd in
+                var sent: Int32 = 0
+                while case let signal = locket_signalfd_next(fd, &sent), signal != 0 {
+                    // Until COMMAND is reaped its pid can't be reused, so this reaches COMMAND.
+                    if signal != SIGCHLD && sent != 0 && !exited { kill(pid, signal) }
+                }
+                if !exited && waitpid(pid, &status, WNOHANG) == pid { exited = true }
+                return exited
             }
         } catch {
             // Without its agent COMMAND would fail later and less clearly.
-            kill(pid, SIGTERM)
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            if !exited {
+                kill(pid, SIGTERM)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            }
             throw error
         }
         let signalled = status & 0x7f

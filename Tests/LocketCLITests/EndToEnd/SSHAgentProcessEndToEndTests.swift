@@ -179,6 +179,20 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         }
     }
 
+    /// SIGTERM at any moment of start-up leaves no socket and no directory:
+    /// signals are held from before the socket exists.
+    func testASignalDuringStartUpLeavesNothing() throws {
+        var rng = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            let process = try BackgroundProcess(host, [keys.keys, "-D"], environment: environment)
+            defer { process.terminate() }
+            usleep(UInt32.random(in: 0...30_000, using: &rng))
+            kill(process.pid, SIGTERM)
+            XCTAssertTrue(process.wait(timeout: 20), process.summary)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [], "round \(round): \(process.summary)")
+        }
+    }
+
     // MARK: - the socket
 
     func testTheSocketIsPrivateInXDGRuntimeDirOrTmp() throws {
