@@ -36,24 +36,32 @@ final class AgentConnection {
         case dropped(KeychainError)
     }
 
-    /// Reads what the client sent, answers every whole message in it and
-    /// writes the replies as far as the socket takes them.
-    func receive(_ engine: AgentEngine, now: Double, report: (AgentEvent) -> Void) -> Outcome {
-        while filled < input.count {
-            let n = read(fd, input.baseAddress! + filled, input.count - filled)
+    /// How many messages one connection gets answered before the others get
+    /// a turn: one client sending requests without pause must not hold the
+    /// agent (signing with RSA-4096 takes milliseconds each).
+    static let turn = 16
+
+    /// Whether a whole message (or a length over the limit) is waiting to be answered.
+    var hasWholeMessage: Bool {
+        guard filled >= 4 else { return false }
+        let length = Int(input[0]) << 24 | Int(input[1]) << 16 | Int(input[2]) << 8 | Int(input[3])
+        return length > AgentMessage.maximumLength || filled >= 4 + length
+    }
+
+    /// Reads what the client sent (one read, when `readable`), answers up
+    /// to `turn` whole messages and writes the replies as far as the socket takes them.
+    func receive(_ engine: AgentEngine, readable: Bool, now: Double, report: (AgentEvent) -> Void) -> Outcome {
+        if readable && filled < input.count {
+            var n: Int
+            repeat { n = read(fd, input.baseAddress! + filled, input.count - filled) } while n < 0 && errno == EINTR
+            if n == 0 { return .closed }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return .closed }
             if n > 0 {
                 filled += n
                 if busySince == nil { busySince = now }
-                // Answer as soon as a message is whole: a client waits for the reply before sending more.
-                let outcome = answer(engine, now: now, report: report)
-                if outcome != .open || hasOutput { return outcome }
-                continue
             }
-            if n == 0 { return .closed }
-            if errno == EINTR { continue }
-            return errno == EAGAIN || errno == EWOULDBLOCK ? .open : .closed
         }
-        return .open
+        return answer(engine, now: now, report: report)
     }
 
     /// Writes what is left of the replies, then answers messages that arrived meanwhile.
@@ -63,9 +71,10 @@ final class AgentConnection {
         return answer(engine, now: now, report: report)
     }
 
-    /// Answers every whole message in the input, stopping while a reply can't be written.
+    /// Answers up to `turn` whole messages in the input, stopping while a reply can't be written.
     private func answer(_ engine: AgentEngine, now: Double, report: (AgentEvent) -> Void) -> Outcome {
-        while filled >= 4 && !hasOutput {
+        var answered = 0
+        while filled >= 4 && !hasOutput && answered < Self.turn {
             let bytes = UnsafeRawBufferPointer(input)
             let length = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
             guard length <= AgentMessage.maximumLength else {
@@ -75,6 +84,7 @@ final class AgentConnection {
             let (reply, event) = engine.respond(to: UnsafeRawBufferPointer(rebasing: bytes[4..<(4 + length)]))
             if let event { report(event) }
             consume(4 + length)
+            answered += 1
             output = reply
             written = 0
             lastActive = now

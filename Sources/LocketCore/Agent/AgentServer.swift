@@ -53,12 +53,14 @@ public final class AgentServer {
             for client in clients {
                 fds.append(pollfd(fd: client.fd, events: Int16(client.hasOutput ? POLLOUT : POLLIN), revents: 0))
             }
-            let n = poll(&fds, nfds_t(fds.count), timeout(now: now))
+            // Messages already read and waiting their turn: look again at once.
+            let waiting = clients.contains { !$0.hasOutput && $0.hasWholeMessage }
+            let n = poll(&fds, nfds_t(fds.count), waiting ? 0 : timeout(now: now))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw KeychainError(.io, "the agent could not wait for clients: \(String(cString: strerror(errno)))")
             }
-            if n == 0 { continue }
+            if n == 0 && !waiting { continue }
             for k in watching.indices where fds[k].revents != 0 {
                 if stop(fds[k].fd) { return }
             }
@@ -67,12 +69,13 @@ public final class AgentServer {
             var closing: [Int] = []
             for (k, client) in clients.enumerated() {
                 let revents = Int32(fds[watching.count + 1 + k].revents)
-                guard revents != 0 else { continue }
                 let outcome: AgentConnection.Outcome
                 if client.hasOutput {
+                    guard revents != 0 else { continue }
                     outcome = revents & Int32(POLLOUT) != 0 ? client.send(engine, now: after, report: report) : .closed
                 } else {
-                    outcome = client.receive(engine, now: after, report: report)
+                    guard revents != 0 || client.hasWholeMessage else { continue }
+                    outcome = client.receive(engine, readable: revents != 0, now: after, report: report)
                 }
                 switch outcome {
                 case .open: break

@@ -27,10 +27,12 @@ extension FuzzEntryPoints {
         for chunk in chunks {
             let written = chunk.withUnsafeBytes { $0.count == 0 ? 0 : write(pair[0], $0.baseAddress!, $0.count) }
             guard written == chunk.count else { break }
-            var outcome = connection.receive(engine, now: 0) { _ in }
-            while outcome == .open && connection.hasOutput {
+            var outcome = connection.receive(engine, readable: true, now: 0) { _ in }
+            // Replies written, and messages left for a later turn answered, as the server would.
+            while outcome == .open && (connection.hasOutput || connection.hasWholeMessage) {
                 drain()
-                outcome = connection.send(engine, now: 0) { _ in }
+                outcome = connection.hasOutput ? connection.send(engine, now: 0) { _ in }
+                                               : connection.receive(engine, readable: false, now: 0) { _ in }
             }
             drain()
             if outcome != .open { return (replies, true) }

@@ -207,6 +207,35 @@ final class AgentServerTests: XCTestCase {
         XCTAssertEqual(try AgentClient(agent.path).ask(Wire.frame(11))?.type, 12)
     }
 
+    /// A client that sends signature requests without pause gets a turn like
+    /// the others: a listing asked for meanwhile is answered long before the flood is.
+    func testAFloodingClientDoesNotHoldUpOthers() throws {
+        let agent = try serve()
+        let request = try frame(Wire.signRequest(AgentTestKeys.named("rsa2048"), data: [1], flags: 4))
+        let count = 2000
+        let flood = Array(Array(repeating: request, count: count).joined())
+        let flooder = try AgentClient(agent.path)
+        let replies = DispatchSemaphore(value: 0)
+        let counter = Counter()
+        var answered: Int { counter.value }
+        Thread.detachNewThread {
+            while counter.value < count, flooder.reply() != nil { counter.increment() }
+            replies.signal()
+        }
+        Thread.detachNewThread { flooder.send(flood) }
+        // Wait until the flood is being answered, then ask for the list.
+        let deadline = Date().addingTimeInterval(10)
+        while answered < 20 && Date() < deadline { usleep(1000) }
+        let other = try AgentClient(agent.path)
+        let started = Date()
+        XCTAssertEqual(other.ask(Wire.frame(11))?.type, 12)
+        let waited = Date().timeIntervalSince(started)
+        let answeredBefore = answered
+        XCTAssertEqual(replies.wait(timeout: .now() + 120), .success)
+        XCTAssertEqual(answered, count)
+        XCTAssertLessThan(answeredBefore, count / 2, "the listing waited for \(answeredBefore) of \(count) signatures (\(waited) s)")
+    }
+
     /// With every slot taken by idle clients, a newcomer is served and the
     /// connection idle the longest is closed.
     func testTheConnectionLimitMakesRoomForNewcomers() throws {
@@ -255,4 +284,12 @@ final class AgentServerTests: XCTestCase {
     }
 
     private func frame(_ message: [UInt8]) -> [UInt8] { Wire.uint32(UInt32(message.count)) + message }
+}
+
+/// A count shared between threads.
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func increment() { lock.withLock { count += 1 } }
 }

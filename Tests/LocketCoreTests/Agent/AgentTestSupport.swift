@@ -112,7 +112,7 @@ enum Wire {
 }
 
 /// A connected client socket with a receive timeout.
-final class AgentClient {
+final class AgentClient: @unchecked Sendable {
     let fd: Int32
 
     init(_ path: String) throws {
