@@ -99,7 +99,15 @@ final class RunningAgent {
         return errLines
     }
 
-    func stop() { process.terminate() }
+    /// SIGTERM first, so the agent removes its socket and directory (in /tmp
+    /// when XDG_RUNTIME_DIR is unset); SIGKILL if it does not stop.
+    func stop() {
+        if !process.hasExited {
+            kill(process.pid, SIGTERM)
+            _ = process.wait(timeout: 10)
+        }
+        process.terminate()
+    }
 }
 
 /// An sshd on a free loopback port with its own host key, configuration and
