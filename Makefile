@@ -61,7 +61,7 @@ test-deps:
 	fi
 
 build: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(RELEASE_FLAGS) --product locket
 
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
