@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// What `exec` does for a GitHub Actions runner (GITHUB_ACTIONS=true):
 /// registers the injected secrets with the runner's log masker, and, with
@@ -72,7 +73,7 @@ enum GitHubActions {
     /// O_APPEND, so a concurrent writer's lines never land inside a value.
     static func appendToEnvironmentFile(_ variables: [(name: String, value: SecureBytes)], _ environment: Environment) throws {
         let path = try checkEnvironmentFile(environment)
-        for (name, value) in variables where !value.withUnsafeBytes({ Text.isText($0) }) {
+        for (name, value) in variables where !value.withUnsafeBytes({ UTF8Check.isValid($0, allowingNUL: false) }) {
             throw KeychainError(.param, "\(name): the value is not UTF-8 text (or holds a NUL byte), which $GITHUB_ENV can't carry")
         }
         var delimiter: [UInt8] = []

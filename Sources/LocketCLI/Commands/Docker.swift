@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketSupport
 
 extension Commands {
     /// `locket docker-credential store|get|erase|list|version`, also run as
@@ -48,7 +49,7 @@ extension Commands {
 
     private static func dockerStore(_ context: Context) throws {
         let request = try dockerRequest(context)
-        let credentials = try request.withUnsafeBytes { try DockerCredential.parseStore($0) }
+        let credentials = try DockerCredential.parseStore(request)
         let url = try DockerCredential.ServerURL(parsing: credentials.serverURL.trimmingBlanks())
         var item = NewItem(itemClass: .internetPassword)
         let query = try url.query()
@@ -78,7 +79,7 @@ extension Commands {
             throw KeychainError(.itemNotFound)
         }
         // JSON strings are text: a binary secret can't be handed to docker.
-        guard secret.withUnsafeBytes({ Text.isText($0) }), item[.account].withUnsafeBytes({ Text.isText($0) }) else {
+        guard secret.withUnsafeBytes({ UTF8Check.isValid($0, allowingNUL: false) }), item[.account].withUnsafeBytes({ UTF8Check.isValid($0, allowingNUL: false) }) else {
             throw DockerCredential.Failure(message: "the stored credentials are not text and can't be given to docker")
         }
         var w = JSONWriter()

@@ -78,7 +78,7 @@ extension Commands {
 
     /// A secret placed as is in a text file must be text: UTF-8 without NUL.
     private static func checkText(_ secret: SecureBytes) throws {
-        guard secret.withUnsafeBytes({ Text.isText($0) }) else {
+        guard secret.withUnsafeBytes({ UTF8Check.isValid($0, allowingNUL: false) }) else {
             throw KeychainError(.param, "the secret is binary (a NUL byte or invalid UTF-8) and can't go into a text template",
                                 hint: "write {{ locket:REF | base64 }} for its base64")
         }

@@ -6,7 +6,7 @@ import LocketSupport
 /// 5 SSH key. An encrypted export is refused: it needs the account's keys.
 enum BitwardenJSON {
     static func read(_ input: SecureBytes, _ emit: (MigrationEntry) throws -> Void) throws {
-        let root = try JSONValue.parse(input)
+        let root = try JSONValue.parse(input, options: JSONValue.Options(loneSurrogates: true))
         guard case .object = root else { throw KeychainError(.decode, "not a Bitwarden JSON export: the document is not an object") }
         if case .bool(true) = root["encrypted"] ?? .null {
             throw KeychainError(.decode, "this Bitwarden export is encrypted: export the vault again as .json without a password")

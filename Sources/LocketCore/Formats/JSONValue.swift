@@ -1,11 +1,12 @@
 import LocketSupport
 
-/// A strict JSON reader (RFC 8259) over guarded memory whose strings stay
-/// ranges of the input until asked for, so that a vault's passwords are
-/// decoded straight into `SecureBytes` and never become Swift strings.
-/// Object keys (field names) are decoded to strings; of two equal keys the
-/// first is kept.
-indirect enum JSONValue {
+/// The one strict JSON reader (RFC 8259) of locket: entitlements, vault
+/// exports, docker's credentials. It reads guarded memory and its strings
+/// stay ranges of the input until asked for, so that a secret is decoded
+/// straight into `SecureBytes` and never becomes a Swift string. Object keys
+/// (field names) are decoded to strings; every member is kept in order, so
+/// that each format picks which of two equal keys counts.
+public indirect enum JSONValue: Sendable {
     /// A string's bytes in the input, between its quotes, escapes not yet undone.
     case string(start: Int, end: Int)
     /// A number's text in the input.
@@ -15,11 +16,45 @@ indirect enum JSONValue {
     case array([JSONValue])
     case object([(key: String, value: JSONValue)])
 
-    static let maximumDepth = 64
+    /// How a document is read.
+    public struct Options: Sendable {
+        /// The deepest nesting of arrays and objects, counting the outermost.
+        public var maximumDepth: Int
+        /// Whether a `\u` escape of half a surrogate pair is read (as U+FFFD)
+        /// rather than refused: JavaScript writes them (a vault's notes may
+        /// hold one), RFC 8259 leaves them to the reader.
+        public var loneSurrogates: Bool
 
+        public init(maximumDepth: Int = 64, loneSurrogates: Bool = false) {
+            self.maximumDepth = maximumDepth
+            self.loneSurrogates = loneSurrogates
+        }
+    }
+
+    /// The first member named `key` of an object.
     subscript(_ key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
+    }
+
+    /// The last member whose name equals `key` ignoring ASCII case, as Go's
+    /// encoding/json reads objects (docker's credential helpers).
+    public func lastMember(matching key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        let wanted = key.lowercased()
+        return members.last { $0.key.lowercased() == wanted }?.value
+    }
+
+    /// Whether this is an object.
+    public var isObject: Bool {
+        if case .object = self { return true }
+        return false
+    }
+
+    /// Whether this is a string.
+    public var isString: Bool {
+        if case .string = self { return true }
+        return false
     }
 
     var array: [JSONValue]? {
@@ -32,10 +67,10 @@ indirect enum JSONValue {
         return false
     }
 
-    /// Parses a whole document; errSecDecode when it is not JSON.
-    static func parse(_ input: SecureBytes) throws -> JSONValue {
+    /// Parses a whole document (a UTF-8 byte order mark is skipped); errSecDecode when it is not JSON.
+    public static func parse(_ input: SecureBytes, options: Options = Options()) throws -> JSONValue {
         try input.withUnsafeBytes { r in
-            var parser = Parser(r: r, i: r.starts(with: [0xef, 0xbb, 0xbf]) ? 3 : 0)
+            var parser = Parser(r: r, i: r.starts(with: [0xef, 0xbb, 0xbf]) ? 3 : 0, options: options)
             parser.whitespace()
             let value = try parser.value(depth: 0)
             parser.whitespace()
@@ -47,6 +82,7 @@ indirect enum JSONValue {
     private struct Parser {
         let r: UnsafeRawBufferPointer
         var i: Int
+        let options: Options
 
         func bad(_ why: String) -> KeychainError { KeychainError(.decode, "not a JSON document: \(why) at byte \(i)") }
 
@@ -54,9 +90,12 @@ indirect enum JSONValue {
             while i < r.count, r[i] == 0x20 || r[i] == 0x0a || r[i] == 0x0d || r[i] == 0x09 { i += 1 }
         }
 
+        /// `depth` counts the arrays and objects around the value.
         mutating func value(depth: Int) throws -> JSONValue {
-            guard depth <= JSONValue.maximumDepth else { throw bad("nesting deeper than \(JSONValue.maximumDepth)") }
             guard i < r.count else { throw bad("the document ends early") }
+            if r[i] == UInt8(ascii: "{") || r[i] == UInt8(ascii: "["), depth >= options.maximumDepth {
+                throw bad("nesting deeper than \(options.maximumDepth)")
+            }
             switch r[i] {
             case UInt8(ascii: "{"):
                 i += 1
@@ -72,8 +111,7 @@ indirect enum JSONValue {
                     guard i < r.count, r[i] == UInt8(ascii: ":") else { throw bad("no colon after an object key") }
                     i += 1
                     whitespace()
-                    let member = try value(depth: depth + 1)
-                    if !members.contains(where: { $0.key == key }) { members.append((key, member)) }
+                    members.append((key, try value(depth: depth + 1)))
                     whitespace()
                     guard i < r.count else { throw bad("the document ends inside an object") }
                     if r[i] == UInt8(ascii: ",") { i += 1; continue }
@@ -137,6 +175,13 @@ indirect enum JSONValue {
             _ = start
         }
 
+        /// The UTF-16 unit of the `\\uXXXX` escape at `at`.
+        func escapedUnit(at position: Int) throws -> UInt32 {
+            guard position + 6 <= r.count, let value = (2..<6).reduce(UInt32?(0), { v, k in hexDigit(r[position + k]).flatMap { d in v.map { $0 << 4 | d } } })
+            else { throw bad("a malformed \\u escape") }
+            return value
+        }
+
         /// Checks a string's escapes and UTF-8; returns its contents' range.
         mutating func string() throws -> (Int, Int) {
             i += 1
@@ -157,8 +202,14 @@ indirect enum JSONValue {
                     case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
                          UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"): i += 2
                     case UInt8(ascii: "u"):
-                        guard i + 6 <= r.count, (2..<6).allSatisfy({ hexDigit(r[i + $0]) != nil }) else { throw bad("a malformed \\u escape") }
+                        let unit = try escapedUnit(at: i)
                         i += 6
+                        if !options.loneSurrogates, (0xd800..<0xe000).contains(unit) {
+                            // A high half must be followed at once by a low half, and a low half never comes alone.
+                            guard unit < 0xdc00, i + 1 < r.count, r[i] == UInt8(ascii: "\\"), r[i + 1] == UInt8(ascii: "u"),
+                                  (0xdc00..<0xe000).contains(try escapedUnit(at: i)) else { throw bad("half a surrogate pair") }
+                            i += 6
+                        }
                     default: throw bad("an unknown escape")
                     }
                     continue
@@ -169,7 +220,7 @@ indirect enum JSONValue {
         }
     }
 
-    /// A string's bytes with escapes undone (lone surrogates become U+FFFD).
+    /// A string's bytes with escapes undone (lone surrogates, where read, become U+FFFD).
     static func decode(_ r: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(end - start)
@@ -217,14 +268,14 @@ indirect enum JSONValue {
         }
     }
 
-    /// The value as bytes when it is a string; nil for null or absent, empty for other types.
-    func bytes(in input: SecureBytes) -> [UInt8] {
+    /// The value as bytes when it is a string; empty for other types.
+    public func bytes(in input: SecureBytes) -> [UInt8] {
         guard case .string(let start, let end) = self else { return [] }
         return input.withUnsafeBytes { JSONValue.decode($0, start, end) }
     }
 
-    /// A string value decoded straight into guarded memory.
-    func secure(in input: SecureBytes) -> SecureBytes {
+    /// A string value decoded straight into guarded memory; empty for other types.
+    public func secure(in input: SecureBytes) -> SecureBytes {
         guard case .string(let start, let end) = self else { return SecureBytes(count: 0) }
         return input.withUnsafeBytes { r in
             var n = 0
@@ -236,33 +287,5 @@ indirect enum JSONValue {
             }
             return out
         }
-    }
-}
-
-/// UTF-8 validation in place (RFC 3629: no overlong forms, surrogates or values past U+10FFFF).
-enum UTF8Check {
-    static func isValid(_ r: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
-        while i < r.count {
-            let b = r[i]
-            if b < 0x80 { i += 1; continue }
-            let n: Int
-            var lower: UInt8 = 0x80, upper: UInt8 = 0xbf
-            switch b {
-            case 0xc2...0xdf: n = 1
-            case 0xe0: n = 2; lower = 0xa0
-            case 0xe1...0xec, 0xee, 0xef: n = 2
-            case 0xed: n = 2; upper = 0x9f
-            case 0xf0: n = 3; lower = 0x90
-            case 0xf1...0xf3: n = 3
-            case 0xf4: n = 3; upper = 0x8f
-            default: return false
-            }
-            guard i + n < r.count else { return false }
-            guard r[i + 1] >= lower, r[i + 1] <= upper else { return false }
-            for k in 2..<(n + 1) { guard r[i + k] & 0xc0 == 0x80 else { return false } }
-            i += n + 1
-        }
-        return true
     }
 }
