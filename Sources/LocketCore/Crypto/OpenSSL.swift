@@ -93,4 +93,22 @@ enum OpenSSL {
         }
         return out
     }
+
+    /// The object a `d2i_TYPE(NULL, &p, length)` decoder reads from the whole
+    /// of `der` (`what` names it in errors); errSecDecode when `der` is empty,
+    /// does not decode, or has bytes left over (then `free` releases the object).
+    static func read<T>(_ der: UnsafeRawBufferPointer, _ what: String, free: (T) -> Void,
+                        _ decode: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> T?) throws -> T {
+        try ready()
+        guard let base = der.baseAddress?.assumingMemoryBound(to: UInt8.self), der.count > 0 else {
+            throw KeychainError(.decode, "empty \(what)")
+        }
+        var p: UnsafePointer<UInt8>? = base
+        let object = try check(decode(&p, der.count), .decode, "not a valid \(what)")
+        guard p == base + der.count else {
+            free(object)
+            throw KeychainError(.decode, "trailing bytes after the \(what)")
+        }
+        return object
+    }
 }

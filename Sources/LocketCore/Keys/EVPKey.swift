@@ -17,23 +17,14 @@ final class EVPKey {
 
     /// A private key from PKCS#8 PrivateKeyInfo DER.
     convenience init(pkcs8 der: UnsafeRawBufferPointer) throws {
-        try OpenSSL.ready()
-        guard let base = der.baseAddress, der.count > 0 else { throw KeychainError(.decode, "empty private key") }
-        var p: UnsafePointer<UInt8>? = base.assumingMemoryBound(to: UInt8.self)
-        let info = try OpenSSL.check(d2i_PKCS8_PRIV_KEY_INFO(nil, &p, der.count), .decode, "not a PKCS#8 private key")
+        let info = try OpenSSL.read(der, "PKCS#8 private key", free: PKCS8_PRIV_KEY_INFO_free) { d2i_PKCS8_PRIV_KEY_INFO(nil, $0, $1) }
         defer { PKCS8_PRIV_KEY_INFO_free(info) }
-        guard p == base.assumingMemoryBound(to: UInt8.self) + der.count else { throw KeychainError(.decode, "trailing bytes after the PKCS#8 private key") }
         self.init(taking: try OpenSSL.check(EVP_PKCS82PKEY(info), .decode, "unusable PKCS#8 private key"))
     }
 
     /// A public key from SubjectPublicKeyInfo DER.
     convenience init(spki der: UnsafeRawBufferPointer) throws {
-        try OpenSSL.ready()
-        guard let base = der.baseAddress, der.count > 0 else { throw KeychainError(.decode, "empty public key") }
-        var p: UnsafePointer<UInt8>? = base.assumingMemoryBound(to: UInt8.self)
-        let key = try OpenSSL.check(d2i_PUBKEY(nil, &p, der.count), .decode, "not a SubjectPublicKeyInfo public key")
-        self.init(taking: key)
-        guard p == base.assumingMemoryBound(to: UInt8.self) + der.count else { throw KeychainError(.decode, "trailing bytes after the public key") }
+        self.init(taking: try OpenSSL.read(der, "SubjectPublicKeyInfo public key", free: EVP_PKEY_free) { d2i_PUBKEY(nil, $0, $1) })
     }
 
     /// A key from libcrypto parameters (OpenSSH key files, raw public keys).

@@ -22,12 +22,8 @@ enum PKCS12File {
     /// Reads DER PKCS#12. The passphrase is asked only when the empty one
     /// does not open the file; a wrong one is errSecAuthFailed.
     static func read(_ bytes: UnsafeRawBufferPointer, passphrase: () throws -> SecureBytes) throws -> Contents {
-        try OpenSSL.ready()
-        guard let base = bytes.baseAddress, bytes.count > 0 else { throw KeychainError(.decode, "empty PKCS#12 file") }
-        var p: UnsafePointer<UInt8>? = base.assumingMemoryBound(to: UInt8.self)
-        let p12 = try OpenSSL.check(d2i_PKCS12(nil, &p, bytes.count), .decode, "not a PKCS#12 file")
+        let p12 = try OpenSSL.read(bytes, "PKCS#12 file", free: PKCS12_free) { d2i_PKCS12(nil, $0, $1) }
         defer { PKCS12_free(p12) }
-        guard p == base.assumingMemoryBound(to: UInt8.self) + bytes.count else { throw KeychainError(.decode, "trailing bytes after the PKCS#12 data") }
         try checkMACWork(p12)
 
         // An empty passphrase is written either as no password or as "": try both before asking.
@@ -145,12 +141,8 @@ enum PKCS12File {
 
     /// Encrypted PKCS#8 (EncryptedPrivateKeyInfo DER) to a private key.
     static func decryptPKCS8(_ der: UnsafeRawBufferPointer, passphrase: SecureBytes) throws -> EVPKey {
-        try OpenSSL.ready()
-        guard let base = der.baseAddress, der.count > 0 else { throw KeychainError(.decode, "empty encrypted private key") }
-        var p: UnsafePointer<UInt8>? = base.assumingMemoryBound(to: UInt8.self)
-        let sig = try OpenSSL.check(d2i_X509_SIG(nil, &p, der.count), .decode, "not an encrypted PKCS#8 private key")
+        let sig = try OpenSSL.read(der, "encrypted PKCS#8 private key", free: X509_SIG_free) { d2i_X509_SIG(nil, $0, $1) }
         defer { X509_SIG_free(sig) }
-        guard p == base.assumingMemoryBound(to: UInt8.self) + der.count else { throw KeychainError(.decode, "trailing bytes after the encrypted private key") }
         try checkPKCS8Work(sig, what: "encrypted private key")
         let pass = try cString(passphrase)
         let info = pass.withUnsafeBytes { PKCS8_decrypt_ex(sig, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(passphrase.count), nil, nil) }
