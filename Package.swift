@@ -40,8 +40,11 @@ let package = Package(
         // Test only: `locket ssh-agent` over keys in a directory, for the agent's
         // end-to-end tests until the keychain holds keys (issue 13).
         .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
-        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "CSQLite"]),
+        // What the test targets share (issue 12): the one process runner, the
+        // sandbox, the in-process CLI runner. Not a product; never in `locket`.
+        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "CSQLite"], path: "Tests/LocketTestSupport"),
+        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "CSQLite", "LocketTestSupport"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
-        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore"]),
+        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport"]),
     ]
 )

@@ -11,6 +11,15 @@ public struct IO: Sendable {
     public var stdin: Int32
     /// The environment variables.
     public var environment: Environment
+    /// How long, in milliseconds, a password or secret that nobody asked for
+    /// explicitly waits for its first byte on a non-terminal stdin
+    /// (`Prompt.implicitStdinWait`). Only tests shorten it: the binary always
+    /// runs with `standard`.
+    public var implicitStdinWait: Int32 = Prompt.implicitStdinWait
+    /// The Argon2id cost `init` and `passwd` use without `--kdf`; nil for
+    /// their own defaults. Only tests set it (libsodium's minimum, to make
+    /// keychains quickly); the binary has no way to.
+    public var defaultKDF: KDFCost? = nil
 
     public init(write: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Void, stdin: Int32, environment: [String: String]) {
         self.init(write: write, stdin: stdin, environment: Environment(environment))

@@ -26,7 +26,7 @@ enum Prompt {
             }
             return first
         }
-        if !fromStdin { try waitForInput(fd, what: "password") }
+        if !fromStdin { try waitForInput(fd, what: "password", milliseconds: context.io.implicitStdinWait) }
         let line = try readLine(fd)
         guard line.count > 0 else {
             throw KeychainError(.interactionNotAllowed, "no password on standard input and no terminal to ask at",
@@ -59,7 +59,7 @@ enum Prompt {
             }
             return first
         }
-        try waitForInput(fd, what: "secret")
+        try waitForInput(fd, what: "secret", milliseconds: context.io.implicitStdinWait)
         // One byte of slack for the trailing newline that is dropped below; add checks the size.
         let all = try readAll(fd, what: "standard input", limit: Keychain.maximumDataLength + 1)
         // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
@@ -100,9 +100,9 @@ enum Prompt {
     }
 
     /// Fails instead of hanging when stdin stays silent (no terminal, no data).
-    private static func waitForInput(_ fd: Int32, what: String) throws {
+    private static func waitForInput(_ fd: Int32, what: String, milliseconds: Int32) throws {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let n = poll(&p, 1, implicitStdinWait)
+        let n = poll(&p, 1, milliseconds)
         if n == 0 {
             throw KeychainError(.interactionNotAllowed, "no \(what) on standard input and no terminal to ask at",
                                 hint: "pipe the \(what) in (or use --password-stdin), or run at a terminal")

@@ -31,7 +31,7 @@ extension Commands {
         // Plain passwd keeps the keychain's cost, never below INTERACTIVE: the
         // command line writes no weaker parameters, whatever made the keychain.
         let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "passwd").cost }
-            ?? keychain.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
+            ?? context.io.defaultKDF ?? keychain.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
         let new = try Prompt.password(context, prompt: "New password for \(keychain.path): ", confirm: true, fromStdin: fromStdin)
         try keychain.changePassword(old: old, new: new, kdf: cost, rotate: invocation.has("rotate"))
         return 0

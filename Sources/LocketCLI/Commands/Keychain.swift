@@ -9,7 +9,7 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "creating a keychain is for its owner, not an app with entitlements")
         }
         let path = try context.keychainPath()
-        let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "init").cost } ?? .moderate
+        let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "init").cost } ?? context.io.defaultKDF ?? .moderate
         var password: SecureBytes?
         if !invocation.has("no-password") {
             password = try Prompt.password(context, prompt: "New password for \(path): ", confirm: true,

@@ -3,6 +3,9 @@ import XCTest
 
 /// `delete`: every match, the guard against an unqualified delete, `--all`.
 final class EndToEndDeleteTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

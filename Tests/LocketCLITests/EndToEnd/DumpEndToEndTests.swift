@@ -3,6 +3,9 @@ import XCTest
 
 /// `dump` and `dump --data`, as text and JSON, unlocked and locked.
 final class EndToEndDumpTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

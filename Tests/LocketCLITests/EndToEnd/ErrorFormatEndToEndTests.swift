@@ -3,6 +3,9 @@ import XCTest
 
 /// Errors on stderr: `locket: error: ... (errSecName -NNNNN)`, or a JSON object with --json.
 final class EndToEndErrorFormatTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

@@ -4,6 +4,9 @@ import XCTest
 /// An attribute the item class does not have is errSecNoSuchAttr in every
 /// command; an unknown class is errSecNoSuchClass.
 final class EndToEndForeignAttributeTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

@@ -4,6 +4,9 @@ import XCTest
 /// Issue 16, item 5: `generate` and `add --generate[=N]` (the distribution
 /// itself: PasswordGeneratorTests in LocketCoreTests).
 final class EndToEndGenerateTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     static let sets: [String: String] = [
         "alnum": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
         "symbols": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~",

@@ -4,6 +4,9 @@ import XCTest
 /// Internet passwords (`--class inet`): `-s` is the server, protocols and
 /// authentication types as names or four-char codes, ports, paths.
 final class EndToEndInternetPasswordTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

@@ -4,6 +4,9 @@ import XCTest
 /// The JSON contract (SPEC §3, §8): the exact keys of a generic and an
 /// internet password, RFC 3339 dates, and `data` / `dataBase64`.
 final class EndToEndJSONShapeTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     static let common: Set<String> = ["class", "account", "label", "description", "comment", "creator", "type",
                                       "accessGroup", "accessible", "creationDate", "modificationDate", "persistentRef"]
     static let genericKeys = common.union(["service", "generic"])

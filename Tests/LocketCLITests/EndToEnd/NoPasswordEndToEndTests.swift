@@ -4,6 +4,9 @@ import XCTest
 /// Issue 3, point 5: a keychain made with `init --no-password` is always
 /// unlocked, like a device without a passcode.
 final class EndToEndNoPasswordTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     typealias PC = ProtectionClassName
 
     override func setUpWithError() throws {

@@ -4,6 +4,9 @@ import XCTest
 /// SPEC §5 / issue 3, points 1 and 2: the seven protection classes, chosen at
 /// `add`, and what `lock` and `lock --all` leave readable, class by class.
 final class EndToEndProtectionClassTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     typealias PC = ProtectionClassName
 
     override func setUpWithError() throws {

@@ -9,6 +9,9 @@ import Glibc
 /// (class, group) keys in the session, so that any later command, even one
 /// that drops its entitlements, opens that app's items and nothing else.
 final class EndToEndScopedSessionTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     var appA: String!
     var appB: String!
 

@@ -5,6 +5,9 @@ import XCTest
 /// countdown, whether a password is set and the items per class, and needs
 /// no password.
 final class EndToEndStatusTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     typealias PC = ProtectionClassName
 
     override func setUpWithError() throws {

@@ -7,6 +7,9 @@ import Glibc
 
 /// Primary keys: duplicates, empty defaults, and `add -U`.
 final class EndToEndUniquenessTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

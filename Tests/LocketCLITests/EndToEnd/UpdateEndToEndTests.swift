@@ -3,6 +3,9 @@ import XCTest
 
 /// `update`: `--set` by long name and code, every match, all or nothing.
 final class EndToEndUpdateTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

@@ -3,6 +3,9 @@ import XCTest
 
 /// Usage errors (exit 2 with a usage line), `--version`, `help`.
 final class EndToEndUsageTests: EndToEndCase {
+    // Needs no real process: runs the command line in-process (issue 12); EndToEndSmokeTests runs each command through the binary.
+    override class var inProcess: Bool { true }
+
     func testUnknownOption() {
         assertUsage(locket("find", "--bogus"), mentions: ["--bogus", "usage: locket find"])
         assertUsage(locket("find", "-Z"), mentions: ["-Z"])
