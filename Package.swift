@@ -43,7 +43,7 @@ let package = Package(
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
         .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "CSQLite"], path: "Tests/LocketTestSupport"),
-        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "CSQLite", "LocketTestSupport"]),
+        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport"]),
     ]

@@ -1,4 +1,3 @@
-import CSQLite
 import LocketCore
 import XCTest
 
@@ -8,23 +7,10 @@ final class DamagedRowTests: KeychainTestCase {
     /// Flips one byte of `column` (attrs or data) in the row with `ref`, with the keychain closed.
     private func flipByte(_ column: String, of ref: [UInt8]) throws {
         keychain = nil
-        var db: OpaquePointer?
-        XCTAssertEqual(sqlite3_open(temporary.path, &db), SQLITE_OK)
-        defer { sqlite3_close(db) }
-        var select: OpaquePointer?
-        XCTAssertEqual(sqlite3_prepare_v2(db, "SELECT \(column) FROM items WHERE ref = ?", -1, &select, nil), SQLITE_OK)
-        _ = ref.withUnsafeBytes { sqlite3_bind_blob(select, 1, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
-        XCTAssertEqual(sqlite3_step(select), SQLITE_ROW)
-        var value = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(select, 0), count: Int(sqlite3_column_bytes(select, 0))))
-        sqlite3_finalize(select)
+        let db = try ReliabilityDatabase(temporary.path)
+        var value = try XCTUnwrap(try db.rows("SELECT \(column) FROM items WHERE ref = ?", [ref]).first?[0])
         value[value.count - 1] ^= 0x01
-        var update: OpaquePointer?
-        XCTAssertEqual(sqlite3_prepare_v2(db, "UPDATE items SET \(column) = ?1 WHERE ref = ?2", -1, &update, nil), SQLITE_OK)
-        _ = value.withUnsafeBytes { sqlite3_bind_blob(update, 1, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
-        _ = ref.withUnsafeBytes { sqlite3_bind_blob(update, 2, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
-        XCTAssertEqual(sqlite3_step(update), SQLITE_DONE)
-        XCTAssertEqual(sqlite3_changes(db), 1)
-        sqlite3_finalize(update)
+        XCTAssertEqual(try db.change("UPDATE items SET \(column) = ?1 WHERE ref = ?2", [value, ref]), 1)
         keychain = try temporary.open()
     }
 

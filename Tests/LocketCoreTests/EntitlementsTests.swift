@@ -12,37 +12,9 @@ final class EntitlementsTests: XCTestCase {
     // MARK: - Fixtures
 
     /// An `.entitlements` file as Xcode writes it: XML header, Apple's DOCTYPE,
-    /// tab indentation, build variables, and keys locket has no use for.
-    static let xcode = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-        <plist version="1.0">
-        <dict>
-        \t<key>aps-environment</key>
-        \t<string>development</string>
-        \t<key>com.apple.developer.associated-domains</key>
-        \t<array>
-        \t\t<string>applinks:example.com</string>
-        \t</array>
-        \t<key>com.apple.security.app-sandbox</key>
-        \t<true/>
-        \t<key>com.apple.developer.icloud-container-environment</key>
-        \t<integer>1</integer>
-        \t<key>application-identifier</key>
-        \t<string>SKMME9E2Y8.com.example.waffle-varnisher</string>
-        \t<key>keychain-access-groups</key>
-        \t<array>
-        \t\t<string>$(AppIdentifierPrefix)groupA</string>
-        \t\t<string>$(TeamIdentifierPrefix)groupB</string>
-        \t</array>
-        \t<key>com.apple.security.application-groups</key>
-        \t<array>
-        \t\t<string>group.com.example.waffle</string>
-        \t</array>
-        </dict>
-        </plist>
-
-        """
+    /// tab indentation, build variables, and keys locket has no use for
+    /// (app A of the end-to-end tests, LocketTestSupport).
+    static let xcode = Apps.xcodeA
 
     func parse(_ text: String, name: String = "app.entitlements") throws -> Entitlements {
         try Entitlements.parse(Array(text.utf8), name: name)

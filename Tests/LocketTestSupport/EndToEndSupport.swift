@@ -101,21 +101,9 @@ public enum Spawn {
         signal(SIGPIPE, SIG_IGN)
     }()
 
-    /// A pipe whose ends close on exec (the child gets only the dup2'd copies).
-    private static func makePipe(_ fds: inout [Int32]) -> Bool {
-        guard pipe(&fds) == 0 else { return false }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        return true
-    }
-
-    /// Held from creating the pipes to posix_spawn, so that a child spawned
-    /// by another thread never inherits this child's pipe ends (which would
-    /// keep them open and hide end-of-file).
-    private static let spawnLock = NSLock()
-
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                     input: Input, timeout: Double) -> RunResult {
-        run(executable, arguments, environmentEntries: environment.sorted { $0.key < $1.key }.map { Array("\($0.key)=\($0.value)".utf8) },
+        run(executable, arguments, environmentEntries: ProcessSpawner.entries(environment),
             input: input, timeout: timeout)
     }
 
@@ -124,59 +112,32 @@ public enum Spawn {
                     input: Input, timeout: Double) -> RunResult {
         _ = ignoreSIGPIPE
         let started = Date()
-        spawnLock.lock()
+        ProcessSpawner.lock.lock()
         var locked = true
-        defer { if locked { spawnLock.unlock() } }
+        defer { if locked { ProcessSpawner.lock.unlock() } }
         var inPipe: [Int32] = [-1, -1], outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        precondition(makePipe(&outPipe) && makePipe(&errPipe))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
+        precondition(ProcessSpawner.makePipe(&outPipe) && ProcessSpawner.makePipe(&errPipe))
+        var stdin = ChildStream.devNull
         switch input {
         case .devNull:
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            break
         case .bytes, .silentPipe:
-            precondition(makePipe(&inPipe))
-            posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+            precondition(ProcessSpawner.makePipe(&inPipe))
+            stdin = .descriptor(inPipe[0])
         }
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-
-        // The child starts with default signal dispositions (we ignore SIGPIPE here).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environmentEntries.map { entry in
-            let copy = malloc(entry.count + 1)!.assumingMemoryBound(to: CChar.self)
-            entry.withUnsafeBytes { if let base = $0.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: $0.count) } }
-            copy[entry.count] = 0
-            return copy
-        } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        let spawned = ProcessSpawner.spawn(executable, arguments.map { Array($0.utf8) }, environmentEntries: environmentEntries,
+                                           stdin: stdin, stdout: .descriptor(outPipe[1]), stderr: .descriptor(errPipe[1]))
         // The child has its copies; close ours of its ends.
         close(outPipe[1])
         close(errPipe[1])
         if inPipe[0] >= 0 { close(inPipe[0]) }
-        spawnLock.unlock()
+        ProcessSpawner.lock.unlock()
         locked = false
-        guard rc == 0 else {
+        guard case .success(let pid) = spawned else {
             close(outPipe[0]); close(errPipe[0])
             if inPipe[1] >= 0 { close(inPipe[1]) }
-            return RunResult(status: nil, signal: nil, stdout: [], stderr: Array("posix_spawn failed: \(String(cString: strerror(rc)))".utf8),
+            let reason = if case .failure(let error) = spawned { String(cString: strerror(error.code.rawValue)) } else { "" }
+            return RunResult(status: nil, signal: nil, stdout: [], stderr: Array("posix_spawn failed: \(reason)".utf8),
                              timedOut: false, duration: 0, arguments: arguments)
         }
 

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import XCTest
 
@@ -194,10 +193,8 @@ final class EndToEndAtRestTests: EndToEndCase {
         let empty = sandbox.root + "/empty.keychain"
         XCTAssertTrue(FileManager.default.createFile(atPath: empty, contents: Data(), attributes: [.posixPermissions: 0o600]))
         let foreign = sandbox.root + "/foreign.keychain"
-        var db: OpaquePointer?
-        XCTAssertEqual(sqlite3_open(foreign, &db), SQLITE_OK)
-        XCTAssertEqual(sqlite3_exec(db, "CREATE TABLE meta(x); CREATE TABLE other(y); INSERT INTO other VALUES (1)", nil, nil, nil), SQLITE_OK)
-        sqlite3_close(db)
+        XCTAssertTrue(FileManager.default.createFile(atPath: foreign, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        try ReliabilityDatabase(foreign).execute("CREATE TABLE meta(x); CREATE TABLE other(y); INSERT INTO other VALUES (1)")
         chmod(foreign, 0o600)
         for path in [empty, foreign] {
             for args in [["find"], ["dump"], ["add", "-s", "x"], ["unlock", "--password-stdin"]] {
@@ -266,58 +263,35 @@ final class EndToEndAtRestTests: EndToEndCase {
         expect(44, "find", "-s", "new")
     }
 
-    // MARK: - SQLite from the test
+    // MARK: - SQLite from the test (ReliabilityDatabase, LocketTestSupport)
 
     private struct SQLiteError: Error, CustomStringConvertible {
         let description: String
     }
 
     /// Opens the keychain with SQLite directly (no locket process running), runs `body`, closes.
-    private func withDatabase(_ body: (OpaquePointer) throws -> Void) throws {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(keychain, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else {
-            throw SQLiteError(description: "cannot open \(keychain)")
-        }
-        defer { sqlite3_close(db) }
-        sqlite3_busy_timeout(db, 5000)
-        try body(db)
+    private func withDatabase(_ body: (ReliabilityDatabase) throws -> Void) throws {
+        try body(try ReliabilityDatabase(keychain))
     }
 
-    private func execute(_ db: OpaquePointer, _ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw SQLiteError(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
-        }
+    private func execute(_ db: ReliabilityDatabase, _ sql: String) throws {
+        try db.execute(sql)
     }
 
-    private func column(_ db: OpaquePointer, _ name: String, row: Int64) throws -> [UInt8] {
-        var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(db, "SELECT \(name) FROM items WHERE id = ?", -1, &stmt, nil) == SQLITE_OK else {
-            throw SQLiteError(description: String(cString: sqlite3_errmsg(db)))
+    private func column(_ db: ReliabilityDatabase, _ name: String, row: Int64) throws -> [UInt8] {
+        guard let first = try db.rows("SELECT \(name) FROM items WHERE id = \(row)").first else {
+            throw SQLiteError(description: "no row \(row)")
         }
-        defer { sqlite3_finalize(stmt) }
-        sqlite3_bind_int64(stmt, 1, row)
-        guard sqlite3_step(stmt) == SQLITE_ROW else { throw SQLiteError(description: "no row \(row)") }
-        let n = Int(sqlite3_column_bytes(stmt, 0))
-        guard n > 0, let p = sqlite3_column_blob(stmt, 0) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: p, count: n))
+        return first[0] ?? []
     }
 
-    private func set(_ db: OpaquePointer, _ name: String, row: Int64, _ value: [UInt8]) throws {
-        var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(db, "UPDATE items SET \(name) = ? WHERE id = ?", -1, &stmt, nil) == SQLITE_OK else {
-            throw SQLiteError(description: String(cString: sqlite3_errmsg(db)))
-        }
-        defer { sqlite3_finalize(stmt) }
-        // SQLITE_TRANSIENT: SQLite copies the bytes before this returns.
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        _ = value.withUnsafeBytes { sqlite3_bind_blob(stmt, 1, $0.baseAddress, Int32($0.count), transient) }
-        sqlite3_bind_int64(stmt, 2, row)
-        guard sqlite3_step(stmt) == SQLITE_DONE, sqlite3_changes(db) == 1 else {
-            throw SQLiteError(description: "update of row \(row) failed: \(String(cString: sqlite3_errmsg(db)))")
+    private func set(_ db: ReliabilityDatabase, _ name: String, row: Int64, _ value: [UInt8]) throws {
+        guard try db.change("UPDATE items SET \(name) = ? WHERE id = \(row)", [value]) == 1 else {
+            throw SQLiteError(description: "update of row \(row) changed no row")
         }
     }
 
-    private func swap(_ db: OpaquePointer, column name: String, between a: Int64, and b: Int64) throws {
+    private func swap(_ db: ReliabilityDatabase, column name: String, between a: Int64, and b: Int64) throws {
         let first = try column(db, name, row: a)
         let second = try column(db, name, row: b)
         XCTAssertNotEqual(first, second)
@@ -327,14 +301,7 @@ final class EndToEndAtRestTests: EndToEndCase {
 
     private func rowCount() throws -> Int {
         var count = 0
-        try withDatabase { db in
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(db, "SELECT count(*) FROM items", -1, &stmt, nil) == SQLITE_OK else {
-                throw SQLiteError(description: String(cString: sqlite3_errmsg(db)))
-            }
-            defer { sqlite3_finalize(stmt) }
-            if sqlite3_step(stmt) == SQLITE_ROW { count = Int(sqlite3_column_int64(stmt, 0)) }
-        }
+        try withDatabase { db in count = Int(try db.text("SELECT count(*) FROM items")) ?? -1 }
         return count
     }
 

@@ -6,59 +6,8 @@ import Glibc
 #endif
 
 // Support for the entitlements and scoped-session end-to-end tests (issue 4):
-// entitlements files for two apps, snapshots of everything locket may write,
-// and a reader for session files.
-
-/// Two apps from different teams, and what their entitlements give.
-enum Apps {
-    /// App A: an `.entitlements` file as Xcode writes it (XML header, Apple's
-    /// DOCTYPE, tabs, keys locket ignores) with both prefix variables.
-    static let xcodeA = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-        <plist version="1.0">
-        <dict>
-        \t<key>aps-environment</key>
-        \t<string>development</string>
-        \t<key>com.apple.developer.associated-domains</key>
-        \t<array>
-        \t\t<string>applinks:example.com</string>
-        \t</array>
-        \t<key>com.apple.security.app-sandbox</key>
-        \t<true/>
-        \t<key>com.apple.application-identifier</key>
-        \t<string>SKMME9E2Y8.com.example.waffle-varnisher</string>
-        \t<key>keychain-access-groups</key>
-        \t<array>
-        \t\t<string>$(AppIdentifierPrefix)groupA</string>
-        \t\t<string>$(TeamIdentifierPrefix)groupB</string>
-        \t\t<string>$(AppIdentifierPrefix)groupA</string>
-        \t</array>
-        \t<key>com.apple.security.application-groups</key>
-        \t<array>
-        \t\t<string>group.com.example.waffle</string>
-        \t\t<string>SKMME9E2Y8.groupB</string>
-        \t</array>
-        </dict>
-        </plist>
-
-        """
-    /// A's access-group list: keychain-access-groups, the application
-    /// identifier, the application groups; duplicates dropped.
-    static let groupsA = ["SKMME9E2Y8.groupA", "SKMME9E2Y8.groupB",
-                          "SKMME9E2Y8.com.example.waffle-varnisher", "group.com.example.waffle"]
-
-    /// App B: JSON, application identifier first in the file, one extra group.
-    static let jsonB = """
-        {
-          "application-identifier": "Z9Y8X7W6V5.com.example.other",
-          "keychain-access-groups": ["$(AppIdentifierPrefix)b-shared"],
-          "aps-environment": "production"
-        }
-
-        """
-    static let groupsB = ["Z9Y8X7W6V5.b-shared", "Z9Y8X7W6V5.com.example.other"]
-}
+// snapshots of everything locket may write, and a reader for session files
+// (the entitlements files of the two apps: Apps, in LocketTestSupport).
 
 /// A session file as `SessionStore` writes it: "LKS1", timeout (4), last use
 /// (8), key count (1), per key a name length (1), the name and 32 key bytes;

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import XCTest
 
@@ -180,18 +179,7 @@ final class EndToEndPasswdTests: EndToEndCase {
 
     /// `PRAGMA integrity_check` on the keychain file, from this process.
     private func integrityCheck(_ path: String) -> String {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { return "cannot open \(path)" }
-        defer { sqlite3_close(db) }
-        sqlite3_busy_timeout(db, 5000)
-        var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &stmt, nil) == SQLITE_OK, let stmt else {
-            return String(cString: sqlite3_errmsg(db))
-        }
-        defer { sqlite3_finalize(stmt) }
-        var rows: [String] = []
-        while sqlite3_step(stmt) == SQLITE_ROW { rows.append(String(cString: sqlite3_column_text(stmt, 0))) }
-        return rows.joined(separator: "; ")
+        ReliabilityDatabase.integrity(path).replacingOccurrences(of: "\n", with: "; ")
     }
 
     func testKilledAtAnyInstantExactlyOneOfOldAndNewUnlocks() throws {
@@ -259,29 +247,7 @@ final class EndToEndPasswdTests: EndToEndCase {
     /// Runs locket on a pseudo-terminal (Python's pty module), typing one answer per
     /// prompt (a prompt ends in ":" or "]", perhaps then a line break); returns the exit status and the screen.
     private func runAtTerminal(_ arguments: [String], answers: [String]) throws -> (status: Int32, screen: String) {
-        let driver = """
-        import os, pty, sys, time
-        answers = sys.argv[1].split('\\x1f') if sys.argv[1] else []
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execv(sys.argv[2], sys.argv[2:])
-        screen, pending, deadline = b'', b'', time.time() + 15
-        while time.time() < deadline:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            screen += chunk; pending += chunk
-            if pending.rstrip().endswith((b':', b']')) and answers:
-                os.write(fd, answers.pop(0).encode() + b'\\n'); pending = b''
-        _, status = os.waitpid(pid, 0)
-        sys.stdout.write(screen.decode('utf-8', 'replace'))
-        sys.exit(os.waitstatus_to_exitcode(status))
-        """
-        let result = Spawn.run("/usr/bin/python3", ["-c", driver, answers.joined(separator: "\u{1f}"), binary] + arguments,
-                               environment: sandbox.environment.merging(["TERM": "dumb"]) { $1 }, input: .devNull, timeout: 20)
+        let result = TerminalDriver.run(binary, arguments, answers: answers, environment: sandbox.environment)
         XCTAssertFalse(result.timedOut, result.summary)
         return (result.status ?? -1, result.out)
     }

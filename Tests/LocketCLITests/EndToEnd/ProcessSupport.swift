@@ -32,38 +32,19 @@ final class BackgroundProcess {
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         _ = Spawn.ignoreSIGPIPE
         var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw POSIXError(.EMFILE) }
-        // Close on exec: the child gets only the dup2'd copies.
-        for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        ProcessSpawner.lock.lock()
+        defer { ProcessSpawner.lock.unlock() }
+        guard ProcessSpawner.makePipe(&outPipe), ProcessSpawner.makePipe(&errPipe) else { throw POSIXError(.EMFILE) }
+        let spawned = ProcessSpawner.spawn(executable, arguments.map { Array($0.utf8) }, environmentEntries: ProcessSpawner.entries(environment),
+                                           stdin: .devNull, stdout: .descriptor(outPipe[1]), stderr: .descriptor(errPipe[1]))
         close(outPipe[1])
         close(errPipe[1])
-        guard rc == 0 else {
+        let child: pid_t
+        switch spawned {
+        case .success(let pid): child = pid
+        case .failure(let error):
             close(outPipe[0]); close(errPipe[0])
-            throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO)
+            throw error
         }
         pid = child
         outFD = outPipe[0]

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import XCTest
 
@@ -8,7 +7,8 @@ import Glibc
 
 // Support for the reliability suite (issue 6, SPEC §7): scale factors for
 // `make soak`, a seeded random generator, processes that can be killed at a
-// chosen instant, byte-exact argv, direct SQLite access and figure reports.
+// chosen instant, byte-exact argv and figure reports (SQLite from the test:
+// ReliabilityDatabase in LocketTestSupport).
 
 /// How long the reliability tests run. `make test` runs the bounded versions;
 /// `make soak` sets `LOCKET_SOAK=1`, which multiplies every count and duration
@@ -99,38 +99,10 @@ struct ReliabilityChild {
 
     static func spawn(_ executable: String, _ arguments: [[UInt8]], environment: [String: String],
                       stdin: String? = nil, stdout: String? = nil, stderr: String? = nil) -> ReliabilityChild? {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        func cString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar> {
-            let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
-            for (i, b) in bytes.enumerated() { p[i] = CChar(bitPattern: b) }
-            p[bytes.count] = 0
-            return p
-        }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([Array(executable.utf8)] + arguments).map(cString) + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }
-            .map { cString(Array("\($0.key)=\($0.value)".utf8)) } + [nil]
-        defer {
-            for p in argv { p?.deallocate() }
-            for p in envp { p?.deallocate() }
-        }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, executable, &actions, &attributes, argv, envp) == 0 else { return nil }
+        func stream(_ path: String?) -> ChildStream { path.map { .file($0) } ?? .devNull }
+        let spawned = ProcessSpawner.spawn(executable, arguments, environmentEntries: ProcessSpawner.entries(environment),
+                                           stdin: stream(stdin), stdout: stream(stdout), stderr: stream(stderr))
+        guard case .success(let pid) = spawned else { return nil }
         return ReliabilityChild(pid: pid)
     }
 
@@ -196,107 +168,6 @@ func reliabilityParallel(_ count: Int, _ body: @escaping @Sendable (Int) -> Void
     }
     for _ in 0..<count { done.wait() }
 }
-
-// MARK: - SQLite from the test
-
-/// The keychain file opened with SQLite directly, while no locket process writes it.
-final class ReliabilityDatabase {
-    struct Failure: Error, CustomStringConvertible { let description: String }
-
-    private var db: OpaquePointer?
-    let path: String
-
-    init(_ path: String, readOnly: Bool = false) throws {
-        self.path = path
-        let flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
-        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(db)
-            db = nil
-            throw Failure(description: "cannot open \(path): \(message)")
-        }
-        sqlite3_busy_timeout(db, 10_000)
-    }
-
-    deinit { sqlite3_close(db) }
-
-    func execute(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw Failure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
-        }
-    }
-
-    /// Rows of `sql`, each column as bytes (text and blobs) or nil (NULL); integers as decimal text.
-    func rows(_ sql: String, _ bindings: [[UInt8]?] = []) throws -> [[[UInt8]?]] {
-        var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else {
-            throw Failure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
-        }
-        defer { sqlite3_finalize(stmt) }
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for (i, value) in bindings.enumerated() {
-            if let value {
-                _ = value.withUnsafeBytes { sqlite3_bind_blob(stmt, Int32(i + 1), $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient) }
-            } else {
-                sqlite3_bind_null(stmt, Int32(i + 1))
-            }
-        }
-        var out: [[[UInt8]?]] = []
-        while true {
-            let rc = sqlite3_step(stmt)
-            if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw Failure(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))") }
-            var row: [[UInt8]?] = []
-            for c in 0..<sqlite3_column_count(stmt) {
-                switch sqlite3_column_type(stmt, c) {
-                case SQLITE_NULL:
-                    row.append(nil)
-                case SQLITE_INTEGER:
-                    row.append(Array(String(sqlite3_column_int64(stmt, c)).utf8))
-                default:
-                    let n = Int(sqlite3_column_bytes(stmt, c))
-                    if n > 0, let p = sqlite3_column_blob(stmt, c) {
-                        row.append(Array(UnsafeRawBufferPointer(start: p, count: n)))
-                    } else {
-                        row.append([])
-                    }
-                }
-            }
-            out.append(row)
-        }
-        return out
-    }
-
-    /// Runs an UPDATE/INSERT/DELETE with blob bindings; returns the number of changed rows.
-    @discardableResult
-    func change(_ sql: String, _ bindings: [[UInt8]?] = []) throws -> Int {
-        _ = try rows(sql, bindings)
-        return Int(sqlite3_changes(db))
-    }
-
-    func text(_ sql: String) throws -> String {
-        try rows(sql).map { row in row.map { $0.map { String(decoding: $0, as: UTF8.self) } ?? "NULL" }.joined(separator: "|") }
-            .joined(separator: "\n")
-    }
-
-    /// `PRAGMA integrity_check` of a file, "ok" when sound; the error text when it cannot even be opened.
-    static func integrity(_ path: String) -> String {
-        do {
-            let db = try ReliabilityDatabase(path)
-            return try db.text("PRAGMA integrity_check")
-        } catch {
-            return "\(error)"
-        }
-    }
-
-    /// Moves the WAL into the main file and empties it.
-    static func checkpoint(_ path: String) throws {
-        let db = try ReliabilityDatabase(path)
-        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    }
-}
-
-// MARK: - Files
 
 enum ReliabilityFiles {
     static func read(_ path: String) -> [UInt8]? {

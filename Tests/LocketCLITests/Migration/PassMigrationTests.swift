@@ -42,25 +42,12 @@ final class PassMigrationTests: XCTestCase {
 
     @discardableResult
     private func run(_ tool: String, _ arguments: [String], input: String = "") throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.find(tool)!)
-        process.arguments = arguments
-        process.environment = environment
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            XCTFail("\(tool) \(arguments.joined(separator: " ")) failed: \(String(decoding: err, as: UTF8.self))")
+        let result = Spawn.run(Self.find(tool)!, arguments, environment: environment, input: .text(input), timeout: 120)
+        guard result.status == 0 else {
+            XCTFail("\(tool) \(arguments.joined(separator: " ")) failed: \(result.err)")
             throw CancellationError()
         }
-        return String(decoding: out, as: UTF8.self)
+        return result.out
     }
 
     func testStoreMadeByPassDecryptedWithGPG() throws {

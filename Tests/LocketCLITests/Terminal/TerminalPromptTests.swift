@@ -16,52 +16,19 @@ final class TerminalPromptTests: XCTestCase {
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(at: home) }
 
-    /// Runs locket under a pty, typing `answers` one per prompt (a prompt ends in ": ").
+    /// Runs locket under a pty (TerminalDriver), typing `answers` one per prompt.
     private func runAtTerminal(_ arguments: [String], answers: [String]) throws -> (status: Int32, screen: String) {
-        let driver = """
-        import os, pty, sys, time
-        answers = sys.argv[1].split('\\x1f') if sys.argv[1] else []
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execv(sys.argv[2], sys.argv[2:])
-        screen, pending, deadline = b'', b'', time.time() + 20
-        while time.time() < deadline:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            screen += chunk; pending += chunk
-            if pending.rstrip(b' ').endswith(b':') and answers:
-                os.write(fd, answers.pop(0).encode() + b'\\n'); pending = b''
-        _, status = os.waitpid(pid, 0)
-        sys.stdout.write(screen.decode('utf-8', 'replace'))
-        sys.exit(os.waitstatus_to_exitcode(status))
-        """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", driver, answers.joined(separator: "\u{1f}"), try locketBinary()] + arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": home.path, "XDG_RUNTIME_DIR": home.appendingPathComponent("run").path,
-                               "LOCKET_SESSION": "dir", "TERM": "dumb"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = TerminalDriver.run(try locketBinary(), arguments, answers: answers,
+                                        environment: ["PATH": "/usr/bin:/bin", "HOME": home.path,
+                                                      "XDG_RUNTIME_DIR": home.appendingPathComponent("run").path, "LOCKET_SESSION": "dir"],
+                                        timeout: 20)
+        XCTAssertFalse(result.timedOut, result.summary)
+        return (result.status ?? -1, result.out)
     }
 
     private func locketBinary() throws -> String {
-        if let bin = ProcessInfo.processInfo.environment["LOCKET_BIN"] { return bin }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        for build in ["release", "debug"] {
-            let path = root.appendingPathComponent(".build/\(build)/locket").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw XCTSkip("no locket binary built")
+        guard let path = LocketBinary.path else { throw XCTSkip("no locket binary built") }
+        return path
     }
 
     func testInitAsksTwiceWithoutEchoAndAddPromptsForTheSecret() throws {

@@ -1,5 +1,7 @@
 import Foundation
 import LocketCore
+// One import for every file of this target: the shared support of all the test targets.
+@_exported import LocketTestSupport
 import XCTest
 
 // Fixtures for the key-layer tests, made at test time by the openssl and
@@ -29,37 +31,17 @@ enum Tools {
     /// Runs `tool args` with `stdin`, in `directory`, with `environment` added.
     @discardableResult
     static func run(_ tool: String, _ args: [String], stdin: [UInt8] = [], environment: [String: String] = [:], in directory: String? = nil) throws -> ToolResult {
-        let process = Process()
-        if tool.hasPrefix("/") {
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = args
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [tool] + args
+        // env(1) finds a bare name on PATH and changes directory (-C) for us.
+        var executable = tool, arguments = args
+        if !tool.hasPrefix("/") || directory != nil {
+            executable = "/usr/bin/env"
+            arguments = (directory.map { ["-C", $0] } ?? []) + [tool] + args
         }
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        process.environment = env
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        // stdin and stderr through files: no threads to feed or drain pipes.
-        let scratch = NSTemporaryDirectory() + "locket-tool-" + UUID().uuidString
-        FileManager.default.createFile(atPath: scratch + ".in", contents: Data(stdin), attributes: [.posixPermissions: 0o600])
-        FileManager.default.createFile(atPath: scratch + ".err", contents: nil, attributes: [.posixPermissions: 0o600])
-        defer {
-            try? FileManager.default.removeItem(atPath: scratch + ".in")
-            try? FileManager.default.removeItem(atPath: scratch + ".err")
-        }
-        let input = FileHandle(forReadingAtPath: scratch + ".in")!, error = FileHandle(forWritingAtPath: scratch + ".err")!
-        defer { try? input.close(); try? error.close() }
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let errData = (try? Data(contentsOf: URL(fileURLWithPath: scratch + ".err"))) ?? Data()
-        return ToolResult(status: process.terminationStatus, stdout: [UInt8](out), stderr: String(decoding: errData, as: UTF8.self))
+        let result = Spawn.run(executable, arguments, environment: env, input: .bytes(stdin), timeout: 300)
+        guard let status = result.status else { throw KeysTestError.toolFailed("\(tool): \(result.summary)") }
+        return ToolResult(status: status, stdout: result.stdout, stderr: result.err)
     }
 
     /// Runs and fails the test unless the tool exits 0.

@@ -31,27 +31,14 @@ final class KeePassXCRealTests: XCTestCase {
     /// Runs keepassxc-cli with `input` on stdin (its password prompts read stdin); returns stdout.
     @discardableResult
     private func cli(_ arguments: [String], input: String) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.find("keepassxc-cli")!)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = directory
         environment["QT_QPA_PLATFORM"] = "offscreen"
-        process.environment = environment
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw XCTSkip("keepassxc-cli \(arguments.first ?? "") failed (\(process.terminationStatus)): \(String(decoding: err, as: UTF8.self))")
+        let result = Spawn.run(Self.find("keepassxc-cli")!, arguments, environment: environment, input: .text(input), timeout: 120)
+        guard result.status == 0 else {
+            throw XCTSkip("keepassxc-cli \(arguments.first ?? "") failed (\(result.summary)): \(result.err)")
         }
-        return out
+        return Data(result.stdout)
     }
 
     func testDatabaseMadeAndExportedByKeePassXC() throws {

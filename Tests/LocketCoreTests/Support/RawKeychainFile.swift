@@ -1,10 +1,10 @@
-import CSQLite
 import Foundation
 import LocketCore
 import XCTest
 
 /// A keychain file as someone outside locket sees it: bytes to copy and put
-/// back, and SQL to edit it with. Every Keychain object on the file must be
+/// back, and SQL to edit it with (through ReliabilityDatabase, the tests' one
+/// way into a keychain's SQLite). Every Keychain object on the file must be
 /// released first (the last connection to close checkpoints the WAL).
 struct RawKeychainFile {
     let path: String
@@ -23,13 +23,7 @@ struct RawKeychainFile {
 
     /// Runs SQL statements on the file.
     func execute(_ sql: String, file: StaticString = #filePath, line: UInt = #line) {
-        var db: OpaquePointer?
-        XCTAssertEqual(sqlite3_open(path, &db), SQLITE_OK, file: file, line: line)
-        defer { sqlite3_close(db) }
-        var message: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(db, sql, nil, nil, &message)
-        XCTAssertEqual(rc, SQLITE_OK, message.map { String(cString: $0) } ?? sql, file: file, line: line)
-        sqlite3_free(message)
+        XCTAssertNoThrow(try ReliabilityDatabase(path).execute(sql), file: file, line: line)
     }
 
     /// The value of one meta row, nil when absent.
@@ -39,18 +33,8 @@ struct RawKeychainFile {
 
     /// The first column of every row of `sql`, as bytes.
     func blobs(_ sql: String) -> [[UInt8]] {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return [] }
-        defer { sqlite3_close(db) }
-        var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK else { return [] }
-        defer { sqlite3_finalize(stmt) }
-        var out: [[UInt8]] = []
-        while sqlite3_step(stmt) == SQLITE_ROW {
-            let n = Int(sqlite3_column_bytes(stmt, 0))
-            out.append(n == 0 ? [] : Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(stmt, 0), count: n)))
-        }
-        return out
+        guard let rows = try? ReliabilityDatabase(path, readOnly: true).rows(sql) else { return [] }
+        return rows.map { $0.first.flatMap { $0 } ?? [] }
     }
 }
 
