@@ -47,7 +47,7 @@ final class EndToEndReliabilityConcurrencyTests: EndToEndCase {
 
     func testEightWritersAndALockerLoseNothing() throws {
         initKeychain()
-        let duration = 25.0 * Double(ReliabilityScale.factor)
+        let duration = ReliabilityScale.seconds(25)
         let workers = 8
         let binary = self.binary!
         let environment = sandbox.environment
@@ -163,7 +163,7 @@ final class EndToEndReliabilityConcurrencyTests: EndToEndCase {
     func testReadersRacingLockNeverSeeADamagedSession() throws {
         initKeychain()
         add("-s", "svc", "-a", "me", secret: "race-secret")
-        let duration = 6.0 * Double(ReliabilityScale.factor)
+        let duration = ReliabilityScale.seconds(6)
         let binary = self.binary!
         let environment = sandbox.environment
         let password = Self.password
