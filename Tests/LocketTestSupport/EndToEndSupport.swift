@@ -1,6 +1,5 @@
 import Foundation
 import LocketCore
-import XCTest
 
 #if canImport(Glibc)
 import Glibc
@@ -64,19 +63,22 @@ public struct RunResult: Sendable {
     /// The stdout parsed as one JSON object.
     public func jsonObject(file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
         let value = try json()
-        return try XCTUnwrap(value as? [String: Any], "not a JSON object: \(out)", file: file, line: line)
+        guard let typed = value as? [String: Any] else { throw UnexpectedOutput("not a JSON object: \(out)", file: file, line: line) }
+        return typed
     }
 
     /// The stdout parsed as a JSON array of objects.
     public func jsonArray(file: StaticString = #filePath, line: UInt = #line) throws -> [[String: Any]] {
         let value = try json()
-        return try XCTUnwrap(value as? [[String: Any]], "not a JSON array of objects: \(out)", file: file, line: line)
+        guard let typed = value as? [[String: Any]] else { throw UnexpectedOutput("not a JSON array of objects: \(out)", file: file, line: line) }
+        return typed
     }
 
     /// The stderr parsed as one JSON object (errors under --json).
     public func jsonError(file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
         let value = try JSONSerialization.jsonObject(with: Data(stderr), options: [])
-        return try XCTUnwrap(value as? [String: Any], "stderr is not a JSON object: \(err)", file: file, line: line)
+        guard let typed = value as? [String: Any] else { throw UnexpectedOutput("stderr is not a JSON object: \(err)", file: file, line: line) }
+        return typed
     }
 
     /// `name: value` lines of text output, first occurrence of each name.
@@ -90,6 +92,16 @@ public struct RunResult: Sendable {
             if out[name] == nil { out[name] = String(value) }
         }
         return out
+    }
+}
+
+/// Output that is not what a test expected to parse, thrown where it was parsed.
+/// (This target uses no XCTest: `swift build` of the package builds it too.)
+public struct UnexpectedOutput: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ message: String, file: StaticString = #filePath, line: UInt = #line) {
+        description = "\(file):\(line): \(message)"
     }
 }
 
