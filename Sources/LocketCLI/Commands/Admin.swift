@@ -30,6 +30,7 @@ extension Commands {
         }
         // Plain passwd keeps the keychain's cost, never below INTERACTIVE: the
         // command line writes no weaker parameters, whatever made the keychain.
+        // (IO.defaultKDF comes before it only in-process, where a test sets it.)
         let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "passwd").cost }
             ?? context.io.defaultKDF ?? keychain.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
         let new = try Prompt.password(context, prompt: "New password for \(keychain.path): ", confirm: true, fromStdin: fromStdin)
