@@ -60,7 +60,7 @@ test-deps:
 			|| echo "make test-deps: could not install$$missing; the tests that need them will skip"; \
 	fi
 
-# Only the executable: the libraries it links, not the tests' support target.
+# Only the executable: not the tests' support target nor the agent's test host.
 build: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
 
