@@ -1,0 +1,188 @@
+/// Unlock, password changes and the wrong-password counter.
+extension Keychain {
+    // MARK: - Unlock
+
+    /// Unlocks with `password` until `lock`, a reboot, or `timeout` seconds
+    /// without use (0: no auto-lock).
+    public func unlock(password: SecureBytes, timeout: UInt32?) throws {
+        guard keybag.hasPassword else { return }
+        try checkKDFParameters()
+        // Count the attempt before checking it, so killing the process during
+        // the password hash does not dodge the count; a success resets it.
+        try recordAttempt(failed: true)
+        let kek = try keybag.kek(password: password)
+        var unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
+        try authenticateWithPassword(unwrapped)
+        try recordAttempt(failed: false)
+        if device == nil {
+            // A lost device secret: make a new one. Device-bound items of the
+            // old one stay unreadable, as after restoring a phone from backup.
+            try DeviceKey.create(secretPath: environment.deviceSecretPath())
+            device = try deviceKey()
+        }
+        if let device, !isBoundDevice(device) {
+            try rebind(&unwrapped, kek: kek, device: device)
+        }
+        try rewrapForThisDevice(unwrapped, device: device)
+        try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
+        try reloadKeys()
+    }
+
+    /// Whether `device` is the device the keychain's device-bound keys belong to.
+    func isBoundDevice(_ device: SecureBytes?) -> Bool {
+        guard let device, let stored = meta[.deviceFingerprint] else { return false }
+        return Keybag.deviceFingerprint(device, keychainID: keybag.keychainID) == stored
+    }
+
+    /// The first unlock on a new device (a copied keychain, a lost device
+    /// secret): fresh device-bound class keys for this device, so that new
+    /// ThisDeviceOnly items work here. Items bound to the old device keep their
+    /// old keys, which never open here; `tdo_boundary` (ids never repeat)
+    /// tells them apart, so they show as unavailable on this device, not damaged.
+    func rebind(_ unwrapped: inout SessionKeys, kek: SecureBytes, device: SecureBytes) throws {
+        var fresh = SessionKeys()
+        for name in keybag.deviceBoundNames { fresh.set(name, SecureBytes(copying: Sodium.random(32))) }
+        var bag = keybag
+        bag.wrap(fresh, kek: kek, device: device)
+        let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
+        let boundary: Int64 = try write {
+            let boundary = max(try store.maximumID(), tdoBoundary)
+            try MetaStore.writeKeybag(database, bag)
+            try MetaStore.write(database, [(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, Keychain.int64Bytes(boundary))])
+            return boundary
+        }
+        keybag = bag
+        meta[.deviceFingerprint] = fingerprint
+        meta[.thisDeviceOnlyBoundary] = Keychain.int64Bytes(boundary)
+        for (name, key) in fresh.entries { unwrapped.set(name, key) }
+    }
+
+    /// Device-bound items with ids up to this one belong to an earlier device.
+    var tdoBoundary: Int64 { meta.integer(.thisDeviceOnlyBoundary) ?? 0 }
+
+    /// Re-wraps the always-available keys for this device's key when they came
+    /// from elsewhere (a copied keychain, a lost device secret).
+    func rewrapForThisDevice(_ unwrapped: SessionKeys, device: SecureBytes?) throws {
+        guard let device else { return }
+        let current = keybag.unwrapWithDevice(device)
+        var missing = SessionKeys()
+        for name in [ProtectionClass.always.rawValue, Keybag.indexKeyName] where current[name] == nil {
+            if let key = unwrapped[name] { missing.set(name, key) }
+        }
+        guard !missing.entries.isEmpty else { return }
+        var bag = keybag
+        bag.wrap(missing, kek: nil, device: device)
+        try write { try MetaStore.writeKeybag(database, bag) }
+        keybag = bag
+    }
+
+    // MARK: - Wrong passwords
+
+    /// Consecutive wrong passwords since the last success.
+    public var failedAttempts: Int { meta.integer(.failures).map { Int($0) } ?? 0 }
+
+    /// Seconds to wait before the next password attempt (rounded up): none
+    /// for the first five failures, then 1, 2, 4, ... up to 30 s after the last failure.
+    public var passwordDelay: Int { (passwordDelayMilliseconds + 999) / 1000 }
+
+    /// The same wait in milliseconds.
+    public var passwordDelayMilliseconds: Int {
+        let failures = failedAttempts
+        guard failures >= 5 else { return 0 }
+        let wait = min(30, 1 << min(failures - 5, 5))
+        // Milliseconds since the last failure (older keychains stored whole seconds under failed_at).
+        let lastMs = meta.integer(.failedAtMilliseconds) ?? (meta.integer(.failedAt) ?? 0) * 1000
+        return max(0, Int(lastMs + Int64(wait) * 1000 - Keychain.now()))
+    }
+
+    /// Counts a password attempt (before checking it) or resets the count
+    /// (after a success). Counted only where the header can be sealed, that
+    /// is where the blind-index key opens without the password: on a device
+    /// the keychain was never unlocked on, or after the device secret was
+    /// lost, the count starts at the first success there (whoever can run
+    /// locket in that state can also edit the file).
+    ///
+    /// Nor is an attempt on an older copy being accepted: it is not written
+    /// before it is accepted (whoever put it back set its count anyway).
+    func recordAttempt(failed: Bool) throws {
+        guard keys[Keybag.indexKeyName] != nil, !isRolledBack else { return }
+        if !failed && failedAttempts == 0 { return }
+        // Fully synchronous, as every write: the generation mirror follows the
+        // commit, and must never be ahead of it after a power cut.
+        try write {
+            let before = try MetaStore.value(database, .failures).map(Keychain.int64) ?? 0
+            let failures = failed ? before + 1 : 0
+            try MetaStore.write(database, [(.failures, Keychain.int64Bytes(failures)),
+                                           (.failedAt, Keychain.int64Bytes(SessionStore.now())),
+                                           (.failedAtMilliseconds, Keychain.int64Bytes(Keychain.now()))])
+        }
+    }
+
+    // MARK: - Password
+
+    /// Changes, sets (on a keychain without one) or removes (`new` nil) the
+    /// password, hashing the new one at `kdf` (nil: the current cost, or
+    /// `.moderate` for a first password). Only the class keys are re-wrapped,
+    /// in one transaction, so after a crash either the old or the new password
+    /// unlocks. Removing the password deletes every when-passcode-set item, as
+    /// iOS does; returns how many.
+    ///
+    /// With `rotate`, every class key and the blind-index key are replaced
+    /// and every item is re-sealed (`rotateKeys`), in the same transaction.
+    @discardableResult
+    public func changePassword(old: SecureBytes?, new: SecureBytes?, kdf cost: KDFCost? = nil, rotate: Bool = false) throws -> Int {
+        try requireOwner("changing the password")
+        if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", hint: "use --remove to remove the password") }
+        if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
+        if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
+        try checkKDFParameters()
+        if hasPassword { try recordAttempt(failed: true) }
+        let oldKEK = try keybag.kek(password: old)
+        var keys = try keybag.unwrapWithKEK(oldKEK, device: device, sameDevice: isBoundDevice(device))
+        try authenticateWithPassword(keys)
+        if hasPassword { try recordAttempt(failed: false) }
+
+        let passcodeName = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
+        var kdf: KDFParameters?
+        let newKEK: SecureBytes
+        if let new {
+            kdf = KDFParameters(cost: cost ?? keybag.kdf?.cost ?? .moderate)
+            newKEK = try PasswordHash.deriveKEK(password: new, parameters: kdf!)
+            if keys[passcodeName] == nil && keybag.rows[passcodeName] == nil {
+                keys.set(passcodeName, SecureBytes(copying: Sodium.random(32)))
+            }
+        } else {
+            newKEK = Keybag.passwordlessKEK(keybag.keychainID)
+        }
+        if rotate {
+            try rotateKeys(old: keys, kdf: kdf!, kek: newKEK)
+            return 0
+        }
+        var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: keybag.rows)
+        bag.wrap(keys, kek: newKEK, device: device)
+        let removed: Int = try write {
+            var removed = 0
+            if new == nil {
+                removed = try store.delete(ItemStore.Filter(protectionClass: .whenPasscodeSetThisDeviceOnly))
+                try MetaStore.removeKeybagRow(database, passcodeName)
+                try MetaStore.remove(database, .kdf)
+                bag.removeRow(passcodeName)
+            } else {
+                try MetaStore.write(database, [(.kdf, kdf!.encoded)])
+            }
+            try MetaStore.writeKeybag(database, bag)
+            return removed
+        }
+        let hadPassword = keybag.hasPassword
+        keybag = bag
+        if new == nil {
+            // Nothing left to unlock: the session's copies are redundant.
+            lock(all: true)
+        } else if !hadPassword {
+            // Setting a first password leaves the keychain unlocked, as init does
+            // (and as iOS does after a passcode is set).
+            try saveSession(keys, timeout: defaultTimeout)
+        }
+        return removed
+    }
+}
