@@ -30,7 +30,7 @@ extension Keychain {
                 }
                 var changes = new.attributes.filter { $0.key.isSealed }
                 changes[.label] = changes[.label] ?? attributes[.label]
-                let updated = try modify(query, changes: changes, newGroup: nil, data: data, extra: extra)
+                let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra)
                 return updated[0]
             }
         }

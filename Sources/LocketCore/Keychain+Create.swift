@@ -13,7 +13,7 @@ extension Keychain {
             throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
         }
         if let password, password.count == 0 {
-            throw KeychainError(.param, "the password is empty", hint: "use --no-password for a keychain without one")
+            throw KeychainError(.param, "the password is empty", reason: .emptyPassword)
         }
         // Every variable the new keychain needs is read before anything is made.
         let devicePath = try environment.deviceSecretPath()

@@ -153,6 +153,7 @@ extension Keychain {
         if hasPassword {
             guard let password else { throw KeychainError(.authFailed) }
             try checkKDFParameters()
+            waitOutPasswordDelay()
             try recordAttempt(failed: true)
             let kek = try keybag.kek(password: password)
             let unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))

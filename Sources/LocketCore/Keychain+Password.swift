@@ -1,12 +1,16 @@
+import Glibc
+
 /// Unlock, password changes and the wrong-password counter.
 extension Keychain {
     // MARK: - Unlock
 
     /// Unlocks with `password` until `lock`, a reboot, or `timeout` seconds
-    /// without use (0: no auto-lock).
+    /// without use (0: no auto-lock). After repeated wrong passwords it first
+    /// waits out `passwordDelayMilliseconds`.
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
         try checkKDFParameters()
+        waitOutPasswordDelay()
         // Count the attempt before checking it, so killing the process during
         // the password hash does not dodge the count; a success resets it.
         try recordAttempt(failed: true)
@@ -95,6 +99,17 @@ extension Keychain {
         return max(0, Int(lastMs + Int64(wait) * 1000 - Keychain.now()))
     }
 
+    /// Sleeps until the next password attempt is allowed. Every check of a
+    /// password (unlock, passwd, restore) waits here, so a library caller is
+    /// slowed as the command line is.
+    func waitOutPasswordDelay() {
+        var left = passwordDelayMilliseconds
+        while left > 0 {
+            usleep(UInt32(min(left, 1000)) * 1000)
+            left = passwordDelayMilliseconds
+        }
+    }
+
     /// Counts a password attempt (before checking it) or resets the count
     /// (after a success). Counted only where the header can be sealed, that
     /// is where the blind-index key opens without the password: on a device
@@ -132,11 +147,14 @@ extension Keychain {
     @discardableResult
     public func changePassword(old: SecureBytes?, new: SecureBytes?, kdf cost: KDFCost? = nil, rotate: Bool = false) throws -> Int {
         try requireOwner("changing the password")
-        if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", hint: "use --remove to remove the password") }
+        if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", reason: .emptyPassword) }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
         if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
         try checkKDFParameters()
-        if hasPassword { try recordAttempt(failed: true) }
+        if hasPassword {
+            waitOutPasswordDelay()
+            try recordAttempt(failed: true)
+        }
         let oldKEK = try keybag.kek(password: old)
         var keys = try keybag.unwrapWithKEK(oldKEK, device: device, sameDevice: isBoundDevice(device))
         try authenticateWithPassword(keys)

@@ -1,27 +1,34 @@
 /// SecItemUpdate and SecItemDelete.
 extension Keychain {
     /// Changes every match (SecItemUpdate), all or nothing. `changes` maps
-    /// sealed attributes to new values; `newGroup` moves the items.
+    /// sealed attributes to new values; `accessGroup` moves the items to that
+    /// group. As everywhere in the API, the access group is its own
+    /// `accessGroup` value; `.accessGroup` in `changes` means the same.
     @discardableResult
-    public func update(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String? = nil, data: SecureBytes? = nil,
+    public func update(_ query: Query, changes: [Attribute: [UInt8]], accessGroup: String? = nil, data: SecureBytes? = nil,
                        extra: SecureBytes? = nil) throws -> Int {
         if let data { try checkSize(data) }
         if changes[.accessible] != nil {
             throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
         }
-        if changes[.accessGroup] != nil {
-            throw KeychainError(.param, "the access group is changed with newGroup, not as an attribute")
+        var changes = changes
+        var group = accessGroup
+        if let named = changes.removeValue(forKey: .accessGroup) {
+            let text = String(decoding: named, as: UTF8.self)
+            if let group, group != text { throw KeychainError(.param, "two different access groups to move to") }
+            group = text
         }
         for attribute in changes.keys where !query.itemClass.supports(attribute) {
             throw Query.foreign(attribute, query.itemClass)
         }
-        if let newGroup { try authorize(newGroup) }
-        return try write { try modify(query, changes: changes, newGroup: newGroup, data: data, extra: extra).count }
+        if let group { try authorize(group) }
+        return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra).count }
     }
 
     /// The body of update, inside the caller's transaction.
     /// A new `data` replaces the secret and its metadata (`extra`) together.
-    func modify(_ query: Query, changes: [Attribute: [UInt8]], newGroup: String?, data: SecureBytes?, extra: SecureBytes?) throws -> [Item] {
+    func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
+                extra: SecureBytes?) throws -> [Item] {
         let cursor = try store.select(try storeFilter(query), data: true)
         var matches: [(Int64, Item)] = []
         while let row = try cursor.next() {

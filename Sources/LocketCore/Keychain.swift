@@ -35,16 +35,18 @@ public final class Keychain {
     var acceptsRollback = false
     /// Whether the keychain was found to be older than this device has seen.
     public internal(set) var isRolledBack = false
-    /// Who is calling; set by the CLI from `-e`/`LOCKET_ENTITLEMENTS`.
-    public var caller: Caller = .owner
+    /// Who is calling (the owner, or an app with its entitlements), given to `open`.
+    public let caller: Caller
 
     /// The access group `add` uses when none is given, for the owner.
     public static let defaultAccessGroup = "default"
     /// The largest secret accepted, in bytes (errSecDataTooLarge above it).
     public static let maximumDataLength = 16 * 1024 * 1024
 
-    private init(path: String, database: Database, environment: Environment, keybag: Keybag, meta: [String: [UInt8]]) throws {
+    private init(path: String, caller: Caller, database: Database, environment: Environment, keybag: Keybag,
+                 meta: [String: [UInt8]]) throws {
         self.path = path
+        self.caller = caller
         self.meta = meta
         self.database = database
         self.environment = environment
@@ -62,23 +64,23 @@ public final class Keychain {
 
     // MARK: - Opening
 
-    /// Opens an existing keychain and loads whatever keys the session holds.
-    /// A keychain older than this device has seen (put back from a copy) fails
+    /// Opens an existing keychain for `caller` and loads whatever keys the
+    /// session holds. A keychain older than this device has seen (put back from a copy) fails
     /// with errSecDecode (reason `.rolledBack`), unless `acceptRollback`: then
     /// it opens with `isRolledBack` set, for `acceptRollback(password:)`.
-    public static func open(at path: String, environment: Environment, extendSession: Bool = true,
+    public static func open(at path: String, caller: Caller = .owner, environment: Environment, extendSession: Bool = true,
                             acceptRollback: Bool = false) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
         guard FileIO.exists(path) else {
-            throw KeychainError(.noSuchKeychain, "no keychain at \(path)", hint: "run 'locket init' to create it")
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)", reason: .noKeychain(path: path))
         }
         if try FileIO.checkPrivateFile(path, what: "keychain") {
             try Database.claimCompanions(of: path)
         }
         let db = try Database(path: path, create: false)
         let (bag, meta) = try readHeader(db, path: path)
-        let keychain = try Keychain(path: path, database: db, environment: environment, keybag: bag, meta: meta)
+        let keychain = try Keychain(path: path, caller: caller, database: db, environment: environment, keybag: bag, meta: meta)
         keychain.extendsSession = extendSession
         keychain.acceptsRollback = acceptRollback
         try keychain.loadKeys()

@@ -42,7 +42,7 @@ struct KeyCache {
     func indexKey() throws -> SecureBytes {
         guard let key = keys[Keybag.indexKeyName] else {
             throw KeychainError(.interactionNotAllowed, "the keychain is locked and its device secret is missing",
-                                hint: "run 'locket unlock'")
+                                reason: .locked(nil))
         }
         return key
     }
@@ -82,14 +82,15 @@ struct KeyCache {
     /// The error for items of `pclass` in `group` that can't be opened now.
     func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
         if availability(of: pclass, group: group, id: id) == .unavailableOnThisDevice {
-            return KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))")
+            return KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))",
+                                 reason: .boundToOtherDevice)
         }
         if let scope, unlockedTiers.contains(pclass.tier) {
             return KeychainError(.interactionNotAllowed,
                                  "the session was unlocked for the access groups \(scope.groups.map { Printable.clip($0) }.joined(with: ", ")) only",
-                                 hint: "an owner 'locket unlock' (without entitlements) opens every group")
+                                 reason: .scopedTo(scope.groups))
         }
-        return KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need 'locket unlock')",
-                             hint: "run 'locket unlock'")
+        return KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need an unlock)",
+                             reason: .locked(pclass))
     }
 }
