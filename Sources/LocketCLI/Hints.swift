@@ -27,6 +27,8 @@ enum Hints {
             return "convert it with OpenSSL 3 (the key stays encrypted in TMP.pem): openssl pkcs12 -legacy -in OLD.p12 -out TMP.pem && openssl pkcs12 -export -in TMP.pem -out NEW.p12 && rm TMP.pem"
         case .legacyEncryption(pkcs12: false)?:
             return "convert it with OpenSSL 3: openssl pkcs8 -provider legacy -provider default -in OLD.pem -topk8 -v2 aes-256-cbc -out NEW.pem"
+        case .newerFormat?:
+            return "a newer release of locket made it: upgrade locket to open it"
         case .rolledBack?:
             return "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'"
         case .keysReplaced?:

@@ -100,8 +100,13 @@ public final class Keychain {
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
         }
         let meta = header.meta
-        guard let format = meta[.format], format == int64Bytes(Schema.format) else {
-            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain (or one of a newer format)")
+        guard let encoded = meta[.format], encoded.count == 8, case let format = int64(encoded), format >= 1 else {
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
+        }
+        // Refused before anything is written: a newer release's file is never touched.
+        guard format <= Schema.format else {
+            throw KeychainError(.invalidKeychain, "\(path) is a keychain of format \(format), newer than this locket knows (\(Schema.format))",
+                                reason: .newerFormat(format))
         }
         guard let id = meta[.id], id.count == 16 else { throw KeychainError(.decode, "\(path) has a damaged header") }
         var kdf: KDFParameters?

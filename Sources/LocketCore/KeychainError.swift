@@ -105,6 +105,9 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         /// A key file encrypted with a legacy algorithm libcrypto no longer
         /// reads; converting it (PKCS#12 or PKCS#8) makes it readable.
         case legacyEncryption(pkcs12: Bool)
+        /// The keychain file is of a newer format than this release knows
+        /// (SPEC §7); it was left as it is.
+        case newerFormat(Int64)
         /// The keychain is an older copy than this device has seen (SPEC §7
         /// "Rollback"); accepting it is a deliberate act.
         case rolledBack
