@@ -152,13 +152,7 @@ extension Keychain {
         try requireOwner("accepting an older copy of the keychain")
         if hasPassword {
             guard let password else { throw KeychainError(.authFailed) }
-            try checkKDFParameters()
-            waitOutPasswordDelay()
-            try recordAttempt(failed: true)
-            let kek = try keybag.kek(password: password)
-            let unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
-            try authenticateWithPassword(unwrapped)
-            try recordAttempt(failed: false)
+            _ = try checkPassword(password)
         }
         guard isRolledBack, let device else { return false }
         let current = try MetaStore.read(database).generation

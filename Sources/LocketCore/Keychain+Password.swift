@@ -9,15 +9,9 @@ extension Keychain {
     /// waits out `passwordDelayMilliseconds`.
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
-        try checkKDFParameters()
-        waitOutPasswordDelay()
-        // Count the attempt before checking it, so killing the process during
-        // the password hash does not dodge the count; a success resets it.
-        try recordAttempt(failed: true)
-        let kek = try keybag.kek(password: password)
-        var unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
-        try authenticateWithPassword(unwrapped)
-        try recordAttempt(failed: false)
+        let checked = try checkPassword(password)
+        let kek = checked.kek
+        var unwrapped = checked.keys
         if device == nil {
             // A lost device secret: make a new one. Device-bound items of the
             // old one stay unreadable, as after restoring a phone from backup.
@@ -78,6 +72,27 @@ extension Keychain {
         bag.wrap(missing, kek: nil, device: device)
         try write { try MetaStore.writeKeybag(database, bag) }
         keybag = bag
+    }
+
+    // MARK: - Checking a password
+
+    /// Checks `password` (nil for a keychain without one) and returns the
+    /// KEK and the keys it opens. The one path every password takes: the
+    /// wrong-password delay is waited out, and the attempt counted before the
+    /// hash (so killing the process during it does not dodge the count) and
+    /// reset after a success.
+    func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
+        try checkKDFParameters()
+        let counted = hasPassword
+        if counted {
+            waitOutPasswordDelay()
+            try recordAttempt(failed: true)
+        }
+        let kek = try keybag.kek(password: password)
+        let keys = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
+        try authenticateWithPassword(keys)
+        if counted { try recordAttempt(failed: false) }
+        return (kek, keys)
     }
 
     // MARK: - Wrong passwords
@@ -150,15 +165,7 @@ extension Keychain {
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", reason: .emptyPassword) }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
         if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
-        try checkKDFParameters()
-        if hasPassword {
-            waitOutPasswordDelay()
-            try recordAttempt(failed: true)
-        }
-        let oldKEK = try keybag.kek(password: old)
-        var keys = try keybag.unwrapWithKEK(oldKEK, device: device, sameDevice: isBoundDevice(device))
-        try authenticateWithPassword(keys)
-        if hasPassword { try recordAttempt(failed: false) }
+        var keys = try checkPassword(old).keys
 
         let passcodeName = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
         var kdf: KDFParameters?

@@ -11,6 +11,16 @@ struct ItemStore {
         var primaryKey: [UInt8]
         /// The blind index of each non-empty sealed attribute value.
         var index: [Attribute: Int64]
+
+        /// Binds format 1's index columns from parameter `first` on; returns the next parameter.
+        fileprivate func bindIndex(_ stmt: Statement, from first: Int32) throws -> Int32 {
+            var i = first
+            for attribute in Schema.indexedAttributes {
+                try stmt.bind(i, index[attribute])
+                i += 1
+            }
+            return i
+        }
     }
 
     /// Which rows a statement applies to.
@@ -175,11 +185,7 @@ struct ItemStore {
             try stmt.bind(3, accessible.rawValue)
             try stmt.bind(4, group)
             try stmt.bind(5, digests.primaryKey)
-            var i: Int32 = 6
-            for attribute in Schema.indexedAttributes {
-                try stmt.bind(i, digests.index[attribute])
-                i += 1
-            }
+            let i = try digests.bindIndex(stmt, from: 6)
             try stmt.bind(i, attributes)
             try stmt.bind(i + 1, data)
             _ = try stmt.step()
@@ -203,11 +209,7 @@ struct ItemStore {
             stmt.reset()
             try stmt.bind(1, group)
             try stmt.bind(2, digests.primaryKey)
-            var i: Int32 = 3
-            for attribute in Schema.indexedAttributes {
-                try stmt.bind(i, digests.index[attribute])
-                i += 1
-            }
+            let i = try digests.bindIndex(stmt, from: 3)
             try stmt.bind(i, attributes)
             try stmt.bind(i + 1, data)
             try stmt.bind(i + 2, id)
