@@ -24,9 +24,10 @@ extension Keychain {
     /// Loads the keys this process may use: the device-wrapped ones, then each
     /// session tier (or, without a password, everything).
     func loadKeys() throws {
+        // Through `cache` directly: the `keys` accessor would copy the set at every change.
         defer { extendsSession = true }
         if device == nil { device = try deviceKey() }
-        if let device { keys = keybag.unwrapWithDevice(device) }
+        if let device { cache.keys = keybag.unwrapWithDevice(device) }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {
@@ -37,11 +38,11 @@ extension Keychain {
             }
             if let device, !isBoundDevice(device) {
                 // Writes below authenticate the header with the blind-index key.
-                if let indexKey = all[Keybag.indexKeyName] { keys.set(Keybag.indexKeyName, indexKey) }
+                if let indexKey = all[Keybag.indexKeyName] { cache.keys.set(Keybag.indexKeyName, indexKey) }
                 try rebind(&all, kek: Keybag.passwordlessKEK(keybag.keychainID), device: device)
                 try rewrapForThisDevice(all, device: device)
             }
-            for (name, key) in all.entries { keys.set(name, key) }
+            for (name, key) in all.entries { cache.keys.set(name, key) }
             cache.unlockedTiers = [.always, .whenUnlocked, .afterFirstUnlock]
             return
         }
@@ -57,7 +58,7 @@ extension Keychain {
             }
             guard let (stored, _) = loaded else { continue }
             cache.unlockedTiers.insert(tier)
-            for (name, key) in stored.entries where keys[name] == nil { keys.set(name, key) }
+            for (name, key) in stored.entries where cache.keys[name] == nil { cache.keys.set(name, key) }
             if let scope = stored.scope {
                 var merged = cache.scope ?? KeyCache.Scope(groups: [], classes: [])
                 for group in scope.groups where !merged.groups.contains(group) { merged.groups.append(group) }
