@@ -1,4 +1,5 @@
 import LocketCore
+import LocketSupport
 
 /// The words for the engine's typed reasons: every `locket: hint:` that
 /// follows an engine error is made here, where the command line is known.

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// SecItemAdd: one item, or a batch in one transaction.
 extension Keychain {
@@ -70,10 +71,10 @@ extension Keychain {
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, .attributes)
         let dataKey = try fieldKey(row, .data)
-        let now = Keychain.now()
+        let now = Clock.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)
         var record = ItemRecord.encode(attributes, created: created, modified: modified)
-        defer { Sodium.wipe(&record) }
+        defer { wipe(&record) }
         try (inserter ?? store.prepareInsert()).insert(
             ref: ref, itemClass: itemClass, accessible: pclass, group: group,
             digests: Sealing.digests(try indexKey(), itemClass, attributes),
@@ -86,11 +87,5 @@ extension Keychain {
     /// The key that seals `field` of `row`, or why it is not available.
     func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
         Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
-    }
-
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec / 1_000_000)
     }
 }

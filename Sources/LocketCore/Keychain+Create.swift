@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// `init`: a new keychain, built beside its final path and linked into place.
 extension Keychain {
@@ -47,7 +48,7 @@ extension Keychain {
                 try db.execute("PRAGMA journal_mode=WAL")
                 try db.transaction(write: true) {
                     for sql in Schema.statements { try db.execute(sql) }
-                    try MetaStore.write(db, [(.format, int64Bytes(Schema.format)), (.id, id),
+                    try MetaStore.write(db, [(.format, BigEndian.bytes(Schema.format)), (.id, id),
                                              (.deviceFingerprint, Keybag.deviceFingerprint(device, keychainID: id))]
                         + (kdf.map { [(.kdf, $0.encoded)] } ?? []))
                     try MetaStore.writeKeybag(db, bag)
@@ -57,7 +58,7 @@ extension Keychain {
             }
             guard link(temporary, path) == 0 else {
                 if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
-                throw KeychainError(.io, "cannot create \(path): \(FileIO.errorText())")
+                throw KeychainError(.io, "cannot create \(path): \(errnoText())")
             }
         } catch {
             for file in claimed { unlink(file) }
@@ -76,7 +77,7 @@ extension Keychain {
     private static func makeWorkspace(for path: String) throws -> String {
         var template = Array("\(path).init.\(getpid()).XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw KeychainError(.io, "cannot create a directory next to \(path): \(FileIO.errorText())")
+            throw KeychainError(.io, "cannot create a directory next to \(path): \(errnoText())")
         }
         return String(cString: made)
     }

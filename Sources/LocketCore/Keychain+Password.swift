@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// Unlock, password changes and the wrong-password counter.
 extension Keychain {
@@ -46,12 +47,12 @@ extension Keychain {
         let boundary: Int64 = try write {
             let boundary = max(try store.maximumID(), tdoBoundary)
             try MetaStore.writeKeybag(database, bag)
-            try MetaStore.write(database, [(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, Keychain.int64Bytes(boundary))])
+            try MetaStore.write(database, [(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, BigEndian.bytes(boundary))])
             return boundary
         }
         keybag = bag
         meta[.deviceFingerprint] = fingerprint
-        meta[.thisDeviceOnlyBoundary] = Keychain.int64Bytes(boundary)
+        meta[.thisDeviceOnlyBoundary] = BigEndian.bytes(boundary)
         for (name, key) in fresh.entries { unwrapped.set(name, key) }
     }
 
@@ -111,7 +112,7 @@ extension Keychain {
         let wait = min(30, 1 << min(failures - 5, 5))
         // Milliseconds since the last failure (older keychains stored whole seconds under failed_at).
         let lastMs = meta.integer(.failedAtMilliseconds) ?? (meta.integer(.failedAt) ?? 0) * 1000
-        return max(0, Int(lastMs + Int64(wait) * 1000 - Keychain.now()))
+        return max(0, Int(lastMs + Int64(wait) * 1000 - Clock.milliseconds()))
     }
 
     /// Sleeps until the next password attempt is allowed. Every check of a
@@ -140,11 +141,11 @@ extension Keychain {
         // Fully synchronous, as every write: the generation mirror follows the
         // commit, and must never be ahead of it after a power cut.
         try write {
-            let before = try MetaStore.value(database, .failures).map(Keychain.int64) ?? 0
+            let before = try MetaStore.value(database, .failures).map(BigEndian.int64) ?? 0
             let failures = failed ? before + 1 : 0
-            try MetaStore.write(database, [(.failures, Keychain.int64Bytes(failures)),
-                                           (.failedAt, Keychain.int64Bytes(SessionStore.now())),
-                                           (.failedAtMilliseconds, Keychain.int64Bytes(Keychain.now()))])
+            try MetaStore.write(database, [(.failures, BigEndian.bytes(failures)),
+                                           (.failedAt, BigEndian.bytes(Clock.seconds())),
+                                           (.failedAtMilliseconds, BigEndian.bytes(Clock.milliseconds()))])
         }
     }
 

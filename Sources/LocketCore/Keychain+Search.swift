@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// SecItemCopyMatching and dump: finding rows and opening them.
 extension Keychain {
     /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.

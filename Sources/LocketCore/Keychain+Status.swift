@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Settings and status: what needs no password.
 extension Keychain {
     // MARK: - Settings
@@ -6,13 +8,13 @@ extension Keychain {
     /// keychain's setting, else 300 s. 0 means no auto-lock.
     public var defaultTimeout: UInt32 {
         guard let stored = meta[.timeout], stored.count == 8 else { return 300 }
-        return UInt32(clamping: Keychain.int64(stored))
+        return UInt32(clamping: BigEndian.int64(stored))
     }
 
     /// Stores the keychain's default auto-lock timeout (0: never).
     public func setDefaultTimeout(_ seconds: UInt32) throws {
         try requireOwner("changing settings")
-        let value = Keychain.int64Bytes(Int64(seconds))
+        let value = BigEndian.bytes(Int64(seconds))
         try write { try MetaStore.write(database, [(.timeout, value)]) }
     }
 

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// SecItemUpdate and SecItemDelete.
 extension Keychain {
     /// Changes every match (SecItemUpdate), all or nothing. `changes` maps
@@ -39,7 +41,7 @@ extension Keychain {
         }
         guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
         let updater = try store.prepareUpdate()
-        let now = Keychain.now()
+        let now = Clock.milliseconds()
         var updated: [Item] = []
         for (id, var item) in matches {
             for (attribute, value) in changes { item[attribute] = value }
@@ -48,7 +50,7 @@ extension Keychain {
             let row = Sealing.RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
                                           ref: item.persistentRef)
             var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now)
-            defer { Sodium.wipe(&record) }
+            defer { wipe(&record) }
             guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
             let dataRecord = DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
             try updater.update(id: id, group: item.accessGroup,

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// A keychain file: the SecItem-like facade over the item store, the keybag
 /// and the session. Never prints, never exits; every failure is a KeychainError.
@@ -100,7 +101,7 @@ public final class Keychain {
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
         }
         let meta = header.meta
-        guard let encoded = meta[.format], encoded.count == 8, case let format = int64(encoded), format >= 1 else {
+        guard let encoded = meta[.format], encoded.count == 8, case let format = BigEndian.int64(encoded), format >= 1 else {
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
         }
         // Refused before anything is written: a newer release's file is never touched.

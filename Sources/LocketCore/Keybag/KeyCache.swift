@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The keys this process holds, and the one answer to "can items of this
 /// (class, group) be opened now, and if not, why": locked, outside a scoped
 /// session's groups, or bound to another device.

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Every statement on the `items` table. The engine decides what to look for
 /// (which class, which groups the caller may see, which digests); this is
 /// the only place that turns that into SQL, and the only reader of a

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The names of the `meta` table's rows. The table stays keyed by text (the
 /// header MAC covers every row by name, including rows a newer release
 /// adds), but the engine names a row only through this enum.
@@ -33,7 +35,7 @@ extension Dictionary where Key == String, Value == [UInt8] {
     }
 
     /// The row named by `key` as a big-endian integer, nil when absent.
-    func integer(_ key: MetaKey) -> Int64? { self[key].map(Keychain.int64) }
+    func integer(_ key: MetaKey) -> Int64? { self[key].map(BigEndian.int64) }
 }
 
 /// Every statement on the `meta` and `keybag` tables (the header).
@@ -97,15 +99,5 @@ enum MetaStore {
         let stmt = try db.prepare("DELETE FROM keybag WHERE class = ?")
         try stmt.bind(1, name)
         _ = try stmt.step()
-    }
-}
-
-extension Keychain {
-    static func int64Bytes(_ v: Int64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: v) >> UInt64(56 - 8 * $0)) }
-    }
-
-    static func int64(_ b: [UInt8]) -> Int64 {
-        Int64(bitPattern: b.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
     }
 }

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// The keychain file's tables. Plaintext columns are limited to what SPEC §7
 /// allows: item class, protection class, access group, persistent reference,
 /// and keyed digests; every attribute value and the secret are sealed.
