@@ -79,6 +79,7 @@ public enum CLI {
                 return 0
             case .run(let globals, let invocation):
                 context.globals = globals
+                context.commandName = invocation.command.name
                 if try globals.json || io.environment["LOCKET_FORMAT"] == "json" { context.json = true }
                 if globals.help {
                     context.out.text(Help.text(for: invocation.command.name == "help" ? nil : invocation.command))
@@ -90,18 +91,8 @@ public enum CLI {
             context.out.flush()
             context.usage(error, extra: extra)
             return 2
-        } catch var error as KeychainError {
+        } catch let error as KeychainError {
             context.out.flush()
-            switch error.reason {
-            case .rolledBack?:
-                error = KeychainError(error.code, error.detail,
-                                      hint: "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'",
-                                      reason: error.reason)
-            case .keysReplaced?:
-                error = KeychainError(error.code, error.detail, hint: "run the command again", reason: error.reason)
-            case nil:
-                break
-            }
             context.report(error)
             return Diagnostics.exitStatus(error)
         } catch {
@@ -116,6 +107,8 @@ public enum CLI {
 final class Context {
     let io: IO
     var globals = GlobalOptions()
+    /// The command being run (hints differ by command).
+    var commandName: String?
     var json = false
     let out: OutputBuffer
 
@@ -146,12 +139,12 @@ final class Context {
             w.key("error"); w.string(error.code.name)
             w.key("status"); w.int(Int64(error.status))
             w.key("message"); w.string(error.message)
-            if let hint = error.hint { w.key("hint"); w.string(hint) }
+            if let hint = Hints.hint(for: error, self) { w.key("hint"); w.string(hint) }
             w.endObject()
             err(w.result)
         } else {
             err("locket: error: \(error.description)")
-            if let hint = error.hint { err("locket: hint: \(hint)") }
+            if let hint = Hints.hint(for: error, self) { err("locket: hint: \(hint)") }
         }
     }
 
@@ -182,16 +175,8 @@ final class Context {
         SecretFiles.removeAbandoned(environment)
         // Entitlements first: a bad file must stop the command before anything is read or written.
         let caller = try self.caller()
-        do {
-            let keychain = try Keychain.open(at: keychainPath(), environment: environment, extendSession: extendSession,
-                                             acceptRollback: acceptRollback)
-            keychain.caller = caller
-            return keychain
-        } catch let error as KeychainError where error.code == .noSuchKeychain {
-            // The generic hint would create the login keychain, not the one named.
-            guard let name = try globals.keychain ?? environment["LOCKET_KEYCHAIN"] else { throw error }
-            throw KeychainError(.noSuchKeychain, error.detail, hint: "run 'locket -k \(Printable.clip(name, max: 256)) init' to create it")
-        }
+        return try Keychain.open(at: keychainPath(), caller: caller, environment: environment, extendSession: extendSession,
+                                 acceptRollback: acceptRollback)
     }
 
     /// `-k NAME ` when the keychain was named, for hints that give a command line.

@@ -23,15 +23,15 @@ extension Keychain {
         let indexKey = try self.indexKey()
         let id = keybag.keychainID
         let (result, written) = try database.transaction(write: true) { () throws -> (T, Header) in
-            let before = try Header.read(database)
+            let before = try MetaStore.read(database)
             try authenticate(before, indexKey: indexKey, settled: true)
             if isRolledBack { throw rolledBack(before.generation, seen: nil) }
             let result = try body()
-            var after = try Header.read(database)
+            var after = try MetaStore.read(database)
             for (name, value) in after.sealed(generation: before.generation + 1, indexKey: rekey ?? indexKey, keychainID: id) {
                 after.meta[name] = value
             }
-            try Keychain.writeMeta(database, after.meta.filter { [Header.generationName, Header.keyCheckName, Header.macName].contains($0.key) }
+            try MetaStore.write(database, named: after.meta.filter { [Header.generationName, Header.keyCheckName, Header.macName].contains($0.key) }
                 .map { ($0.key, $0.value) })
             return (result, after)
         }
@@ -81,9 +81,8 @@ extension Keychain {
     /// such a race is never reported as a missing or damaged item.
     func checkKeysCurrent() throws {
         guard let indexKey = keys[Keybag.indexKeyName] else { return }
-        let stmt = try database.prepare("SELECT value FROM meta WHERE name = '\(Header.keyCheckName)'")
-        guard try stmt.step() else { return }
-        let header = Header(meta: [Header.keyCheckName: stmt.blob(0)], keybag: [:])
+        guard let check = try MetaStore.value(database, .keyCheck) else { return }
+        let header = Header(meta: [Header.keyCheckName: check], keybag: [:])
         if !header.matches(indexKey: indexKey, keychainID: keybag.keychainID) { throw keysReplaced }
     }
 
@@ -110,7 +109,7 @@ extension Keychain {
         guard let seen, seen > generation else { return }
         // The mirror is raised only after a commit, so a file at least as new
         // as the mirror was just written by another process, not put back.
-        let now = try Header.read(database)
+        let now = try MetaStore.read(database)
         if now.generation >= seen {
             guard now.matches(indexKey: indexKey, keychainID: keybag.keychainID) else { throw keysReplaced }
             guard now.verify(Header.macKey(indexKey: indexKey, keychainID: keybag.keychainID)) else { throw altered }
@@ -153,15 +152,10 @@ extension Keychain {
         try requireOwner("accepting an older copy of the keychain")
         if hasPassword {
             guard let password else { throw KeychainError(.authFailed) }
-            try checkKDFParameters()
-            try recordAttempt(failed: true)
-            let kek = try keybag.kek(password: password)
-            let unwrapped = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
-            try authenticateWithPassword(unwrapped)
-            try recordAttempt(failed: false)
+            _ = try checkPassword(password)
         }
         guard isRolledBack, let device else { return false }
-        let current = try Header.read(database).generation
+        let current = try MetaStore.read(database).generation
         GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
         lock(all: true)
         return true

@@ -37,7 +37,7 @@ extension Keychain {
             let otp = try OneTimePassword(uri: data)
             guard otp.kind == .hotp else { throw KeychainError(.param, "the item changed from hotp to totp while being read") }
             let code = try otp.code(counter: otp.counter)
-            _ = try modify(exact, changes: [:], newGroup: nil, data: try otp.advanced(), extra: item.extra)
+            _ = try modify(exact, changes: [:], accessGroup: nil, data: try otp.advanced(), extra: item.extra)
             return OneTimeCode(code: code, kind: .hotp, algorithm: otp.algorithm, digits: otp.digits,
                                period: nil, secondsLeft: nil, counter: otp.counter)
         }

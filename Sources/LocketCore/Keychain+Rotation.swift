@@ -32,14 +32,13 @@ extension Keychain {
         let newIndex = fresh[Keybag.indexKeyName]!
 
         // An app's scoped session is not widened to the owner's keys: it is dropped.
-        let tiers: Set<ProtectionClass.Tier> = sessionScope != nil ? [] : unlockedTiers.intersection([.whenUnlocked, .afterFirstUnlock])
+        let tiers: Set<ProtectionClass.Tier> = sessionScope != nil ? [] : cache.unlockedTiers.intersection([.whenUnlocked, .afterFirstUnlock])
         session.remove(.whenUnlocked)
         session.remove(.afterFirstUnlock)
         try write(rekey: newIndex) {
             try reseal(old: old, new: fresh, newIndex: newIndex)
-            try database.execute("DELETE FROM keybag")
-            try Keychain.writeKeybag(database, bag)
-            try Keychain.writeMeta(database, [("kdf", kdf.encoded)])
+            try MetaStore.writeKeybag(database, bag, replacingAll: true)
+            try MetaStore.write(database, [(.kdf, kdf.encoded)])
         }
         keybag = bag
         keys = SessionKeys()
@@ -52,60 +51,46 @@ extension Keychain {
     /// digests under `newIndex`; returns how many rows were left as they were.
     @discardableResult
     private func reseal(old: SessionKeys, new: SessionKeys, newIndex: SecureBytes) throws -> Int {
-        let columns = Keychain.sealedColumns
-        let batch = try database.prepare("SELECT id FROM items WHERE id > ? ORDER BY id LIMIT 512")
-        let select = try database.prepare("SELECT ref, cls, pdmn, agrp, attrs, data FROM items WHERE id = ?")
-        let update = try database.prepare("""
-            UPDATE items SET pk = ?, \(columns.map { "\($0.column) = ?" }.joined(with: ", ")), attrs = ?, data = ? WHERE id = ?
-            """)
+        let reader = try store.prepareRowReader()
+        let updater = try store.prepareUpdate()
         var groupKeys: [String: (old: SecureBytes, new: SecureBytes)] = [:]
         var last: Int64 = 0
         var kept = 0
         while true {
             // Ids first, a row at a time after: memory stays flat whatever the secrets' sizes.
-            batch.reset()
-            try batch.bind(1, last)
-            var ids: [Int64] = []
-            while try batch.step() { ids.append(batch.int64(0)) }
+            let ids = try store.ids(after: last, limit: 512)
             guard let final = ids.last else { break }
             last = final
             for id in ids {
-                select.reset()
-                try select.bind(1, id)
-                guard try select.step(), let itemClass = ItemClass(rawValue: select.text(1)),
-                      let pclass = ProtectionClass(rawValue: select.text(2)),
+                guard let stored = try reader.row(id), let itemClass = stored.itemClass,
+                      let pclass = ProtectionClass(rawValue: stored.protectionClassCode),
                       !(pclass.thisDeviceOnly && id <= tdoBoundary),
                       let oldClass = old[pclass.rawValue], let newClass = new[pclass.rawValue] else {
                     kept += 1
                     continue
                 }
-                let row = RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: select.text(3), ref: select.blob(0))
+                let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stored.accessGroup, ref: stored.ref)
                 let cacheKey = pclass.rawValue + "\u{0}" + row.accessGroup
-                let keys = groupKeys[cacheKey] ?? (Keychain.deriveGroupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
-                                                   Keychain.deriveGroupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup))
+                let keys = groupKeys[cacheKey] ?? (Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
+                                                   Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup))
                 groupKeys[cacheKey] = keys
                 let attributes: SecureBytes, data: SecureBytes, record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64)
                 do {
-                    attributes = try select.withBlob(4) { try SecretBox.open($0, key: Keychain.fieldKey(keys.old, row, "attrs"), what: "attributes") }
-                    data = try select.withBlob(5) { try SecretBox.open($0, key: Keychain.fieldKey(keys.old, row, "data"), what: "a secret") }
+                    attributes = try stored.withAttributes {
+                        try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .attributes), what: "attributes")
+                    }
+                    data = try stored.withData { try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .data), what: "a secret") }
                     record = try ItemRecord.decode(attributes)
                 } catch let error as KeychainError where error.code == .decode {
                     // Damaged: left as it was, for dump to list and delete to remove.
                     kept += 1
                     continue
                 }
-                select.reset()
-                update.reset()
-                try update.bind(1, Keychain.primaryKeyDigest(newIndex, itemClass, record.attributes))
-                var i: Int32 = 2
-                for attribute in columns {
-                    try update.bind(i, Keychain.indexDigest(newIndex, itemClass, attribute, record.attributes[attribute] ?? []))
-                    i += 1
-                }
-                try update.bind(i, SecretBox.seal(attributes, key: Keychain.fieldKey(keys.new, row, "attrs")))
-                try update.bind(i + 1, SecretBox.seal(data, key: Keychain.fieldKey(keys.new, row, "data")))
-                try update.bind(i + 2, id)
-                _ = try update.step()
+                reader.finish()
+                try updater.update(id: id, group: row.accessGroup,
+                                   digests: Sealing.digests(newIndex, itemClass, record.attributes),
+                                   attributes: SecretBox.seal(attributes, key: Sealing.fieldKey(keys.new, row, .attributes)),
+                                   data: SecretBox.seal(data, key: Sealing.fieldKey(keys.new, row, .data)))
             }
         }
         return kept

@@ -81,9 +81,33 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 
-    /// Why, where a caller may want to act on it (the command line words a
-    /// hint for these); nil for most errors.
+    /// Why, where a caller may act on it. The engine sets a reason and never
+    /// words advice; the command line turns reasons into hints.
     public enum Reason: Sendable, Equatable {
+        /// No keychain at the path (errSecNoSuchKeychain): one can be created there.
+        case noKeychain(path: String)
+        /// Items of this class need an unlock (nil: the blind-index key
+        /// itself, when the keychain is locked and the device secret is missing).
+        case locked(ProtectionClass?)
+        /// The session was unlocked by an app for these groups only; an owner
+        /// unlock opens every group.
+        case scopedTo([String])
+        /// A ThisDeviceOnly item bound to another device: it never opens here.
+        case boundToOtherDevice
+        /// An empty password was given where a password is made (init, passwd).
+        case emptyPassword
+        /// A protection class name locket doesn't know.
+        case unknownProtectionClass
+        /// The session is damaged; forgetting it (lock --all) and unlocking again repairs it.
+        case sessionDamaged
+        /// The kernel keyring refused the session; the directory backend is the way round.
+        case keyringRefused(directory: String)
+        /// A key file encrypted with a legacy algorithm libcrypto no longer
+        /// reads; converting it (PKCS#12 or PKCS#8) makes it readable.
+        case legacyEncryption(pkcs12: Bool)
+        /// The keychain file is of a newer format than this release knows
+        /// (SPEC §7); it was left as it is.
+        case newerFormat(Int64)
         /// The keychain is an older copy than this device has seen (SPEC §7
         /// "Rollback"); accepting it is a deliberate act.
         case rolledBack
@@ -96,9 +120,10 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
     public let code: Code
     /// A more specific message than the code's summary; never contains a secret.
     public let detail: String?
-    /// A suggestion for the user, printed as `locket: hint: ...`.
+    /// A suggestion for the user, printed as `locket: hint: ...`; set by the
+    /// command line only (the engine gives a `reason`).
     public let hint: String?
-    /// The typed reason, for the few errors a caller acts on.
+    /// The typed reason, for the errors a caller may act on.
     public let reason: Reason?
 
     public init(_ code: Code, _ detail: String? = nil, hint: String? = nil, reason: Reason? = nil) {
@@ -116,4 +141,14 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
 
     /// The message without the status.
     public var message: String { detail ?? code.summary }
+
+    /// The same error with another message (context added by a caller), code and reason kept.
+    public func with(detail: String) -> KeychainError {
+        KeychainError(code, detail, hint: hint, reason: reason)
+    }
+
+    /// The same error with a hint (the command line words it).
+    public func with(hint: String?) -> KeychainError {
+        KeychainError(code, detail, hint: hint, reason: reason)
+    }
 }

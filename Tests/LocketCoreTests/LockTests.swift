@@ -1,3 +1,4 @@
+import Foundation
 import LocketCore
 import XCTest
 
@@ -210,6 +211,21 @@ final class LockTests: KeychainTestCase {
         }
         XCTAssertGreaterThan(try temporary.open().passwordDelay, 0)
         XCTAssertLessThanOrEqual(try temporary.open().passwordDelay, 30)
+    }
+
+    /// Issue 12: the engine itself waits out the delay, so a library caller
+    /// is slowed as the command line is (the CLI used to do the sleeping).
+    func testTheEngineEnforcesTheWrongPasswordDelay() throws {
+        for n in 1...6 {
+            XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret("wrong \(n)"), timeout: nil))
+        }
+        let next = try temporary.open()
+        let wait = next.passwordDelayMilliseconds
+        XCTAssertGreaterThan(wait, 1000, "six failures: about 2 s to wait")
+        let start = Date()
+        XCTAssertKeychainError(.authFailed, try next.unlock(password: secret("wrong again"), timeout: nil))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start) * 1000, Double(wait) - 100, "unlock did not wait")
+        XCTAssertNoThrow(try temporary.open().unlock(password: secret(temporary.password!), timeout: nil), "the right password still works after the wait")
     }
 
     func testUnlockWithTheRightPasswordOnTheSameObjectIsSeenByTheNextOpen() throws {

@@ -96,8 +96,8 @@ final class RollbackTests: KeychainTestCase {
         assertRolledBack(try temporary.open(), "a wrong password accepted nothing")
         XCTAssertEqual(try temporary.file.bytes(), copy, "an older copy is not written before it is accepted")
 
-        var app = try temporary.open(acceptRollback: true)
-        app.caller = .app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.app"]}"#), name: "app.json"))
+        let appCaller = Caller.app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.app"]}"#), name: "app.json"))
+        var app = try temporary.open(caller: appCaller, acceptRollback: true)
         XCTAssertKeychainError(.missingEntitlement, try app.acceptRollback(password: secret(temporary.password!)))
         app = try temporary.open(acceptRollback: true)
 

@@ -154,8 +154,7 @@ final class RotationTests: KeychainTestCase {
         try after.unlock(password: secret("rotated password"), timeout: nil)
         XCTAssertEqual(try allGenp(in: temporary.open()).map { $0.secretString }, ["a"])
 
-        let app = try temporary.open()
-        app.caller = .app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.app"]}"#), name: "app.json"))
+        let app = try temporary.open(caller: .app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.app"]}"#), name: "app.json")))
         XCTAssertKeychainError(.missingEntitlement, try app.changePassword(old: secret("rotated password"), new: secret("x"), rotate: true))
     }
 }

@@ -144,9 +144,9 @@ final class UpdateTests: KeychainTestCase {
 
     // MARK: - Access groups
 
-    func testNewGroupMovesTheItemAndItsDataStillOpens() throws {
+    func testMovingToAGroupMovesTheItemAndItsDataStillOpens() throws {
         let added = try addGenp("svc", "alice", secret: "moving")
-        XCTAssertEqual(try keychain.update(query(.genericPassword, [.account: "alice"]), changes: [:], newGroup: "T.shared"), 1)
+        XCTAssertEqual(try keychain.update(query(.genericPassword, [.account: "alice"]), changes: [:], accessGroup: "T.shared"), 1)
         XCTAssertKeychainError(.itemNotFound,
                                try keychain.search(query(.genericPassword, [.account: "alice"], group: Keychain.defaultAccessGroup)))
         let moved = try keychain.search(query(.genericPassword, [.account: "alice"], group: "T.shared"), returnData: true)[0]
@@ -161,19 +161,19 @@ final class UpdateTests: KeychainTestCase {
         XCTAssertEqual(try reopened.search(query(ref: added.persistentRef), returnData: true)[0].secretString, "moving")
     }
 
-    func testNewGroupThatCollidesChangesNothing() throws {
+    func testMovingToAGroupThatCollidesChangesNothing() throws {
         try addGenp("svc", "alice", secret: "default")
         try addGenp("svc", "alice", secret: "team", group: "T.shared")
         let before = try snapshot()
         XCTAssertKeychainError(.duplicateItem,
                                try keychain.update(query(.genericPassword, [.account: "alice"], group: Keychain.defaultAccessGroup),
-                                                   changes: [:], newGroup: "T.shared"))
+                                                   changes: [:], accessGroup: "T.shared"))
         XCTAssertEqual(try snapshot(), before)
     }
 
-    func testEmptyNewGroupIsRefused() throws {
+    func testEmptyTargetGroupIsRefused() throws {
         try addGenp("svc", "alice")
-        XCTAssertKeychainError(.param, try keychain.update(query(.genericPassword), changes: [:], newGroup: ""))
+        XCTAssertKeychainError(.param, try keychain.update(query(.genericPassword), changes: [:], accessGroup: ""))
     }
 
     // MARK: - Stable identity
@@ -195,7 +195,7 @@ final class UpdateTests: KeychainTestCase {
 
     func testUpdatePreservesTheProtectionClass() throws {
         try addGenp("svc", "alice", accessible: .afterFirstUnlock)
-        try keychain.update(query(.genericPassword, [.account: "alice"]), changes: [.comment: bytes("x")], newGroup: "T.other")
+        try keychain.update(query(.genericPassword, [.account: "alice"]), changes: [.comment: bytes("x")], accessGroup: "T.other")
         XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "alice"]))[0].accessible, .afterFirstUnlock)
     }
 
@@ -213,7 +213,7 @@ final class UpdateTests: KeychainTestCase {
     func testAccessGroupInChangesIsNeverSilentlyIgnored() throws {
         // `update --set access-group=T.shared` (SPEC §3) must move the item; the
         // engine may take it through changes or refuse it there (errSecParam) and
-        // want newGroup instead, but must not report success and do nothing.
+        // want the accessGroup argument instead, but must not report success and do nothing.
         try addGenp("svc", "alice")
         do {
             try keychain.update(query(.genericPassword, [.account: "alice"]), changes: [.accessGroup: bytes("T.shared")])

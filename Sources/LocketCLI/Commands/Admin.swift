@@ -9,7 +9,7 @@ extension Commands {
         let fromStdin = false
         var old: SecureBytes?
         if keychain.hasPassword {
-            try waitForPasswordDelay(keychain, context)
+            announcePasswordDelay(keychain, context)
             old = try Prompt.password(context, prompt: "Current password for \(keychain.path): ", confirm: false, fromStdin: fromStdin)
         }
         if invocation.has("remove") {
@@ -38,12 +38,12 @@ extension Commands {
         return 0
     }
 
-    /// Reports and sits out the wait after repeated wrong passwords.
-    static func waitForPasswordDelay(_ keychain: Keychain, _ context: Context) throws {
+    /// Says so before the prompt when the engine will wait after repeated
+    /// wrong passwords (the engine enforces the wait itself).
+    static func announcePasswordDelay(_ keychain: Keychain, _ context: Context) {
         let wait = keychain.passwordDelay
         guard wait > 0 else { return }
         context.warn("\(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
-        while keychain.passwordDelayMilliseconds > 0 { usleep(UInt32(min(keychain.passwordDelayMilliseconds, 1000)) * 1000) }
     }
 
     /// `locket settings`

@@ -29,7 +29,7 @@ extension Commands {
         } catch let error as KeychainError where error.code == .itemNotFound {
             return fail(DockerCredential.notFound)
         } catch let error as KeychainError {
-            if let hint = error.hint { context.err("locket: hint: \(hint)") }
+            if let hint = Hints.hint(for: error, context) { context.err("locket: hint: \(hint)") }
             return fail("locket: \(error.description)")
         }
     }

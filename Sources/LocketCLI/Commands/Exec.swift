@@ -154,7 +154,7 @@ extension Commands {
         do {
             return try resolver.secret(reference)
         } catch let error as KeychainError {
-            throw KeychainError(error.code, "\(name): \(error.message)", hint: error.hint)
+            throw error.with(detail: "\(name): \(error.message)")
         }
     }
 

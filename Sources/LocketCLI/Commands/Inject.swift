@@ -38,8 +38,7 @@ extension Commands {
                     secret = try resolver.secret(p.reference)
                     if p.filter == nil { try checkText(secret) }
                 } catch let error as KeychainError {
-                    throw KeychainError(error.code, "\(templateName(invocation)) line \(p.line): \(p.reference): \(error.message)",
-                                        hint: error.hint)
+                    throw error.with(detail: "\(templateName(invocation)) line \(p.line): \(p.reference): \(error.message)")
                 }
                 secrets.append(secret)
                 size += p.filter == .base64 ? (secret.count + 2) / 3 * 4 : secret.count

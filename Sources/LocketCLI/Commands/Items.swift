@@ -114,7 +114,7 @@ enum Commands {
         if changes.isEmpty && newGroup == nil && data == nil {
             throw UsageError(message: "nothing to change: give --set NAME=VALUE, -w or --data-file", command: "update")
         }
-        try keychain.update(query, changes: changes, newGroup: newGroup, data: data)
+        try keychain.update(query, changes: changes, accessGroup: newGroup, data: data)
         return 0
     }
 

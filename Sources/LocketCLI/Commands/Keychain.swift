@@ -27,7 +27,7 @@ extension Commands {
             context.warn("the keychain has no password; it is always unlocked")
             return 0
         }
-        try waitForPasswordDelay(keychain, context)
+        announcePasswordDelay(keychain, context)
         let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         try keychain.unlock(password: password, timeout: timeout)
@@ -58,7 +58,7 @@ extension Commands {
         let keychain = try context.openKeychain(acceptRollback: true)
         var password: SecureBytes?
         if keychain.hasPassword {
-            try waitForPasswordDelay(keychain, context)
+            announcePasswordDelay(keychain, context)
             password = try Prompt.password(context, prompt: "Password of this copy of \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         }

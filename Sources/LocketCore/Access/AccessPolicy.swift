@@ -26,16 +26,21 @@ extension Keychain {
         }
     }
 
-    /// The SQL condition limiting rows to the caller's groups ("" for the owner).
-    func visibleGroupsCondition() -> String {
-        guard let allowed = caller.accessGroups else { return "" }
-        return "agrp IN (\(allowed.map(sqlQuote).joined(with: ", ")))"
+    /// Which rows a query may touch: the one group it names (authorized), or
+    /// every group the caller may see (nil for the owner: all of them).
+    func filter(_ query: Query) throws -> ItemStore.Filter {
+        var filter = ItemStore.Filter(itemClass: query.itemClass, ref: query.persistentRef)
+        if let group = query.accessGroup {
+            try authorize(group)
+            filter.group = group
+        } else {
+            filter.visibleGroups = caller.accessGroups
+        }
+        return filter
     }
 
     /// Keychain-wide changes affect every app's items: only the owner makes them.
     func requireOwner(_ what: String) throws {
         if caller != .owner { throw KeychainError(.missingEntitlement, "\(what) is for the keychain's owner, not an app with entitlements") }
     }
-
-    func sqlQuote(_ s: String) -> String { "'" + s.replacingAll("'", "''") + "'" }
 }

@@ -44,6 +44,14 @@ public struct NewItem: Sendable {
 
     public init(itemClass: ItemClass) { self.itemClass = itemClass }
 
+    /// What `add` stores: the non-empty sealed values, with the label
+    /// defaulted (SPEC §3) unless one was given, even an empty one.
+    var storedAttributes: [Attribute: [UInt8]] {
+        var stored = attributes.filter { $0.key.isSealed && !$0.value.isEmpty }
+        if attributes[.label] == nil, let named = itemClass.labelDefault, let value = stored[named] { stored[.label] = value }
+        return stored
+    }
+
     /// Sets a value, refusing attributes the class does not have.
     public mutating func set(_ attribute: Attribute, _ value: [UInt8]) throws {
         guard itemClass.supports(attribute) else { throw Query.foreign(attribute, itemClass) }

@@ -43,6 +43,14 @@ public enum ItemClass: String, CaseIterable, Sendable {
         }
     }
 
+    /// The attribute whose value the label takes when `add` is given none.
+    var labelDefault: Attribute? {
+        switch self {
+        case .genericPassword: .service
+        case .internetPassword: .server
+        }
+    }
+
     /// Whether items of this class carry `attribute` (access group and accessible: always).
     public func supports(_ attribute: Attribute) -> Bool {
         attribute == .accessGroup || attribute == .accessible || attributes.contains(attribute)

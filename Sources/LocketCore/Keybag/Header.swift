@@ -23,26 +23,14 @@ import LocketSupport
 /// (format 1 as released): generation 0, unauthenticated, until the first
 /// write, which adds both.
 struct Header {
-    static let generationName = "generation"
-    static let macName = "header_mac"
-    static let keyCheckName = "key_check"
+    static let generationName = MetaKey.generation.rawValue
+    static let macName = MetaKey.headerMAC.rawValue
+    static let keyCheckName = MetaKey.keyCheck.rawValue
 
     /// Every meta row, by name.
     var meta: [String: [UInt8]]
     /// Every keybag row, by class.
     var keybag: [String: (kek: [UInt8]?, device: [UInt8]?)]
-
-    /// Reads every meta and keybag row.
-    static func read(_ db: Database) throws -> Header {
-        var header = Header(meta: [:], keybag: [:])
-        let m = try db.prepare("SELECT name, value FROM meta")
-        while try m.step() { header.meta[m.text(0)] = m.blob(1) }
-        let k = try db.prepare("SELECT class, kek, device FROM keybag")
-        while try k.step() {
-            header.keybag[k.text(0)] = (k.isNull(1) ? nil : k.blob(1), k.isNull(2) ? nil : k.blob(2))
-        }
-        return header
-    }
 
     /// The number of committed writes this header has seen; 0 for a header
     /// without a MAC (from before generations, or stripped of its MAC: a

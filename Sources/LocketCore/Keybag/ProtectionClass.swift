@@ -68,7 +68,7 @@ public enum ProtectionClass: String, CaseIterable, Sendable {
         guard let match = ProtectionClass.allCases.first(where: {
             $0.name == text || $0.appleName == text || $0.rawValue == text
         }) else {
-            throw KeychainError(.param, "no protection class '\(Printable.clip(text))' (see --accessible in locket help add)")
+            throw KeychainError(.param, "no protection class '\(Printable.clip(text))'", reason: .unknownProtectionClass)
         }
         self = match
     }

@@ -56,7 +56,7 @@ public struct SessionStore: Sendable {
             }
             if forced == .keyring {
                 throw KeychainError(.io, "the kernel keyring refused the session: \(errnoText())",
-                                    hint: "set LOCKET_SESSION=dir to keep sessions in \(directory)")
+                                    reason: .keyringRefused(directory: directory))
             }
             keyringRefusal = errnoText()
         }
@@ -102,7 +102,7 @@ public struct SessionStore: Sendable {
         guard n > 0, n <= buffer.count else { return nil }
         let record = buffer.prefix(n)
         guard let (keys, timeout) = SessionKeys.decode(record, header: Self.magic) else {
-            throw KeychainError(.decode, "the session in the kernel keyring is damaged", hint: "run locket lock --all, then unlock again")
+            throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
         let now = Clock.seconds()
         if timeout > 0 && extend {
@@ -130,7 +130,7 @@ public struct SessionStore: Sendable {
         let buffer = SecureBytes(count: Int(st.st_size))
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n == buffer.count, let (keys, timeout) = SessionKeys.decode(buffer, header: Self.magic) else {
-            throw KeychainError(.decode, "the session file \(path) is damaged", hint: "run locket lock --all, then unlock again")
+            throw KeychainError(.decode, "the session file \(path) is damaged", reason: .sessionDamaged)
         }
         if timeout > 0 {
             let now = Clock.now()

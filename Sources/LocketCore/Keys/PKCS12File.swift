@@ -198,12 +198,10 @@ enum LegacyAlgorithms {
         return nil
     }
 
-    /// errSecParam naming the algorithm, with the conversion that makes the file readable.
+    /// errSecParam naming the algorithm (reason `.legacyEncryption`: the command line words the conversion).
     static func error(_ name: String, what: String) -> KeychainError {
         ERR_clear_error()
-        let hint = what == "PKCS#12 file"
-            ? "convert it with OpenSSL 3 (the key stays encrypted in TMP.pem): openssl pkcs12 -legacy -in OLD.p12 -out TMP.pem && openssl pkcs12 -export -in TMP.pem -out NEW.p12 && rm TMP.pem"
-            : "convert it with OpenSSL 3: openssl pkcs8 -provider legacy -provider default -in OLD.pem -topk8 -v2 aes-256-cbc -out NEW.pem"
-        return KeychainError(.param, "the \(what) is encrypted with \(name), a legacy algorithm locket can't read", hint: hint)
+        return KeychainError(.param, "the \(what) is encrypted with \(name), a legacy algorithm locket can't read",
+                             reason: .legacyEncryption(pkcs12: what == "PKCS#12 file"))
     }
 }

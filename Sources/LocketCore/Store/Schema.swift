@@ -1,11 +1,23 @@
+import LocketSupport
+
 /// The keychain file's tables. Plaintext columns are limited to what SPEC §7
 /// allows: item class, protection class, access group, persistent reference,
 /// and keyed digests; every attribute value and the secret are sealed.
 enum Schema {
     static let format: Int64 = 1
 
+    /// The attributes format 1 keeps a blind-index column for, frozen: the
+    /// file's columns, not whatever Attribute lists today.
+    static let indexedAttributes: [Attribute] = [
+        .account, .service, .label, .description, .comment, .generic, .creator, .type,
+        .server, .securityDomain, .protocol, .authenticationType, .port, .path,
+    ]
+
+    /// The blind-index column of an attribute in format 1.
+    static func indexColumn(_ attribute: Attribute) -> String { "i_" + attribute.code }
+
     static var statements: [String] {
-        let indexColumns = Attribute.allCases.filter(\.isSealed).map(\.column)
+        let indexColumns = indexedAttributes.map(indexColumn)
         return [
             "CREATE TABLE meta(name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID",
             "CREATE TABLE keybag(class TEXT PRIMARY KEY, kek BLOB, device BLOB) WITHOUT ROWID",

@@ -64,8 +64,8 @@ final class TemporaryKeychain {
 
     /// A fresh Keychain object: keys are loaded at open, so this is how a test
     /// observes what another object (another command) did to the session.
-    func open(acceptRollback: Bool = false) throws -> Keychain {
-        try Keychain.open(at: path, environment: environment, acceptRollback: acceptRollback)
+    func open(caller: Caller = .owner, acceptRollback: Bool = false) throws -> Keychain {
+        try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
     }
 
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.

@@ -1,0 +1,41 @@
+import LocketCore
+import LocketSupport
+
+/// The words for the engine's typed reasons: every `locket: hint:` that
+/// follows an engine error is made here, where the command line is known.
+enum Hints {
+    /// The hint for `error` in this command's context; nil when there is nothing to suggest.
+    static func hint(for error: KeychainError, _ context: Context) -> String? {
+        if let hint = error.hint { return hint }
+        switch error.reason {
+        case .noKeychain?:
+            // Name the keychain the user named: the bare command would create the login keychain.
+            let named = (try? context.globals.keychain ?? context.environment["LOCKET_KEYCHAIN"]) ?? nil
+            return named.map { "run 'locket -k \(Printable.clip($0, max: 256)) init' to create it" } ?? "run 'locket init' to create it"
+        case .locked?:
+            return "run 'locket unlock'"
+        case .scopedTo?:
+            return "an owner 'locket unlock' (without entitlements) opens every group"
+        case .emptyPassword?:
+            return context.commandName == "passwd" ? "use --remove to remove the password" : "use --no-password for a keychain without one"
+        case .unknownProtectionClass?:
+            return "see --accessible in 'locket help add'"
+        case .sessionDamaged?:
+            return "run locket lock --all, then unlock again"
+        case .keyringRefused(let directory)?:
+            return "set LOCKET_SESSION=dir to keep sessions in \(directory)"
+        case .legacyEncryption(pkcs12: true)?:
+            return "convert it with OpenSSL 3 (the key stays encrypted in TMP.pem): openssl pkcs12 -legacy -in OLD.p12 -out TMP.pem && openssl pkcs12 -export -in TMP.pem -out NEW.p12 && rm TMP.pem"
+        case .legacyEncryption(pkcs12: false)?:
+            return "convert it with OpenSSL 3: openssl pkcs8 -provider legacy -provider default -in OLD.pem -topk8 -v2 aes-256-cbc -out NEW.pem"
+        case .newerFormat?:
+            return "a newer release of locket made it: upgrade locket to open it"
+        case .rolledBack?:
+            return "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'"
+        case .keysReplaced?:
+            return "run the command again"
+        case .boundToOtherDevice?, nil:
+            return nil
+        }
+    }
+}

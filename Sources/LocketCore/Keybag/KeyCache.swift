@@ -1,0 +1,98 @@
+import LocketSupport
+
+/// The keys this process holds, and the one answer to "can items of this
+/// (class, group) be opened now, and if not, why": locked, outside a scoped
+/// session's groups, or bound to another device.
+struct KeyCache {
+    let keychainID: [UInt8]
+    /// Keys by class code (and `idx`, and scoped group keys by `scopedKeyName`).
+    var keys = SessionKeys()
+    /// Tiers whose session was found (or that need none).
+    var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
+    /// Set when the session was unlocked for an app: it holds only that
+    /// app's (class, group) keys, never class keys.
+    var scope: Scope?
+    /// Device-bound items with ids up to this one belong to an earlier device.
+    var thisDeviceOnlyBoundary: Int64 = 0
+    private var groupKeys: [String: SecureBytes] = [:]
+    private var lastGroupKey: (pclass: ProtectionClass, group: String, key: SecureBytes)?
+
+    struct Scope: Equatable {
+        var groups: [String]
+        var classes: Set<String>
+    }
+
+    init(keychainID: [UInt8]) { self.keychainID = keychainID }
+
+    /// Forgets every key (before the session is loaded again).
+    mutating func reset() {
+        self = KeyCache(keychainID: keychainID)
+    }
+
+    /// The session key name of a scoped (class, group) key. Group names stay
+    /// out of it so that their length never limits the session format.
+    static func scopedKeyName(keychainID: [UInt8], _ pclass: ProtectionClass, _ group: String) -> String {
+        let id = SecureBytes(copying: keychainID)
+        return "g" + Hex.encode(KeyDerivation.digest(id, KeyDerivation.Context("locket.scoped.v1").with(pclass.rawValue).with(group)))
+    }
+
+    func scopedKeyName(_ pclass: ProtectionClass, _ group: String) -> String {
+        KeyCache.scopedKeyName(keychainID: keychainID, pclass, group)
+    }
+
+    /// The blind-index key; without it nothing can be looked up.
+    func indexKey() throws -> SecureBytes {
+        guard let key = keys[Keybag.indexKeyName] else {
+            throw KeychainError(.interactionNotAllowed, "the keychain is locked and its device secret is missing",
+                                reason: .locked(nil))
+        }
+        return key
+    }
+
+    /// The key for items of `pclass` in `group`, or why there is none: derived
+    /// from the class key, or (in a session scoped to an app) stored as is.
+    mutating func groupKey(_ pclass: ProtectionClass, _ group: String) throws -> SecureBytes {
+        // Rows come in runs of one class and group: skip building and hashing the cache key.
+        if let last = lastGroupKey, last.pclass == pclass, last.group == group { return last.key }
+        let cacheKey = pclass.rawValue + "\u{0}" + group
+        if let key = groupKeys[cacheKey] {
+            lastGroupKey = (pclass, group, key)
+            return key
+        }
+        let key: SecureBytes
+        if let classKey = keys[pclass.rawValue] {
+            key = Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
+        } else if let scoped = keys[scopedKeyName(pclass, group)] {
+            key = scoped
+        } else {
+            throw unavailable(pclass, group)
+        }
+        groupKeys[cacheKey] = key
+        lastGroupKey = (pclass, group, key)
+        return key
+    }
+
+    /// Whether items of `pclass` in `group` (the item `id`, when known) can be opened now.
+    func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
+        if pclass.thisDeviceOnly, let id, id <= thisDeviceOnlyBoundary { return .unavailableOnThisDevice }
+        if keys[pclass.rawValue] != nil || keys[scopedKeyName(pclass, group)] != nil { return .available }
+        guard unlockedTiers.contains(pclass.tier) else { return .locked }
+        if let scope, scope.classes.contains(pclass.rawValue) { return .locked }
+        return pclass.thisDeviceOnly ? .unavailableOnThisDevice : .locked
+    }
+
+    /// The error for items of `pclass` in `group` that can't be opened now.
+    func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
+        if availability(of: pclass, group: group, id: id) == .unavailableOnThisDevice {
+            return KeychainError(.interactionNotAllowed, "the item is bound to another device (\(pclass.name))",
+                                 reason: .boundToOtherDevice)
+        }
+        if let scope, unlockedTiers.contains(pclass.tier) {
+            return KeychainError(.interactionNotAllowed,
+                                 "the session was unlocked for the access groups \(scope.groups.map { Printable.clip($0) }.joined(with: ", ")) only",
+                                 reason: .scopedTo(scope.groups))
+        }
+        return KeychainError(.interactionNotAllowed, "the keychain is locked (\(pclass.name) items need an unlock)",
+                             reason: .locked(pclass))
+    }
+}

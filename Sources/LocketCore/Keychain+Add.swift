@@ -1,0 +1,91 @@
+import Glibc
+import LocketSupport
+
+/// SecItemAdd: one item, or a batch in one transaction.
+extension Keychain {
+    /// Adds an item (SecItemAdd). With `updateExisting`, an item with the same
+    /// primary key is updated in place instead (`security add-... -U`),
+    /// keeping its persistent reference and creation date.
+    @discardableResult
+    public func add(_ new: NewItem, data: SecureBytes, extra: SecureBytes? = nil, updateExisting: Bool = false) throws -> Item {
+        try checkSize(data)
+        let pclass = new.accessible ?? .whenUnlocked
+        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
+            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
+        }
+        let group = new.accessGroup ?? defaultGroup
+        try authorize(group)
+        let attributes = new.storedAttributes
+        return try write {
+            do {
+                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra)
+            } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
+                var query = Query(itemClass: new.itemClass)
+                for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+                query.accessGroup = group
+                if let requested = new.accessible {
+                    let existing = try rows(query, limit: .one, data: false).first
+                    if let existing, existing.accessible != requested {
+                        throw KeychainError(.param, "accessible can't be changed on an existing item (delete and add it again)")
+                    }
+                }
+                var changes = new.attributes.filter { $0.key.isSealed }
+                changes[.label] = changes[.label] ?? attributes[.label]
+                let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra)
+                return updated[0]
+            }
+        }
+    }
+
+    /// Adds many items in one transaction (bulk loading for benchmarks and
+    /// imports): all or nothing, as `add` of each would be without `-U`.
+    public func addBatch<Items: Sequence>(_ items: Items) throws where Items.Element == (item: NewItem, data: SecureBytes) {
+        try write {
+            // One prepared INSERT for the batch; a lazy sequence keeps only the
+            // secret being inserted in guarded memory, not the whole batch.
+            let inserter = try store.prepareInsert()
+            for (new, data) in items {
+                try checkSize(data)
+                let group = new.accessGroup ?? defaultGroup
+                try authorize(group)
+                _ = try insert(new.itemClass, new.storedAttributes, group: group, pclass: new.accessible ?? .whenUnlocked,
+                               data: data, extra: nil, using: inserter)
+            }
+        }
+    }
+
+    func checkSize(_ data: SecureBytes) throws {
+        guard data.count <= Keychain.maximumDataLength else {
+            throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
+        }
+    }
+
+    /// Seals and inserts one item, inside the caller's write transaction. A
+    /// restore passes the item's own persistent reference and dates (kept as
+    /// they were); otherwise the reference is new and both dates are now.
+    func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
+                pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
+                ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
+                using inserter: ItemStore.Inserter? = nil) throws -> Item {
+        let ref = ref ?? Sodium.random(16)
+        let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
+        let attrsKey = try fieldKey(row, .attributes)
+        let dataKey = try fieldKey(row, .data)
+        let now = Clock.milliseconds()
+        let (created, modified) = (created ?? now, modified ?? now)
+        var record = ItemRecord.encode(attributes, created: created, modified: modified)
+        defer { wipe(&record) }
+        try (inserter ?? store.prepareInsert()).insert(
+            ref: ref, itemClass: itemClass, accessible: pclass, group: group,
+            digests: Sealing.digests(try indexKey(), itemClass, attributes),
+            attributes: SecretBox.seal(record, key: attrsKey),
+            data: SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey))
+        return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
+                    persistentRef: ref, creationDate: created, modificationDate: modified, data: nil, availability: .available)
+    }
+
+    /// The key that seals `field` of `row`, or why it is not available.
+    func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
+        Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
+    }
+}

@@ -1,0 +1,113 @@
+import Glibc
+import LocketSupport
+
+/// `init`: a new keychain, built beside its final path and linked into place.
+extension Keychain {
+    /// Creates a keychain at `path` with `password` (nil: no password),
+    /// hashed with Argon2id at `kdf`. The caller chooses the cost: the command
+    /// line never passes less than `.interactive`.
+    public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
+                              environment: Environment) throws {
+        try Sodium.ready()
+        umask(0o077)
+        if FileIO.exists(path) {
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
+        }
+        if let password, password.count == 0 {
+            throw KeychainError(.param, "the password is empty", reason: .emptyPassword)
+        }
+        // Every variable the new keychain needs is read before anything is made.
+        let devicePath = try environment.deviceSecretPath()
+        _ = try SessionStore(environment: environment, keychainID: [])
+        try FileIO.makeDirectories(FileIO.directory(of: path))
+        // Judged as `open` will judge it: a keychain made where it cannot be opened helps no one.
+        let shared = try FileIO.checkPrivateFile(path, what: "keychain")
+        try DeviceKey.create(secretPath: devicePath)
+        guard let device = try DeviceKey.load(secretPath: devicePath) else {
+            throw KeychainError(.io, "cannot read the device secret \(devicePath)")
+        }
+        let id = Sodium.random(16)
+        let kdf: KDFParameters? = password == nil ? nil : KDFParameters(cost: cost)
+        let kek = password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
+        guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
+        let (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
+
+        // Claim the names SQLite will use beside the keychain before it exists.
+        let claimed = shared ? try Database.claimCompanions(of: path) : []
+        do {
+            // Build the file in a private directory next to it and link it into
+            // place, so a crash never leaves a half-made keychain at the real path,
+            // and nobody else can plant or read a file SQLite uses meanwhile (a
+            // predictable name in /tmp could be made first by another user).
+            removeAbandonedInits(of: path)
+            let workspace = try makeWorkspace(for: path)
+            defer { removeWorkspace(workspace) }
+            let temporary = workspace + "/keychain"
+            do {
+                let db = try Database(path: temporary, create: true)
+                try db.execute("PRAGMA journal_mode=WAL")
+                try db.transaction(write: true) {
+                    for sql in Schema.statements { try db.execute(sql) }
+                    try MetaStore.write(db, [(.format, BigEndian.bytes(Schema.format)), (.id, id),
+                                             (.deviceFingerprint, Keybag.deviceFingerprint(device, keychainID: id))]
+                        + (kdf.map { [(.kdf, $0.encoded)] } ?? []))
+                    try MetaStore.writeKeybag(db, bag)
+                    let header = try MetaStore.read(db)
+                    try MetaStore.write(db, named: header.sealed(generation: 1, indexKey: keys[Keybag.indexKeyName]!, keychainID: id))
+                }
+            }
+            guard link(temporary, path) == 0 else {
+                if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
+                throw KeychainError(.io, "cannot create \(path): \(errnoText())")
+            }
+        } catch {
+            for file in claimed { unlink(file) }
+            throw error
+        }
+        GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: 1)
+
+        // The creator has just proven the password: start unlocked, as iOS does after setting a passcode.
+        if password != nil {
+            let keychain = try Keychain.open(at: path, environment: environment)
+            try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
+        }
+    }
+
+    /// The private directory `init` builds a keychain in: `PATH.init.PID.XXXXXX`, mode 700.
+    private static func makeWorkspace(for path: String) throws -> String {
+        var template = Array("\(path).init.\(getpid()).XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw KeychainError(.io, "cannot create a directory next to \(path): \(errnoText())")
+        }
+        return String(cString: made)
+    }
+
+    private static func removeWorkspace(_ workspace: String) {
+        for suffix in [""] + Database.companionSuffixes { unlink(workspace + "/keychain" + suffix) }
+        rmdir(workspace)
+    }
+
+    /// Removes what a killed `init` left when that process is gone: its
+    /// directory `PATH.init.PID.XXXXXX`, or the files `PATH.init.PID[-wal|-shm]`
+    /// of earlier versions. Only the user's own; others' names in a shared
+    /// directory are left alone.
+    private static func removeAbandonedInits(of path: String) {
+        let directory = FileIO.directory(of: path)
+        let prefix = String(path.split(separator: "/").last ?? "") + ".init."
+        guard let dir = opendir(directory) else { return }
+        var doomed: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.hasPrefix(prefix) else { continue }
+            let pidText = name.dropFirst(prefix.count).prefix { $0.isNumber }
+            if let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { doomed.append(name) }
+        }
+        closedir(dir)
+        for name in doomed {
+            let full = directory + "/" + name
+            var st = stat()
+            guard lstat(full, &st) == 0, st.st_uid == geteuid() else { continue }
+            if st.st_mode & S_IFMT == S_IFDIR { removeWorkspace(full) } else { unlink(full) }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import LocketSupport
+
+/// SecItemCopyMatching and dump: finding rows and opening them.
+extension Keychain {
+    /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.
+    public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
+        if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
+        let found = try database.transaction(write: false) { () throws -> [Item] in
+            do {
+                let found = try rows(query, limit: limit, data: returnData)
+                if found.isEmpty { try checkKeysCurrent() }
+                return found
+            } catch let error as KeychainError where error.code == .decode {
+                try checkKeysCurrent()
+                throw error
+            }
+        }
+        if found.isEmpty { throw KeychainError(.itemNotFound) }
+        return found
+    }
+
+    /// The store filter of a query: the groups the caller may touch, and
+    /// the blind index of each attribute equality.
+    func storeFilter(_ query: Query) throws -> ItemStore.Filter {
+        var filter = try self.filter(query)
+        filter.digests = try query.attributes.map { attribute, value in
+            (attribute, value.isEmpty ? nil : Sealing.indexDigest(try indexKey(), query.itemClass, attribute, value))
+        }
+        return filter
+    }
+
+    /// Matching items in stable order (oldest first). A match whose class key
+    /// is unavailable fails the whole search with errSecInteractionNotAllowed:
+    /// a locked item is never reported as missing.
+    func rows(_ query: Query, limit: MatchLimit, data: Bool) throws -> [Item] {
+        let cursor = try store.select(try storeFilter(query), data: data)
+        var found: [Item] = []
+        let wanted = limit.sqlLimit
+        while let row = try cursor.next() {
+            guard let item = try open(row, itemClass: query.itemClass, data: data, strict: true) else { continue }
+            // The digests matched; confirm byte for byte now that the values are open.
+            guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
+            found.append(item)
+            if wanted >= 0 && found.count >= wanted { break }
+        }
+        return found
+    }
+
+    /// Opens a selected row. With `strict`, an unavailable key or damaged
+    /// value throws; otherwise the item comes back with its availability set
+    /// and no attributes.
+    func open(_ stored: ItemStore.Row, itemClass: ItemClass, data: Bool, strict: Bool) throws -> Item? {
+        let id = stored.id
+        let ref = stored.ref
+        let group = stored.accessGroup
+        guard let pclass = ProtectionClass(rawValue: stored.protectionClassCode) else {
+            if strict { throw KeychainError(.decode, "an item has an unknown protection class") }
+            return Item(itemClass: itemClass, attributes: [:], accessGroup: group, accessible: .whenUnlocked,
+                        persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil, availability: .damaged)
+        }
+        let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
+        var item = Item(itemClass: itemClass, attributes: [:], accessGroup: group, accessible: pclass,
+                        persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil,
+                        availability: availability(of: pclass, group: group, id: id))
+        guard item.availability == .available else {
+            if strict { throw unavailable(pclass, group, id: id) }
+            return item
+        }
+        do {
+            let opened = try stored.withAttributes { try SecretBox.open($0, key: try fieldKey(row, .attributes), what: "an item's attributes") }
+            let record = try ItemRecord.decode(opened)
+            item.attributes = record.attributes
+            item.creationDate = record.created
+            item.modificationDate = record.modified
+            if data {
+                let record = try stored.withData { try SecretBox.open($0, key: try fieldKey(row, .data), what: "an item's secret") }
+                (item.data, item.extra) = try DataRecord.decode(record)
+            }
+        } catch let error as KeychainError where error.code == .decode {
+            if strict {
+                throw KeychainError(.decode, "an item (ref \(Hex.encode(ref))) could not be opened: it was altered or moved")
+            }
+            item.attributes = [:]
+            item.availability = .damaged
+        }
+        return item
+    }
+
+    /// Streams every item, oldest first. Items that cannot be opened come with
+    /// their availability set. With `returnData`, a locked class with items
+    /// fails the dump up front (errSecInteractionNotAllowed) before anything is streamed.
+    public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
+        try database.transaction(write: false) {
+            try checkKeysCurrent()
+            let visible = ItemStore.Filter(visibleGroups: caller.accessGroups)
+            if returnData {
+                // Fail before streaming anything: every (class, group) present must open.
+                for (code, group) in try store.classesAndGroups(visible) {
+                    guard let pclass = ProtectionClass(rawValue: code) else { continue }
+                    if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
+                }
+            }
+            let cursor = try store.select(visible, data: returnData)
+            while let row = try cursor.next() {
+                guard let itemClass = row.itemClass else { continue }
+                if let item = try open(row, itemClass: itemClass, data: returnData, strict: false) { try body(item) }
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+/// Loading the session's keys at open, saving them at unlock, and lock.
+extension Keychain {
+    /// Keys available to this process, by class code (and `idx`).
+    var keys: SessionKeys {
+        get { cache.keys }
+        set { cache.keys = newValue }
+    }
+
+    /// Set when the session was unlocked for an app: only that app's groups open.
+    var sessionScope: KeyCache.Scope? { cache.scope }
+
+    /// The blind-index key; without it nothing can be looked up.
+    func indexKey() throws -> SecureBytes { try cache.indexKey() }
+
+    /// Whether items of `pclass` in `group` can be opened now, and if not why.
+    func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
+        cache.availability(of: pclass, group: group, id: id)
+    }
+
+    func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
+        cache.unavailable(pclass, group, id: id)
+    }
+
+    /// Loads the keys this process may use: the device-wrapped ones, then each
+    /// session tier (or, without a password, everything).
+    func loadKeys() throws {
+        // Through `cache` directly: the `keys` accessor would copy the set at every change.
+        defer { extendsSession = true }
+        if device == nil { device = try deviceKey() }
+        if let device { cache.keys = keybag.unwrapWithDevice(device) }
+        if !keybag.hasPassword {
+            var all: SessionKeys
+            do {
+                all = try keybag.unwrapWithKEK(Keybag.passwordlessKEK(keybag.keychainID), device: device)
+            } catch let error as KeychainError where error.code == .authFailed {
+                // No password parameters, yet keys that need a password: the header was edited.
+                throw KeychainError(.decode, "\(path) has lost its password-hash parameters; the file was altered")
+            }
+            if let device, !isBoundDevice(device) {
+                // Writes below authenticate the header with the blind-index key.
+                if let indexKey = all[Keybag.indexKeyName] { cache.keys.set(Keybag.indexKeyName, indexKey) }
+                try rebind(&all, kek: Keybag.passwordlessKEK(keybag.keychainID), device: device)
+                try rewrapForThisDevice(all, device: device)
+            }
+            for (name, key) in all.entries { cache.keys.set(name, key) }
+            cache.unlockedTiers = [.always, .whenUnlocked, .afterFirstUnlock]
+            return
+        }
+        for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
+            let loaded: (SessionKeys, SessionStore.Info)?
+            do {
+                loaded = try session.load(tier, extend: extendsSession)
+            } catch let error as KeychainError where error.code == .decode {
+                // A damaged session (a crash mid-write, a race with lock, tampering)
+                // is a locked one: forget it rather than block every command.
+                session.remove(tier)
+                loaded = nil
+            }
+            guard let (stored, _) = loaded else { continue }
+            cache.unlockedTiers.insert(tier)
+            for (name, key) in stored.entries where cache.keys[name] == nil { cache.keys.set(name, key) }
+            if let scope = stored.scope {
+                var merged = cache.scope ?? KeyCache.Scope(groups: [], classes: [])
+                for group in scope.groups where !merged.groups.contains(group) { merged.groups.append(group) }
+                merged.classes.formUnion(scope.classes)
+                cache.scope = merged
+            }
+        }
+    }
+
+    /// Reloads this object's keys after the session changed under it.
+    func reloadKeys() throws {
+        cache.reset()
+        cache.thisDeviceOnlyBoundary = tdoBoundary
+        try loadKeys()
+    }
+
+    /// Saves the keys for later commands: both tiers, or only those in `tiers`.
+    /// What an app's unlock keeps is SessionPolicy's call.
+    func saveSession(_ unwrapped: SessionKeys, timeout: UInt32,
+                     tiers: Set<ProtectionClass.Tier> = [.afterFirstUnlock, .whenUnlocked]) throws {
+        let (firstUnlock, whenUnlocked) = SessionPolicy.split(unwrapped, accessGroups: caller.accessGroups,
+                                                              keychainID: keybag.keychainID)
+        if tiers.contains(.afterFirstUnlock) { try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0) }
+        if tiers.contains(.whenUnlocked) { try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout) }
+    }
+
+    /// Forgets the when-unlocked keys; with `all`, every key (as a reboot would).
+    public func lock(all: Bool) {
+        session.remove(.whenUnlocked)
+        if all { session.remove(.afterFirstUnlock) }
+        try? reloadKeys()
+    }
+
+    /// Whether the when-unlocked keys are in the session now.
+    public var isUnlocked: Bool { cache.unlockedTiers.contains(.whenUnlocked) }
+}

@@ -1,0 +1,77 @@
+import LocketSupport
+
+/// SecItemUpdate and SecItemDelete.
+extension Keychain {
+    /// Changes every match (SecItemUpdate), all or nothing. `changes` maps
+    /// sealed attributes to new values; `accessGroup` moves the items to that
+    /// group. As everywhere in the API, the access group is its own
+    /// `accessGroup` value; `.accessGroup` in `changes` means the same.
+    @discardableResult
+    public func update(_ query: Query, changes: [Attribute: [UInt8]], accessGroup: String? = nil, data: SecureBytes? = nil,
+                       extra: SecureBytes? = nil) throws -> Int {
+        if let data { try checkSize(data) }
+        if changes[.accessible] != nil {
+            throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
+        }
+        var changes = changes
+        var group = accessGroup
+        if let named = changes.removeValue(forKey: .accessGroup) {
+            let text = String(decoding: named, as: UTF8.self)
+            if let group, group != text { throw KeychainError(.param, "two different access groups to move to") }
+            group = text
+        }
+        for attribute in changes.keys where !query.itemClass.supports(attribute) {
+            throw Query.foreign(attribute, query.itemClass)
+        }
+        if let group { try authorize(group) }
+        return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra).count }
+    }
+
+    /// The body of update, inside the caller's transaction.
+    /// A new `data` replaces the secret and its metadata (`extra`) together.
+    func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
+                extra: SecureBytes?) throws -> [Item] {
+        let cursor = try store.select(try storeFilter(query), data: true)
+        var matches: [(Int64, Item)] = []
+        while let row = try cursor.next() {
+            // Re-sealing under a new group needs the old secret open as well.
+            guard let item = try open(row, itemClass: query.itemClass, data: newGroup != nil || data == nil, strict: true),
+                  query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
+            matches.append((row.id, item))
+        }
+        guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
+        let updater = try store.prepareUpdate()
+        let now = Clock.milliseconds()
+        var updated: [Item] = []
+        for (id, var item) in matches {
+            for (attribute, value) in changes { item[attribute] = value }
+            if let newGroup { item.accessGroup = newGroup }
+            item.modificationDate = now
+            let row = Sealing.RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
+                                          ref: item.persistentRef)
+            var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now)
+            defer { wipe(&record) }
+            guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
+            let dataRecord = DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
+            try updater.update(id: id, group: item.accessGroup,
+                               digests: Sealing.digests(try indexKey(), item.itemClass, item.attributes),
+                               attributes: SecretBox.seal(record, key: try fieldKey(row, .attributes)),
+                               data: SecretBox.seal(dataRecord, key: try fieldKey(row, .data)))
+            item.data = nil
+            item.extra = nil
+            updated.append(item)
+        }
+        return updated
+    }
+
+    /// Deletes every match (SecItemDelete). Works while locked: it needs only
+    /// digests, never an open value, so a read failure can never cause it.
+    @discardableResult
+    public func delete(_ query: Query) throws -> Int {
+        try write {
+            let n = try store.delete(try storeFilter(query))
+            if n == 0 { throw KeychainError(.itemNotFound) }
+            return n
+        }
+    }
+}
