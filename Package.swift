@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "LocketCore", targets: ["LocketCore"]),
         .library(name: "LocketCLI", targets: ["LocketCLI"]),
         .library(name: "LocketSupport", targets: ["LocketSupport"]),
+        // The PostgreSQL helper (SPEC §17): libpq can't go into the static
+        // `locket`, so remote keychains talk to it through a socket pair.
+        .executable(name: "locket-postgres", targets: ["locket-postgres"]),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -32,7 +35,13 @@ let package = Package(
         // Bytes and small system helpers both layers use: hex, big-endian
         // integers, percent-encoding, base64, the clock, write-all, wipe.
         .target(name: "LocketSupport", dependencies: ["CSodium"], swiftSettings: fastMetadata),
-        .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem"],
+        // libpq, for the helper only: Debian ships no static libpgcommon/libpgport
+        // and libpq needs GSSAPI and LDAP, so it is linked dynamically there.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // The frames `locket` and `locket-postgres` exchange; Glibc only.
+        .target(name: "LocketWire"),
+        .executableTarget(name: "locket-postgres", dependencies: ["LocketWire", "CLibPQ"]),
+        .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire"],
                 // The formats' documents live next to their code (the man page is made from them).
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
         .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
@@ -43,7 +52,7 @@ let package = Package(
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
         .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "CSQLite"], path: "Tests/LocketTestSupport"),
-        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport"]),
+        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport", "LocketWire"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport"]),
     ]

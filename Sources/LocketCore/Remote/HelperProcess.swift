@@ -1,0 +1,121 @@
+import Glibc
+import LocketWire
+
+/// The running `locket-postgres` helper: started with posix_spawn (no shell),
+/// its stdin and stdout one end of a socket pair, stderr /dev/null, no other
+/// descriptor, and only the environment libpq reads.
+///
+/// This is a second small spawn beside LocketCLI's `Spawn`: the engine can't
+/// import LocketCLI, and this one needs a socket pair rather than pipes.
+final class HelperProcess {
+    /// The helper's process id.
+    let pid: pid_t
+    /// Frames to and from the helper.
+    let channel: Channel
+    private var reaped = false
+
+    /// The variables passed on to the helper: libpq's own (so `.pgpass`,
+    /// service files and TLS files are found as for psql), and nothing else.
+    static let passedVariables = [
+        "HOME", "USER", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE",
+        "PGSERVICE", "PGSERVICEFILE", "PGSYSCONFDIR", "PGSSLROOTCERT", "PGSSLCERT", "PGSSLKEY", "PGSSLCRL",
+        "PGSSLCRLDIR", "PGAPPNAME", "PGCONNECT_TIMEOUT", "PGTARGETSESSIONATTRS", "PGKRBSRVNAME", "PGGSSLIB",
+        "KRB5CCNAME", "PGREQUIRESSL",
+    ]
+
+    /// Starts `path` after checking that nobody but root or this user can
+    /// replace it (it will hold the database password).
+    init(path: String, environment: Environment) throws {
+        try Self.checkExecutable(path)
+        var variables: [String] = []
+        for name in Self.passedVariables {
+            if let value = try environment[name] { variables.append("\(name)=\(value)") }
+        }
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw KeychainError(.notAvailable, "could not start the PostgreSQL helper: socketpair failed (errno \(errno))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Swift's Glibc doesn't export posix_spawn_file_actions_addclosefrom_np:
+        // the helper closes every descriptor above 2 as its first act instead.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("locket-postgres"), nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        close(pair[1])
+        guard rc == 0 else {
+            close(pair[0])
+            throw KeychainError(.notAvailable, "could not start the PostgreSQL helper \(path) (errno \(rc))")
+        }
+        pid = child
+        channel = Channel(input: pair[0], output: pair[0])
+    }
+
+    deinit { stop() }
+
+    /// Closes the stream (the helper rolls back and exits) and reaps it; a
+    /// helper that doesn't exit within a second is killed.
+    func stop() {
+        guard !reaped else { return }
+        reaped = true
+        close(channel.input)
+        for _ in 0..<100 {
+            var status: Int32 = 0
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid || (done < 0 && errno != EINTR) { return }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
+    /// Refuses a helper that is not a regular executable file, or that a user
+    /// other than root and the caller owns or can write (it sees the password).
+    static func checkExecutable(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw KeychainError(.notAvailable, "the PostgreSQL helper \(path) is missing: remote keychains need locket-postgres installed")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o111 != 0 else {
+            throw KeychainError(.notAvailable, "the PostgreSQL helper \(path) is not an executable file")
+        }
+        guard info.st_uid == 0 || info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            throw KeychainError(.notAvailable, "the PostgreSQL helper \(path) can be replaced by another user; refusing to run it")
+        }
+    }
+
+    /// Where the helper is installed relative to the running executable:
+    /// `../libexec/locket/locket-postgres` (make install), then beside it
+    /// (the build tree). Nil when neither exists.
+    static func defaultPath() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        let executable = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = executable.lastIndex(of: "/") else { return nil }
+        let directory = String(executable[..<slash])
+        let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
+        for candidate in ["\(parent)/libexec/locket/locket-postgres", "\(directory)/locket-postgres"] where access(candidate, X_OK) == 0 {
+            return candidate
+        }
+        return nil
+    }
+}
