@@ -18,9 +18,13 @@ final class LayeringTests: XCTestCase {
         "CLocketSystem": ["libc"],
         "CLocketSQLite": ["libc", "CSQLite"],
         "LocketSupport": ["Glibc", "Synchronization", "internal CSodium"],
-        "LocketCore": ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "Glibc", "Synchronization"],
+        "LocketCore": ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire", "Glibc", "Synchronization"],
         "LocketCLI": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
         "locket": ["LocketCLI", "Glibc"],
+        // The PostgreSQL helper (SPEC §17): libpq only ever in its own process.
+        "CLibPQ": ["libc", "CLibPQ"],
+        "LocketWire": ["Glibc"],
+        "locket-postgres": ["LocketWire", "CLibPQ", "Glibc"],
     ]
 
     func testEveryModuleImportsOnlyWhatItsLayerAllows() throws {
@@ -129,6 +133,7 @@ final class LayeringTests: XCTestCase {
         if header == "sqlite3.h" || header == "sqlite3ext.h" { return "CSQLite" }
         if header == "sodium.h" || header.hasPrefix("sodium/") { return "CSodium" }
         if header.hasPrefix("openssl/") { return "CCrypto" }
+        if header == "libpq-fe.h" || header == "libpq-events.h" { return "CLibPQ" }
         return nil
     }
 }
