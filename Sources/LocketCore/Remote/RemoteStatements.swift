@@ -11,10 +11,10 @@ public enum RemoteStatements {
     public static let listDevices = "SELECT id, public_key, name, state, enrolled FROM locket.devices ORDER BY id"
     /// $1 device id -> public_key, state; locks the row for the approving or revoking transaction.
     public static let lockDevice = "SELECT public_key, state FROM locket.devices WHERE id = $1 FOR UPDATE"
-    /// $1 device id. Only a pending device can be approved (no row changed otherwise).
-    public static let approveDevice = "UPDATE locket.devices SET state = 'approved', changed = now() WHERE id = $1 AND state = 'pending'"
-    /// $1 device id. Only an approved device can be revoked (no row changed otherwise).
-    public static let revokeDevice = "UPDATE locket.devices SET state = 'revoked', changed = now() WHERE id = $1 AND state = 'approved'"
+    /// $1 device id -> id. Only a pending device can be approved (no row otherwise).
+    public static let approveDevice = "UPDATE locket.devices SET state = 'approved', changed = now() WHERE id = $1 AND state = 'pending' RETURNING id"
+    /// $1 device id -> id. Only an approved device can be revoked (no row otherwise).
+    public static let revokeDevice = "UPDATE locket.devices SET state = 'revoked', changed = now() WHERE id = $1 AND state = 'approved' RETURNING id"
 
     // MARK: Groups and their keys
 

@@ -12,7 +12,7 @@ import Glibc
 /// openssl here), every statement logged. PostgreSQL refuses to run as root,
 /// so under root (CI) it runs as an unprivileged account made with useradd.
 /// A watchdog stops it if the test process dies before `stop()`.
-final class PostgresServer {
+final class PostgresServer: @unchecked Sendable {
     /// The database superuser the tests connect as.
     static let user = "locket"
 
