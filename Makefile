@@ -6,26 +6,36 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+# locket finds its PostgreSQL helper at ../libexec/locket/ from its own
+# directory (or beside itself, as in the build tree): keep BINDIR and
+# LIBEXECDIR siblings under one PREFIX.
+LIBEXECDIR ?= $(PREFIX)/libexec
 
 SWIFT ?= swift
 # A static executable starts in well under a millisecond; a dynamic Swift
 # binary spends ~5 ms in the loader (SPEC §11).
 RELEASE_FLAGS = -c release -Xswiftc -static-executable
 BIN = .build/release/locket
+# The PostgreSQL helper links libpq dynamically (Debian ships no static
+# libpgcommon/libpgport, and libpq needs GSSAPI and LDAP), so it is built apart
+# from the static executable, with the Swift runtime linked in statically.
+HELPER = .build/release/locket-postgres
+HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib
 
 .PHONY: all deps test-deps build test install uninstall bench fuzz clean
 
 all: build
 
-# Debian packages the build needs: pkg-config, and the -dev packages whose
-# static archives (libsodium.a, libsqlite3.a, libcrypto.a) go into the static executable.
+# Debian packages the build needs: pkg-config, the -dev packages whose
+# static archives (libsodium.a, libsqlite3.a, libcrypto.a) go into the static
+# executable, and libpq-dev for the PostgreSQL helper.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev; do \
+	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev; do \
 		pc=$${pair%%:*}; pkg=$${pair##*:}; \
 		lib=$$(pkg-config --variable=libdir $$pc 2>/dev/null); \
-		name=$$pc; [ $$pc = libsodium ] && name=sodium; [ $$pc = libcrypto ] && name=crypto; \
+		name=$$pc; [ $$pc = libsodium ] && name=sodium; [ $$pc = libcrypto ] && name=crypto; [ $$pc = libpq ] && name=pq; \
 		[ -n "$$lib" ] && [ -f "$$lib/lib$$name.a" ] || missing="$$missing $$pkg"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -49,6 +59,7 @@ test-deps:
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
 		python3 -c "import $${module%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 \
 			|| missing="$$missing $${module##*:}"; \
@@ -63,6 +74,8 @@ test-deps:
 # Only the executable: not the tests' support target nor the agent's test host.
 build: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
+	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
+	install -m 0755 .build/helper/release/locket-postgres $(HELPER)
 
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
@@ -82,7 +95,7 @@ TEST_FLAGS ?= --parallel --num-workers 2
 test: build test-deps
 	fuzz/run $(FUZZ_SMOKE_SECONDS)
 	rm -f .build/reliability.log
-	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing $(TEST_FLAGS)
+	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --disable-swift-testing $(TEST_FLAGS)
 	@cat .build/reliability.log 2>/dev/null || true
 
 fuzz:
@@ -91,6 +104,8 @@ fuzz:
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
+	install -d $(DESTDIR)$(LIBEXECDIR)/locket
+	install -s -m 0755 -v $(HELPER) $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres
 	ln -sfn locket $(DESTDIR)$(BINDIR)/git-credential-locket
 	ln -sfn locket $(DESTDIR)$(BINDIR)/docker-credential-locket
 	install -m 0644 -v man/locket.1 $(DESTDIR)$(MANDIR)/man1/locket.1
@@ -99,6 +114,8 @@ install: build
 	install -m 0644 -v completions/locket.fish $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 
 uninstall:
+	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/locket 2>/dev/null
 	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(BINDIR)/docker-credential-locket \
 		$(DESTDIR)$(MANDIR)/man1/locket.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish

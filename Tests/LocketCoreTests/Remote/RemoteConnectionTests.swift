@@ -136,6 +136,15 @@ final class RemoteConnectionTests: XCTestCase {
                                                   password: Array(server.password.utf8), environment: Environment(["PGSSLMODE": "disable"])))
     }
 
+    /// With no host given, the helper asks for verify-full; libpq ignores
+    /// sslmode on a Unix socket, so a socket found through PGHOST still works.
+    func testASocketFromPGHOSTConnectsUnderTheDefaultSSLMode() throws {
+        let server = try running()
+        let connection = try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: [("dbname", "postgres"), ("user", PostgresServer.user)],
+                                              environment: Environment(["PGHOST": server.socket, "PGPORT": String(server.port)]))
+        XCTAssertEqual(try connection.execute("SELECT 3::int8").first?[0].int, 3)
+    }
+
     func testTheSocketNeedsNoTLS() throws {
         let rows = try running().connect().execute("SELECT count(*)::int8 FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl")
         XCTAssertEqual(rows.first?[0].int, 0)
