@@ -64,4 +64,24 @@ final class DamagedRowTests: KeychainTestCase {
         XCTAssertEqual(try keychain.update(query(ref: bob.persistentRef), changes: [:], data: secret("fresh")), 1)
         XCTAssertEqual(try keychain.search(query(ref: bob.persistentRef), returnData: true)[0].secretString, "fresh")
     }
+
+    /// A keychain whose tables were edited (here a column renamed, as a
+    /// flipped byte in the schema can do) is refused as no valid keychain
+    /// (errSecInvalidKeychain), not as an I/O error, and the message carries
+    /// none of SQLite's own words.
+    func testEditedTablesAreDamageWithoutSQLitesWords() throws {
+        try addGenp("svc", "alice", secret: "a")
+        keychain = nil
+        let db = try ReliabilityDatabase(temporary.path)
+        _ = try db.change("ALTER TABLE items RENAME COLUMN ref TO fer", [])
+        keychain = try temporary.open()
+        do {
+            _ = try keychain.search(query(.genericPassword, [.account: "alice"]))
+            XCTFail("a search over edited tables succeeded")
+        } catch let error as KeychainError {
+            XCTAssertEqual(error.code, .invalidKeychain, "\(error)")
+            XCTAssertFalse(error.description.contains("no such column"), "\(error)")
+        }
+    }
 }
+

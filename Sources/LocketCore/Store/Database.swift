@@ -101,7 +101,14 @@ final class Database {
 
     func prepare(_ sql: String) throws -> Statement {
         var stmt: OpaquePointer?
-        try check(sqlite3_prepare_v2(handle, sql, -1, &stmt, nil))
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
+        // locket's statements are fixed: one that no longer compiles means the
+        // file's tables are not a keychain's (another SQLite file, a flipped
+        // byte in the schema, an edit), not an I/O error; SQLite's wording helps no one.
+        if rc & 0xff == SQLITE_ERROR {
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain, or its tables were changed")
+        }
+        try check(rc)
         return Statement(stmt!, database: self)
     }
 

@@ -295,6 +295,9 @@ final class EndToEndReliabilityHygieneTests: EndToEndCase {
             // The files inside (not always the directory itself) go to root when the process is not dumpable.
             return stat("/proc/\(pid)/status", &st) == 0 ? st.st_uid : nil
         }
+        // The contrast process may still be setpriv, running as root, until it execs sleep.
+        while ReliabilityClock.now() < deadline,
+              (try? String(contentsOfFile: "/proc/\(plain.pid)/comm", encoding: .utf8)) != "sleep\n" { usleep(10_000) }
         XCTAssertEqual(owner(String(plain.pid)), expectedOwner, "the contrast process shows its own uid")
         XCTAssertEqual(owner(String(masked.pid)), 0, "locket must be non-dumpable (PR_SET_DUMPABLE 0) while it holds a secret")
         let limits = (try? String(contentsOfFile: "/proc/\(masked.pid)/limits", encoding: .utf8)) ?? ""
