@@ -32,6 +32,7 @@ extension Keychain {
         guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
         let (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
 
+        try refuseLeftoverJournals(of: path)
         // Claim the names SQLite will use beside the keychain before it exists.
         let claimed = shared ? try Database.claimCompanions(of: path) : []
         do {
@@ -70,6 +71,20 @@ extension Keychain {
         if password != nil {
             let keychain = try Keychain.open(at: path, environment: environment)
             try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
+        }
+    }
+
+    /// A non-empty `-wal` or `-journal` where no keychain is holds the frames
+    /// of a keychain that was deleted: SQLite would replay them into the new
+    /// one when it is first opened. They are refused, named, not removed
+    /// (they may be all that is left of the old keychain's last writes).
+    private static func refuseLeftoverJournals(of path: String) throws {
+        for suffix in ["-wal", "-journal"] {
+            var st = stat()
+            // Another user's file there is refused by the companion claim, by owner.
+            guard lstat(path + suffix, &st) == 0, st.st_uid == geteuid() else { continue }
+            if (st.st_mode & S_IFMT) == S_IFREG && st.st_size == 0 { continue }
+            throw KeychainError(.io, "\(path + suffix) is left from a keychain that is gone, and SQLite would replay it into a new one; move it away first")
         }
     }
 

@@ -60,4 +60,27 @@ final class KeychainFileTests: KeychainTestCase {
         XCTAssertKeychainError(.param, try addGenp("svc", "alice", group: ""))
         XCTAssertEqual(try allGenp().count, 0)
     }
+
+    /// A leftover non-empty WAL where a keychain was deleted would be replayed
+    /// into a new keychain made at that path: init refuses it, names it, and
+    /// leaves it; an empty one is harmless.
+    func testInitRefusesALeftoverJournalOfAKeychainThatIsGone() throws {
+        for suffix in ["-wal", "-journal"] {
+            let path = temporary.directory + "/fresh" + suffix + ".keychain"
+            XCTAssertTrue(FileManager.default.createFile(atPath: path + suffix, contents: Data(repeating: 7, count: 4096)))
+            do {
+                try Keychain.create(at: path, password: nil, environment: temporary.environment)
+                XCTFail("init made a keychain over a leftover \(suffix)")
+            } catch let error as KeychainError {
+                XCTAssertEqual(error.code, .io)
+                XCTAssertTrue(error.description.contains(path + suffix), "\(error)")
+            }
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "nothing made")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path + suffix), "the leftover is kept")
+            // Empty, it is harmless.
+            XCTAssertTrue(FileManager.default.createFile(atPath: path + suffix, contents: Data()))
+            XCTAssertNoThrow(try Keychain.create(at: path, password: nil, environment: temporary.environment))
+            XCTAssertFalse(try Keychain.open(at: path, environment: temporary.environment).hasPassword)
+        }
+    }
 }
