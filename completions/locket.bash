@@ -18,7 +18,7 @@ _locket() {
     case $cmd:$prev in
         *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        init:--kdf|passwd:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
+        init:--kdf|passwd:--kdf|export:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
         add:--class|find:--class|update:--class|delete:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
         add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account) return ;;
         add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service|otp:-s|otp:--service) return ;;
@@ -48,13 +48,18 @@ _locket() {
         exec:--file) return ;;
         inject:-i|inject:--in-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         inject:-o|inject:--out-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        export:--format) COMPREPLY=($(compgen -W "backup" -- "$cur")); return ;;
+        export:-o|export:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        export:--recipient) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        import:--from) COMPREPLY=($(compgen -W "pass bitwarden-json 1password-csv keepassxc-csv security-dump" -- "$cur")); return ;;
+        import:--identity) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         generate:--length) return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject generate otp credential docker-credential completion help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion help" -- "$cur"))
         fi
         return
     fi
@@ -73,12 +78,14 @@ _locket() {
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject generate otp credential docker-credential completion help" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion help" -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

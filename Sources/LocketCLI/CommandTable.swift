@@ -124,6 +124,7 @@ public enum CommandTable {
     }
 
     static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
+    static let passphraseStdin = OptionSpec("passphrase-stdin", nil, .flag, "read the backup's passphrase from the first line of standard input")
     static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),
                                          "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")
     static let dataFile = OptionSpec("data-file", nil, .value("PATH"), completion: .file, "read the secret's exact bytes from PATH (- for stdin)")
@@ -231,6 +232,26 @@ public enum CommandTable {
                                          "write to FILE, created with mode 600, instead of standard output"),
                               OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")],
                     conflicts: [], operands: false, run: Commands.inject),
+        CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST]",
+                    summary: "write a backup of every item that may leave this device",
+                    options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup"] },
+                                         "backup: locket's encrypted backup format"),
+                              OptionSpec("out", "o", .value("FILE"), completion: .file,
+                                         "write to FILE, created with mode 600, instead of standard output"),
+                              OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists"),
+                              OptionSpec("recipient", nil, .value("KEY"), repeatable: true, completion: .file,
+                                         "seal to this X25519 public key (64 hex digits, or a file holding them) instead of a passphrase"),
+                              passphraseStdin, kdf],
+                    conflicts: [], operands: false, run: Commands.export),
+        CommandSpec(name: "import", usage: "[--from FORMAT] [-U] [--passphrase-stdin] [--identity FILE] [FILE|DIR]",
+                    summary: "restore a backup, or import another tool's export",
+                    options: [OptionSpec("from", nil, .value("FORMAT"), completion: .values { MigrationFormat.allCases.map(\.rawValue) },
+                                         "the export's format: pass, bitwarden-json, 1password-csv, keepassxc-csv or security-dump"),
+                              OptionSpec("update", "U", .flag, "update items whose primary key exists instead of skipping them"),
+                              passphraseStdin,
+                              OptionSpec("identity", nil, .value("FILE"), completion: .file,
+                                         "the X25519 secret key (64 hex digits, mode 600) that opens a backup sealed to recipients")],
+                    conflicts: [], operands: true, run: Commands.importItems),
         CommandSpec(name: "generate", usage: "[--length N] [--charset SET] [-n]",
                     summary: "print a random secret",
                     options: [OptionSpec("length", nil, .value("N"),

@@ -18,6 +18,15 @@ enum PrivateFile {
     /// link(2), which never replaces); with it, rename(2) replaces it (a
     /// symlink at `path` is replaced, not followed).
     static func write(_ path: String, _ bytes: UnsafeRawBufferPointer, replace: Bool) throws {
+        try stream(path, replace: replace) { fd in
+            guard writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+        }
+    }
+
+    /// Like `write`, for output made a piece at a time (`export`): `body`
+    /// writes to the temporary file's descriptor; `path` appears only once
+    /// `body` has returned, and never when it throws.
+    static func stream(_ path: String, replace: Bool, _ body: (Int32) throws -> Void) throws {
         let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let base = path.split(separator: "/").last.map(String.init) ?? path
         let random = try PasswordGenerator.generate(length: 12, charset: .alnum).bytes
@@ -30,7 +39,7 @@ enum PrivateFile {
             defer { close(fd) }
             // The umask may have taken bits away, never added any; say exactly 600.
             guard fchmod(fd, 0o600) == 0 else { throw KeychainError(.io, "cannot set the mode of \(temporary): \(errnoText())") }
-            guard writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+            try body(fd)
             guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
         }
         if replace {

@@ -229,3 +229,8 @@ final class BackupInput {
         }
     }
 }
+
+extension BackupReader {
+    /// The bytes every backup starts with, for telling a backup from other files without reading it.
+    public static var magic: [UInt8] { BackupHeader.magic }
+}

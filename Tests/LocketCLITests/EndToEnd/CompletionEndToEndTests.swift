@@ -58,7 +58,7 @@ final class EndToEndCompletionTests: EndToEndCase {
             return result.out.split(separator: "\n").map(String.init).sorted()
         }
         XCTAssertEqual(complete(["locket", "fi"]), ["find"])
-        XCTAssertEqual(complete(["locket", "ex"]), ["exec"])
+        XCTAssertEqual(complete(["locket", "exe"]), ["exec"])
         XCTAssertEqual(complete(["locket", "cr"]), ["credential"])
         XCTAssertEqual(complete(["locket", "co"]), ["completion"])
         XCTAssertEqual(complete(["locket", "--json", "st"]), ["status"])
@@ -117,7 +117,7 @@ final class EndToEndCompletionTests: EndToEndCase {
             return Set((readText(out) ?? "").split(separator: "\n").map(String.init)).sorted()
         }
         XCTAssertEqual(complete("locket fi"), ["find"])
-        XCTAssertEqual(complete("locket ex"), ["exec"])
+        XCTAssertEqual(complete("locket exe"), ["exec"])
         XCTAssertEqual(complete("locket find --class "), ["genp", "inet"])
     }
 
@@ -137,7 +137,7 @@ final class EndToEndCompletionTests: EndToEndCase {
             return result.out.split(separator: "\n").map { String($0.split(separator: "\t", maxSplits: 1).first ?? "") }.sorted()
         }
         XCTAssertEqual(complete("locket fi"), ["find"])
-        XCTAssertEqual(complete("locket ex"), ["exec"])
+        XCTAssertEqual(complete("locket exe"), ["exec"])
         XCTAssertEqual(complete("locket find --class "), ["genp", "inet"])
         XCTAssertTrue(complete("locket add --accessible ").contains("when-unlocked"))
         XCTAssertTrue(complete("locket exec --").contains("--mask"))

@@ -1,0 +1,278 @@
+import Glibc
+import LocketCore
+import LocketSupport
+
+extension Commands {
+    /// `locket export --format backup`: every item the caller may see but
+    /// the ThisDeviceOnly ones, streamed into a backup (BackupFormat.md).
+    static func export(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        guard let format = invocation.value("format") else { throw UsageError(message: "export needs --format backup", command: "export") }
+        guard format == "backup" else { throw UsageError(message: "--format must be backup", command: "export") }
+        if invocation.has("force") && !invocation.has("out") {
+            throw UsageError(message: "-f/--force needs -o/--out", command: "export")
+        }
+        let recipients = try invocation.all("recipient").map(BackupKeys.publicKey)
+        if !recipients.isEmpty {
+            for option in ["passphrase-stdin", "kdf"] where invocation.has(option) {
+                throw UsageError(message: "--\(option) is for a passphrase backup, not one with --recipient", command: "export")
+            }
+        }
+        let output = invocation.value("out")
+        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+            throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
+        }
+        if output == nil && Prompt.isTerminal(1) {
+            throw KeychainError(.param, "a backup is binary and is not written to a terminal", hint: "add -o FILE, or redirect standard output")
+        }
+        let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "export").cost } ?? context.io.defaultKDF ?? .moderate
+        let keychain = try context.openKeychain()
+        // Asked before anything is written: a mistyped passphrase leaves no file.
+        let passphrase = recipients.isEmpty
+            ? try Prompt.password(context, prompt: "Passphrase for the backup: ", confirm: true, fromStdin: invocation.has("passphrase-stdin"))
+            : nil
+        var leftOut = 0
+        var damaged = 0
+        func write(_ fd: Int32) throws {
+            let writer = try passphrase.map { try BackupWriter(fd: fd, passphrase: $0, cost: cost) }
+                ?? BackupWriter(fd: fd, recipients: recipients)
+            try keychain.dump(returnData: true) { item in
+                guard item.availability != .damaged else { damaged += 1; return }
+                guard !item.accessible.thisDeviceOnly else { leftOut += 1; return }
+                guard let data = item.data else { damaged += 1; return }
+                try writer.append(BackupRecord(item: item, data: data))
+            }
+            guard damaged == 0 else {
+                throw KeychainError(.decode, "\(damaged) item\(damaged == 1 ? "" : "s") could not be opened (altered or moved); no backup was written")
+            }
+            try writer.finish()
+            if leftOut > 0 {
+                context.warn("\(leftOut) ThisDeviceOnly item\(leftOut == 1 ? " was" : "s were") left out: \(leftOut == 1 ? "it never leaves" : "they never leave") this device")
+            }
+            context.err("locket: exported \(writer.count) item\(writer.count == 1 ? "" : "s")")
+        }
+        if let output {
+            try PrivateFile.stream(output, replace: invocation.has("force"), write)
+        } else {
+            context.out.flush()
+            try write(1)
+        }
+        return 0
+    }
+
+    /// `locket import FILE` (a backup, told by its magic) or `import --from FORMAT FILE|DIR`.
+    static func importItems(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        guard invocation.operands.count <= 1 else { throw UsageError(message: "import takes one FILE", command: "import") }
+        let path = invocation.operands.first
+        if let name = invocation.value("from") {
+            guard let format = MigrationFormat(rawValue: name) else {
+                throw UsageError(message: "--from must be one of " + MigrationFormat.allCases.map(\.rawValue).joined(with: ", "), command: "import")
+            }
+            for option in ["passphrase-stdin", "identity"] where invocation.has(option) {
+                throw UsageError(message: "--\(option) is for a locket backup, not --from", command: "import")
+            }
+            return try migrate(format, path, invocation, context)
+        }
+        guard let path else { throw UsageError(message: "import needs a FILE (a locket backup), or --from FORMAT", command: "import") }
+        let fd = try openInput(path, context)
+        defer { if fd != context.io.stdin { close(fd) } }
+        // The file's first bytes say what it is. Key files (PKCS#12, PEM) come here too, once keys are items.
+        // (Standard input can't be peeked at: the reader says what it is not.)
+        var prefix = [UInt8](repeating: 0, count: BackupReader.magic.count)
+        if path != "-", pread(fd, &prefix, prefix.count, 0) != prefix.count || prefix != BackupReader.magic {
+            throw KeychainError(.decode, "\(path) is not a locket backup",
+                                hint: "for another tool's export, name its format with --from " + MigrationFormat.allCases.map(\.rawValue).joined(with: "|"))
+        }
+        return try restore(fd, path, invocation, context)
+    }
+
+    /// A backup into the keychain, in one transaction committed only after the backup verified whole.
+    private static func restore(_ fd: Int32, _ path: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let reader = try BackupReader(fd: fd)
+        let keychain = try context.openKeychain()
+        switch reader.protection {
+        case .passphrase:
+            if invocation.has("identity") {
+                throw KeychainError(.param, "\(path) is protected by a passphrase, not sealed to recipients", hint: "leave out --identity")
+            }
+            if path == "-" && invocation.has("passphrase-stdin") {
+                throw UsageError(message: "--passphrase-stdin can't be used with a backup on standard input", command: "import")
+            }
+            let passphrase = try Prompt.password(context, prompt: "Passphrase of \(path): ", confirm: false,
+                                                 fromStdin: invocation.has("passphrase-stdin"))
+            try reader.open(passphrase: passphrase)
+        case .recipients:
+            guard let identity = invocation.value("identity") else {
+                throw KeychainError(.param, "\(path) is sealed to recipients", hint: "name your X25519 secret key with --identity FILE")
+            }
+            try reader.open(secretKey: try BackupKeys.secretKey(identity))
+        }
+        var report = ImportReport()
+        try keychain.importItems(updateExisting: invocation.has("update"), next: {
+            guard let record = try reader.next() else { return nil }
+            for code in record.skippedAttributeCodes {
+                report.notes.append("record \(reader.count): attribute '\(code)' is unknown to this locket and was left out")
+            }
+            return ImportedItem(record)
+        }, outcome: { item, outcome in report.count(item, outcome) })
+        report.print(context)
+        return 0
+    }
+
+    /// Another tool's export: read whole (it is bounded), then added in one transaction.
+    private static func migrate(_ format: MigrationFormat, _ path: String?, _ invocation: Invocation, _ context: Context) throws -> Int32 {
+        var items: [ImportedItem] = []
+        var report = ImportReport()
+        let collect: (MigrationEntry) throws -> Void = { entry in
+            switch entry {
+            case .item(let m):
+                items.append(ImportedItem(itemClass: m.itemClass, attributes: m.attributes, data: m.data,
+                                          creationDate: m.creationDate, modificationDate: m.modificationDate))
+                report.origins.append(m.origin)
+            case .skipped(let skip):
+                report.skipped.append("\(skip.origin): \(skip.reason)")
+            }
+        }
+        let keychain = try context.openKeychain()
+        if format == .pass {
+            let directory = try path ?? PassStore.defaultDirectory(context.environment)
+            let gpg = try GPGDecrypt(environment: context.environment) { output in
+                context.err(String(decoding: output, as: UTF8.self).split(separator: "\n").map { "gpg: \($0)" }.joined(separator: "\n"))
+            }
+            try PassStore.read(directory: directory, decrypt: gpg.decrypt, collect)
+        } else {
+            guard let path else { throw UsageError(message: "import --from \(format.rawValue) needs the export FILE", command: "import") }
+            let fd = try openInput(path, context)
+            defer { if fd != context.io.stdin { close(fd) } }
+            let input = try Prompt.readAll(fd, what: path, limit: Migration.maximumInputLength)
+            try Migration.read(format, input, collect)
+        }
+        var index = 0
+        try keychain.importItems(updateExisting: invocation.has("update"), next: {
+            guard index < items.count else { return nil }
+            defer { index += 1 }
+            return items[index]
+        }, outcome: { item, outcome in report.count(item, outcome, origin: report.origins[index - 1]) })
+        report.print(context)
+        return 0
+    }
+
+    /// FILE, or standard input for `-`; a FIFO with no writer fails rather than hangs.
+    private static func openInput(_ path: String, _ context: Context) throws -> Int32 {
+        if path == "-" { return context.io.stdin }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(errnoText())") }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) is not a regular file")
+        }
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+        return fd
+    }
+}
+
+/// The counts `import` prints, and why each entry was not imported (never a secret).
+struct ImportReport {
+    var added = 0
+    var renumbered = 0
+    var updated = 0
+    var existing = 0
+    var notPermitted: [String: Int] = [:]
+    var skipped: [String] = []
+    var notes: [String] = []
+    /// Migration: each item's origin, by position.
+    var origins: [String] = []
+
+    mutating func count(_ item: ImportedItem, _ outcome: ImportOutcome, origin: String? = nil) {
+        switch outcome {
+        case .added: added += 1
+        case .addedWithNewReference: added += 1; renumbered += 1
+        case .updated: updated += 1
+        case .existing:
+            existing += 1
+            if let origin { skipped.append("\(origin): an item with the same primary key exists (add -U to update it)") }
+        case .notPermitted: notPermitted[item.accessGroup ?? "", default: 0] += 1
+        }
+    }
+
+    func print(_ context: Context) {
+        for line in skipped + notes { context.out.line("skipped " + Printable.escape(line, backslashes: false)) }
+        for (group, n) in notPermitted.sorted(by: { $0.key < $1.key }) {
+            context.out.line("skipped \(n) item\(n == 1 ? "" : "s") of access group \(Printable.clip(group)): not one of this app's groups")
+        }
+        let skippedCount = skipped.count + notPermitted.values.reduce(0, +) + (origins.isEmpty ? existing : 0)
+        var summary = "imported \(added) item\(added == 1 ? "" : "s")"
+        if updated > 0 { summary += ", updated \(updated)" }
+        summary += ", skipped \(skippedCount)"
+        if existing > 0 { summary += " (\(existing) already in the keychain\(updated == 0 ? "; -U updates them" : ""))" }
+        if renumbered > 0 { summary += "; \(renumbered) got a new persistent reference (theirs was taken)" }
+        context.out.line(summary)
+    }
+}
+
+/// X25519 keys for recipient backups, as 64 hex digits.
+enum BackupKeys {
+    /// `--recipient KEY|FILE`: the public key itself, or a file holding it.
+    static func publicKey(_ argument: String) throws -> [UInt8] {
+        if let key = decode(argument) { return key }
+        let fd = open(argument, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            throw KeychainError(.param, "--recipient \(Printable.clip(argument, max: 80)) is neither an X25519 public key (64 hex digits) nor a readable file")
+        }
+        defer { close(fd) }
+        let text = try Prompt.readAll(fd, what: argument, limit: 4096)
+        guard let key = text.withUnsafeBytes({ decode(String(decoding: $0, as: UTF8.self)) }) else {
+            throw KeychainError(.param, "\(Printable.clip(argument, max: 256)) does not hold an X25519 public key (64 hex digits)")
+        }
+        return key
+    }
+
+    /// `--identity FILE`: the user's own X25519 secret key, 64 hex digits,
+    /// in a file nobody else can read or write.
+    static func secretKey(_ path: String) throws -> SecureBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(errnoText())") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) is not a regular file")
+        }
+        guard st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) holds a secret key but others can read it or it is not yours",
+                                hint: "chmod 600 it (and rotate the key if others could read it)")
+        }
+        let text = try Prompt.readAll(fd, what: path, limit: 4096)
+        var hex = text.withUnsafeBytes { Array($0) }
+        defer { wipe(&hex) }
+        while let last = hex.last, last == 0x0a || last == 0x0d || last == 0x20 { hex.removeLast() }
+        guard hex.count == 2 * BackupRecipients.keyBytes else {
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) does not hold an X25519 secret key (64 hex digits)")
+        }
+        let key = SecureBytes(count: BackupRecipients.keyBytes)
+        var ok = true
+        key.withUnsafeMutableBytes { out in
+            for i in 0..<out.count {
+                guard let hi = nibble(hex[2 * i]), let lo = nibble(hex[2 * i + 1]) else { ok = false; return }
+                out[i] = hi << 4 | lo
+            }
+        }
+        guard ok else { throw KeychainError(.param, "\(Printable.clip(path, max: 256)) does not hold an X25519 secret key (64 hex digits)") }
+        return key
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x61 + 10
+        case 0x41...0x46: c - 0x41 + 10
+        default: nil
+        }
+    }
+
+    private static func decode(_ text: String) -> [UInt8]? {
+        let trimmed = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }).first.map(String.init) ?? ""
+        guard trimmed.utf8.count == 2 * BackupRecipients.keyBytes, let key = Hex.decode(trimmed) else { return nil }
+        return key
+    }
+}

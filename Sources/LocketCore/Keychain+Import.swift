@@ -1,0 +1,105 @@
+import LocketSupport
+
+/// One item `import` adds: a backup record (reference, dates, group and class
+/// kept) or a migrated entry (none of those: new reference, now, the default group).
+public struct ImportedItem {
+    public var itemClass: ItemClass
+    public var attributes: [Attribute: [UInt8]]
+    public var data: SecureBytes
+    public var extra: SecureBytes?
+    /// nil: the caller's default access group.
+    public var accessGroup: String?
+    /// nil: when-unlocked.
+    public var accessible: ProtectionClass?
+    /// nil: a new reference.
+    public var persistentRef: [UInt8]?
+    public var creationDate: Int64?
+    public var modificationDate: Int64?
+
+    /// An item with the given fields; the rest as a new item would have them.
+    public init(itemClass: ItemClass, attributes: [Attribute: [UInt8]], data: SecureBytes, extra: SecureBytes? = nil,
+                accessGroup: String? = nil, accessible: ProtectionClass? = nil, persistentRef: [UInt8]? = nil,
+                creationDate: Int64? = nil, modificationDate: Int64? = nil) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.data = data
+        self.extra = extra
+        self.accessGroup = accessGroup
+        self.accessible = accessible
+        self.persistentRef = persistentRef
+        self.creationDate = creationDate
+        self.modificationDate = modificationDate
+    }
+
+    /// A backup record as it is restored.
+    public init(_ record: BackupRecord) {
+        self.init(itemClass: record.itemClass, attributes: record.attributes, data: record.data, extra: record.extra,
+                  accessGroup: record.accessGroup, accessible: record.accessible, persistentRef: record.persistentRef,
+                  creationDate: record.creationDate, modificationDate: record.modificationDate)
+    }
+}
+
+/// What happened to one item offered to `importItems`.
+public enum ImportOutcome: Sendable, Equatable {
+    /// Added, with its own reference when it came with one.
+    case added
+    /// Added with a new reference: its own was taken by another item.
+    case addedWithNewReference
+    /// An item with the same primary key exists and was left as it is.
+    case existing
+    /// An item with the same primary key exists and was updated (`-U`).
+    case updated
+    /// Its access group is not one the caller may write.
+    case notPermitted
+}
+
+extension Keychain {
+    /// Adds every item `next` yields in ONE write transaction, committed only
+    /// when `next` returns nil: an error from `next` (a damaged backup) or
+    /// from any item adds nothing. An item whose primary key exists is left
+    /// alone, or updated with `updateExisting` (its reference and creation
+    /// date stay). An item in an access group the caller can't write is
+    /// skipped, not an error: an app restores only its own groups. `outcome`
+    /// hears each item's fate, in order, for the importer's report.
+    public func importItems(updateExisting: Bool, next: () throws -> ImportedItem?,
+                            outcome: (ImportedItem, ImportOutcome) throws -> Void) throws {
+        try write {
+            let inserter = try store.prepareInsert()
+            while let item = try next() {
+                try checkSize(item.data)
+                let group = item.accessGroup ?? defaultGroup
+                if let allowed = caller.accessGroups, !allowed.contains(group) {
+                    try outcome(item, .notPermitted)
+                    continue
+                }
+                let pclass = item.accessible ?? .whenUnlocked
+                let attributes = item.attributes
+                func add(ref: [UInt8]?) throws {
+                    _ = try insert(item.itemClass, attributes, group: group, pclass: pclass, data: item.data, extra: item.extra,
+                                   ref: ref, created: item.creationDate, modified: item.modificationDate, using: inserter)
+                }
+                do {
+                    try add(ref: item.persistentRef)
+                    try outcome(item, .added)
+                } catch let error as KeychainError where error.code == .duplicateItem {
+                    var query = Query(itemClass: item.itemClass)
+                    for attribute in item.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+                    query.accessGroup = group
+                    if try rows(query, limit: .one, data: false).isEmpty {
+                        // Not the primary key: the reference is another item's (the same backup restored after an edit).
+                        try add(ref: nil)
+                        try outcome(item, .addedWithNewReference)
+                    } else if updateExisting {
+                        let changes = Dictionary(uniqueKeysWithValues: Attribute.allCases.filter {
+                            item.itemClass.supports($0) && $0.isSealed
+                        }.map { ($0, attributes[$0] ?? []) })
+                        _ = try modify(query, changes: changes, accessGroup: nil, data: item.data, extra: item.extra)
+                        try outcome(item, .updated)
+                    } else {
+                        try outcome(item, .existing)
+                    }
+                }
+            }
+        }
+    }
+}
