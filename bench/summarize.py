@@ -42,6 +42,16 @@ def rss_kib(path):
     return int(m.group(1)) if m else None
 
 
+def wall_s(path):
+    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", open(path).read())
+    if not m:
+        return None
+    return int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+
+
+import_rss = {}
+
+
 def callgrind(path):
     if not os.path.exists(path):
         return None, []
@@ -116,6 +126,19 @@ for n in sizes:
                 rate = n / stats(dump["locket " + name])["median"]
                 verdicts.append((f"`{name}` ≥ 200 k items/s ({n:,})", f"{rate:,.0f} items/s", rate >= 200000))
             verdicts.append((f"`dump` flat memory ({n:,})", f"peak RSS {rdd / 1024:.1f} MiB", rdd < 16 * 1024))
+    imports = [os.path.join(out, f"time-{n}-import-{i}.txt") for i in (1, 2, 3)]
+    walls = [wall_s(p) for p in imports if os.path.exists(p)]
+    if walls:
+        wall = sorted(walls)[len(walls) // 2]
+        ri = max(rss_kib(p) or 0 for p in imports if os.path.exists(p))
+        import_rss[n] = ri
+        print(f"- `import` of a backup of {n:,} items: median {wall:.2f} s → {n / wall:,.0f} items/s; peak RSS {ri / 1024:.1f} MiB")
+        if n >= 100000:
+            verdicts.append((f"`import` of a backup ≥ 50 k items/s ({n:,})", f"{n / wall:,.0f} items/s", n / wall >= 50000))
+            smallest = min(import_rss)
+            if smallest < n:
+                grown = (ri - import_rss[smallest]) / 1024
+                verdicts.append((f"`import` flat memory ({smallest:,} → {n:,} items)", f"peak RSS +{grown:.1f} MiB", grown < 8))
     rf = rss_kib(os.path.join(out, f"time-{n}-find.txt")); rs = rss_kib(os.path.join(out, f"time-{n}-sqlite3.txt"))
     if rf:
         print(f"- peak RSS of `find -w`: {rf / 1024:.1f} MiB (sqlite3 shell SELECT: {rs / 1024:.1f} MiB)")
