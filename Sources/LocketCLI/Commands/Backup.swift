@@ -110,7 +110,7 @@ extension Commands {
         try keychain.importItems(updateExisting: invocation.has("update"), next: {
             guard let record = try reader.next() else { return nil }
             for code in record.skippedAttributeCodes {
-                report.notes.append("record \(reader.count): attribute '\(code)' is unknown to this locket and was left out")
+                report.notes.append(("record \(reader.count)", "its attribute '\(code)' is unknown to this locket and was left out"))
             }
             return ImportedItem(record)
         }, outcome: { item, outcome in report.count(item, outcome) })
@@ -129,7 +129,7 @@ extension Commands {
                                           creationDate: m.creationDate, modificationDate: m.modificationDate))
                 report.origins.append(m.origin)
             case .skipped(let skip):
-                report.skipped.append("\(skip.origin): \(skip.reason)")
+                report.skipped.append((skip.origin, skip.reason))
             }
         }
         let keychain = try context.openKeychain()
@@ -179,8 +179,10 @@ struct ImportReport {
     var updated = 0
     var existing = 0
     var notPermitted: [String: Int] = [:]
-    var skipped: [String] = []
-    var notes: [String] = []
+    /// Entries not imported: where from, and why.
+    var skipped: [(entry: String, reason: String)] = []
+    /// Imported, with something left out.
+    var notes: [(entry: String, reason: String)] = []
     /// Migration: each item's origin, by position.
     var origins: [String] = []
 
@@ -191,17 +193,48 @@ struct ImportReport {
         case .updated: updated += 1
         case .existing:
             existing += 1
-            if let origin { skipped.append("\(origin): an item with the same primary key exists (add -U to update it)") }
+            if let origin { skipped.append((origin, "an item with the same primary key exists (add -U to update it)")) }
         case .notPermitted: notPermitted[item.accessGroup ?? "", default: 0] += 1
         }
     }
 
+    /// Entries not imported, in the order met.
+    var skippedCount: Int { skipped.count + notPermitted.values.reduce(0, +) + (origins.isEmpty ? existing : 0) }
+
+    /// Text: one line per entry not imported (and per note), then the counts. JSON: one object.
     func print(_ context: Context) {
-        for line in skipped + notes { context.out.line("skipped " + Printable.escape(line, backslashes: false)) }
+        if context.json {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("imported"); w.int(Int64(added))
+            w.key("updated"); w.int(Int64(updated))
+            w.key("existing"); w.int(Int64(existing))
+            w.key("skipped"); w.int(Int64(skippedCount))
+            w.key("newReferences"); w.int(Int64(renumbered))
+            for (name, list) in [("skippedEntries", skipped), ("notes", notes)] {
+                w.key(name)
+                w.beginArray()
+                for (entry, reason) in list {
+                    w.beginObject()
+                    w.key("entry"); w.string(entry)
+                    w.key("reason"); w.string(reason)
+                    w.endObject()
+                }
+                w.endArray()
+            }
+            w.key("otherAccessGroups")
+            w.beginObject()
+            for (group, n) in notPermitted.sorted(by: { $0.key < $1.key }) { w.key(group); w.int(Int64(n)) }
+            w.endObject()
+            w.endObject()
+            context.out.line(w.result)
+            return
+        }
+        for (entry, reason) in skipped { context.out.line("skipped " + Printable.escape("\(entry): \(reason)", backslashes: false)) }
+        for (entry, reason) in notes { context.out.line("note: " + Printable.escape("\(entry): \(reason)", backslashes: false)) }
         for (group, n) in notPermitted.sorted(by: { $0.key < $1.key }) {
             context.out.line("skipped \(n) item\(n == 1 ? "" : "s") of access group \(Printable.clip(group)): not one of this app's groups")
         }
-        let skippedCount = skipped.count + notPermitted.values.reduce(0, +) + (origins.isEmpty ? existing : 0)
         var summary = "imported \(added) item\(added == 1 ? "" : "s")"
         if updated > 0 { summary += ", updated \(updated)" }
         summary += ", skipped \(skippedCount)"

@@ -46,6 +46,19 @@ final class MigrationEndToEndTests: EndToEndCase {
         XCTAssertTrue(again.out.hasSuffix("imported 0 items, skipped 7 (5 already in the keychain; -U updates them)\n"), again.out)
     }
 
+    func testJSONReportsCountsAndEachSkippedEntry() throws {
+        initKeychain()
+        unlock()
+        let result = locket("--json", "import", "--from", "1password-csv", Self.fixtures + "/1password.csv")
+        XCTAssertEqual(result.status, 0, result.summary)
+        let report = try XCTUnwrap(try result.json() as? [String: Any], result.out)
+        XCTAssertEqual(report["imported"] as? Int, 5)
+        XCTAssertEqual(report["skipped"] as? Int, 2)
+        let entries = try XCTUnwrap(report["skippedEntries"] as? [[String: String]])
+        XCTAssertEqual(entries.map { $0["entry"] ?? "" }, ["row 5 'Spotify'", "row 6 'Broken row'"])
+        XCTAssertEqual(entries.last?["reason"], "it has 3 fields where the header has 9")
+    }
+
     func testAFileOfAnotherFormatImportsNothing() throws {
         initKeychain()
         let result = locket("import", "--from", "bitwarden-json", Self.fixtures + "/1password.csv")
