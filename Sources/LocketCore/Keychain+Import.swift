@@ -76,6 +76,7 @@ extension Keychain {
                     try outcome(item, .notPermitted)
                     continue
                 }
+                try authorize(group)
                 let pclass = item.accessible ?? .whenUnlocked
                 let attributes = item.attributes
                 func add(ref: [UInt8]?) throws {

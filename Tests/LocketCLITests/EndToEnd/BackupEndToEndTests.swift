@@ -163,6 +163,55 @@ final class BackupEndToEndTests: EndToEndCase {
         XCTAssertEqual(good.out, "imported 3 items, skipped 0\n", good.summary)
     }
 
+    /// Chunks swapped or dropped in a backup of several chunks: refused, nothing imported.
+    func testReorderedOrDroppedChunksImportNothing() throws {
+        initKeychain()
+        unlock()
+        for i in 0..<4 { addBytes("-s", "big\(i)", "-a", "a", data: [UInt8](repeating: UInt8(i), count: 50_000)) }
+        XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
+                              input: .text("pw\n")).status, 0)
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: backup)))
+        // Passphrase header: 15 fixed bytes, 1 + 8 + 8 + 16 + 72 of the mode, 24 of the stream.
+        var offset = 15 + 105 + 24
+        var chunks: [[UInt8]] = []
+        while offset < bytes.count {
+            let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            chunks.append(Array(bytes[offset..<offset + 4 + length]))
+            offset += 4 + length
+        }
+        XCTAssertEqual(chunks.count, 4, "50 kB secrets in 64 KiB chunks")
+        let header = Array(bytes[0..<(15 + 105 + 24)])
+        let device = try Sandbox()
+        defer { device.remove() }
+        initKeychain(in: device)
+        unlock(in: device)
+        let damaged = sandbox.root + "/damaged.backup"
+        for (what, order) in [("swapped", [0, 2, 1, 3]), ("dropped", [0, 1, 3]), ("repeated", [0, 1, 1, 2, 3]), ("last dropped", [0, 1, 2])] {
+            try Data(header + order.flatMap { chunks[$0] }).write(to: URL(fileURLWithPath: damaged))
+            let result = locket(in: device, "import", "--passphrase-stdin", damaged, input: .text("pw\n"))
+            XCTAssertNotEqual(result.status, 0, "\(what): \(result.summary)")
+            XCTAssertTrue(result.err.contains("errSecDecode"), "\(what): \(result.err)")
+        }
+        XCTAssertEqual(try dump(in: device).count, 0, "a reordered backup added items")
+    }
+
+    /// Standard output when it is not a terminal, and standard input for the backup.
+    func testThroughAPipe() throws {
+        initKeychain()
+        unlock()
+        add("-s", "piped", "-a", "a", secret: "p")
+        let (publicHex, identity) = try makeIdentity("me")
+        let exported = locket("export", "--format", "backup", "--recipient", publicHex)
+        XCTAssertEqual(exported.status, 0, exported.summary)
+        XCTAssertEqual(Array(exported.stdout.prefix(8)), Array("LOCKETBK".utf8))
+        let device = try Sandbox()
+        defer { device.remove() }
+        initKeychain(in: device)
+        unlock(in: device)
+        let imported = locket(in: device, "import", "--identity", identity, "-", input: .bytes(exported.stdout))
+        XCTAssertEqual(imported.out, "imported 1 item, skipped 0\n", imported.summary)
+    }
+
     func testWrongPassphraseAndOtherRecipientImportNothing() throws {
         let (_, device) = try smallBackup()
         defer { device.remove() }
