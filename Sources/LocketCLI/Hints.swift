@@ -14,6 +14,8 @@ enum Hints {
             return named.map { "run 'locket -k \(Printable.clip($0, max: 256)) init' to create it" } ?? "run 'locket init' to create it"
         case .locked?:
             return "run 'locket unlock'"
+        case .upgradeNeedsUnlock?:
+            return "unlock first to upgrade it: run 'locket \(context.keychainArgument)unlock'"
         case .scopedTo?:
             return "an owner 'locket unlock' (without entitlements) opens every group"
         case .emptyPassword?:

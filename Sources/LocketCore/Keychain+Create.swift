@@ -8,6 +8,12 @@ extension Keychain {
     /// line never passes less than `.interactive`.
     public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
                               environment: Environment) throws {
+        try create(at: path, password: password, kdf: cost, environment: environment, format: Schema.format)
+    }
+
+    /// `create` in a given format: format 1 only for tests of the migration.
+    static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
+                       format: Int64) throws {
         try Sodium.ready()
         umask(0o077)
         if FileIO.exists(path) {
@@ -48,8 +54,8 @@ extension Keychain {
                 let db = try Database(path: temporary, create: true)
                 try db.execute("PRAGMA journal_mode=WAL")
                 try db.transaction(write: true) {
-                    for sql in Schema.statements { try db.execute(sql) }
-                    try MetaStore.write(db, [(.format, BigEndian.bytes(Schema.format)), (.id, id),
+                    for sql in Schema.statements(format: format) { try db.execute(sql) }
+                    try MetaStore.write(db, [(.format, BigEndian.bytes(format)), (.id, id),
                                              (.deviceFingerprint, Keybag.deviceFingerprint(device, keychainID: id))]
                         + (kdf.map { [(.kdf, $0.encoded)] } ?? []))
                     try MetaStore.writeKeybag(db, bag)

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Writes, the header's authentication and rollback detection (SPEC §7 "Rollback").
 extension Keychain {
     /// How many writes the keychain has committed (as this process last saw it);
@@ -20,12 +22,23 @@ extension Keychain {
         // An older copy is never written before it is accepted: a write would
         // advance its generation toward the mirror's and launder the rollback.
         if isRolledBack { throw rolledBack(generation, seen: nil) }
-        let indexKey = try self.indexKey()
+        let indexKey: SecureBytes
+        do {
+            indexKey = try self.indexKey()
+        } catch let error as KeychainError where format < Schema.format {
+            throw KeychainError(error.code, "\(path) is a keychain of format \(format); upgrading it to format \(Schema.format) needs its keys",
+                                reason: .upgradeNeedsUnlock)
+        }
         let id = keybag.keychainID
+        let formatBefore = format
+        defer { if meta.integer(.format) != format { format = formatBefore } }
         let (result, written) = try database.transaction(write: true) { () throws -> (T, Header) in
             let before = try MetaStore.read(database)
             try authenticate(before, indexKey: indexKey, settled: true)
             if isRolledBack { throw rolledBack(before.generation, seen: nil) }
+            // Another process may have migrated the file since it was opened.
+            format = before.meta.integer(.format) ?? format
+            if format < Schema.format && migratesOnWrite { try migrate(indexKey: indexKey) }
             let result = try body()
             var after = try MetaStore.read(database)
             for (name, value) in after.sealed(generation: before.generation + 1, indexKey: rekey ?? indexKey, keychainID: id) {
@@ -41,6 +54,16 @@ extension Keychain {
             GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: written.generation)
         }
         return result
+    }
+
+    /// Format 1 -> 2 (SPEC §7), inside `write`'s transaction: the new format
+    /// is sealed into the header with the rest, and a kill before the commit
+    /// leaves the file as it was. Needs the blind-index key for the digest of
+    /// the empty value; everything else moves by SQL without opening a value.
+    private func migrate(indexKey: SecureBytes) throws {
+        try ItemStore.migrateToFormat2(database) { Sealing.indexDigest(indexKey, $0, $1, []) }
+        try MetaStore.write(database, [(.format, BigEndian.bytes(Schema.format))])
+        format = Schema.format
     }
 
     // MARK: - Authentication

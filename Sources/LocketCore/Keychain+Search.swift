@@ -23,8 +23,15 @@ extension Keychain {
     /// the blind index of each attribute equality.
     func storeFilter(_ query: Query) throws -> ItemStore.Filter {
         var filter = try self.filter(query)
-        filter.digests = try query.attributes.map { attribute, value in
-            (attribute, value.isEmpty ? nil : Sealing.indexDigest(try indexKey(), query.itemClass, attribute, value))
+        guard !query.attributes.isEmpty else { return filter }
+        let indexKey = try indexKey()
+        filter.digests = query.attributes.map { attribute, value in
+            ItemStore.Filter.Term(attribute: attribute, digest: Sealing.indexDigest(indexKey, query.itemClass, attribute, value),
+                                  isEmpty: value.isEmpty)
+        }
+        let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
+        if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) {
+            filter.primaryKey = Sealing.primaryKeyDigest(indexKey, query.itemClass, given)
         }
         return filter
     }

@@ -13,7 +13,11 @@ public final class Keychain {
     public let path: String
     let database: Database
     /// Every statement on the items table.
-    var store: ItemStore { ItemStore(database: database) }
+    var store: ItemStore { ItemStore(database: database, format: format) }
+    /// The file's format (SPEC §7): 1 until the first write migrates it.
+    var format: Int64
+    /// Tests that fill a format-1 file to migrate turn the migration off.
+    var migratesOnWrite = true
     let environment: Environment
     var keybag: Keybag
     let session: SessionStore
@@ -49,6 +53,7 @@ public final class Keychain {
         self.path = path
         self.caller = caller
         self.meta = meta
+        self.format = meta.integer(.format) ?? Schema.format
         self.database = database
         self.environment = environment
         self.keybag = keybag

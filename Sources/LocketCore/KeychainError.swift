@@ -108,6 +108,10 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         /// The keychain file is of a newer format than this release knows
         /// (SPEC §7); it was left as it is.
         case newerFormat(Int64)
+        /// A writing command found a format-1 keychain whose blind-index key
+        /// is not available (locked on another device, or before its first
+        /// unlock here): the upgrade to format 2 needs it, so nothing was written.
+        case upgradeNeedsUnlock
         /// The keychain is an older copy than this device has seen (SPEC §7
         /// "Rollback"); accepting it is a deliberate act.
         case rolledBack

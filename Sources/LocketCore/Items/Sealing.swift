@@ -11,9 +11,9 @@ enum Sealing {
     }
 
     /// The blind index of one attribute value: a keyed hash of (item class,
-    /// attribute code, value), 8 bytes as a signed integer; nil for the empty value.
-    static func indexDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attribute: Attribute, _ value: [UInt8]) -> Int64? {
-        if value.isEmpty { return nil }
+    /// attribute code, value), 8 bytes as a signed integer. Format 1 stores
+    /// none for the empty value; format 2 stores the digest of "" like any other.
+    static func indexDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attribute: Attribute, _ value: [UInt8]) -> Int64 {
         let d = KeyDerivation.digest(indexKey, KeyDerivation.Context("locket.index.v1")
             .with(itemClass.rawValue).with(attribute.code).with(value))
         return Int64(bitPattern: d[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
@@ -29,10 +29,13 @@ enum Sealing {
     /// Every digest the store keeps for an item with `attributes`.
     static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> ItemStore.Digests {
         var index: [Attribute: Int64] = [:]
-        for (attribute, value) in attributes {
-            if let digest = indexDigest(indexKey, itemClass, attribute, value) { index[attribute] = digest }
+        var empty: Set<Attribute> = []
+        for attribute in itemClass.attributes {
+            let value = attributes[attribute] ?? []
+            if value.isEmpty { empty.insert(attribute) }
+            index[attribute] = indexDigest(indexKey, itemClass, attribute, value)
         }
-        return ItemStore.Digests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index)
+        return ItemStore.Digests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index, empty: empty)
     }
 
     /// The key that seals one field of one row: derived from the (class, group)

@@ -128,6 +128,8 @@ final class Database {
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
+    /// The rowid of the last row this connection inserted.
+    var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 }
 
 /// A prepared statement. Binds are 1-based, columns 0-based.

@@ -4,24 +4,57 @@ import LocketSupport
 /// (which class, which groups the caller may see, which digests); this is
 /// the only place that turns that into SQL, and the only reader of a
 /// selected row's columns, so a SELECT and its reader can't drift apart.
+///
+/// The one place that knows the file's format: format 2 (items and a
+/// `blind(digest, item)` table) is what the engine writes; format 1 (a
+/// blind-index column per attribute) is read as it is by read-only commands,
+/// and written only by tests that make format-1 files to migrate.
 struct ItemStore {
     let database: Database
+    /// The format of the file (SPEC §7): 1 or 2.
+    let format: Int64
 
     /// The plaintext and keyed-digest values stored for an item (SPEC §7).
     struct Digests {
         /// The digest of the primary key (unique per class and group).
         var primaryKey: [UInt8]
-        /// The blind index of each non-empty sealed attribute value.
+        /// The blind index of each attribute of the item's class, the empty value included.
         var index: [Attribute: Int64]
+        /// The attributes whose value is empty (format 1 stores no digest for them).
+        var empty: Set<Attribute> = []
 
         /// Binds format 1's index columns from parameter `first` on; returns the next parameter.
         fileprivate func bindIndex(_ stmt: Statement, from first: Int32) throws -> Int32 {
             var i = first
             for attribute in Schema.indexedAttributes {
-                try stmt.bind(i, index[attribute])
+                try stmt.bind(i, empty.contains(attribute) ? nil : index[attribute])
                 i += 1
             }
             return i
+        }
+    }
+
+    /// Format 2: replaces the blind rows of item `id` by those of `digests`.
+    fileprivate struct BlindWriter {
+        let insert: Statement
+        let clear: Statement
+        init(_ database: Database) throws {
+            insert = try database.prepare("INSERT OR IGNORE INTO blind(digest, item) VALUES (?, ?)")
+            clear = try database.prepare("DELETE FROM blind WHERE item = ?")
+        }
+
+        func write(_ id: Int64, _ digests: Digests, replacing: Bool) throws {
+            if replacing {
+                clear.reset()
+                try clear.bind(1, id)
+                _ = try clear.step()
+            }
+            for digest in Set(digests.index.values) {
+                insert.reset()
+                try insert.bind(1, digest)
+                try insert.bind(2, id)
+                _ = try insert.step()
+            }
         }
     }
 
@@ -35,11 +68,21 @@ struct ItemStore {
         var visibleGroups: [String]?
         var ref: [UInt8]?
         var protectionClass: ProtectionClass?
-        /// Attribute equalities by digest; nil: the empty value.
-        var digests: [(Attribute, Int64?)] = []
+        /// Attribute equalities by digest (the empty value has one too).
+        var digests: [Term] = []
+        /// The primary-key digest, when the query gives every primary-key attribute.
+        var primaryKey: [UInt8]?
 
-        /// SQL and bindings; the parameters are numbered in order.
-        fileprivate func condition() -> (String, [Binding]) {
+        /// One attribute equality.
+        struct Term {
+            var attribute: Attribute
+            /// The blind index of the value (of "" for the empty value).
+            var digest: Int64
+            var isEmpty: Bool
+        }
+
+        /// SQL and bindings for a file of `format`; the parameters are numbered in order.
+        fileprivate func condition(format: Int64) -> (String, [Binding]) {
             var conditions: [String] = []
             var bindings: [Binding] = []
             func parameter(_ b: Binding) -> String {
@@ -54,9 +97,25 @@ struct ItemStore {
             }
             if let ref { conditions.append("ref = " + parameter(.blob(ref))) }
             if let protectionClass { conditions.append("pdmn = " + parameter(.text(protectionClass.rawValue))) }
-            for (attribute, digest) in digests {
-                let column = Schema.indexColumn(attribute)
-                if let digest { conditions.append("\(column) = " + parameter(.int(digest))) } else { conditions.append("\(column) IS NULL") }
+            if format == 1 {
+                for term in digests {
+                    let column = Schema.indexColumn(term.attribute)
+                    conditions.append(term.isEmpty ? "\(column) IS NULL" : "\(column) = " + parameter(.int(term.digest)))
+                }
+            } else {
+                var terms = digests
+                if let primaryKey {
+                    conditions.append("pk = " + parameter(.blob(primaryKey)))
+                    if let itemClass { terms.removeAll { itemClass.primaryKey.contains($0.attribute) } }
+                }
+                for term in terms {
+                    // An attribute the class lacks has no rows: its empty value matches every item (as format 1's NULL did), any other none.
+                    if let itemClass, !itemClass.attributes.contains(term.attribute) {
+                        if !term.isEmpty { conditions.append("0") }
+                        continue
+                    }
+                    conditions.append("id IN (SELECT item FROM blind WHERE digest = " + parameter(.int(term.digest)) + ")")
+                }
             }
             return (conditions.isEmpty ? "1" : conditions.joined(with: " AND "), bindings)
         }
@@ -112,7 +171,7 @@ struct ItemStore {
     }
 
     func select(_ filter: Filter, data: Bool) throws -> Cursor {
-        let (condition, bindings) = filter.condition()
+        let (condition, bindings) = filter.condition(format: format)
         return Cursor(try prepare("SELECT \(Row.columns(data: data)) FROM items WHERE \(condition) ORDER BY id", bindings))
     }
 
@@ -148,7 +207,7 @@ struct ItemStore {
 
     /// The (protection class code, group) pairs present among the rows `filter` matches.
     func classesAndGroups(_ filter: Filter) throws -> [(String, String)] {
-        let (condition, bindings) = filter.condition()
+        let (condition, bindings) = filter.condition(format: format)
         let stmt = try prepare("SELECT DISTINCT pdmn, agrp FROM items WHERE \(condition)", bindings)
         var pairs: [(String, String)] = []
         while try stmt.step() { pairs.append((stmt.text(0), stmt.text(1))) }
@@ -157,7 +216,7 @@ struct ItemStore {
 
     /// How many rows `filter` matches, by protection class code.
     func countByProtectionClass(_ filter: Filter) throws -> [String: Int] {
-        let (condition, bindings) = filter.condition()
+        let (condition, bindings) = filter.condition(format: format)
         let stmt = try prepare("SELECT pdmn, count(*) FROM items WHERE \(condition) GROUP BY pdmn", bindings)
         var counts: [String: Int] = [:]
         while try stmt.step() { counts[stmt.text(0)] = Int(stmt.int64(1)) }
@@ -176,7 +235,13 @@ struct ItemStore {
     /// A prepared INSERT, reused for a batch.
     final class Inserter {
         fileprivate let stmt: Statement
-        fileprivate init(_ stmt: Statement) { self.stmt = stmt }
+        fileprivate let blind: BlindWriter?
+        fileprivate let database: Database
+        fileprivate init(_ stmt: Statement, blind: BlindWriter?, database: Database) {
+            self.stmt = stmt
+            self.blind = blind
+            self.database = database
+        }
 
         /// Inserts one row; errSecDuplicateItem when its primary key exists in its class and group.
         func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
@@ -187,50 +252,117 @@ struct ItemStore {
             try stmt.bind(3, accessible.rawValue)
             try stmt.bind(4, group)
             try stmt.bind(5, digests.primaryKey)
-            let i = try digests.bindIndex(stmt, from: 6)
+            let i = blind == nil ? try digests.bindIndex(stmt, from: 6) : 6
             try stmt.bind(i, attributes)
             try stmt.bind(i + 1, data)
             _ = try stmt.step()
+            try blind?.write(database.lastInsertedRowID, digests, replacing: false)
         }
     }
 
     func prepareInsert() throws -> Inserter {
+        if format >= 2 {
+            return Inserter(try database.prepare("INSERT INTO items(ref, cls, pdmn, agrp, pk, attrs, data) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                            blind: try BlindWriter(database), database: database)
+        }
         let columns = Schema.indexedAttributes.map(Schema.indexColumn)
         return Inserter(try database.prepare("""
             INSERT INTO items(ref, cls, pdmn, agrp, pk, \(columns.joined(with: ", ")), attrs, data)
             VALUES (?, ?, ?, ?, ?, \(columns.map { _ in "?" }.joined(with: ", ")), ?, ?)
-            """))
+            """), blind: nil, database: database)
     }
 
     /// A prepared UPDATE of one row's group, digests and sealed values.
     final class Updater {
         fileprivate let stmt: Statement
-        fileprivate init(_ stmt: Statement) { self.stmt = stmt }
+        fileprivate let blind: BlindWriter?
+        fileprivate init(_ stmt: Statement, blind: BlindWriter?) {
+            self.stmt = stmt
+            self.blind = blind
+        }
 
         func update(id: Int64, group: String, digests: Digests, attributes: [UInt8], data: [UInt8]) throws {
             stmt.reset()
             try stmt.bind(1, group)
             try stmt.bind(2, digests.primaryKey)
-            let i = try digests.bindIndex(stmt, from: 3)
+            let i = blind == nil ? try digests.bindIndex(stmt, from: 3) : 3
             try stmt.bind(i, attributes)
             try stmt.bind(i + 1, data)
             try stmt.bind(i + 2, id)
             _ = try stmt.step()
+            try blind?.write(id, digests, replacing: true)
         }
     }
 
     func prepareUpdate() throws -> Updater {
+        if format >= 2 {
+            return Updater(try database.prepare("UPDATE items SET agrp = ?, pk = ?, attrs = ?, data = ? WHERE id = ?"),
+                           blind: try BlindWriter(database))
+        }
         let columns = Schema.indexedAttributes.map(Schema.indexColumn)
         return Updater(try database.prepare("""
             UPDATE items SET agrp = ?, pk = ?, \(columns.map { "\($0) = ?" }.joined(with: ", ")), attrs = ?, data = ?
             WHERE id = ?
-            """))
+            """), blind: nil)
     }
 
     /// Deletes every row `filter` matches; returns how many.
     func delete(_ filter: Filter) throws -> Int {
-        let (condition, bindings) = filter.condition()
-        _ = try prepare("DELETE FROM items WHERE \(condition)", bindings).step()
-        return database.changes
+        let (condition, bindings) = filter.condition(format: format)
+        guard format >= 2 else {
+            _ = try prepare("DELETE FROM items WHERE \(condition)", bindings).step()
+            return database.changes
+        }
+        // The condition reads the blind rows: find the ids before removing either.
+        let select = try prepare("SELECT id FROM items WHERE \(condition)", bindings)
+        var ids: [Int64] = []
+        while try select.step() { ids.append(select.int64(0)) }
+        let item = try database.prepare("DELETE FROM items WHERE id = ?")
+        let blind = try database.prepare("DELETE FROM blind WHERE item = ?")
+        for id in ids {
+            for stmt in [item, blind] {
+                stmt.reset()
+                try stmt.bind(1, id)
+                _ = try stmt.step()
+            }
+        }
+        return ids.count
+    }
+}
+
+extension ItemStore {
+    /// Turns a format-1 file into format 2, inside the caller's write
+    /// transaction (so a kill at any instant leaves one format or the other):
+    /// each `i_` column becomes blind rows, an empty value (NULL) the row of
+    /// `emptyDigest` for its class and attribute; the items table is rebuilt
+    /// without the columns and their indexes, keeping every id and the
+    /// AUTOINCREMENT sequence (ids are never reused). The caller writes the
+    /// new format into meta.
+    static func migrateToFormat2(_ database: Database, emptyDigest: (ItemClass, Attribute) -> Int64) throws {
+        try database.execute(Schema.format2Tail[2])
+        let stmt = try database.prepare("SELECT DISTINCT cls FROM items")
+        var classes: [ItemClass] = []
+        while try stmt.step() { if let c = ItemClass(rawValue: stmt.text(0)) { classes.append(c) } }
+        for itemClass in classes {
+            for attribute in itemClass.attributes where Schema.indexedAttributes.contains(attribute) {
+                let insert = try database.prepare("""
+                    INSERT OR IGNORE INTO blind(digest, item) SELECT ifnull(\(Schema.indexColumn(attribute)), ?), id FROM items WHERE cls = ?
+                    """)
+                try insert.bind(1, emptyDigest(itemClass, attribute))
+                try insert.bind(2, itemClass.rawValue)
+                _ = try insert.step()
+            }
+        }
+        try database.execute(Schema.itemsTable("items_v2"))
+        try database.execute("""
+            INSERT INTO items_v2(id, ref, cls, pdmn, agrp, pk, attrs, data)
+            SELECT id, ref, cls, pdmn, agrp, pk, attrs, data FROM items ORDER BY id
+            """)
+        // The sequence may be above every id left (the newest items deleted): carry it over.
+        try database.execute("DELETE FROM sqlite_sequence WHERE name = 'items_v2'")
+        try database.execute("INSERT INTO sqlite_sequence(name, seq) SELECT 'items_v2', seq FROM sqlite_sequence WHERE name = 'items'")
+        try database.execute("DROP TABLE items")
+        try database.execute("ALTER TABLE items_v2 RENAME TO items")
+        for sql in Schema.format2Tail where !sql.hasPrefix("CREATE TABLE blind") { try database.execute(sql) }
     }
 }
