@@ -66,6 +66,14 @@ extension Keychain {
         format = Schema.format
     }
 
+    /// Inside a read transaction on a file that was of format 1 at open:
+    /// another process may have migrated it since (a format-2 file is never
+    /// turned back, so nothing is read once it is current).
+    func refreshFormat() throws {
+        guard format < Schema.format, let encoded = try MetaStore.value(database, .format), encoded.count == 8 else { return }
+        format = BigEndian.int64(encoded)
+    }
+
     // MARK: - Authentication
 
     /// Checks `header` with `indexKey`: its MAC (a header from before MACs

@@ -6,6 +6,7 @@ extension Keychain {
     public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
         let found = try database.transaction(write: false) { () throws -> [Item] in
+            try refreshFormat()
             do {
                 let found = try rows(query, limit: limit, data: returnData)
                 if found.isEmpty { try checkKeysCurrent() }
@@ -98,6 +99,7 @@ extension Keychain {
     /// fails the dump up front (errSecInteractionNotAllowed) before anything is streamed.
     public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
         try database.transaction(write: false) {
+            try refreshFormat()
             try checkKeysCurrent()
             let visible = ItemStore.Filter(visibleGroups: caller.accessGroups)
             if returnData {

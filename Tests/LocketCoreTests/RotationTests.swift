@@ -46,7 +46,15 @@ final class RotationTests: KeychainTestCase {
         let before = try everything()
         keychain = nil
         let keybag = temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
-        let digests = temporary.file.blobs("SELECT hex(pk) || hex(ifnull(acct, '')) || hex(attrs) || hex(data) FROM items ORDER BY id")
+        // Per item: its primary-key digest, sealed values, and every blind-index row.
+        let rowsSQL = """
+            SELECT hex(pk) || hex(attrs) || hex(data) FROM items ORDER BY id
+            """
+        let blindSQL = "SELECT CAST(digest AS TEXT) FROM blind"
+        let digests = temporary.file.blobs(rowsSQL)
+        let blind = temporary.file.blobs(blindSQL)
+        XCTAssertEqual(digests.count, ProtectionClass.allCases.count * 2 + 1, "the statement reads every row")
+        XCTAssertGreaterThan(blind.count, digests.count, "every item has blind rows")
         try rotate()
 
         XCTAssertEqual(try everything(), before, "the session holds the new keys and every item reads back as it was")
@@ -54,8 +62,12 @@ final class RotationTests: KeychainTestCase {
         let rotatedBag = temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
         XCTAssertEqual(rotatedBag.count, keybag.count)
         XCTAssertEqual(Set(rotatedBag).intersection(keybag), [], "a keybag row survived the rotation")
-        let rotatedDigests = temporary.file.blobs("SELECT hex(pk) || hex(ifnull(acct, '')) || hex(attrs) || hex(data) FROM items ORDER BY id")
+        let rotatedDigests = temporary.file.blobs(rowsSQL)
+        XCTAssertEqual(rotatedDigests.count, digests.count)
         XCTAssertEqual(Set(rotatedDigests).intersection(digests), [], "a row kept its digests or sealed values")
+        let rotatedBlind = temporary.file.blobs(blindSQL)
+        XCTAssertEqual(rotatedBlind.count, blind.count, "one blind row per attribute, as before")
+        XCTAssertEqual(Set(rotatedBlind).intersection(blind), [], "a blind-index row kept its digest")
 
         // Lookups use the new blind-index key; a fresh unlock with the new password opens everything.
         try temporary.lock(all: true)
