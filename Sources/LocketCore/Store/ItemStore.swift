@@ -81,6 +81,8 @@ struct ItemStore {
             var isEmpty: Bool
         }
 
+        private func rank(_ term: Term) -> Int { term.isEmpty ? 2 : term.attribute == .account ? 1 : 0 }
+
         /// SQL and bindings for a file of `format`; the parameters are numbered in order.
         fileprivate func condition(format: Int64) -> (String, [Binding]) {
             var conditions: [String] = []
@@ -108,13 +110,20 @@ struct ItemStore {
                     conditions.append("pk = " + parameter(.blob(primaryKey)))
                     if let itemClass { terms.removeAll { itemClass.primaryKey.contains($0.attribute) } }
                 }
-                for term in terms {
-                    // An attribute the class lacks has no rows: its empty value matches every item (as format 1's NULL did), any other none.
-                    if let itemClass, !itemClass.attributes.contains(term.attribute) {
-                        if !term.isEmpty { conditions.append("0") }
-                        continue
-                    }
-                    conditions.append("id IN (SELECT item FROM blind WHERE digest = " + parameter(.int(term.digest)) + ")")
+                // An attribute the class lacks has no rows: its empty value matches every item (as format 1's NULL did), any other none.
+                if let itemClass {
+                    if terms.contains(where: { !itemClass.attributes.contains($0.attribute) && !$0.isEmpty }) { conditions.append("0") }
+                    terms.removeAll { !itemClass.attributes.contains($0.attribute) }
+                }
+                // One term drives (its rows give the candidate ids), the others are
+                // probes of (digest, item). Without statistics, the likeliest to be
+                // selective drives: a value before an empty one (shared by most
+                // items), and an account (often shared) after any other value.
+                terms.sort { rank($0) < rank($1) }
+                for (i, term) in terms.enumerated() {
+                    let digest = parameter(.int(term.digest))
+                    conditions.append(i == 0 ? "id IN (SELECT item FROM blind WHERE digest = \(digest))"
+                                             : "EXISTS (SELECT 1 FROM blind WHERE digest = \(digest) AND item = items.id)")
                 }
             }
             return (conditions.isEmpty ? "1" : conditions.joined(with: " AND "), bindings)
