@@ -1,4 +1,5 @@
 import Foundation
+import LocketTestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -182,7 +183,7 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
         // The registry: htpasswd basic auth (bcrypt), loopback, a port the kernel found free.
         let made = runTool(htpasswd, ["-iBc", root + "/registry/htpasswd", "alice"], input: .text("right-pass"))
         XCTAssertEqual(made.status, 0, made.summary)
-        let port = try Self.freePort()
+        let port = try Loopback.freePort()
         writeFile(root + "/registry/config.yml", """
             version: 0.1
             log:
@@ -279,23 +280,6 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
         with open(out + "/oci-layout", "w") as f:
             f.write('{"imageLayoutVersion": "1.0.0"}')
         """#
-
-    /// A loopback TCP port nothing listens on now.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port` within `timeout` seconds.
     static func waitForListener(port: Int, timeout: Double) -> Bool {

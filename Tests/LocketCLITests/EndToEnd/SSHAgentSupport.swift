@@ -1,4 +1,5 @@
 import Foundation
+import LocketTestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -135,7 +136,7 @@ final class LoopbackSSHD {
                                 input: .devNull, timeout: 60)
         guard hostKey.status == 0 else { throw XCTSkip("ssh-keygen could not make a host key: \(hostKey.err)") }
         try (authorizedKeys.joined(separator: "\n") + "\n").write(toFile: root + "/authorized_keys", atomically: false, encoding: .utf8)
-        port = try Self.freePort()
+        port = try Loopback.freePort()
         // Every login the tests make is by public key through the agent; nothing else is offered.
         let config = """
         Port \(port)
@@ -176,19 +177,4 @@ final class LoopbackSSHD {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    /// A port nobody listens on now (bound to port 0, read back, released).
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw XCTSkip("no free loopback port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketTestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -69,7 +70,7 @@ final class PostgresServer: @unchecked Sendable {
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
         root = String(cString: template)
         password = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        port = try Self.freePort()
+        port = try Loopback.freePort()
         do {
             try setUp(bin)
         } catch {
@@ -272,21 +273,6 @@ final class PostgresServer: @unchecked Sendable {
         return (name, entry.pointee.pw_uid, entry.pointee.pw_gid)
     }
 
-    private static func freePort() throws -> Int {
-        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// A CA, a server certificate for localhost and 127.0.0.1 signed by it, and an unrelated CA.
     private func makeCertificates() throws {
         let tls = "\(root)/tls"
@@ -298,5 +284,27 @@ final class PostgresServer: @unchecked Sendable {
         try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: "\(tls)/san.ext"))
         try Self.run("/usr/bin/openssl", ["x509", "-req", "-in", "\(tls)/server.csr", "-CA", "\(tls)/ca.crt", "-CAkey", "\(tls)/ca.key",
                                           "-CAcreateserial", "-out", "\(tls)/server.crt", "-days", "2", "-extfile", "\(tls)/san.ext"])
+    }
+}
+
+/// A test case with its own PostgreSQL server for the whole class, started
+/// once before its first test and stopped after its last; a machine that
+/// can't run one fails each test with the reason.
+class PostgresTestCase: XCTestCase {
+    nonisolated(unsafe) private static var servers: [ObjectIdentifier: Result<PostgresServer, Error>] = [:]
+
+    override class func setUp() {
+        super.setUp()
+        servers[ObjectIdentifier(self)] = Result { try PostgresServer() }
+    }
+
+    override class func tearDown() {
+        if case .success(let server)? = servers.removeValue(forKey: ObjectIdentifier(self)) { server.stop() }
+        super.tearDown()
+    }
+
+    /// This class's server, or the error that kept it from starting.
+    func running() throws -> PostgresServer {
+        try XCTUnwrap(Self.servers[ObjectIdentifier(type(of: self))], "the class's server was not set up").get()
     }
 }

@@ -9,24 +9,7 @@ import Glibc
 /// RemoteConnection against a real server: values in and out exactly,
 /// TLS verified in full, the password kept out of the helper's argv and
 /// environment, errors that name a SQLSTATE and never a value.
-final class RemoteConnectionTests: XCTestCase {
-    nonisolated(unsafe) static var server: PostgresServer?
-    nonisolated(unsafe) static var failure: Error?
-
-    override class func setUp() {
-        do { server = try PostgresServer() } catch { failure = error }
-    }
-
-    override class func tearDown() {
-        server?.stop()
-        server = nil
-    }
-
-    func running() throws -> PostgresServer {
-        if let failure = Self.failure { throw failure }
-        return Self.server!
-    }
-
+final class RemoteConnectionTests: PostgresTestCase {
     func testRoundTripsEveryParameterType() throws {
         let connection = try running().connect()
         let withNULs: [UInt8] = [0, 1, 0, 255, 0, 0x27, 0x5c, 0]

@@ -8,22 +8,9 @@ import Glibc
 
 /// Many writers, killed clients, a restarted server: nothing lost, nothing
 /// half-written (issue 17 item 3, at the connection layer).
-final class RemoteFaultTests: XCTestCase {
-    nonisolated(unsafe) static var server: PostgresServer?
-    nonisolated(unsafe) static var failure: Error?
-
-    override class func setUp() {
-        do { server = try PostgresServer() } catch { failure = error }
-    }
-
-    override class func tearDown() {
-        server?.stop()
-        server = nil
-    }
-
+final class RemoteFaultTests: PostgresTestCase {
     func database() throws -> (PostgresServer, String) {
-        if let failure = Self.failure { throw failure }
-        let server = Self.server!
+        let server = try running()
         let name = try server.makeDatabase()
         let connection = try server.connect(database: name)
         try connection.execute("CREATE TABLE counter(id int PRIMARY KEY, n bigint NOT NULL)")

@@ -10,22 +10,9 @@ import Glibc
 /// the item store and the audit will run, each through RemoteConnection
 /// against a real server. Ends with a pg_dump and the server log grepped for
 /// every plaintext value the tests sent.
-final class RemoteSchemaTests: XCTestCase {
-    nonisolated(unsafe) static var server: PostgresServer?
-    nonisolated(unsafe) static var failure: Error?
-
-    override class func setUp() {
-        do { server = try PostgresServer() } catch { failure = error }
-    }
-
-    override class func tearDown() {
-        server?.stop()
-        server = nil
-    }
-
+final class RemoteSchemaTests: PostgresTestCase {
     func prepared() throws -> (PostgresServer, RemoteConnection, String) {
-        if let failure = Self.failure { throw failure }
-        let server = Self.server!
+        let server = try running()
         let database = try server.makeDatabase()
         let connection = try server.connect(database: database)
         XCTAssertEqual(try RemoteSchema.prepare(connection), 0)
@@ -40,8 +27,7 @@ final class RemoteSchemaTests: XCTestCase {
     }
 
     func testConcurrentPreparesMakeOneSchema() throws {
-        if let failure = Self.failure { throw failure }
-        let server = Self.server!
+        let server = try running()
         let database = try server.makeDatabase()
         nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 4)
         defer { results.deallocate() }
