@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// posix_spawnp with the plumbing every child of locket gets: chosen
 /// descriptors dup'd onto 1 and 2 (a negative one leaves locket's own), default handling of the signals locket
@@ -18,19 +19,8 @@ enum Spawn {
         // A negative descriptor leaves locket's own in place.
         if stdout >= 0 { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
         if stderr >= 0 { posix_spawn_file_actions_adddup2(&actions, stderr, 2) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, program, &actions, &attributes, argv.pointers, environment)
+        let rc = withChildSpawnAttributes { posix_spawnp(&pid, program, &actions, $0, argv.pointers, environment) }
         return rc == 0 ? .success(pid) : .failure(Errno(rc))
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 import LocketWire
 
 /// The running `locket-postgres` helper: started with posix_spawn (no shell),
@@ -43,22 +44,11 @@ final class HelperProcess {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         // Swift's Glibc doesn't export posix_spawn_file_actions_addclosefrom_np:
         // the helper closes every descriptor above 2 as its first act instead.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("locket-postgres"), nil]
         let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        let rc = withChildSpawnAttributes { posix_spawn(&child, path, &actions, $0, argv, envp) }
         close(pair[1])
         guard rc == 0 else {
             close(pair[0])
