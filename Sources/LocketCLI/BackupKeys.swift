@@ -1,0 +1,69 @@
+import Glibc
+import LocketCore
+import LocketSupport
+
+/// X25519 keys for recipient backups, as 64 hex digits.
+enum BackupKeys {
+    /// `--recipient KEY|FILE`: the public key itself, or a file holding it.
+    static func publicKey(_ argument: String) throws -> [UInt8] {
+        if let key = decode(argument) { return key }
+        let fd = open(argument, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            throw KeychainError(.param, "--recipient \(Printable.clip(argument, max: 80)) is neither an X25519 public key (64 hex digits) nor a readable file")
+        }
+        defer { close(fd) }
+        let text = try Prompt.readAll(fd, what: argument, limit: 4096)
+        guard let key = text.withUnsafeBytes({ decode(String(decoding: $0, as: UTF8.self)) }) else {
+            throw KeychainError(.param, "\(Printable.clip(argument, max: 256)) does not hold an X25519 public key (64 hex digits)")
+        }
+        return key
+    }
+
+    /// `--identity FILE`: the user's own X25519 secret key, 64 hex digits,
+    /// in a file nobody else can read or write.
+    static func secretKey(_ path: String) throws -> SecureBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(errnoText())") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) is not a regular file")
+        }
+        guard st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) holds a secret key but others can read it or it is not yours",
+                                hint: "chmod 600 it (and rotate the key if others could read it)")
+        }
+        let text = try Prompt.readAll(fd, what: path, limit: 4096)
+        var hex = text.withUnsafeBytes { Array($0) }
+        defer { wipe(&hex) }
+        while let last = hex.last, last == 0x0a || last == 0x0d || last == 0x20 { hex.removeLast() }
+        guard hex.count == 2 * BackupRecipients.keyBytes else {
+            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) does not hold an X25519 secret key (64 hex digits)")
+        }
+        let key = SecureBytes(count: BackupRecipients.keyBytes)
+        var ok = true
+        key.withUnsafeMutableBytes { out in
+            for i in 0..<out.count {
+                guard let hi = nibble(hex[2 * i]), let lo = nibble(hex[2 * i + 1]) else { ok = false; return }
+                out[i] = hi << 4 | lo
+            }
+        }
+        guard ok else { throw KeychainError(.param, "\(Printable.clip(path, max: 256)) does not hold an X25519 secret key (64 hex digits)") }
+        return key
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x61 + 10
+        case 0x41...0x46: c - 0x41 + 10
+        default: nil
+        }
+    }
+
+    private static func decode(_ text: String) -> [UInt8]? {
+        let trimmed = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }).first.map(String.init) ?? ""
+        guard trimmed.utf8.count == 2 * BackupRecipients.keyBytes, let key = Hex.decode(trimmed) else { return nil }
+        return key
+    }
+}
