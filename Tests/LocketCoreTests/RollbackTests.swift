@@ -203,7 +203,7 @@ final class RollbackTests: KeychainTestCase {
         XCTAssertTrue(temporary.mirrors.isEmpty, "nothing to mirror before the first write")
         try addGenp("svc", "b", in: legacy)
         XCTAssertEqual(try generation(), 1)
-        XCTAssertNotNil(temporary.file.meta("header_mac"))
+        XCTAssertNotNil(try temporary.file.meta("header_mac"))
         XCTAssertEqual(temporary.mirrors.count, 1)
     }
 }

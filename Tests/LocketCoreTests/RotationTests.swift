@@ -45,27 +45,27 @@ final class RotationTests: KeychainTestCase {
         try addOneOfEachEverywhere()
         let before = try everything()
         keychain = nil
-        let keybag = temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
+        let keybag = try temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
         // Per item: its primary-key digest, sealed values, and every blind-index row.
         let rowsSQL = """
             SELECT hex(pk) || hex(attrs) || hex(data) FROM items ORDER BY id
             """
         let blindSQL = "SELECT CAST(digest AS TEXT) FROM blind"
-        let digests = temporary.file.blobs(rowsSQL)
-        let blind = temporary.file.blobs(blindSQL)
+        let digests = try temporary.file.blobs(rowsSQL)
+        let blind = try temporary.file.blobs(blindSQL)
         XCTAssertEqual(digests.count, ProtectionClass.allCases.count * 2 + 1, "the statement reads every row")
         XCTAssertGreaterThan(blind.count, digests.count, "every item has blind rows")
         try rotate()
 
         XCTAssertEqual(try everything(), before, "the session holds the new keys and every item reads back as it was")
         XCTAssertTrue(try temporary.open().isUnlocked)
-        let rotatedBag = temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
+        let rotatedBag = try temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
         XCTAssertEqual(rotatedBag.count, keybag.count)
         XCTAssertEqual(Set(rotatedBag).intersection(keybag), [], "a keybag row survived the rotation")
-        let rotatedDigests = temporary.file.blobs(rowsSQL)
+        let rotatedDigests = try temporary.file.blobs(rowsSQL)
         XCTAssertEqual(rotatedDigests.count, digests.count)
         XCTAssertEqual(Set(rotatedDigests).intersection(digests), [], "a row kept its digests or sealed values")
-        let rotatedBlind = temporary.file.blobs(blindSQL)
+        let rotatedBlind = try temporary.file.blobs(blindSQL)
         XCTAssertEqual(rotatedBlind.count, blind.count, "one blind row per attribute, as before")
         XCTAssertEqual(Set(rotatedBlind).intersection(blind), [], "a blind-index row kept its digest")
 
@@ -124,9 +124,9 @@ final class RotationTests: KeychainTestCase {
         keychain = nil
         temporary.file.execute("UPDATE items SET data = substr(data, 1, length(data) - 1) || x'00' WHERE ref = \(hexLiteral(damaged.persistentRef))")
         temporary.file.execute("INSERT INTO items(ref, cls, pdmn, agrp, pk, attrs, data) VALUES (randomblob(16), 'genp', 'zz', 'default', randomblob(16), x'00', x'00')")
-        let untouched = temporary.file.blobs("SELECT hex(ref) || hex(pk) || hex(attrs) || hex(data) FROM items WHERE pdmn = 'zz' OR ref = \(hexLiteral(damaged.persistentRef)) ORDER BY id")
+        let untouched = try temporary.file.blobs("SELECT hex(ref) || hex(pk) || hex(attrs) || hex(data) FROM items WHERE pdmn = 'zz' OR ref = \(hexLiteral(damaged.persistentRef)) ORDER BY id")
         try rotate()
-        XCTAssertEqual(temporary.file.blobs("SELECT hex(ref) || hex(pk) || hex(attrs) || hex(data) FROM items WHERE pdmn = 'zz' OR ref = \(hexLiteral(damaged.persistentRef)) ORDER BY id"),
+        XCTAssertEqual(try temporary.file.blobs("SELECT hex(ref) || hex(pk) || hex(attrs) || hex(data) FROM items WHERE pdmn = 'zz' OR ref = \(hexLiteral(damaged.persistentRef)) ORDER BY id"),
                        untouched, "a row that can't be opened must never be changed or deleted")
         let all = try everything()
         XCTAssertEqual(all.count, 3, "still listed")

@@ -27,14 +27,14 @@ struct RawKeychainFile {
     }
 
     /// The value of one meta row, nil when absent.
-    func meta(_ name: String) -> [UInt8]? {
-        blobs("SELECT value FROM meta WHERE name = '\(name)'").first
+    func meta(_ name: String) throws -> [UInt8]? {
+        try blobs("SELECT value FROM meta WHERE name = '\(name)'").first
     }
 
     /// The first column of every row of `sql`, as bytes.
-    func blobs(_ sql: String) -> [[UInt8]] {
-        guard let rows = try? ReliabilityDatabase(path, readOnly: true).rows(sql) else { return [] }
-        return rows.map { $0.first.flatMap { $0 } ?? [] }
+    /// A statement that fails throws: an empty answer must mean no rows.
+    func blobs(_ sql: String) throws -> [[UInt8]] {
+        try ReliabilityDatabase(path, readOnly: true).rows(sql).map { $0.first.flatMap { $0 } ?? [] }
     }
 }
 
