@@ -187,7 +187,6 @@ final class EndToEndPasswdTests: EndToEndCase {
         let expected = dumpWithData()
         var current = Self.password
         var killed = 0, completed = 0, oldWon = 0, newWon = 0
-        let started = Date()
         // How long an uninterrupted passwd takes here: two Argon2id hashes at
         // the binary's lowest cost (~0.4 s; the first change takes the test
         // keychain there). The re-wrap and its transaction come in the last
@@ -204,9 +203,14 @@ final class EndToEndPasswdTests: EndToEndCase {
         var aim = typical
         for round in 1...16 {
             let next = "password \(round)"
+            // Rounds 8 and 16 are killed at once and rounds 4 and 12 never are,
+            // so both outcomes occur however loaded the machine is; the rest
+            // aim at the commit or land anywhere.
             let delay: Double
-            switch round % 4 {
-            case 0: delay = round % 8 == 0 ? 0 : Double.random(in: 0...typical)
+            switch round % 8 {
+            case 0: delay = 0
+            case 4: delay = 120
+            case 2, 6: delay = Double.random(in: 0...typical)
             default: delay = max(0, aim + Double.random(in: -0.004...0.002))
             }
             let run = Spawn.run(binary, ["passwd"], environment: sandbox.environment,
@@ -225,7 +229,7 @@ final class EndToEndPasswdTests: EndToEndCase {
             XCTAssertTrue((old == 0) != (new == 0),
                           "round \(round) (killed after \(delay) s): old password -> \(old ?? -1), new -> \(new ?? -1); exactly one must unlock")
             XCTAssertTrue([0, 51].contains(old) && [0, 51].contains(new), "round \(round): \(old ?? -1) \(new ?? -1)")
-            if round % 4 != 0 { aim += run.signal == SIGKILL && new != 0 ? 0.002 : -0.002 }
+            if round % 2 == 1 { aim += run.signal == SIGKILL && new != 0 ? 0.002 : -0.002 }
             if new == 0 { current = next; newWon += 1 } else if old == 0 { oldWon += 1 } else { break }
             XCTAssertEqual(dumpWithData(), expected, "round \(round): the items changed")
             XCTAssertLessThan(statusJSON()["failedAttempts"] as? Int ?? 99, 5, "round \(round): the test would start waiting")
@@ -238,7 +242,6 @@ final class EndToEndPasswdTests: EndToEndCase {
         ok("lock", "--all")
         XCTAssertEqual(unlockStatus(current), 0)
         assertAllReadable("after the crash rounds")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
         print("passwd crash rounds: \(killed) killed, \(completed) completed; old password won \(oldWon), new \(newWon); a run takes \(typical) s")
     }
 
