@@ -31,6 +31,7 @@ extension Commands {
             ? try Prompt.password(context, prompt: "Passphrase for the backup: ", confirm: true, fromStdin: invocation.has("passphrase-stdin"))
             : nil
         var leftOut = 0
+        var nonExtractable = 0
         var damaged = 0
         func write(_ fd: Int32) throws {
             let writer = try passphrase.map { try BackupWriter(fd: fd, passphrase: $0, cost: cost) }
@@ -38,6 +39,7 @@ extension Commands {
             try keychain.dump(returnData: true) { item in
                 guard item.availability != .damaged else { damaged += 1; return }
                 guard !item.accessible.thisDeviceOnly else { leftOut += 1; return }
+                guard item.isExtractable else { nonExtractable += 1; return }
                 guard let data = item.data else { damaged += 1; return }
                 try writer.append(BackupRecord(item: item, data: data))
             }
@@ -47,6 +49,9 @@ extension Commands {
             try writer.finish()
             if leftOut > 0 {
                 context.warn("\(leftOut) ThisDeviceOnly item\(leftOut == 1 ? " was" : "s were") left out: \(leftOut == 1 ? "it never leaves" : "they never leave") this device")
+            }
+            if nonExtractable > 0 {
+                context.warn("\(nonExtractable) non-extractable key\(nonExtractable == 1 ? " was" : "s were") left out: \(nonExtractable == 1 ? "it never leaves" : "they never leave") the keychain")
             }
             context.err("locket: exported \(writer.count) item\(writer.count == 1 ? "" : "s")")
         }

@@ -97,7 +97,7 @@ enum Commands {
             }
             let name = String(assignment[..<eq])
             let text = String(assignment[assignment.index(after: eq)...])
-            guard let attribute = Attribute(name: name) else {
+            guard let attribute = Attribute(name: name, for: query.itemClass) else {
                 throw KeychainError(.noSuchAttr, "no attribute named '\(Printable.clip(name, max: 40))'")
             }
             guard query.itemClass.supports(attribute) else {
