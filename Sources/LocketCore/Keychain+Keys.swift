@@ -125,3 +125,10 @@ extension Keychain {
         return item
     }
 }
+
+extension KeyImport {
+    /// The format a key file in guarded memory looks like, or nil (`import` tells key files from other input by it).
+    public static func detectFormat(_ data: SecureBytes) -> KeyFileFormat? {
+        data.withUnsafeBytes { detect($0) }
+    }
+}
