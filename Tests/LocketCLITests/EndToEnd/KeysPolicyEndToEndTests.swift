@@ -78,8 +78,16 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         expect(44, "-e", apps.b, "find", "--class", "identity")
         let denied = locket(["-e", apps.b, "import", key("leaf.pem"), "--access-group", "SKMME9E2Y8.groupA"])
         XCTAssertEqual(denied.status, 30, denied.summary)
+        // --accessible: a key file's items take the protection class asked for.
+        makeKey("p256", "afu.key")
+        makeLeaf(key: "afu.key", cert: "afu.pem", cn: "afu.example.com")
+        FileManager.default.createFile(atPath: key("afu.both"), contents: Data(keyFileBytes("afu.key") + keyFileBytes("afu.pem")))
+        expect(0, "import", key("afu.both"), "--accessible", "after-first-unlock", "--tag", "afu")
+        XCTAssertEqual(expect(0, "find", "--class", "keys", "--tag", "afu").fields["accessible"], "after-first-unlock")
         ok("lock")
-        for args in [["find", "--class", "keys"], ["find", "--class", "identity"], ["key", "public", "--tag", "app-a"],
+        // Locked: when-unlocked keys are out of reach, after-first-unlock ones are not, as for passwords.
+        XCTAssertEqual(expect(0, "find", "--class", "identity", "--label", "afu.example.com").fields["key-tag"], "afu")
+        for args in [["find", "--class", "keys", "--tag", "app-a"], ["find", "--class", "identity", "--tag", "app-a"], ["key", "public", "--tag", "app-a"],
                      ["key", "generate", "--type", "ed25519"]] {
             let result = locket(args)
             XCTAssertEqual(result.status, 36, result.summary)
@@ -87,7 +95,7 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         }
         XCTAssertEqual(locket(["import", key("leaf.pem"), "--label", "while locked"]).status, 36)
         expect(0, "unlock", "--password-stdin", input: .text(Self.password + "\n"))
-        XCTAssertEqual(countItems("cert"), 2, "nothing was added while locked")
+        XCTAssertEqual(countItems("cert"), 3, "nothing was added while locked (the CA, app A's leaf, afu's leaf)")
     }
 
     func testBadKeyFilesFailWithOneLineAndAddNothing() throws {
