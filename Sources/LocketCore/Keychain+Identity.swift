@@ -100,10 +100,26 @@ extension Keychain {
     }
 
     /// The pairs, inside the caller's transaction: the certificates first,
-    /// then for each one blind probe for a private key with its application label.
+    /// then for each one blind probe for a private key with its application
+    /// label. A query with key terms only (`--tag`) starts from the keys
+    /// instead, so that certificates it does not name are never opened (one
+    /// of them locked would fail the search).
     private func pairs(_ query: IdentityQuery, limit: MatchLimit) throws -> [IdentityItem] {
         var found: [IdentityItem] = []
         let wanted = limit.sqlLimit
+        if query.certificate.attributes.isEmpty && !query.key.attributes.isEmpty {
+            var keyQuery = query.key
+            try keyQuery.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
+            for key in try rows(keyQuery, limit: .all, data: false) {
+                var certificateQuery = query.certificate
+                try certificateQuery.match(.publicKeyHash, key[.applicationLabel])
+                for certificate in try rows(certificateQuery, limit: .all, data: false) {
+                    found.append(IdentityItem(key: key, certificate: certificate))
+                    if wanted >= 0 && found.count >= wanted { return found }
+                }
+            }
+            return found
+        }
         for certificate in try rows(query.certificate, limit: .all, data: false) {
             var keyQuery = query.key
             try keyQuery.match(.keyClass, Array(KeyClass.private.rawValue.utf8))

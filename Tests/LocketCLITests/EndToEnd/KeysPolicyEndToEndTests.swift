@@ -87,6 +87,8 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         ok("lock")
         // Locked: when-unlocked keys are out of reach, after-first-unlock ones are not, as for passwords.
         XCTAssertEqual(expect(0, "find", "--class", "identity", "--label", "afu.example.com").fields["key-tag"], "afu")
+        // By tag alone the keys lead: the locked certificates of other identities are never opened.
+        XCTAssertEqual(expect(0, "find", "--class", "identity", "--tag", "afu").fields["label"], "afu.example.com")
         for args in [["find", "--class", "keys", "--tag", "app-a"], ["find", "--class", "identity", "--tag", "app-a"], ["key", "public", "--tag", "app-a"],
                      ["key", "generate", "--type", "ed25519"]] {
             let result = locket(args)
