@@ -35,6 +35,12 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         let backup = expect(0, "export", "--format", "backup", "--passphrase-stdin", "-o", key("b"), input: .text("pw\n"))
         XCTAssertTrue(backup.err.contains("1 non-extractable key was left out"), backup.err)
         XCTAssertTrue(backup.err.contains("exported 2 items"), backup.err)
+        // The backup restores the certificates; the key stayed behind.
+        initKeychain("other")
+        expect(0, "-k", "other", "import", key("b"), "--passphrase-stdin", input: .text("pw\n"))
+        XCTAssertEqual(expect(0, "-k", "other", "find", "--class", "cert", "--label", "leaf.example.com").fields["public-key-hash"],
+                       expect(0, "find", "--class", "keys", "--tag", "ne").fields["application-label"])
+        expect(44, "-k", "other", "find", "--class", "keys")
         assertError(expect(35, "update", "--class", "keys", "--tag", "ne", "--set", "extractable=true"), "errSecReadOnlyAttr", -25309)
     }
 
