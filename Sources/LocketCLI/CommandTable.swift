@@ -101,8 +101,7 @@ public enum CommandTable {
     /// group is long-only.
     static func attributeOptions(accessGroupShort: Bool = true) -> [OptionSpec] {
         [
-            OptionSpec("class", nil, .value("CLASS"), completion: .values { ["genp", "inet"] },
-                       "item class: genp (generic password, the default) or inet (internet password)"),
+            itemClass,
             OptionSpec("account", "a", .value("ACCOUNT"), "account name"),
             OptionSpec("service", "s", .value("SERVICE"), "service (genp); with --class inet, -s is the server"),
             OptionSpec("server", nil, .value("SERVER"), "server (inet)"),
@@ -120,6 +119,7 @@ public enum CommandTable {
             OptionSpec("port", "P", .value("PORT"), "port (inet), 0-65535"),
             OptionSpec("path", "p", .value("PATH"), "path (inet)"),
             OptionSpec("access-group", accessGroupShort ? "g" : nil, .value("GROUP"), "access group"),
+            tag, hash,
         ]
     }
 
@@ -153,8 +153,7 @@ public enum CommandTable {
                                    "store a random secret of N characters (default 32) without printing it"),
                         charset,
                         OptionSpec("print", nil, .flag, "with --generate, print the generated secret"),
-                        OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
-                                   "protection class: " + ProtectionClass.allCases.map(\.name).joined(with: ", ") + " (default when-unlocked)"),
+                        accessible,
                         OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
                     ],
                     conflicts: [("password", "data-file"), ("generate", "password"), ("generate", "data-file")],
@@ -184,8 +183,8 @@ public enum CommandTable {
                     summary: "delete every matching item",
                     options: attributes + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
                     conflicts: [], operands: false, run: Commands.delete),
-        CommandSpec(name: "dump", usage: "[--data]", summary: "list every item",
-                    options: [OptionSpec("data", nil, .flag, "include the secrets")],
+        CommandSpec(name: "dump", usage: "[--data] [--class CLASS]", summary: "list every item",
+                    options: [OptionSpec("data", nil, .flag, "include the secrets"), itemClass],
                     conflicts: [], operands: false, run: Commands.dump),
         CommandSpec(name: "lock", usage: "[--all]", summary: "forget the unlocked keys",
                     options: [OptionSpec("all", nil, .flag, "forget every key, as a reboot would")],
@@ -232,25 +231,32 @@ public enum CommandTable {
                                          "write to FILE, created with mode 600, instead of standard output"),
                               OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")],
                     conflicts: [], operands: false, run: Commands.inject),
-        CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST]",
-                    summary: "write a backup of every item that may leave this device",
-                    options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup"] },
-                                         "backup: locket's encrypted backup format"),
+        CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [-o FILE [-f]] [--passphrase-stdin]",
+                    summary: "write a backup of every item that may leave this device, or one certificate, key or identity",
+                    options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup", "pem", "der", "openssh", "pkcs12"] },
+                                         "backup (locket's encrypted backup), pem or der (a certificate; pem with --class keys: PKCS#8), openssh (a key), pkcs12 (an identity)"),
                               OptionSpec("out", "o", .value("FILE"), completion: .file,
                                          "write to FILE, created with mode 600, instead of standard output"),
                               OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists"),
                               OptionSpec("recipient", nil, .value("KEY"), repeatable: true, completion: .file,
                                          "seal to this X25519 public key (64 hex digits, or a file holding them) instead of a passphrase"),
-                              passphraseStdin, kdf],
+                              passphraseStdin, kdf,
+                              OptionSpec("class", nil, .value("CLASS"), completion: .values { ["keys", "cert", "identity"] },
+                                         "what to export: keys, cert or identity (default: from --format)"),
+                              OptionSpec("label", nil, .value("LABEL"), "the item with this label"), tag, hash, ref,
+                              keyAccessGroup],
                     conflicts: [], operands: false, run: Commands.export),
-        CommandSpec(name: "import", usage: "[--from FORMAT] [-U] [--passphrase-stdin] [--identity FILE] [FILE|DIR]",
-                    summary: "restore a backup, or import another tool's export",
+        CommandSpec(name: "import", usage: "[--from FORMAT] [-U] [--passphrase-stdin] [--identity FILE] [--format FORMAT] [--non-extractable] [--accessible CLASS] [--access-group GROUP] [--label LABEL] [--tag TAG] [FILE|DIR|-]",
+                    summary: "restore a backup, import another tool's export, or import keys and certificates",
                     options: [OptionSpec("from", nil, .value("FORMAT"), completion: .values { MigrationFormat.allCases.map(\.rawValue) },
                                          "the export's format: pass, bitwarden-json, 1password-csv, keepassxc-csv or security-dump"),
                               OptionSpec("update", "U", .flag, "update items whose primary key exists instead of skipping them"),
                               passphraseStdin,
                               OptionSpec("identity", nil, .value("FILE"), completion: .file,
-                                         "the X25519 secret key (64 hex digits, mode 600) that opens a backup sealed to recipients")],
+                                         "the X25519 secret key (64 hex digits, mode 600) that opens a backup sealed to recipients"),
+                              OptionSpec("format", nil, .value("FORMAT"), completion: .values { KeyFileFormat.allCases.map(\.rawValue) },
+                                         "a key file's format: pkcs12, pem, der or openssh (default: detected)"),
+                              nonExtractable, accessible, keyAccessGroup, keyLabel, tag],
                     conflicts: [], operands: true, run: Commands.importItems),
         CommandSpec(name: "generate", usage: "[--length N] [--charset SET] [-n]",
                     summary: "print a random secret",
@@ -271,6 +277,14 @@ public enum CommandTable {
                     options: [], conflicts: [], operands: true, run: Commands.dockerCredential),
         CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                     options: [], conflicts: [], operands: true, run: Commands.completion),
+        CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex]",
+                    summary: "make a key pair inside the keychain, or print a stored key's public key",
+                    options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.allCases.map(\.rawValue) },
+                                         "generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096"),
+                              OptionSpec("label", "l", .value("LABEL"), "the key's label"), tag, nonExtractable, accessible, keyAccessGroup, ref,
+                              OptionSpec("openssh", nil, .flag, "print the public key as an OpenSSH line instead of PEM"),
+                              OptionSpec("hex", nil, .flag, "print an X25519 public key as 64 hex digits (export --recipient takes it)")],
+                    conflicts: [("openssh", "hex")], operands: true, run: Commands.key),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
                     options: [], conflicts: [], operands: true, run: Commands.help),
     ]
@@ -279,26 +293,4 @@ public enum CommandTable {
 
     /// The version `--version` prints.
     public static let version = "0.1.0"
-}
-
-/// The Argon2id costs `init --kdf` and `passwd --kdf` offer: libsodium's
-/// named limits, never less than INTERACTIVE.
-enum KDFLevel: String, CaseIterable {
-    case interactive, moderate, sensitive
-
-    var cost: KDFCost {
-        switch self {
-        case .interactive: .interactive
-        case .moderate: .moderate
-        case .sensitive: .sensitive
-        }
-    }
-
-    /// The level named by `--kdf`, or a usage error naming the choices.
-    static func parse(_ text: String, command: String) throws -> KDFLevel {
-        guard let level = KDFLevel(rawValue: text) else {
-            throw UsageError(message: "--kdf must be one of " + allCases.map(\.rawValue).joined(with: ", "), command: command)
-        }
-        return level
-    }
 }

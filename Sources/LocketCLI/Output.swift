@@ -33,6 +33,8 @@ enum ItemPrinter {
             attributeLabels[Int(attribute.rawValue)].withUnsafeBytes { out.raw($0) }
             if attribute.kind == .port {
                 out.text(String(AttributeValue.port(value)))
+            } else if attribute.kind == .hex {
+                hex(value, into: &out)
             } else {
                 value.withUnsafeBytes { escape($0, into: &out) }
             }
@@ -99,6 +101,9 @@ enum ItemPrinter {
                     switch attribute.kind {
                     case .port: w.int(Int64(AttributeValue.port(value)))
                     case .bytes: w.string(Base64.encode(value))
+                    case .hex: w.string(Hex.encode(value))
+                    case .number: w.int(Int64(String(decoding: value, as: UTF8.self)) ?? 0)
+                    case .boolean: w.bool(value == [0x31])
                     default: w.string(utf8: value)
                     }
                 }

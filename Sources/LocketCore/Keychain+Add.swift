@@ -8,6 +8,9 @@ extension Keychain {
     /// keeping its persistent reference and creation date.
     @discardableResult
     public func add(_ new: NewItem, data: SecureBytes, extra: SecureBytes? = nil, updateExisting: Bool = false) throws -> Item {
+        if new.itemClass.holdsKeyMaterial {
+            throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
+        }
         try checkSize(data)
         let pclass = new.accessible ?? .whenUnlocked
         if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {

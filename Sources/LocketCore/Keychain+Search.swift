@@ -17,6 +17,9 @@ extension Keychain {
             }
         }
         if found.isEmpty { throw KeychainError(.itemNotFound) }
+        if returnData && query.itemClass == .key {
+            for item in found { try Keychain.requireExtractable(item) }
+        }
         return found
     }
 
@@ -112,7 +115,10 @@ extension Keychain {
             let cursor = try store.select(visible, data: returnData)
             while let row = try cursor.next() {
                 guard let itemClass = row.itemClass else { continue }
-                if let item = try open(row, itemClass: itemClass, data: returnData, strict: false) { try body(item) }
+                guard var item = try open(row, itemClass: itemClass, data: returnData, strict: false) else { continue }
+                // A non-extractable key is listed without its value (SPEC §12).
+                if !item.isExtractable { item.data = nil }
+                try body(item)
             }
         }
     }

@@ -23,6 +23,13 @@ extension Keychain {
         for attribute in changes.keys where !query.itemClass.supports(attribute) {
             throw Query.foreign(attribute, query.itemClass)
         }
+        for attribute in changes.keys where !query.itemClass.isUpdatable(attribute) {
+            let why = attribute == .extractable ? "is set when the key is added" : "is derived from its value"
+            throw KeychainError(.readOnlyAttr, "the \(attribute.longName) (\(attribute.code)) of a \(query.itemClass.name) \(why): it can't be changed")
+        }
+        if data != nil && query.itemClass.holdsKeyMaterial {
+            throw KeychainError(.param, "the value of a \(query.itemClass.name) can't be replaced (delete it and import the new one)")
+        }
         if let group { try authorize(group) }
         return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra).count }
     }

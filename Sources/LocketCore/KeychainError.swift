@@ -35,6 +35,10 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case userCanceled = -128
         /// A file or database operation failed (errSecIO).
         case io = -36
+        /// The item's value can't be retrieved: a key added non-extractable (errSecDataNotAvailable).
+        case dataNotAvailable = -25316
+        /// The attribute is derived from the item's value and can't be changed (errSecReadOnlyAttr).
+        case readOnlyAttr = -25309
 
         /// Apple's constant name, as `security(1)` prints it.
         public var name: String {
@@ -55,6 +59,8 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
             case .param: "errSecParam"
             case .userCanceled: "errSecUserCanceled"
             case .io: "errSecIO"
+            case .dataNotAvailable: "errSecDataNotAvailable"
+            case .readOnlyAttr: "errSecReadOnlyAttr"
             }
         }
 
@@ -77,6 +83,8 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
             case .param: "invalid parameter"
             case .userCanceled: "cancelled"
             case .io: "input/output error"
+            case .dataNotAvailable: "the contents of this item can't be retrieved"
+            case .readOnlyAttr: "the attribute is read-only"
             }
         }
     }

@@ -85,7 +85,7 @@ final class DriftTests: XCTestCase {
         XCTAssertEqual(try complete(["locket", "f"]), ["find"])
         XCTAssertEqual(try complete(["locket", "-k", "work", "fi"]), ["find"])
         XCTAssertEqual(try complete(["locket", "find", "--show"]), ["--show-data", "--show-ref"])
-        XCTAssertEqual(try complete(["locket", "add", "--class", ""]), ["genp", "inet"])
+        XCTAssertEqual(try complete(["locket", "add", "--class", ""]), ["genp", "inet", "keys", "cert", "identity"])
         XCTAssertEqual(try complete(["locket", "help", "un"]), ["unlock"])
     }
 

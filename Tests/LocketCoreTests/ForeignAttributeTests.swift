@@ -128,7 +128,10 @@ final class ForeignAttributeTests: KeychainTestCase {
         for text in ["inet", "internet-password", "kSecClassInternetPassword"] {
             XCTAssertEqual(try ItemClass(parsing: text), .internetPassword)
         }
-        for text in ["", "cert", "keys", "GENP", "generic"] {
+        for text in ["keys", "key", "kSecClassKey"] { XCTAssertEqual(try ItemClass(parsing: text), .key) }
+        for text in ["cert", "certificate", "kSecClassCertificate"] { XCTAssertEqual(try ItemClass(parsing: text), .certificate) }
+        // An identity is a view (Keychain.identities), not a class of stored items.
+        for text in ["", "idnt", "identity", "GENP", "generic", "CERT"] {
             XCTAssertKeychainError(.noSuchClass, try ItemClass(parsing: text), text)
         }
     }

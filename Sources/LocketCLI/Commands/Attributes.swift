@@ -7,12 +7,37 @@ enum AttributeOptions {
         try invocation.value("class").map { try ItemClass(parsing: $0) } ?? .genericPassword
     }
 
+    /// The attributes that have an option (CommandTable.attributeOptions),
+    /// in table order: a lookup per attribute is on every `find`'s path, so
+    /// not one for each of the key and certificate attributes without an option.
+    static let optionAttributes: [Attribute] = [
+        .account, .service, .label, .description, .comment, .generic, .creator, .type, .server, .securityDomain,
+        .protocol, .authenticationType, .port, .path, .accessGroup, .applicationTag, .fingerprint,
+    ]
+
+    /// `--class identity`: not a stored class but a view over keys and certificates.
+    static func isIdentity(_ invocation: Invocation) -> Bool {
+        ["identity", "idnt", "kSecClassIdentity"].contains(invocation.value("class") ?? "")
+    }
+
+    /// The identity query of the attribute options: certificate terms and key terms.
+    static func identityQuery(_ invocation: Invocation) throws -> IdentityQuery {
+        var query = IdentityQuery()
+        for attribute in optionAttributes {
+            guard let text = invocation.value(attribute.longName) else { continue }
+            let owner: ItemClass = ItemClass.certificate.supports(attribute) ? .certificate : .key
+            try query.match(attribute, try AttributeValue.parse(attribute, Array(text.utf8), for: owner))
+        }
+        if invocation.has("ref") { throw KeychainError(.param, "an identity has no persistent reference of its own: find its certificate or key by --ref") }
+        return query
+    }
+
     /// The attributes given, in table order. `-s` means the service of a
     /// generic password and the server of an internet password; the long
     /// spellings mean exactly what they say, so `--service` on inet is errSecNoSuchAttr.
     static func given(_ invocation: Invocation, _ itemClass: ItemClass) throws -> [(Attribute, [UInt8])] {
         var out: [(Attribute, [UInt8])] = []
-        for attribute in Attribute.allCases where attribute != .accessible {
+        for attribute in optionAttributes {
             guard let text = invocation.value(attribute.longName) else { continue }
             var target = attribute
             if attribute == .service && itemClass == .internetPassword && invocation.spelling("service") == "-s" {
@@ -23,7 +48,7 @@ enum AttributeOptions {
                                     hint: itemClass == .genericPassword && target == .server ? "use --class inet for internet passwords"
                                         : itemClass == .internetPassword && target == .service ? "an internet password's server is -s or --server" : nil)
             }
-            out.append((target, try AttributeValue.parse(target, Array(text.utf8))))
+            out.append((target, try AttributeValue.parse(target, Array(text.utf8), for: itemClass)))
         }
         return out
     }

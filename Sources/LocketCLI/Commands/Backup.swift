@@ -6,8 +6,12 @@ extension Commands {
     /// `locket export --format backup`: every item the caller may see but
     /// the ThisDeviceOnly ones, streamed into a backup (BackupFormat.md).
     static func export(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        guard let format = invocation.value("format") else { throw UsageError(message: "export needs --format backup", command: "export") }
-        guard format == "backup" else { throw UsageError(message: "--format must be backup", command: "export") }
+        guard let format = invocation.value("format") else { throw UsageError(message: "export needs --format backup (or pem, der, openssh, pkcs12)", command: "export") }
+        if ["pem", "der", "openssh", "pkcs12"].contains(format) { return try exportKeyItem(format, invocation, context) }
+        guard format == "backup" else { throw UsageError(message: "--format must be backup, pem, der, openssh or pkcs12", command: "export") }
+        for option in ["class", "label", "tag", "hash", "ref", "access-group"] where invocation.has(option) {
+            throw UsageError(message: "--\(option) picks one item to export as pem, der, openssh or pkcs12; a backup holds every item", command: "export")
+        }
         if invocation.has("force") && !invocation.has("out") {
             throw UsageError(message: "-f/--force needs -o/--out", command: "export")
         }
@@ -31,6 +35,7 @@ extension Commands {
             ? try Prompt.password(context, prompt: "Passphrase for the backup: ", confirm: true, fromStdin: invocation.has("passphrase-stdin"))
             : nil
         var leftOut = 0
+        var nonExtractable = 0
         var damaged = 0
         func write(_ fd: Int32) throws {
             let writer = try passphrase.map { try BackupWriter(fd: fd, passphrase: $0, cost: cost) }
@@ -38,6 +43,7 @@ extension Commands {
             try keychain.dump(returnData: true) { item in
                 guard item.availability != .damaged else { damaged += 1; return }
                 guard !item.accessible.thisDeviceOnly else { leftOut += 1; return }
+                guard item.isExtractable else { nonExtractable += 1; return }
                 guard let data = item.data else { damaged += 1; return }
                 try writer.append(BackupRecord(item: item, data: data))
             }
@@ -47,6 +53,9 @@ extension Commands {
             try writer.finish()
             if leftOut > 0 {
                 context.warn("\(leftOut) ThisDeviceOnly item\(leftOut == 1 ? " was" : "s were") left out: \(leftOut == 1 ? "it never leaves" : "they never leave") this device")
+            }
+            if nonExtractable > 0 {
+                context.warn("\(nonExtractable) non-extractable key\(nonExtractable == 1 ? " was" : "s were") left out: \(nonExtractable == 1 ? "it never leaves" : "they never leave") the keychain")
             }
             context.err("locket: exported \(writer.count) item\(writer.count == 1 ? "" : "s")")
         }
@@ -67,27 +76,60 @@ extension Commands {
             guard let format = MigrationFormat(rawValue: name) else {
                 throw UsageError(message: "--from must be one of " + MigrationFormat.allCases.map(\.rawValue).joined(with: ", "), command: "import")
             }
-            for option in ["passphrase-stdin", "identity"] where invocation.has(option) {
-                throw UsageError(message: "--\(option) is for a locket backup, not --from", command: "import")
+            for option in ["passphrase-stdin", "identity"] + keyFileOptions where invocation.has(option) {
+                throw UsageError(message: "--\(option) is for a locket backup or a key file, not --from", command: "import")
             }
             return try migrate(format, path, invocation, context)
         }
         guard let path else { throw UsageError(message: "import needs a FILE (a locket backup), or --from FORMAT", command: "import") }
         let fd = try openInput(path, context)
         defer { if fd != context.io.stdin { close(fd) } }
-        // The file's first bytes say what it is. Key files (PKCS#12, PEM) come here too, once keys are items.
-        // (Standard input can't be peeked at: the reader says what it is not.)
+        if invocation.has("format") {
+            return try importKeyFile(try Prompt.readAll(fd, what: path, limit: KeyImport.maximumInputLength), path, invocation, context)
+        }
+        // The file's first bytes say what it is: a backup (its magic), else a key file (PKCS#12, PEM, DER, OpenSSH).
         var prefix = [UInt8](repeating: 0, count: BackupReader.magic.count)
-        if path != "-", pread(fd, &prefix, prefix.count, 0) != prefix.count || prefix != BackupReader.magic {
-            throw KeychainError(.decode, "\(path) is not a locket backup",
+        let got = path == "-" ? readPrefix(fd, &prefix) : pread(fd, &prefix, prefix.count, 0)
+        if got == prefix.count && prefix == BackupReader.magic {
+            for option in keyFileOptions where invocation.has(option) {
+                throw UsageError(message: "--\(option) is for a key file; \(path) is a locket backup", command: "import")
+            }
+            return try restore(path == "-" ? try BackupReader(fd: fd, prefix: prefix) : try BackupReader(fd: fd), path, invocation, context)
+        }
+        let rest = try Prompt.readAll(fd, what: path, limit: KeyImport.maximumInputLength)
+        let data = path == "-" ? joined(Array(prefix.prefix(max(got, 0))), rest) : rest
+        guard KeyImport.detectFormat(data) != nil else {
+            throw KeychainError(.decode, "\(path) is not a locket backup or a key file (PKCS#12, PEM, DER, OpenSSH)",
                                 hint: "for another tool's export, name its format with --from " + MigrationFormat.allCases.map(\.rawValue).joined(with: "|"))
         }
-        return try restore(fd, path, invocation, context)
+        return try importKeyFile(data, path, invocation, context)
+    }
+
+    /// Reads up to `prefix.count` bytes of standard input, which can't be peeked at.
+    private static func readPrefix(_ fd: Int32, _ prefix: inout [UInt8]) -> Int {
+        var got = 0
+        while got < prefix.count {
+            let n = prefix.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            got += n
+        }
+        return got
+    }
+
+    private static func joined(_ head: [UInt8], _ rest: SecureBytes) -> SecureBytes {
+        let out = SecureBytes(count: head.count + rest.count)
+        out.withUnsafeMutableBytes { o in
+            rest.withUnsafeBytes { r in
+                for (i, b) in head.enumerated() { o[i] = b }
+                if r.count > 0 { (o.baseAddress! + head.count).copyMemory(from: r.baseAddress!, byteCount: r.count) }
+            }
+        }
+        return out
     }
 
     /// A backup into the keychain, in one transaction committed only after the backup verified whole.
-    private static func restore(_ fd: Int32, _ path: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
-        let reader = try BackupReader(fd: fd)
+    private static func restore(_ reader: BackupReader, _ path: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
         switch reader.protection {
         case .passphrase:

@@ -43,6 +43,7 @@ enum Commands {
 
     /// `locket find`
     static func find(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        if AttributeOptions.isIdentity(invocation) { return try findIdentities(invocation, context) }
         let query = try AttributeOptions.query(invocation)
         var limit = MatchLimit.one
         if invocation.has("all") { limit = .all }
@@ -88,6 +89,9 @@ enum Commands {
 
     /// `locket update`
     static func update(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        if AttributeOptions.isIdentity(invocation) {
+            throw KeychainError(.param, "an identity is a key and a certificate: update each with --class keys or --class cert")
+        }
         let query = try AttributeOptions.query(invocation)
         var changes: [Attribute: [UInt8]] = [:]
         var newGroup: String?
@@ -97,7 +101,7 @@ enum Commands {
             }
             let name = String(assignment[..<eq])
             let text = String(assignment[assignment.index(after: eq)...])
-            guard let attribute = Attribute(name: name) else {
+            guard let attribute = Attribute(name: name, for: query.itemClass) else {
                 throw KeychainError(.noSuchAttr, "no attribute named '\(Printable.clip(name, max: 40))'")
             }
             guard query.itemClass.supports(attribute) else {
@@ -106,7 +110,7 @@ enum Commands {
             if attribute == .accessible {
                 throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
             }
-            let value = try AttributeValue.parse(attribute, Array(text.utf8))
+            let value = try AttributeValue.parse(attribute, Array(text.utf8), for: query.itemClass)
             if attribute == .accessGroup { newGroup = text } else { changes[attribute] = value }
         }
         let keychain = try context.openKeychain()
@@ -120,6 +124,7 @@ enum Commands {
 
     /// `locket delete`
     static func delete(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        if AttributeOptions.isIdentity(invocation) { return try deleteIdentities(invocation, context) }
         let query = try AttributeOptions.query(invocation)
         // An empty query would delete every item: demand --all.
         if query.isEmpty && !invocation.has("all") {
@@ -132,6 +137,8 @@ enum Commands {
 
     /// `locket dump`
     static func dump(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        if AttributeOptions.isIdentity(invocation) { throw KeychainError(.param, "dump lists stored items; for identities use find --class identity --all") }
+        let only = try invocation.value("class").map { try ItemClass(parsing: $0) }
         let keychain = try context.openKeychain()
         let options = ItemPrinter.Options(data: invocation.has("data"), ref: true, status: context.json)
         var first = true
@@ -140,6 +147,7 @@ enum Commands {
         var text = ByteWriter()
         defer { text.wipe() }
         try keychain.dump(returnData: options.data) { item in
+            if let only, item.itemClass != only { return }
             if item.availability == .damaged { damaged += 1 }
             if context.json {
                 w.reset()

@@ -33,6 +33,11 @@ public final class BackupReader {
         try self.init(input: BackupInput(fd: fd))
     }
 
+    /// Reads the header from `fd`, whose first bytes were already read (`import -` looked at them).
+    public convenience init(fd: Int32, prefix: [UInt8]) throws {
+        try self.init(input: BackupInput(fd: fd, prefix: prefix))
+    }
+
     /// Reads a backup held in memory.
     public convenience init(bytes: [UInt8]) throws {
         try self.init(input: BackupInput(bytes: bytes))
@@ -180,6 +185,12 @@ final class BackupInput {
     init(fd: Int32) {
         self.fd = fd
         buffer = [UInt8](repeating: 0, count: 1 << 17)
+    }
+
+    convenience init(fd: Int32, prefix: [UInt8]) {
+        self.init(fd: fd)
+        buffer.replaceSubrange(0..<prefix.count, with: prefix)
+        end = prefix.count
     }
 
     init(bytes: [UInt8]) {

@@ -7,9 +7,22 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
     case account = 1, service, label, description, comment, generic, creator, type
     case server, securityDomain, `protocol`, authenticationType, port, path
     case accessGroup, accessible
+    // Keys and certificates (SPEC §12); appended so that the tags of sealed records stay as they were.
+    case keyClass, applicationLabel, applicationTag, keySize, effectiveKeySize, extractable
+    case canSign, canVerify, canEncrypt, canDecrypt, canDerive, canWrap, canUnwrap, startDate, endDate
+    case certificateType, certificateEncoding, subject, issuer, serialNumber, subjectKeyID, publicKeyHash, alias
+    case fingerprint, subjectName, issuerName, notBefore, notAfter
 
     /// How a value is written on the command line and in output.
-    public enum Kind: Sendable { case string, bytes, fourCharCode, port, protectionClass }
+    public enum Kind: Sendable {
+        case string, bytes, fourCharCode, port, protectionClass
+        /// Binary, written as hexadecimal (digests, DER names, serial numbers).
+        case hex
+        /// A decimal number, stored as its decimal digits.
+        case number
+        /// true or false, stored as "1" or "0".
+        case boolean
+    }
 
     /// Apple's four-char attribute code.
     public var code: String {
@@ -30,6 +43,35 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .path: "path"
         case .accessGroup: "agrp"
         case .accessible: "pdmn"
+        case .keyClass: "kcls"
+        case .applicationLabel: "klbl"
+        case .applicationTag: "atag"
+        case .keySize: "bsiz"
+        case .effectiveKeySize: "esiz"
+        case .extractable: "extr"
+        case .canSign: "sign"
+        case .canVerify: "vrfy"
+        case .canEncrypt: "encr"
+        case .canDecrypt: "decr"
+        case .canDerive: "drve"
+        case .canWrap: "wrap"
+        case .canUnwrap: "unwp"
+        case .startDate: "sdat"
+        case .endDate: "edat"
+        case .certificateType: "ctyp"
+        case .certificateEncoding: "cenc"
+        case .subject: "subj"
+        case .issuer: "issr"
+        case .serialNumber: "slnr"
+        case .subjectKeyID: "skid"
+        case .publicKeyHash: "pkhh"
+        case .alias: "alis"
+        // Beyond Apple: the SHA-256 fingerprint users query by (`--hash`), and readable forms of derived values.
+        case .fingerprint: "hash"
+        case .subjectName: "sbjn"
+        case .issuerName: "isrn"
+        case .notBefore: "vfrm"
+        case .notAfter: "vend"
         }
     }
 
@@ -52,6 +94,34 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .path: "path"
         case .accessGroup: "access-group"
         case .accessible: "accessible"
+        case .keyClass: "key-class"
+        case .applicationLabel: "application-label"
+        case .applicationTag: "tag"
+        case .keySize: "key-size"
+        case .effectiveKeySize: "effective-key-size"
+        case .extractable: "extractable"
+        case .canSign: "can-sign"
+        case .canVerify: "can-verify"
+        case .canEncrypt: "can-encrypt"
+        case .canDecrypt: "can-decrypt"
+        case .canDerive: "can-derive"
+        case .canWrap: "can-wrap"
+        case .canUnwrap: "can-unwrap"
+        case .startDate: "start-date"
+        case .endDate: "end-date"
+        case .certificateType: "certificate-type"
+        case .certificateEncoding: "certificate-encoding"
+        case .subject: "subject"
+        case .issuer: "issuer"
+        case .serialNumber: "serial-number"
+        case .subjectKeyID: "subject-key-id"
+        case .publicKeyHash: "public-key-hash"
+        case .alias: "alias"
+        case .fingerprint: "hash"
+        case .subjectName: "subject-name"
+        case .issuerName: "issuer-name"
+        case .notBefore: "not-before"
+        case .notAfter: "not-after"
         }
     }
 
@@ -61,6 +131,30 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .securityDomain: "securityDomain"
         case .authenticationType: "authenticationType"
         case .accessGroup: "accessGroup"
+        case .keyClass: "keyClass"
+        case .applicationLabel: "applicationLabel"
+        case .applicationTag: "applicationTag"
+        case .keySize: "keySizeInBits"
+        case .effectiveKeySize: "effectiveKeySize"
+        case .canSign: "canSign"
+        case .canVerify: "canVerify"
+        case .canEncrypt: "canEncrypt"
+        case .canDecrypt: "canDecrypt"
+        case .canDerive: "canDerive"
+        case .canWrap: "canWrap"
+        case .canUnwrap: "canUnwrap"
+        case .startDate: "startDate"
+        case .endDate: "endDate"
+        case .certificateType: "certificateType"
+        case .certificateEncoding: "certificateEncoding"
+        case .serialNumber: "serialNumber"
+        case .subjectKeyID: "subjectKeyID"
+        case .publicKeyHash: "publicKeyHash"
+        case .fingerprint: "sha256Fingerprint"
+        case .subjectName: "subjectName"
+        case .issuerName: "issuerName"
+        case .notBefore: "notBefore"
+        case .notAfter: "notAfter"
         default: longName
         }
     }
@@ -71,6 +165,9 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .creator, .type, .protocol, .authenticationType: .fourCharCode
         case .port: .port
         case .accessible: .protectionClass
+        case .applicationLabel, .subject, .issuer, .serialNumber, .subjectKeyID, .publicKeyHash, .fingerprint: .hex
+        case .keySize, .effectiveKeySize, .startDate, .endDate, .certificateType, .certificateEncoding, .notBefore, .notAfter: .number
+        case .extractable, .canSign, .canVerify, .canEncrypt, .canDecrypt, .canDerive, .canWrap, .canUnwrap: .boolean
         default: .string
         }
     }
@@ -86,6 +183,13 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
     public init?(name: String) {
         guard let match = Attribute.allCases.first(where: { $0.longName == name || $0.code == name }) else { return nil }
         self = match
+    }
+
+    /// Finds an attribute by name as `itemClass` has it: `type` of a key is
+    /// its key type, `key-type` too.
+    public init?(name: String, for itemClass: ItemClass) {
+        if itemClass == .key && name == "key-type" { self = .type; return }
+        self.init(name: name)
     }
 
     /// The longest attribute value accepted, in bytes.
@@ -113,6 +217,24 @@ public enum AttributeValue {
                 throw KeychainError(.param, "the port must be a number from 0 to 65535, not '\(Printable.clip(s))'")
             }
             return n == 0 ? [] : [UInt8(n >> 8), UInt8(n & 0xff)]
+        case .hex:
+            let s = String(decoding: text.filter { $0 != UInt8(ascii: ":") }, as: UTF8.self)
+            guard let bytes = Hex.decode(s) else {
+                throw KeychainError(.param, "the \(attribute.longName) must be hexadecimal, not '\(Printable.clip(s))'")
+            }
+            return bytes
+        case .number:
+            let s = String(decoding: text, as: UTF8.self)
+            guard !s.isEmpty, s.count <= 19, s.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int64(s) else {
+                throw KeychainError(.param, "the \(attribute.longName) must be a number, not '\(Printable.clip(s))'")
+            }
+            return Array(String(n).utf8)
+        case .boolean:
+            switch String(decoding: text, as: UTF8.self) {
+            case "true", "yes", "1": return Array("1".utf8)
+            case "false", "no", "0": return Array("0".utf8)
+            default: throw KeychainError(.param, "the \(attribute.longName) must be true or false")
+            }
         case .fourCharCode:
             if text.isEmpty { return [] }
             let s = String(decoding: text, as: UTF8.self)
@@ -125,6 +247,21 @@ public enum AttributeValue {
             }
             return text
         }
+    }
+
+    /// Parses `text` as a value of `attribute` in items of `itemClass`: a
+    /// key's `type` and `kcls` are names (rsa, ec, ed25519, x25519; public, private).
+    public static func parse(_ attribute: Attribute, _ text: [UInt8], for itemClass: ItemClass) throws -> [UInt8] {
+        guard itemClass == .key, attribute == .type || attribute == .keyClass else { return try parse(attribute, text) }
+        let s = String(decoding: text, as: UTF8.self)
+        if attribute == .type {
+            guard KeyType(rawValue: s) != nil else {
+                throw KeychainError(.param, "the key type must be one of \(KeyType.allCases.map(\.rawValue).joined(with: ", ")), not '\(Printable.clip(s))'")
+            }
+        } else if KeyClass(rawValue: s) == nil {
+            throw KeychainError(.param, "the key class must be public or private, not '\(Printable.clip(s))'")
+        }
+        return text
     }
 
     /// The port number of canonical port bytes.

@@ -1,17 +1,24 @@
 import LocketSupport
 
-/// The kinds of keychain item (kSecClass).
+/// The kinds of keychain item (kSecClass). An identity (kSecClassIdentity)
+/// is not one: it is a view over a key and a certificate (`Keychain.identities`).
 public enum ItemClass: String, CaseIterable, Sendable {
     /// kSecClassGenericPassword.
     case genericPassword = "genp"
     /// kSecClassInternetPassword.
     case internetPassword = "inet"
+    /// kSecClassKey: an asymmetric key, private or public (SPEC §12).
+    case key = "keys"
+    /// kSecClassCertificate: an X.509 certificate (SPEC §12).
+    case certificate = "cert"
 
     /// The long CLI name.
     public var name: String {
         switch self {
         case .genericPassword: "generic-password"
         case .internetPassword: "internet-password"
+        case .key: "key"
+        case .certificate: "certificate"
         }
     }
 
@@ -20,7 +27,9 @@ public enum ItemClass: String, CaseIterable, Sendable {
         switch text {
         case "genp", "generic-password", "kSecClassGenericPassword": self = .genericPassword
         case "inet", "internet-password", "kSecClassInternetPassword": self = .internetPassword
-        default: throw KeychainError(.noSuchClass, "no item class '\(Printable.clip(text))' (use genp or inet)")
+        case "keys", "key", "kSecClassKey": self = .key
+        case "cert", "certificate", "kSecClassCertificate": self = .certificate
+        default: throw KeychainError(.noSuchClass, "no item class '\(Printable.clip(text))' (use genp, inet, keys, cert or identity)")
         }
     }
 
@@ -32,6 +41,13 @@ public enum ItemClass: String, CaseIterable, Sendable {
         case .internetPassword:
             [.server, .account, .protocol, .port, .path, .securityDomain, .authenticationType,
              .label, .description, .comment, .creator, .type]
+        case .key:
+            [.label, .applicationTag, .keyClass, .type, .keySize, .effectiveKeySize, .applicationLabel, .extractable,
+             .canSign, .canVerify, .canEncrypt, .canDecrypt, .canDerive, .canWrap, .canUnwrap,
+             .creator, .startDate, .endDate, .comment]
+        case .certificate:
+            [.label, .alias, .subjectName, .issuerName, .serialNumber, .fingerprint, .publicKeyHash, .subjectKeyID,
+             .notBefore, .notAfter, .certificateType, .certificateEncoding, .subject, .issuer, .comment]
         }
     }
 
@@ -40,6 +56,8 @@ public enum ItemClass: String, CaseIterable, Sendable {
         switch self {
         case .genericPassword: [.service, .account]
         case .internetPassword: [.account, .securityDomain, .server, .protocol, .authenticationType, .port, .path]
+        case .key: [.keyClass, .applicationLabel, .applicationTag, .creator, .type, .keySize, .effectiveKeySize, .startDate, .endDate]
+        case .certificate: [.certificateType, .issuer, .serialNumber]
         }
     }
 
@@ -48,6 +66,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
         switch self {
         case .genericPassword: .service
         case .internetPassword: .server
+        case .key, .certificate: nil
         }
     }
 
@@ -55,4 +74,18 @@ public enum ItemClass: String, CaseIterable, Sendable {
     public func supports(_ attribute: Attribute) -> Bool {
         attribute == .accessGroup || attribute == .accessible || attributes.contains(attribute)
     }
+
+    /// Whether `update` may change `attribute`: every attribute of a
+    /// password; of a key or certificate only what is not derived from its
+    /// value (label, tag, comment). `extr` is set when a key is added.
+    public func isUpdatable(_ attribute: Attribute) -> Bool {
+        switch self {
+        case .genericPassword, .internetPassword: true
+        case .key: [.label, .applicationTag, .comment, .accessGroup].contains(attribute)
+        case .certificate: [.label, .comment, .accessGroup].contains(attribute)
+        }
+    }
+
+    /// Keys and certificates hold key material, made by `import` and `key generate`, not by `add`.
+    public var holdsKeyMaterial: Bool { self == .key || self == .certificate }
 }

@@ -73,6 +73,31 @@ final class EndToEndAtRestTests: EndToEndCase {
         add("-s", "gamma", "-a", "c", secret: "secret-gamma")
     }
 
+    /// Keys and certificates (issue 13): subject, issuer, common name, e-mail,
+    /// label, tag and the private key's bytes are sealed like any attribute.
+    func testNoKeyOrCertificateAttributeInTheClear() {
+        makeCA(cn: "ISSUER-aTr3st-9a9a")
+        makeKey("p256", "k.key")
+        makeLeaf(key: "k.key", cert: "k.pem", cn: "CN-aTr3st-8b8b", email: "mail-aTr3st-6d6d@example.com")
+        FileManager.default.createFile(atPath: key("both.pem"), contents: Data(keyFileBytes("k.key") + keyFileBytes("k.pem")))
+        expect(0, "import", key("both.pem"), "--tag", "TAG-aTr3st-7c7c")
+        // The private scalar, as openssl prints it.
+        let text = openssl(["ec", "-in", key("k.key"), "-noout", "-text"]).out
+        let hex = text.components(separatedBy: "priv:")[1].components(separatedBy: "pub:")[0].filter(\.isHexDigit)
+        let scalar = stride(from: 0, to: hex.count - 1, by: 2).map { i -> UInt8 in
+            UInt8(String(hex[hex.index(hex.startIndex, offsetBy: i)...].prefix(2)), radix: 16)!
+        }
+        XCTAssertGreaterThanOrEqual(scalar.count, 32)
+        let strings = ["ISSUER-aTr3st-9a9a", "CN-aTr3st-8b8b", "mail-aTr3st-6d6d", "TAG-aTr3st-7c7c", "Locket E2E"]
+        assertNoPlaintext(strings)
+        for (path, bytes) in filesOnDisk() {
+            XCTAssertFalse(Self.contains(bytes, Array(scalar.suffix(16))), "\(path) holds a slice of the private key")
+        }
+        ok("update", "--class", "keys", "--tag", "TAG-aTr3st-7c7c", "--set", "label=LABEL-aTr3st-5f5f")
+        ok("find", "--class", "identity", "--tag", "TAG-aTr3st-7c7c")
+        assertNoPlaintext(strings + ["LABEL-aTr3st-5f5f"])
+    }
+
     func testSwappedSecretsFailWithDecodeOthersUnaffected() throws {
         addThree()
         try withDatabase { db in

@@ -64,7 +64,7 @@ final class EndToEndCompletionTests: EndToEndCase {
         XCTAssertEqual(complete(["locket", "--json", "st"]), ["status"])
         XCTAssertEqual(complete(["locket", "exec", "--m"]), ["--mask"])
         XCTAssertEqual(complete(["locket", "completion", ""]).filter { !$0.hasPrefix("-") }, ["bash", "fish", "zsh"])
-        XCTAssertEqual(complete(["locket", "find", "--class", ""]), ["genp", "inet"])
+        XCTAssertEqual(complete(["locket", "find", "--class", ""]), ["cert", "genp", "identity", "inet", "keys"])
         XCTAssertTrue(complete(["locket", "add", "--accessible", "when-"]).contains("when-unlocked"))
         // Keychain names come from $XDG_DATA_HOME/locket.
         ok("-k", "work", "init", "--no-password")
@@ -118,7 +118,7 @@ final class EndToEndCompletionTests: EndToEndCase {
         }
         XCTAssertEqual(complete("locket fi"), ["find"])
         XCTAssertEqual(complete("locket exe"), ["exec"])
-        XCTAssertEqual(complete("locket find --class "), ["genp", "inet"])
+        XCTAssertEqual(complete("locket find --class "), ["cert", "genp", "identity", "inet", "keys"])
     }
 
     // MARK: - fish
@@ -138,7 +138,7 @@ final class EndToEndCompletionTests: EndToEndCase {
         }
         XCTAssertEqual(complete("locket fi"), ["find"])
         XCTAssertEqual(complete("locket exe"), ["exec"])
-        XCTAssertEqual(complete("locket find --class "), ["genp", "inet"])
+        XCTAssertEqual(complete("locket find --class "), ["cert", "genp", "identity", "inet", "keys"])
         XCTAssertTrue(complete("locket add --accessible ").contains("when-unlocked"))
         XCTAssertTrue(complete("locket exec --").contains("--mask"))
         ok("-k", "work", "init", "--no-password")

@@ -60,7 +60,7 @@ final class EndToEndForeignAttributeTests: EndToEndCase {
 
     func testUnknownClassIsNoSuchClass() {
         for args in [["find", "--class", "bogus"], ["add", "--class", "bogus", "-s", "x"], ["delete", "--class", "bogus", "--all"],
-                     ["update", "--class", "bogus", "--set", "comment=x"], ["find", "--class", "cert"]] {
+                     ["update", "--class", "bogus", "--set", "comment=x"], ["find", "--class", "certs"]] {
             let result = locket(args)
             XCTAssertEqual(result.status, 38, result.summary)
             assertError(result, "errSecNoSuchClass", -25306)

@@ -1,0 +1,65 @@
+import LocketCore
+import LocketSupport
+
+/// `locket key generate` and `locket key public` (SPEC §12).
+extension Commands {
+    static func key(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        guard invocation.operands.count == 1, let action = invocation.operands.first else {
+            throw UsageError(message: "key takes generate or public", command: "key")
+        }
+        switch action {
+        case "generate":
+            if invocation.has("ref") { throw UsageError(message: "--ref is for key public", command: "key") }
+            guard let name = invocation.value("type") else { throw UsageError(message: "key generate needs --type TYPE", command: "key") }
+            let type = try KeyGenerationType.named(name)
+            var options = KeyItemOptions()
+            options.label = invocation.value("label")
+            options.tag = invocation.value("tag").map { Array($0.utf8) }
+            options.extractable = !invocation.has("non-extractable")
+            options.accessible = try invocation.value("accessible").map { try ProtectionClass(parsing: $0) }
+            options.accessGroup = invocation.value("access-group")
+            let (item, publicKey) = try context.openKeychain().generateKey(type, options: options)
+            try printPublicKey(item, publicKey, invocation, context)
+        case "public":
+            for option in ["type", "non-extractable", "accessible"] where invocation.has(option) {
+                throw UsageError(message: "--\(option) is for key generate", command: "key")
+            }
+            var query = Query(itemClass: .key)
+            if let label = invocation.value("label") { try query.match(.label, Array(label.utf8)) }
+            if let tag = invocation.value("tag") { try query.match(.applicationTag, Array(tag.utf8)) }
+            if let group = invocation.value("access-group") { try query.match(.accessGroup, Array(group.utf8)) }
+            query.persistentRef = try invocation.value("ref").map(parseRef)
+            let (item, publicKey) = try context.openKeychain().publicKey(query)
+            try printPublicKey(item, publicKey, invocation, context)
+        default:
+            throw UsageError(message: "key takes generate or public, not '\(Printable.clip(action, max: 40))'", command: "key")
+        }
+        return 0
+    }
+
+    /// The public key as PEM (SPKI), an OpenSSH line (`--openssh`), or for
+    /// X25519 the 64 hex digits `export --recipient` takes (`--hex`).
+    private static func printPublicKey(_ item: Item, _ key: AsymmetricKey, _ invocation: Invocation, _ context: Context) throws {
+        let text: String
+        if invocation.has("openssh") {
+            text = try key.openSSHPublicKey(comment: String(decoding: item[.label], as: UTF8.self)) + "\n"
+        } else if invocation.has("hex") {
+            guard key.keyType == .x25519 else {
+                throw KeychainError(.param, "--hex prints x25519 keys (backup recipients); this is a \(key.keyType.rawValue) key")
+            }
+            text = Hex.encode(key.publicKeyExternalRepresentation) + "\n"
+        } else {
+            text = key.publicKeyPEM
+        }
+        if context.json {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("publicKey"); w.string(text)
+            w.key("item"); ItemPrinter.json(item, ItemPrinter.Options(ref: true), into: &w)
+            w.endObject()
+            context.out.line(w.result)
+        } else {
+            context.out.text(text)
+        }
+    }
+}
