@@ -60,12 +60,13 @@ _locket() {
         import:--format) COMPREPLY=($(compgen -W "pkcs12 pem der openssh" -- "$cur")); return ;;
         generate:--length) return ;;
         key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
+        ssh-agent:-a|ssh-agent:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent" -- "$cur"))
         fi
         return
     fi
@@ -92,7 +93,8 @@ _locket() {
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
         key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent" -- "$cur")) ;;
+        ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

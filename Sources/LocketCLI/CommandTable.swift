@@ -287,6 +287,9 @@ public enum CommandTable {
                     conflicts: [("openssh", "hex")], operands: true, run: Commands.key),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
                     options: [], conflicts: [], operands: true, run: Commands.help),
+        SSHAgentCommand.spec(source: { context in
+            KeychainKeySource(path: try context.keychainPath(), caller: try context.caller(), environment: context.environment)
+        }),
     ]
 
     public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
