@@ -50,13 +50,14 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
             // A blob no key of ours could have: as for any key we don't hold.
             throw KeychainError(.itemNotFound, "the agent holds no such key")
         }
-        let keychain = try Keychain.open(at: path, caller: caller, environment: environment)
         // The application label is the SHA-1 of the public key, sealed with the
         // item and checked byte for byte: the match is the key, and its
-        // private half is decoded once, by the signature itself.
-        let found = try keychain.agentKeys(applicationLabel: wanted.applicationLabel).first {
-            $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
-        }
+        // private half is decoded once, by the signature itself. The keychain
+        // (its connection) is let go before the signature is made.
+        let found = try Keychain.open(at: path, caller: caller, environment: environment)
+            .agentKeys(applicationLabel: wanted.applicationLabel).first {
+                $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
+            }
         guard let (_, pkcs8) = found else { throw KeychainError(.itemNotFound, "the agent holds no such key") }
         return try body(AsymmetricKey(pkcs8: pkcs8, publicHalf: wanted))
     }
@@ -64,10 +65,10 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
 
 extension Keychain {
     /// The private keys SSH can use that the caller may see, opened: each
-    /// item and its PKCS#8 (extractable or not). With `applicationLabel`, only that key
-    /// and strictly: a locked match throws. Without, keys of a locked class
-    /// are left out, and if that leaves none while some were locked, the
-    /// lock's error.
+    /// item and its PKCS#8 (extractable or not). With `applicationLabel`,
+    /// only that key and strictly: a locked match throws. Without, keys of a
+    /// locked class are left out, and if that leaves none while some were
+    /// locked, the lock's error.
     func agentKeys(applicationLabel: [UInt8]?) throws -> [(item: Item, pkcs8: SecureBytes)] {
         var query = Query(itemClass: .key)
         try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))

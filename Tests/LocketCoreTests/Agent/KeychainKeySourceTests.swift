@@ -108,7 +108,9 @@ final class KeychainKeySourceTests: KeychainTestCase {
         XCTAssertEqual(openDescriptors(of: temporary.path), 0)
         _ = try source.identities()
         XCTAssertEqual(openDescriptors(of: temporary.path), 0, "identities() left the keychain open")
-        try source.withPrivateKey(publicKeyBlob: try ed.sshPublicKeyBlob()) { _ in () }
+        // Not even while the key is used (a slow signer must not hold other commands up).
+        let during = try source.withPrivateKey(publicKeyBlob: try ed.sshPublicKeyBlob()) { _ in openDescriptors(of: temporary.path) }
+        XCTAssertEqual(during, 0, "the keychain was open while the key was used")
         XCTAssertEqual(openDescriptors(of: temporary.path), 0, "withPrivateKey left the keychain open")
     }
 
