@@ -9,7 +9,9 @@ import LocketSupport
 /// Data comes from standard input or `-i FILE`; the result goes to standard
 /// output or `-o FILE` (mode 600, refused when FILE exists unless `-f`,
 /// as `export -o` and `inject -o` do). `verify` writes nothing: exit 0 when
-/// the signature verifies, else errSecVerifyFailed (exit 32).
+/// the signature verifies, else errSecVerifyFailed (exit 32). With `--json`
+/// each prints one object: the algorithm, and `resultBase64`, `out` or
+/// `verified`.
 extension Commands {
     /// The words `key` takes for using a key.
     static let keyUseActions: Set<String> = ["sign", "verify", "encrypt", "decrypt"]
@@ -37,23 +39,37 @@ extension Commands {
 
         // Read first, then open: the keychain is held only while the key is used.
         let operation: KeyAlgorithm.Operation = action == "sign" || verifying ? .sign : .encrypt
-        let result = try context.openKeychain().withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
+        let (result, algorithm) = try context.openKeychain().withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
             let algorithm = try KeyAlgorithm.named(algorithmName, for: key, operation: operation)
             switch action {
-            case "sign": return SecureBytes(copying: try key.sign(input, algorithm: algorithm))
-            case "encrypt": return SecureBytes(copying: try key.encrypt(input, algorithm: algorithm))
-            case "decrypt": return try key.decrypt(input.bytes, algorithm: algorithm)
+            case "sign": return (SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)
+            case "encrypt": return (SecureBytes(copying: try key.encrypt(input, algorithm: algorithm)), algorithm)
+            case "decrypt": return (try key.decrypt(input.bytes, algorithm: algorithm), algorithm)
             default:
                 guard try key.verify(signature: signature!, for: input.bytes, algorithm: algorithm) else {
                     throw KeychainError(.verifyFailed, "the signature does not verify with this key and \(algorithm.rawValue)")
                 }
-                return SecureBytes(count: 0)
+                return (SecureBytes(count: 0), algorithm)
             }
         }
-        if verifying { return 0 }
-        if let output {
+        if let output, !verifying {
             try result.withUnsafeBytes { try PrivateFile.write(output, $0, replace: invocation.has("force")) }
-        } else {
+        }
+        if context.json {
+            // Binary results in base64 (the bytes go to the file instead with -o).
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("algorithm"); w.string(algorithm.rawValue)
+            if verifying {
+                w.key("verified"); w.bool(true)
+            } else if let output {
+                w.key("out"); w.string(output)
+            } else {
+                w.key("resultBase64"); result.withUnsafeBytes { w.base64(raw: $0) }
+            }
+            w.endObject()
+            context.out.line(w.result)
+        } else if output == nil && !verifying {
             result.withUnsafeBytes { context.out.raw($0) }
         }
         return 0

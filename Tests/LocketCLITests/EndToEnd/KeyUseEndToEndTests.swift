@@ -138,6 +138,27 @@ final class KeyUseEndToEndTests: EndToEndCase {
         XCTAssertEqual(use("decrypt", "box", "x25519-sealed-box", input: .bytes(box.stdout)).out, "sealed")
     }
 
+    /// With --json: one object, binary results in base64; verify says so; errors are the JSON error object.
+    func testJSONOutput() throws {
+        opensslKey("ed", ["-algorithm", "ed25519"])
+        let signed = locket(["--json", "key", "sign", "--label", "ed", "--algorithm", "ed25519"], input: .bytes(message))
+        XCTAssertEqual(signed.status, 0, signed.summary)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(signed.stdout)) as? [String: Any])
+        XCTAssertEqual(object["algorithm"] as? String, "ed25519")
+        let signature = try XCTUnwrap(Data(base64Encoded: try XCTUnwrap(object["resultBase64"] as? String)))
+        try write("sig", Array(signature))
+        tool(openssl, ["pkeyutl", "-verify", "-rawin", "-pubin", "-inkey", path("ed.pub"), "-in", path("msg"), "-sigfile", path("sig")])
+        let verified = locket(["--json", "key", "verify", "--label", "ed", "--algorithm", "ed25519", "--signature", path("sig")], input: .bytes(message))
+        XCTAssertEqual(verified.out, #"{"algorithm":"ed25519","verified":true}"# + "\n")
+        let written = locket(["--json", "key", "sign", "--label", "ed", "--algorithm", "ed25519", "-o", path("sig2")], input: .bytes(message))
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: Data(written.stdout)) as? [String: String], ["algorithm": "ed25519", "out": path("sig2")])
+        XCTAssertEqual(try read("sig2"), Array(signature), "Ed25519 signatures are deterministic")
+        let failed = locket(["--json", "key", "verify", "--label", "ed", "--algorithm", "ed25519", "--signature", path("sig")], input: .text("other"))
+        XCTAssertEqual(failed.status, 32)
+        XCTAssertEqual(failed.stdout, [])
+        XCTAssertTrue(failed.err.contains(#""error":"errSecVerifyFailed""#), failed.err)
+    }
+
     func testClearErrors() throws {
         opensslKey("p256", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
         // The wrong algorithm for the key's type: errSecParam, naming what the key supports.
