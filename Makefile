@@ -122,6 +122,7 @@ uninstall:
 
 bench: build
 	bench/run
+	bench/keyuse
 
 clean:
 	rm -rf .build

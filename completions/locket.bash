@@ -51,7 +51,7 @@ _locket() {
         inject:-i|inject:--in-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         inject:-o|inject:--out-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--format) COMPREPLY=($(compgen -W "backup pem der openssh pkcs12" -- "$cur")); return ;;
-        export:-o|export:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        export:-o|export:--out|key:-o|key:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--recipient) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--class) COMPREPLY=($(compgen -W "keys cert identity" -- "$cur")); return ;;
         export:--label) return ;;
@@ -60,12 +60,16 @@ _locket() {
         import:--format) COMPREPLY=($(compgen -W "pkcs12 pem der openssh" -- "$cur")); return ;;
         generate:--length) return ;;
         key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
+        key:--algorithm) COMPREPLY=($(compgen -W "ecdsa-message-x962-sha256 ecdsa-message-x962-sha384 ecdsa-message-x962-sha512 ecdsa-digest-x962-sha256 ecdsa-digest-x962-sha384 ecdsa-digest-x962-sha512 rsa-signature-message-pss-sha256 rsa-signature-message-pss-sha384 rsa-signature-message-pss-sha512 rsa-signature-message-pkcs1v15-sha256 rsa-signature-message-pkcs1v15-sha384 rsa-signature-message-pkcs1v15-sha512 ed25519 rsa-encryption-oaep-sha1 rsa-encryption-oaep-sha256 rsa-encryption-oaep-sha384 rsa-encryption-oaep-sha512 ecies-cofactor-variable-iv-x963-sha256-aesgcm x25519-sealed-box" -- "$cur")); return ;;
+        key:-i|key:--in) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        key:--signature) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        ssh-agent:-a|ssh-agent:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent" -- "$cur"))
         fi
         return
     fi
@@ -91,8 +95,9 @@ _locket() {
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help" -- "$cur")) ;;
+        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent" -- "$cur")) ;;
+        ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

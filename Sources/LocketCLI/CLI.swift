@@ -150,7 +150,7 @@ final class Context {
 
     func usage(_ error: UsageError, extra: CommandSpec? = nil) {
         err("locket: error: \(error.message)")
-        if let name = error.command, let command = CommandTable.command(named: name) ?? extra.flatMap({ $0.name == name ? $0 : nil }) {
+        if let name = error.command, let command = extra.flatMap({ $0.name == name ? $0 : nil }) ?? CommandTable.command(named: name) {
             err("usage: \(command.usageLine)")
         } else {
             err("usage: locket [-k KEYCHAIN] [-e ENTITLEMENTS] [--json] COMMAND [OPTIONS]")

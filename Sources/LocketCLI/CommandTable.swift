@@ -277,16 +277,20 @@ public enum CommandTable {
                     options: [], conflicts: [], operands: true, run: Commands.dockerCredential),
         CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                     options: [], conflicts: [], operands: true, run: Commands.completion),
-        CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex]",
-                    summary: "make a key pair inside the keychain, or print a stored key's public key",
+        CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex] | sign|verify|encrypt|decrypt [--label LABEL] [--tag TAG] [--ref REF] [--access-group GROUP] --algorithm ALGORITHM [-i FILE] [-o FILE [-f]] [--signature FILE]",
+                    summary: "make a key pair inside the keychain, print a stored key's public key, or sign, verify, encrypt or decrypt with it",
                     options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.allCases.map(\.rawValue) },
                                          "generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096"),
                               OptionSpec("label", "l", .value("LABEL"), "the key's label"), tag, nonExtractable, accessible, keyAccessGroup, ref,
                               OptionSpec("openssh", nil, .flag, "print the public key as an OpenSSH line instead of PEM"),
-                              OptionSpec("hex", nil, .flag, "print an X25519 public key as 64 hex digits (export --recipient takes it)")],
+                              OptionSpec("hex", nil, .flag, "print an X25519 public key as 64 hex digits (export --recipient takes it)")]
+                        + keyUseOptions,
                     conflicts: [("openssh", "hex")], operands: true, run: Commands.key),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
                     options: [], conflicts: [], operands: true, run: Commands.help),
+        SSHAgentCommand.spec(source: { context in
+            KeychainKeySource(path: try context.keychainPath(), caller: try context.caller(), environment: context.environment)
+        }),
     ]
 
     public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }

@@ -66,6 +66,14 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A string value holding `raw` (guarded memory: a decrypted plaintext) in base64.
+    mutating func base64(raw: UnsafeRawBufferPointer) {
+        beginValue()
+        bytes.append(UInt8(ascii: "\""))
+        Base64.encode(raw) { bytes.append($0) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     mutating func reserve(_ additional: Int) { bytes.reserveCapacity(bytes.count + additional) }
 
     mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }

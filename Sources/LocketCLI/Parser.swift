@@ -55,8 +55,9 @@ enum Parser {
         case run(GlobalOptions, Invocation)
     }
 
-    /// `extra` is a command parsed as if it were in the table (one whose
-    /// entry is not listed yet, run by a program of its own).
+    /// `extra` is a command parsed as if it were in the table, in place of
+    /// the table's entry of the same name (the test program that runs
+    /// `ssh-agent` over a directory of key files instead of the keychain).
     static func parse(_ arguments: [String], extra: CommandSpec? = nil) throws -> Result {
         var globals = GlobalOptions()
         var i = 0
@@ -76,7 +77,7 @@ enum Parser {
             throw UsageError(message: i < arguments.count ? "unexpected '\(Printable.clip(arguments[i]))' before the command" : "no command given", command: nil)
         }
         let name = arguments[i]
-        guard let command = CommandTable.command(named: name) ?? extra.flatMap({ $0.name == name ? $0 : nil }) else {
+        guard let command = extra.flatMap({ $0.name == name ? $0 : nil }) ?? CommandTable.command(named: name) else {
             throw UsageError(message: "unknown command '\(Printable.clip(name))'", command: nil)
         }
         i += 1

@@ -39,6 +39,8 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case dataNotAvailable = -25316
         /// The attribute is derived from the item's value and can't be changed (errSecReadOnlyAttr).
         case readOnlyAttr = -25309
+        /// A signature that does not verify (errSecVerifyFailed), as SecKeyVerifySignature reports it.
+        case verifyFailed = -67808
 
         /// Apple's constant name, as `security(1)` prints it.
         public var name: String {
@@ -61,6 +63,7 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
             case .io: "errSecIO"
             case .dataNotAvailable: "errSecDataNotAvailable"
             case .readOnlyAttr: "errSecReadOnlyAttr"
+            case .verifyFailed: "errSecVerifyFailed"
             }
         }
 
@@ -85,6 +88,7 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
             case .io: "input/output error"
             case .dataNotAvailable: "the contents of this item can't be retrieved"
             case .readOnlyAttr: "the attribute is read-only"
+            case .verifyFailed: "the signature does not verify"
             }
         }
     }

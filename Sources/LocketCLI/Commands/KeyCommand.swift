@@ -1,11 +1,16 @@
 import LocketCore
 import LocketSupport
 
-/// `locket key generate` and `locket key public` (SPEC §12).
+/// `locket key generate` and `locket key public` (SPEC §12); `sign`,
+/// `verify`, `encrypt` and `decrypt` are in KeyUse.swift (SPEC §13).
 extension Commands {
     static func key(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         guard invocation.operands.count == 1, let action = invocation.operands.first else {
-            throw UsageError(message: "key takes generate or public", command: "key")
+            throw UsageError(message: "key takes generate, public, sign, verify, encrypt or decrypt", command: "key")
+        }
+        if keyUseActions.contains(action) { return try keyUse(action, invocation, context) }
+        for option in CommandTable.keyUseOptions where invocation.has(option.long) {
+            throw UsageError(message: "\(option.spelling) is for key sign, verify, encrypt or decrypt", command: "key")
         }
         switch action {
         case "generate":
@@ -32,7 +37,7 @@ extension Commands {
             let (item, publicKey) = try context.openKeychain().publicKey(query)
             try printPublicKey(item, publicKey, invocation, context)
         default:
-            throw UsageError(message: "key takes generate or public, not '\(Printable.clip(action, max: 40))'", command: "key")
+            throw UsageError(message: "key takes generate, public, sign, verify, encrypt or decrypt, not '\(Printable.clip(action, max: 40))'", command: "key")
         }
         return 0
     }

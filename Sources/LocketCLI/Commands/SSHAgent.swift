@@ -32,8 +32,8 @@ public enum SSHAgentCommand {
                     run: { try Commands.sshAgent($0, $1, source: try source($1)) }, operandsEndOptions: true)
     }
 
-    /// Runs `locket ssh-agent ARGUMENTS` with keys from `source`, as the
-    /// command table's entry will with the keychain's keys. Returns the exit status.
+    /// Runs `locket ssh-agent ARGUMENTS` with keys from `source` instead of
+    /// the keychain (the command table's entry), for a test program. Returns the exit status.
     public static func run(_ arguments: [String], io: IO, source: any AgentKeySource) -> Int32 {
         nonisolated(unsafe) let source = source
         return CLI.run(["locket", "ssh-agent"] + arguments, io: io, extra: spec(source: { _ in source }))

@@ -70,7 +70,23 @@ public struct AsymmetricKey: Sendable {
     /// unsupported key type or size.
     public init(pkcs8 der: SecureBytes) throws {
         let evp = try der.withUnsafeBytes { try EVPKey(pkcs8: $0) }
+        // Already the canonical encoding: no re-encoding through libcrypto's encoders (Curve25519PKCS8).
+        if let type = der.withUnsafeBytes({ Curve25519PKCS8.split($0)?.type }) {
+            let publicKey = try evp.publicExternalRepresentation()
+            self.init(keyClass: .private, keyType: type, sizeInBits: 256, pkcs8: der.withUnsafeBytes { SecureBytes(copying: $0) },
+                      subjectPublicKeyInfo: Curve25519PKCS8.spki(type, publicKey), publicKeyExternalRepresentation: publicKey)
+            return
+        }
         try self.init(evp: evp, isPrivate: true)
+    }
+
+    /// A stored private key whose public half is already known (the keychain
+    /// found it by the application label of `publicHalf`): nothing is decoded
+    /// here, only when it is used. The caller vouches that they pair.
+    init(pkcs8: SecureBytes, publicHalf: AsymmetricKey) {
+        self.init(keyClass: .private, keyType: publicHalf.keyType, sizeInBits: publicHalf.sizeInBits, pkcs8: pkcs8,
+                  subjectPublicKeyInfo: publicHalf.subjectPublicKeyInfo,
+                  publicKeyExternalRepresentation: publicHalf.publicKeyExternalRepresentation)
     }
 
     /// A public key from SubjectPublicKeyInfo DER.

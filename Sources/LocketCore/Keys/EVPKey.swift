@@ -17,6 +17,17 @@ final class EVPKey {
 
     /// A private key from PKCS#8 PrivateKeyInfo DER.
     convenience init(pkcs8 der: UnsafeRawBufferPointer) throws {
+        if let (type, privateKey) = Curve25519PKCS8.split(der) {
+            self.init(taking: try Curve25519PKCS8.key(type, privateKey))
+            return
+        }
+        if let parts = ECPrivateKeyPKCS8.split(der) {
+            // One more reference for this object; `key` lets go of its own.
+            let key = try ECPrivateKeyPKCS8.key(der, parts)
+            try OpenSSL.check(EVP_PKEY_up_ref(key.pointer), .io, "cannot hold the key")
+            self.init(taking: key.pointer)
+            return
+        }
         let info = try OpenSSL.read(der, "PKCS#8 private key", free: PKCS8_PRIV_KEY_INFO_free) { d2i_PKCS8_PRIV_KEY_INFO(nil, $0, $1) }
         defer { PKCS8_PRIV_KEY_INFO_free(info) }
         self.init(taking: try OpenSSL.check(EVP_PKCS82PKEY(info), .decode, "unusable PKCS#8 private key"))

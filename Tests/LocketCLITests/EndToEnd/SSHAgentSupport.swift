@@ -75,10 +75,16 @@ final class RunningAgent {
     let process: BackgroundProcess
     let socket: String
 
-    /// Starts the agent in the foreground and waits for the variables it prints once it listens.
-    init(keys: AgentKeys, arguments: [String] = [], environment: [String: String]) throws {
+    /// Starts the test host's agent over `keys` in the foreground.
+    convenience init(keys: AgentKeys, arguments: [String] = [], environment: [String: String]) throws {
         let host = try XCTUnwrap(AgentTestHost.path, "LocketAgentTestHost was not built next to the tests")
-        let process = try BackgroundProcess(host, [keys.keys, "-D"] + arguments, environment: environment)
+        try self.init(program: host, [keys.keys, "-D"] + arguments, environment: environment)
+    }
+
+    /// Starts `program ARGUMENTS` (an agent in the foreground: the test host,
+    /// or `locket ssh-agent -D`) and waits for the variables it prints once it listens.
+    init(program: String, _ arguments: [String], environment: [String: String]) throws {
+        let process = try BackgroundProcess(program, arguments, environment: environment)
         guard process.waitUntil(timeout: 20, { process.out.contains("echo Agent pid") || process.hasExited }),
               let line = process.out.split(separator: "\n").first(where: { $0.hasPrefix("SSH_AUTH_SOCK=") }) else {
             process.terminate()

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+import LocketTestSupport
 import XCTest
 
 // Interoperability with independent implementations: Apple's ECIES written
@@ -25,42 +26,8 @@ final class KeysInteropTests: XCTestCase {
 
     var f: KeysFixture { Self.fixture }
 
-    /// Apple's kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM, independently.
-    static let eciesScript = """
-    import sys
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-    from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
-
-    CURVES = {65: ec.SECP256R1(), 97: ec.SECP384R1(), 133: ec.SECP521R1()}
-
-    def key_and_iv(z, ephemeral, point_length):
-        # AES-128 up to 256-bit curves, AES-256 above; then a 16-byte IV.
-        aes = 32 if (point_length - 1) // 2 * 8 > 256 else 16
-        out = X963KDF(algorithm=hashes.SHA256(), length=aes + 16, sharedinfo=ephemeral).derive(z)
-        return out[:aes], out[aes:]
-
-    data = sys.stdin.buffer.read()
-    if sys.argv[1] == "encrypt":
-        point = bytes.fromhex(sys.argv[2])
-        curve = CURVES[len(point)]
-        recipient = ec.EllipticCurvePublicKey.from_encoded_point(curve, point)
-        ephemeral = ec.generate_private_key(curve)
-        eph = ephemeral.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        key, iv = key_and_iv(ephemeral.exchange(ec.ECDH(), recipient), eph, len(point))
-        enc = Cipher(algorithms.AES(key), modes.GCM(iv)).encryptor()
-        body = enc.update(data) + enc.finalize()
-        sys.stdout.buffer.write(eph + body + enc.tag)
-    else:
-        private = serialization.load_pem_private_key(open(sys.argv[2], "rb").read(), None)
-        n = 1 + 2 * ((private.curve.key_size + 7) // 8)
-        eph, body, tag = data[:n], data[n:-16], data[-16:]
-        peer = ec.EllipticCurvePublicKey.from_encoded_point(private.curve, eph)
-        key, iv = key_and_iv(private.exchange(ec.ECDH(), peer), eph, n)
-        dec = Cipher(algorithms.AES(key), modes.GCM(iv, tag)).decryptor()
-        sys.stdout.buffer.write(dec.update(body) + dec.finalize())
-    """
+    /// Apple's ECIES written again in Python (shared with the `key encrypt|decrypt` end-to-end tests).
+    static let eciesScript = InteropScripts.ecies
 
     static let sealedBoxScript = """
     import sys

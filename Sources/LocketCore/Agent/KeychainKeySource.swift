@@ -1,0 +1,126 @@
+import CSodium
+import LocketSupport
+import Synchronization
+
+/// The keychain's private keys as an SSH agent's identities (SPEC §13).
+///
+/// Every call opens the keychain afresh as `caller` and lets it go before
+/// returning: no connection is held between requests (other locket
+/// commands would wait on it), and `lock`, auto-lock, protection classes,
+/// access groups and access control are those of the moment of the request.
+public struct KeychainKeySource: AgentKeySource, Sendable {
+    /// The keychain file.
+    public let path: String
+    /// Who the agent serves: the owner, or an app by its entitlements (`-e`).
+    public let caller: Caller
+    let environment: Environment
+    /// Public key blobs already derived, for listings (see PublicBlobs).
+    private let publicBlobs = PublicBlobs()
+
+    public init(path: String, caller: Caller, environment: Environment) {
+        self.path = path
+        self.caller = caller
+        self.environment = environment
+    }
+
+    /// The SSH-capable private keys (ed25519, P-256/384/521, RSA) the caller
+    /// may see whose protection class is open now, oldest first, each named
+    /// by its label (else its tag). A listing is not a use: it does not
+    /// extend the auto-lock timer. When every such key is locked, the lock's
+    /// error (errSecInteractionNotAllowed), so that the refusal is said.
+    public func identities() throws -> [AgentIdentity] {
+        let keychain = try Keychain.open(at: path, caller: caller, environment: environment, extendSession: false)
+        return try keychain.agentKeys(applicationLabel: nil).map { item, pkcs8 in
+            let name = item[.label].isEmpty ? item[.applicationTag] : item[.label]
+            let blob = try publicBlobs.blob(of: pkcs8) { try AsymmetricKey(pkcs8: pkcs8).sshPublicKeyBlob() }
+            return AgentIdentity(publicKeyBlob: blob, comment: String(decoding: name, as: UTF8.self))
+        }
+    }
+
+    /// Opens the keychain, finds the private key whose public key is
+    /// `publicKeyBlob` by its application label (one blind-index probe), and
+    /// runs `body` with it, non-extractable keys included; the key's
+    /// guarded memory is wiped when it goes. A locked class is
+    /// errSecInteractionNotAllowed, a key the caller can't see errSecItemNotFound.
+    public func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R {
+        let wanted: AsymmetricKey
+        do {
+            wanted = try AsymmetricKey(sshPublicKeyBlob: publicKeyBlob)
+        } catch {
+            // A blob no key of ours could have: as for any key we don't hold.
+            throw KeychainError(.itemNotFound, "the agent holds no such key")
+        }
+        // The application label is the SHA-1 of the public key, sealed with the
+        // item and checked byte for byte: the match is the key, and its
+        // private half is decoded once, by the signature itself. The keychain
+        // (its connection) is let go before the signature is made.
+        let found = try Keychain.open(at: path, caller: caller, environment: environment)
+            .agentKeys(applicationLabel: wanted.applicationLabel).first {
+                $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
+            }
+        guard let (_, pkcs8) = found else { throw KeychainError(.itemNotFound, "the agent holds no such key") }
+        return try body(AsymmetricKey(pkcs8: pkcs8, publicHalf: wanted))
+    }
+}
+
+extension Keychain {
+    /// The private keys SSH can use that the caller may see, opened: each
+    /// item and its PKCS#8 (extractable or not). With `applicationLabel`,
+    /// only that key and strictly: a locked match throws. Without, keys of a
+    /// locked class are left out, and if that leaves none while some were
+    /// locked, the lock's error.
+    func agentKeys(applicationLabel: [UInt8]?) throws -> [(item: Item, pkcs8: SecureBytes)] {
+        var query = Query(itemClass: .key)
+        try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
+        if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
+        let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]
+        return try database.transaction(write: false) {
+            try refreshFormat()
+            let cursor = try store.select(try storeFilter(query), data: true)
+            var found: [(item: Item, pkcs8: SecureBytes)] = []
+            var locked: KeychainError?
+            while let row = try cursor.next() {
+                guard let item = try open(row, itemClass: .key, data: true, strict: applicationLabel != nil) else { continue }
+                guard item.availability == .available else {
+                    if item.availability != .damaged, locked == nil {
+                        locked = unavailable(item.accessible, item.accessGroup)
+                    }
+                    continue
+                }
+                guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }),
+                      sshTypes.contains(String(decoding: item[.type], as: UTF8.self)), let data = item.data else { continue }
+                found.append((item, data))
+            }
+            // As a search does: a rotation since open is not reported as no key or a locked one.
+            if found.isEmpty { try checkKeysCurrent() }
+            if found.isEmpty, let locked { throw locked }
+            return found
+        }
+    }
+}
+
+/// The SSH public key blob of each private key a listing has seen, by a
+/// BLAKE2b digest of its PKCS#8. Deriving a public key from a private one
+/// goes through libcrypto 3.0's decoder and encoders (about a millisecond
+/// for an EC key here), and every `ssh` lists every key. Only public blobs
+/// are kept, never a key; a listing still opens the keychain and every key
+/// it lists, so lock, protection classes and access groups hold as before.
+final class PublicBlobs: Sendable {
+    private let blobs = Mutex<[[UInt8]: [UInt8]]>([:])
+    /// More keys than anyone lists: past it the memo starts again.
+    private static let limit = 1024
+
+    func blob(of pkcs8: SecureBytes, derive: () throws -> [UInt8]) throws -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        pkcs8.withUnsafeBytes { der in
+            _ = crypto_generichash(&digest, 32, der.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(der.count), nil, 0)
+        }
+        if let known = blobs.withLock({ $0[digest] }) { return known }
+        let blob = try derive()
+        blobs.withLock { blobs in
+            if blobs.count >= Self.limit { blobs.removeAll() }
+            blobs[digest] = blob
+        }
+        return blob
+    }
+}
