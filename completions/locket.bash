@@ -35,12 +35,12 @@ _locket() {
         add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port) return ;;
         add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path) return ;;
         add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|otp:-g|otp:--access-group) return ;;
-        add:--tag|find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|otp:--tag|key:--tag) return ;;
-        add:--hash|find:--hash|update:--hash|delete:--hash|export:--hash|otp:--hash) return ;;
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
         add:--accessible|import:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
         find:--access-group|export:--access-group|import:--access-group|key:--access-group) return ;;
+        find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|key:--tag) return ;;
+        find:--hash|update:--hash|delete:--hash|export:--hash) return ;;
         find:--ref|update:--ref|delete:--ref|export:--ref|otp:--ref|key:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
@@ -75,7 +75,7 @@ _locket() {
     fi
     case $cmd in
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
@@ -91,7 +91,7 @@ _locket() {
         export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class --label --tag --hash --ref --access-group -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;

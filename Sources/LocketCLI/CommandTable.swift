@@ -95,6 +95,10 @@ public enum CommandTable {
     /// command that appends to this shares its elements instead of making
     /// sixteen options again (the whole table is built by every command).
     static let attributes = attributeOptions()
+    /// Those of add and otp, which make and read passwords: without the key
+    /// and certificate terms (`--tag`, `--hash`, the last two), which only
+    /// find, update and delete take (keys come in through import and key generate).
+    static let passwordAttributes = Array(attributes.dropLast(2))
 
     /// Attribute options shared by add, find, update and delete. `find` keeps
     /// `-g` for "show the secret" as in `security(1)`, so there the access
@@ -147,7 +151,7 @@ public enum CommandTable {
                     conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize),
         CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS] [-U]",
                     summary: "add an item",
-                    options: attributes + [
+                    options: passwordAttributes + [
                         secretOption, dataFile,
                         OptionSpec("generate", nil, .attachedValue("N"),
                                    "store a random secret of N characters (default 32) without printing it"),
@@ -267,7 +271,7 @@ public enum CommandTable {
                     conflicts: [], operands: false, run: Commands.generate),
         CommandSpec(name: "otp", usage: "[ATTRIBUTES] [--ref REF] [-n]",
                     summary: "print the one-time code of an item whose secret is an otpauth:// URI",
-                    options: attributes + [ref, OptionSpec("no-newline", "n", .flag, "print no newline after the code")],
+                    options: passwordAttributes + [ref, OptionSpec("no-newline", "n", .flag, "print no newline after the code")],
                     conflicts: [], operands: false, run: Commands.otp),
         CommandSpec(name: "credential", usage: "get|store|erase",
                     summary: "git credential helper (also run as git-credential-locket)",
