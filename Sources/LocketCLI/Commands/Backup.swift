@@ -139,6 +139,11 @@ extension Commands {
             if path == "-" && invocation.has("passphrase-stdin") {
                 throw UsageError(message: "--passphrase-stdin can't be used with a backup on standard input", command: "import")
             }
+            // Standard input is the backup: a passphrase "read from stdin" would be the backup's own bytes.
+            if path == "-" {
+                throw KeychainError(.interactionNotAllowed, "the backup is on standard input, so its passphrase can't be read there",
+                                    hint: "name the backup as a FILE and pipe the passphrase with --passphrase-stdin, or type it at a terminal")
+            }
             let passphrase = try Prompt.password(context, prompt: "Passphrase of \(path): ", confirm: false,
                                                  fromStdin: invocation.has("passphrase-stdin"))
             try reader.open(passphrase: passphrase)

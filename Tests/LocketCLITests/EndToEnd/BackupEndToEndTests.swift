@@ -212,6 +212,26 @@ final class BackupEndToEndTests: EndToEndCase {
         XCTAssertEqual(imported.out, "imported 1 item, skipped 0\n", imported.summary)
     }
 
+    /// A passphrase backup on standard input: the passphrase can't come from
+    /// there too (it would be read from the backup's own bytes); refused at
+    /// once, nothing imported.
+    func testPassphraseBackupOnStandardInputIsRefusedAtOnce() throws {
+        initKeychain()
+        unlock()
+        add("-s", "piped", "-a", "a", secret: "p")
+        let exported = locket("export", "--format", "backup", "--passphrase-stdin", "--kdf", "interactive", input: .text("pass phrase\n"))
+        XCTAssertEqual(exported.status, 0, exported.summary)
+        let device = try Sandbox()
+        defer { device.remove() }
+        initKeychain(in: device)
+        unlock(in: device)
+        let imported = locket(in: device, "import", "-", input: .bytes(exported.stdout))
+        XCTAssertNotEqual(imported.status, 0, imported.summary)
+        XCTAssertTrue(imported.err.contains("errSecInteractionNotAllowed"), imported.summary)
+        XCTAssertLessThan(imported.duration, 5, "waited for a passphrase on the backup's own stdin")
+        XCTAssertEqual(try dump(in: device).count, 0)
+    }
+
     func testWrongPassphraseAndOtherRecipientImportNothing() throws {
         let (_, device) = try smallBackup()
         defer { device.remove() }
