@@ -36,6 +36,8 @@ enum Hints {
             return "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'"
         case .keysReplaced?:
             return "run the command again"
+        case .thisDeviceOnlyRemote?:
+            return "a shared keychain takes when-unlocked, after-first-unlock or always items"
         case .boundToOtherDevice?, nil:
             return nil
         }

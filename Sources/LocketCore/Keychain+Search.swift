@@ -5,7 +5,7 @@ extension Keychain {
     /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.
     public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
-        let found = try database.transaction(write: false) { () throws -> [Item] in
+        let found = try transaction(write: false) { () throws -> [Item] in
             try refreshFormat()
             do {
                 let found = try rows(query, limit: limit, data: returnData)
@@ -44,10 +44,10 @@ extension Keychain {
     /// is unavailable fails the whole search with errSecInteractionNotAllowed:
     /// a locked item is never reported as missing.
     func rows(_ query: Query, limit: MatchLimit, data: Bool) throws -> [Item] {
-        let cursor = try store.select(try storeFilter(query), data: data)
+        let cursor = try itemStore.selectRows(try storeFilter(query), data: data)
         var found: [Item] = []
         let wanted = limit.sqlLimit
-        while let row = try cursor.next() {
+        while let row = try cursor.nextRow() {
             guard let item = try open(row, itemClass: query.itemClass, data: data, strict: true) else { continue }
             // The digests matched; confirm byte for byte now that the values are open.
             guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
@@ -60,7 +60,7 @@ extension Keychain {
     /// Opens a selected row. With `strict`, an unavailable key or damaged
     /// value throws; otherwise the item comes back with its availability set
     /// and no attributes.
-    func open(_ stored: ItemStore.Row, itemClass: ItemClass, data: Bool, strict: Bool) throws -> Item? {
+    func open(_ stored: some StoredItemRow, itemClass: ItemClass, data: Bool, strict: Bool) throws -> Item? {
         let id = stored.id
         let ref = stored.ref
         let group = stored.accessGroup
@@ -101,19 +101,19 @@ extension Keychain {
     /// their availability set. With `returnData`, a locked class with items
     /// fails the dump up front (errSecInteractionNotAllowed) before anything is streamed.
     public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
-        try database.transaction(write: false) {
+        try transaction(write: false) {
             try refreshFormat()
             try checkKeysCurrent()
             let visible = ItemStore.Filter(visibleGroups: caller.accessGroups)
             if returnData {
                 // Fail before streaming anything: every (class, group) present must open.
-                for (code, group) in try store.classesAndGroups(visible) {
+                for (code, group) in try itemStore.classesAndGroups(visible) {
                     guard let pclass = ProtectionClass(rawValue: code) else { continue }
                     if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }
-            let cursor = try store.select(visible, data: returnData)
-            while let row = try cursor.next() {
+            let cursor = try itemStore.selectRows(visible, data: returnData)
+            while let row = try cursor.nextRow() {
                 guard let itemClass = row.itemClass else { continue }
                 guard var item = try open(row, itemClass: itemClass, data: returnData, strict: false) else { continue }
                 // A non-extractable key is listed without its value (SPEC §12).

@@ -130,6 +130,8 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         /// Another process replaced the keychain's keys (a rotation) while this
         /// one ran; nothing was changed, and running again uses the new keys.
         case keysReplaced
+        /// A ThisDeviceOnly protection class asked of a remote keychain (SPEC §17).
+        case thisDeviceOnlyRemote
     }
 
     /// What went wrong.

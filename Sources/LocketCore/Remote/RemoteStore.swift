@@ -1,0 +1,82 @@
+import LocketSupport
+
+/// A remote keychain's connection, the transaction the engine is in, and
+/// its header: the meta rows (format, identity, password-hash parameters)
+/// and the keybag, stored in `locket.meta` as `keybag.NAME` rows, each class
+/// key wrapped by the password's KEK exactly as a file wraps it. There are
+/// no device-wrapped rows: every machine shares one database, so a key that
+/// opens without the password would open for whoever reads the database.
+final class RemoteStore {
+    let connection: RemoteConnection
+    let location: RemoteLocation
+    private var current: RemoteConnection.Transaction?
+
+    /// The prefix of a keybag row's name in `locket.meta`.
+    static let keybagPrefix = "keybag."
+    /// The classes a remote keychain has keys for: no ThisDeviceOnly one.
+    static let keyNames = ProtectionClass.allCases.filter { !$0.thisDeviceOnly }.map(\.rawValue) + [Keybag.indexKeyName]
+
+    /// Starts the helper and connects; errSecNotAvailable when the server can't be reached.
+    init(_ location: RemoteLocation, password: [UInt8]?, environment: Environment) throws {
+        guard let helper = location.helper ?? HelperProcess.defaultPath() else {
+            throw KeychainError(.notAvailable, "locket-postgres is not installed next to locket: remote keychains need it (make install)")
+        }
+        connection = try RemoteConnection(helper: helper, parameters: location.parameters, password: password, environment: environment)
+        self.location = location
+    }
+
+    var items: RemoteItemStore { RemoteItemStore(store: self) }
+
+    /// Runs `body` in one serializable transaction, run again on a
+    /// serialization failure (so `body` must have no effect outside the
+    /// database). Nested calls join the transaction already open.
+    func transaction<T>(_ body: (RemoteConnection.Transaction) throws -> T) throws -> T {
+        if let current { return try body(current) }
+        return try connection.transaction(isolation: .serializable) { transaction in
+            current = transaction
+            defer { current = nil }
+            return try body(transaction)
+        }
+    }
+
+    /// One statement inside the open transaction.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [RemoteValue]) throws -> [RemoteRow] {
+        guard let current else { return try connection.execute(sql, parameters) }
+        return try current.execute(sql, parameters)
+    }
+
+    /// Every meta row, keybag rows included, read in `transaction`.
+    func readMeta(_ transaction: RemoteConnection.Transaction) throws -> [String: [UInt8]] {
+        var meta: [String: [UInt8]] = [:]
+        for row in try transaction.execute("SELECT name, value FROM locket.meta", []) {
+            if let name = row[0].text, let value = row[1].bytes { meta[name] = value }
+        }
+        return meta
+    }
+
+    /// Writes meta rows (insert or replace).
+    func writeMeta(_ values: [(String, [UInt8])]) throws {
+        for (name, value) in values {
+            try execute("""
+                INSERT INTO locket.meta(name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                """, [.text(name), .bytes(value)])
+        }
+    }
+}
+
+extension Keybag {
+    /// The keybag rows of a remote keychain's meta (KEK-wrapped only).
+    static func remoteRows(_ meta: [String: [UInt8]]) -> [String: (kek: [UInt8]?, device: [UInt8]?)] {
+        var rows: [String: (kek: [UInt8]?, device: [UInt8]?)] = [:]
+        for (name, value) in meta where name.hasPrefix(RemoteStore.keybagPrefix) {
+            rows[String(name.dropFirst(RemoteStore.keybagPrefix.count))] = (value, nil)
+        }
+        return rows
+    }
+
+    /// This keybag as meta rows of a remote keychain.
+    var remoteMeta: [(String, [UInt8])] {
+        rows.compactMap { name, row in row.kek.map { (RemoteStore.keybagPrefix + name, $0) } }
+    }
+}
