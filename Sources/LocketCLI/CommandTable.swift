@@ -295,6 +295,11 @@ public enum CommandTable {
         SSHAgentCommand.spec(source: { context in
             KeychainKeySource(path: try context.keychainPath(), caller: try context.caller(), environment: context.environment)
         }),
+        CommandSpec(name: "keychain", usage: "add-remote NAME URL [--password-service SERVICE]",
+                    summary: "name a keychain in PostgreSQL, for -k NAME",
+                    options: [OptionSpec("password-service", nil, .value("SERVICE"),
+                                         "the database password is the generic password of this service in the login keychain")],
+                    conflicts: [], operands: true, run: Commands.keychain),
     ]
 
     public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }

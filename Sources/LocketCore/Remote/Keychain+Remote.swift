@@ -25,8 +25,9 @@ extension Keychain {
     }
 
     /// Refuses what only a file keychain does (its password file header,
-    /// rotation, rollback, imports) before anything reaches the file's database.
-    func requireFile(_ what: String) throws {
+    /// rotation, rollback, imports) before anything reaches the file's
+    /// database (errSecNotAvailable); a caller may ask before its prompts.
+    public func requireFile(_ what: String) throws {
         guard let remote else { return }
         throw KeychainError(.notAvailable, "\(what) is not available for a remote keychain (\(remote.location.url))")
     }

@@ -103,6 +103,27 @@ public struct RemoteLocation: Sendable {
     }
 
     private static func bad(_ url: String, _ why: String) -> KeychainError {
-        KeychainError(.param, "\(url) is not a usable remote keychain URL: \(why)")
+        KeychainError(.param, "\(redacted(url)) is not a usable remote keychain URL: \(why)")
+    }
+
+    /// `url` with whatever could be a password blanked: the user-info after
+    /// a colon, and the value of a `password` keyword. A refused URL is
+    /// named in the error without what made it refused.
+    static func redacted(_ url: String) -> String {
+        var text = Substring(url)
+        var out = ""
+        if let scheme = text.firstIndex(of: "/") {
+            out += text[..<scheme]
+            text = text[scheme...]
+        }
+        let authorityEnd = text.dropFirst(2).firstIndex { $0 == "/" || $0 == "?" } ?? text.endIndex
+        if let at = text[..<authorityEnd].lastIndex(of: "@"), let colon = text[..<at].firstIndex(of: ":") {
+            out += text[...colon] + "****"
+            text = text[at...]
+        }
+        return (out + text).split(separator: "&", omittingEmptySubsequences: false).map { part in
+            guard let equals = part.firstIndex(of: "="), part[..<equals].hasSuffix("password") else { return String(part) }
+            return part[...equals] + "****"
+        }.joined(separator: "&")
     }
 }
