@@ -44,10 +44,17 @@ extension Keychain {
     /// is unavailable fails the whole search with errSecInteractionNotAllowed:
     /// a locked item is never reported as missing.
     func rows(_ query: Query, limit: MatchLimit, data: Bool) throws -> [Item] {
-        let cursor = try itemStore.selectRows(try storeFilter(query), data: data)
+        switch backend {
+        case .file(let database): try rows(query, limit: limit, data: data, in: ItemStore(database: database, format: format))
+        case .remote(let remote): try rows(query, limit: limit, data: data, in: remote.items)
+        }
+    }
+
+    private func rows<Store: ItemStoring>(_ query: Query, limit: MatchLimit, data: Bool, in store: Store) throws -> [Item] {
+        let cursor = try store.select(try storeFilter(query), data: data)
         var found: [Item] = []
         let wanted = limit.sqlLimit
-        while let row = try cursor.nextRow() {
+        while let row = try cursor.next() {
             guard let item = try open(row, itemClass: query.itemClass, data: data, strict: true) else { continue }
             // The digests matched; confirm byte for byte now that the values are open.
             guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
@@ -112,8 +119,8 @@ extension Keychain {
                     if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }
-            let cursor = try itemStore.selectRows(visible, data: returnData)
-            while let row = try cursor.nextRow() {
+            let cursor = try itemStore.select(visible, data: returnData)
+            while let row = try cursor.next() {
                 guard let itemClass = row.itemClass else { continue }
                 guard var item = try open(row, itemClass: itemClass, data: returnData, strict: false) else { continue }
                 // A non-extractable key is listed without its value (SPEC §12).

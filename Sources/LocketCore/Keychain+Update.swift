@@ -38,9 +38,9 @@ extension Keychain {
     /// A new `data` replaces the secret and its metadata (`extra`) together.
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
                 extra: SecureBytes?) throws -> [Item] {
-        let cursor = try itemStore.selectRows(try storeFilter(query), data: true)
+        let cursor = try itemStore.select(try storeFilter(query), data: true)
         var matches: [(Int64, Item)] = []
-        while let row = try cursor.nextRow() {
+        while let row = try cursor.next() {
             // Re-sealing under a new group needs the old secret open as well.
             guard let item = try open(row, itemClass: query.itemClass, data: newGroup != nil || data == nil, strict: true),
                   query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }

@@ -23,7 +23,7 @@ struct RemoteItemStore: ItemStoring {
         .text("{" + Set(digests.index.values).sorted().map(String.init).joined(with: ",") + "}")
     }
 
-    func selectRows(_ filter: ItemStore.Filter, data: Bool) throws -> any ItemCursor {
+    func select(_ filter: ItemStore.Filter, data: Bool) throws -> Cursor {
         let (sql, parameters) = condition(filter)
         let rows = try execute("""
             SELECT id, ref, cls, pdmn, agrp, attrs, \(data ? "data" : "NULL::bytea")
@@ -79,7 +79,7 @@ struct RemoteItemStore: ItemStoring {
     final class Cursor: ItemCursor {
         private var rows: IndexingIterator<[RemoteRow]>
         init(rows: [RemoteRow]) { self.rows = rows.makeIterator() }
-        func nextRow() throws -> (any StoredItemRow)? { rows.next().map(Row.init(values:)) }
+        func next() throws -> Row? { rows.next().map(Row.init(values:)) }
     }
 
     /// One statement per item: the row and its blind rows together. An

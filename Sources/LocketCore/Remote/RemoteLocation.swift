@@ -25,7 +25,8 @@ public struct RemoteLocation: Sendable {
 
     /// Whether `text` names a remote keychain rather than a file.
     public static func isURL(_ text: String) -> Bool {
-        text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
+        // The first byte first: every file keychain's command asks.
+        text.utf8.first == UInt8(ascii: "p") && (text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"))
     }
 
     /// Parses `postgres[ql]://[USER@][HOST][:PORT][/DBNAME][?KEYWORD=VALUE&...]`.

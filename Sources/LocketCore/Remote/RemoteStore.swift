@@ -30,6 +30,8 @@ final class RemoteStore {
     /// Runs `body` in one serializable transaction, run again on a
     /// serialization failure (so `body` must have no effect outside the
     /// database). Nested calls join the transaction already open.
+    /// Never inlined: a file keychain's read path must not carry this one's generic code.
+    @inline(never)
     func transaction<T>(_ body: (RemoteConnection.Transaction) throws -> T) throws -> T {
         if let current { return try body(current) }
         return try connection.transaction(isolation: .serializable) { transaction in

@@ -3,9 +3,14 @@
 /// or a remote keychain (`RemoteItemStore` over PostgreSQL). The engine
 /// seals, digests and compares; a store only runs statements over what the
 /// engine hands it, so both backends keep the same semantics by construction.
+///
+/// The cursor and its rows are associated types, so that the lookup path
+/// (`Keychain.rows`) is specialized for each backend: a file's `find` runs
+/// no existential and instantiates no generic metadata (callgrind, docs/REMOTE.md).
 protocol ItemStoring {
+    associatedtype Cursor: ItemCursor
     /// Rows matching `filter`, oldest first; `data` selects the sealed secret too.
-    func selectRows(_ filter: ItemStore.Filter, data: Bool) throws -> any ItemCursor
+    func select(_ filter: ItemStore.Filter, data: Bool) throws -> Cursor
     /// An insert for one item or a batch (errSecDuplicateItem on an existing primary key).
     func makeInserter() throws -> any ItemInserting
     /// An update of one row's group, digests and sealed values.
@@ -35,7 +40,8 @@ protocol StoredItemRow {
 
 /// Rows one at a time; a row is valid until the next call.
 protocol ItemCursor {
-    func nextRow() throws -> (any StoredItemRow)?
+    associatedtype Row: StoredItemRow
+    func next() throws -> Row?
 }
 
 /// See `ItemStore.Inserter`.
@@ -51,14 +57,11 @@ protocol ItemUpdating {
 
 // The file's store, as it is.
 extension ItemStore: ItemStoring {
-    func selectRows(_ filter: Filter, data: Bool) throws -> any ItemCursor { try select(filter, data: data) }
     func makeInserter() throws -> any ItemInserting { try prepareInsert() }
     func makeUpdater() throws -> any ItemUpdating { try prepareUpdate() }
 }
 
 extension ItemStore.Row: StoredItemRow {}
-extension ItemStore.Cursor: ItemCursor {
-    func nextRow() throws -> (any StoredItemRow)? { try next() }
-}
+extension ItemStore.Cursor: ItemCursor {}
 extension ItemStore.Inserter: ItemInserting {}
 extension ItemStore.Updater: ItemUpdating {}
