@@ -48,23 +48,3 @@ extension Context {
                                  extendSession: extendSession)
     }
 }
-
-extension Commands {
-    /// `locket keychain add-remote NAME URL [--password-service SERVICE]`
-    static func keychain(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        guard let operation = invocation.operands.first else {
-            throw UsageError(message: "name an operation: add-remote", command: "keychain")
-        }
-        switch operation {
-        case "add-remote":
-            guard invocation.operands.count == 3 else {
-                throw UsageError(message: "add-remote takes a NAME and a postgres:// URL", command: "keychain")
-            }
-            try RemoteRegistry.add(name: invocation.operands[1], url: invocation.operands[2],
-                                   passwordService: invocation.value("password-service"), environment: context.environment)
-            return 0
-        default:
-            throw UsageError(message: "unknown operation '\(Printable.clip(operation))': add-remote", command: "keychain")
-        }
-    }
-}

@@ -90,6 +90,7 @@ extension Keychain {
 
     /// The key that seals `field` of `row`, or why it is not available.
     func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
-        Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
+        if let remote { return try remoteFieldKey(remote, row, field) }
+        return Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
     }
 }

@@ -132,6 +132,10 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case keysReplaced
         /// A ThisDeviceOnly protection class asked of a remote keychain (SPEC §17).
         case thisDeviceOnlyRemote
+        /// This machine has no device in the remote keychain (`keychain enroll`).
+        case notEnrolled
+        /// This device holds no key for the access group (`keychain approve` on an admin device).
+        case notApproved(group: String)
     }
 
     /// What went wrong.

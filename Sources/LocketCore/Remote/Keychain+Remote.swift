@@ -45,7 +45,7 @@ extension Keychain {
     /// needs: without one its keys would open for whoever reads the database.
     /// `databasePassword`: the server login's, when libpq's own sources don't give it.
     public static func createRemote(_ location: RemoteLocation, password: SecureBytes, kdf cost: KDFCost = .moderate,
-                                    databasePassword: SecureBytes? = nil, environment: Environment) throws {
+                                    databasePassword: SecureBytes? = nil, deviceName: String = "creator", environment: Environment) throws {
         try Sodium.ready()
         umask(0o077)
         if password.count == 0 { throw KeychainError(.param, "the password is empty", reason: .emptyPassword) }
@@ -59,13 +59,23 @@ extension Keychain {
         bag.wrap(keys, kek: kek, device: nil)
         let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
         try RemoteSchema.prepare(store.connection)
+        let deviceKey = DeviceIdentity.generateSecretKey()
+        let devicePublicKey = try BackupRecipients.publicKey(secretKey: deviceKey)
+        var deviceID: Int64 = 0
         try store.transaction { transaction in
             if try store.readMeta(transaction)[MetaKey.id.rawValue] != nil {
                 throw KeychainError(.duplicateKeychain, "\(location.url) already holds a keychain")
             }
             try store.writeMeta([(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
                                  (MetaKey.kdf.rawValue, kdf.encoded)] + bag.remoteMeta)
+            // The creating machine is the first device, approved: its groups' keys are wrapped to it as it makes them.
+            let device = try store.execute("INSERT INTO locket.devices(public_key, name, state) VALUES ($1, $2, 'approved') RETURNING id",
+                                           [.bytes(devicePublicKey), .text(deviceName)])
+            deviceID = device.first?[0].int ?? 0
         }
+        let device = try DeviceIdentity(id: deviceID, secretKey: deviceKey)
+        try device.save(keychainID: id, environment: environment)
+        store.device = device
         let keychain = try Keychain(path: location.url, caller: .owner, backend: .remote(store), environment: environment,
                                     keybag: bag, meta: [MetaKey.id.rawValue: id])
         // The creator has just proven the password: start unlocked, as a file keychain does.
@@ -97,6 +107,7 @@ extension Keychain {
         let keychain = try Keychain(path: location.url, caller: caller, backend: .remote(store), environment: environment,
                                     keybag: Keybag(keychainID: id, kdf: kdf, rows: Keybag.remoteRows(stored)), meta: meta)
         keychain.extendsSession = extendSession
+        store.device = try DeviceIdentity.load(keychainID: id, environment: environment)
         try keychain.loadKeys()
         return keychain
     }

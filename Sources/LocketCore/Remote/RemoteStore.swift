@@ -10,6 +10,11 @@ final class RemoteStore {
     let connection: RemoteConnection
     let location: RemoteLocation
     private var current: RemoteConnection.Transaction?
+    /// This machine's device in the keychain, nil before it enrolls.
+    var device: DeviceIdentity?
+    /// The group keys this device holds, read once per transaction (a
+    /// revocation elsewhere replaces them).
+    private var groupKeys: [String: SecureBytes]?
 
     /// The prefix of a keybag row's name in `locket.meta`.
     static let keybagPrefix = "keybag."
@@ -36,7 +41,8 @@ final class RemoteStore {
         if let current { return try body(current) }
         return try connection.transaction(isolation: .serializable) { transaction in
             current = transaction
-            defer { current = nil }
+            groupKeys = nil
+            defer { current = nil; groupKeys = nil }
             return try body(transaction)
         }
     }
@@ -65,6 +71,40 @@ final class RemoteStore {
                 """, [.text(name), .bytes(value)])
         }
     }
+}
+
+extension RemoteStore {
+    /// The key of access group `group` this device holds, read in the open
+    /// transaction. A group nobody has made yet is made here, its first key
+    /// wrapped to this device. A group that exists without a key for this
+    /// device is refused: a device opens only the groups it was granted, by
+    /// the keys it can unwrap, not by a WHERE clause.
+    func groupKey(_ group: String) throws -> SecureBytes {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        if groupKeys == nil {
+            var keys: [String: SecureBytes] = [:]
+            for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
+                guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
+                keys[name] = try device.open(wrapped)
+            }
+            groupKeys = keys
+        }
+        if let key = groupKeys?[group] { return key }
+        if try execute("SELECT 1 FROM locket.groups WHERE agrp = $1", [.text(group)]).isEmpty {
+            let key = SecureBytes(copying: Sodium.random(32))
+            try execute(RemoteStatements.createGroup, [.text(group)])
+            try execute(RemoteStatements.wrapGroupKey, [.text(group), .int(device.id), .bytes(DeviceIdentity.seal(key, to: device.publicKey))])
+            groupKeys?[group] = key
+            return key
+        }
+        throw KeychainError(.interactionNotAllowed, "this device was not approved for the access group '\(Printable.clip(group))'",
+                            reason: .notApproved(group: group))
+    }
+
+    /// Forgets the group keys read in this transaction (after a rotation).
+    func forgetGroupKeys() { groupKeys = nil }
 }
 
 extension Keybag {

@@ -22,9 +22,17 @@ final class RemoteKeychainTests: PostgresTestCase {
         return (try TemporaryKeychain(remote: location), location, database)
     }
 
-    /// Another machine: its own device secret and session, the same database.
-    func machine(_ location: RemoteLocation) throws -> TemporaryKeychain {
-        try TemporaryKeychain(joining: location)
+    /// Another machine: its own device secret and session, the same database;
+    /// with `admin`, unlocked, enrolled and approved by it for `groups`.
+    func machine(_ location: RemoteLocation, approvedBy admin: TemporaryKeychain? = nil,
+                 groups: [String] = [Keychain.defaultAccessGroup]) throws -> TemporaryKeychain {
+        let machine = try TemporaryKeychain(joining: location)
+        if let admin {
+            try machine.unlock()
+            let id = try machine.open().enroll(name: "machine")
+            try admin.open().approve(device: id, groups: groups)
+        }
+        return machine
     }
 
     func testASecondMachineIsLockedUntilThePasswordAndThenReadsTheFirstMachinesItems() throws {
@@ -38,6 +46,15 @@ final class RemoteKeychainTests: PostgresTestCase {
             XCTAssertEqual((error as? KeychainError)?.code, .authFailed)
         }
         try second.unlock()
+        // Unlocked, but not a device of the keychain: no group key, nothing opens.
+        XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
+            XCTAssertEqual((error as? KeychainError)?.reason, .notEnrolled)
+        }
+        let id = try second.open().enroll(name: "second")
+        XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
+            XCTAssertEqual((error as? KeychainError)?.reason, .notApproved(group: Keychain.defaultAccessGroup))
+        }
+        try first.open().approve(device: id, groups: [Keychain.defaultAccessGroup])
         let found = try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)
         XCTAssertEqual(found.map(\.secretString), ["one"])
         // Its writes are the first machine's reads, and the primary key is shared.
@@ -101,8 +118,7 @@ final class RemoteKeychainTests: PostgresTestCase {
     func testConcurrentMachinesLoseNothing() throws {
         let (first, location, _) = try created()
         try first.open().add(genp("shared", "last"), data: secret("none"))
-        nonisolated(unsafe) let machines = [first] + (try (0..<2).map { _ in try self.machine(location) })
-        for machine in machines.dropFirst() { try machine.unlock() }
+        nonisolated(unsafe) let machines = [first] + (try (0..<2).map { _ in try self.machine(location, approvedBy: first) })
         let rounds = 15
         nonisolated(unsafe) var failures: [String] = []
         let lock = NSLock()
