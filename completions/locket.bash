@@ -57,6 +57,7 @@ _locket() {
         keychain:--password-service) return ;;
         keychain:--name) return ;;
         keychain:--groups) return ;;
+        keychain:--since) return ;;
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
@@ -89,7 +90,7 @@ _locket() {
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion help keychain" -- "$cur")) ;;
-        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

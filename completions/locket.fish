@@ -178,5 +178,6 @@ complete -c locket -n '__fish_seen_subcommand_from otp' -s n -l no-newline -d 'p
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l password-service -x -d 'the database password is the generic password of this service in the login keychain'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l name -x -d 'enroll: the name admins see (default: the host name)'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l groups -x -d 'approve: the access groups whose keys the device gets'
+complete -c locket -n '__fish_seen_subcommand_from keychain' -l since -x -d 'audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)'
 complete -c locket -n '__fish_seen_subcommand_from help' -a 'init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion help keychain'
 complete -c locket -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'

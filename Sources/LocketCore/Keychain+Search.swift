@@ -10,6 +10,7 @@ extension Keychain {
             do {
                 let found = try rows(query, limit: limit, data: returnData)
                 if found.isEmpty { try checkKeysCurrent() }
+                if returnData, let remote { try remote.audit(found.map(\.persistentRef), "read") }
                 return found
             } catch let error as KeychainError where error.code == .decode {
                 try checkKeysCurrent()
@@ -125,6 +126,7 @@ extension Keychain {
                 guard var item = try open(row, itemClass: itemClass, data: returnData, strict: false) else { continue }
                 // A non-extractable key is listed without its value (SPEC §12).
                 if !item.isExtractable { item.data = nil }
+                if item.data != nil, let remote { try remote.audit([item.persistentRef], "read") }
                 try body(item)
             }
         }

@@ -105,6 +105,15 @@ extension RemoteStore {
 
     /// Forgets the group keys read in this transaction (after a rotation).
     func forgetGroupKeys() { groupKeys = nil }
+
+    /// Appends (this device, `ref`, `operation`) to the audit, in the open
+    /// transaction: a secret is read only if its reading is recorded.
+    func audit(_ refs: [[UInt8]], _ operation: String) throws {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        for ref in refs { try execute(RemoteStatements.appendAudit, [.int(device.id), .bytes(ref), .text(operation)]) }
+    }
 }
 
 extension Keybag {
