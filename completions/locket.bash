@@ -19,11 +19,11 @@ _locket() {
         *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         init:--kdf|passwd:--kdf|export:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
-        add:--class|find:--class|update:--class|delete:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet" -- "$cur")); return ;;
+        add:--class|find:--class|update:--class|delete:--class|dump:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet keys cert identity" -- "$cur")); return ;;
         add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account) return ;;
         add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service|otp:-s|otp:--service) return ;;
         add:--server|find:--server|update:--server|delete:--server|otp:--server) return ;;
-        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label|otp:-l|otp:--label) return ;;
+        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label|import:-l|import:--label|otp:-l|otp:--label|key:-l|key:--label) return ;;
         add:-D|add:--description|find:-D|find:--description|update:-D|update:--description|delete:-D|delete:--description|otp:-D|otp:--description) return ;;
         add:-j|add:--comment|find:-j|find:--comment|update:-j|update:--comment|delete:-j|delete:--comment|otp:-j|otp:--comment) return ;;
         add:-G|add:--generic|find:-G|find:--generic|update:-G|update:--generic|delete:-G|delete:--generic|otp:-G|otp:--generic) return ;;
@@ -35,11 +35,13 @@ _locket() {
         add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port) return ;;
         add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path) return ;;
         add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|otp:-g|otp:--access-group) return ;;
+        add:--tag|find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|otp:--tag|key:--tag) return ;;
+        add:--hash|find:--hash|update:--hash|delete:--hash|export:--hash|otp:--hash) return ;;
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
-        add:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
-        find:--access-group) return ;;
-        find:--ref|update:--ref|delete:--ref|otp:--ref) return ;;
+        add:--accessible|import:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
+        find:--access-group|export:--access-group|import:--access-group|key:--access-group) return ;;
+        find:--ref|update:--ref|delete:--ref|export:--ref|otp:--ref|key:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
@@ -48,12 +50,16 @@ _locket() {
         exec:--file) return ;;
         inject:-i|inject:--in-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         inject:-o|inject:--out-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        export:--format) COMPREPLY=($(compgen -W "backup" -- "$cur")); return ;;
+        export:--format) COMPREPLY=($(compgen -W "backup pem der openssh pkcs12" -- "$cur")); return ;;
         export:-o|export:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--recipient) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        export:--class) COMPREPLY=($(compgen -W "keys cert identity" -- "$cur")); return ;;
+        export:--label) return ;;
         import:--from) COMPREPLY=($(compgen -W "pass bitwarden-json 1password-csv keepassxc-csv security-dump" -- "$cur")); return ;;
         import:--identity) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        import:--format) COMPREPLY=($(compgen -W "pkcs12 pem der openssh" -- "$cur")); return ;;
         generate:--length) return ;;
+        key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
         keychain:--password-service) return ;;
         keychain:--name) return ;;
         keychain:--groups) return ;;
@@ -63,17 +69,17 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion help keychain" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help keychain" -- "$cur"))
         fi
         return
     fi
     case $cmd in
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        dump) COMPREPLY=($(compgen -W "--data -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
@@ -82,14 +88,15 @@ _locket() {
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class --label --tag --hash --ref --access-group -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion help keychain" -- "$cur")) ;;
+        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help keychain" -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
     esac
 }
