@@ -35,12 +35,12 @@ _locket() {
         add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port) return ;;
         add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path) return ;;
         add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|otp:-g|otp:--access-group) return ;;
-        add:--tag|find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|otp:--tag|key:--tag) return ;;
-        add:--hash|find:--hash|update:--hash|delete:--hash|export:--hash|otp:--hash) return ;;
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
         add:--accessible|import:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
         find:--access-group|export:--access-group|import:--access-group|key:--access-group) return ;;
+        find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|key:--tag) return ;;
+        find:--hash|update:--hash|delete:--hash|export:--hash) return ;;
         find:--ref|update:--ref|delete:--ref|export:--ref|otp:--ref|key:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
@@ -51,7 +51,7 @@ _locket() {
         inject:-i|inject:--in-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         inject:-o|inject:--out-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--format) COMPREPLY=($(compgen -W "backup pem der openssh pkcs12" -- "$cur")); return ;;
-        export:-o|export:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        export:-o|export:--out|key:-o|key:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--recipient) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--class) COMPREPLY=($(compgen -W "keys cert identity" -- "$cur")); return ;;
         export:--label) return ;;
@@ -60,6 +60,10 @@ _locket() {
         import:--format) COMPREPLY=($(compgen -W "pkcs12 pem der openssh" -- "$cur")); return ;;
         generate:--length) return ;;
         key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
+        key:--algorithm) COMPREPLY=($(compgen -W "ecdsa-message-x962-sha256 ecdsa-message-x962-sha384 ecdsa-message-x962-sha512 ecdsa-digest-x962-sha256 ecdsa-digest-x962-sha384 ecdsa-digest-x962-sha512 rsa-signature-message-pss-sha256 rsa-signature-message-pss-sha384 rsa-signature-message-pss-sha512 rsa-signature-message-pkcs1v15-sha256 rsa-signature-message-pkcs1v15-sha384 rsa-signature-message-pkcs1v15-sha512 ed25519 rsa-encryption-oaep-sha1 rsa-encryption-oaep-sha256 rsa-encryption-oaep-sha384 rsa-encryption-oaep-sha512 ecies-cofactor-variable-iv-x963-sha256-aesgcm x25519-sealed-box" -- "$cur")); return ;;
+        key:-i|key:--in) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        key:--signature) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        ssh-agent:-a|ssh-agent:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         keychain:--password-service) return ;;
         keychain:--name) return ;;
         keychain:--groups) return ;;
@@ -69,13 +73,13 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help keychain" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur"))
         fi
         return
     fi
     case $cmd in
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
@@ -91,12 +95,13 @@ _locket() {
         export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class --label --tag --hash --ref --access-group -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help keychain" -- "$cur")) ;;
+        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur")) ;;
+        ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
     esac
 }
