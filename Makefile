@@ -92,10 +92,14 @@ build: deps
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
 TEST_FLAGS ?= --parallel --num-workers 2
+# The suites that also run against a remote keychain (SPEC §17), run a second
+# time with LOCKET_TEST_BACKEND=remote: those whose class sets `alsoRemote`.
+REMOTE_CONFORMANCE = LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
 test: build test-deps
 	fuzz/run $(FUZZ_SMOKE_SECONDS)
 	rm -f .build/reliability.log
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --disable-swift-testing $(TEST_FLAGS)
+	LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
 	@cat .build/reliability.log 2>/dev/null || true
 
 fuzz:

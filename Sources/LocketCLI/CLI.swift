@@ -175,8 +175,17 @@ final class Context {
         SecretFiles.removeAbandoned(environment)
         // Entitlements first: a bad file must stop the command before anything is read or written.
         let caller = try self.caller()
-        return try Keychain.open(at: keychainPath(), caller: caller, environment: environment, extendSession: extendSession,
-                                 acceptRollback: acceptRollback)
+        let spec = try keychainSpec()
+        if let spec, RemoteLocation.isURL(spec),
+           let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, registeredToo: false) { return remote }
+        do {
+            return try Keychain.open(at: environment.keychainPath(spec), caller: caller, environment: environment, extendSession: extendSession,
+                                     acceptRollback: acceptRollback)
+        } catch let error as KeychainError where error.code == .noSuchKeychain {
+            // No such file: a name registered with `keychain add-remote`?
+            guard let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, registeredToo: true) else { throw error }
+            return remote
+        }
     }
 
     /// `-k NAME ` when the keychain was named, for hints that give a command line.

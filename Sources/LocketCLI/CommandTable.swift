@@ -295,6 +295,15 @@ public enum CommandTable {
         SSHAgentCommand.spec(source: { context in
             KeychainKeySource(path: try context.keychainPath(), caller: try context.caller(), environment: context.environment)
         }),
+        CommandSpec(name: "keychain",
+                    usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN]",
+                    summary: "name a keychain in PostgreSQL, and manage the devices that share it",
+                    options: [OptionSpec("password-service", nil, .value("SERVICE"),
+                                         "the database password is the generic password of this service in the login keychain"),
+                              OptionSpec("name", nil, .value("NAME"), "enroll: the name admins see (default: the host name)"),
+                              OptionSpec("groups", nil, .value("GROUP,..."), "approve: the access groups whose keys the device gets"),
+                              OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)")],
+                    conflicts: [], operands: true, run: Commands.keychain),
     ]
 
     public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }

@@ -36,6 +36,12 @@ enum Hints {
             return "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'"
         case .keysReplaced?:
             return "run the command again"
+        case .thisDeviceOnlyRemote?:
+            return "a shared keychain takes when-unlocked, after-first-unlock or always items"
+        case .notEnrolled?:
+            return "run 'locket \(context.keychainArgument)keychain enroll', then have an approved device approve it"
+        case .notApproved(let group)?:
+            return "an approved device of the group runs 'locket \(context.keychainArgument)keychain approve DEVICE --groups \(Printable.clip(group))'"
         case .boundToOtherDevice?, nil:
             return nil
         }

@@ -46,7 +46,7 @@ extension Keychain {
         try write {
             // One prepared INSERT for the batch; a lazy sequence keeps only the
             // secret being inserted in guarded memory, not the whole batch.
-            let inserter = try store.prepareInsert()
+            let inserter = try itemStore.makeInserter()
             for (new, data) in items {
                 try checkSize(data)
                 let group = new.accessGroup ?? defaultGroup
@@ -69,7 +69,8 @@ extension Keychain {
     func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
                 pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
                 ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
-                using inserter: ItemStore.Inserter? = nil) throws -> Item {
+                using inserter: (any ItemInserting)? = nil) throws -> Item {
+        if remote != nil && pclass.thisDeviceOnly { throw Keychain.notShareable(pclass) }
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, .attributes)
@@ -78,7 +79,7 @@ extension Keychain {
         let (created, modified) = (created ?? now, modified ?? now)
         var record = ItemRecord.encode(attributes, created: created, modified: modified)
         defer { wipe(&record) }
-        try (inserter ?? store.prepareInsert()).insert(
+        try (inserter ?? itemStore.makeInserter()).insert(
             ref: ref, itemClass: itemClass, accessible: pclass, group: group,
             digests: Sealing.digests(try indexKey(), itemClass, attributes),
             attributes: SecretBox.seal(record, key: attrsKey),
@@ -89,6 +90,7 @@ extension Keychain {
 
     /// The key that seals `field` of `row`, or why it is not available.
     func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
-        Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
+        if let remote { return try remoteFieldKey(remote, row, field) }
+        return Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
     }
 }

@@ -22,6 +22,8 @@ extension Keychain {
         // An older copy is never written before it is accepted: a write would
         // advance its generation toward the mirror's and launder the rollback.
         if isRolledBack { throw rolledBack(generation, seen: nil) }
+        // A remote keychain has no file header to seal: its transaction is the server's.
+        if let remote { return try remote.transaction { _ in try body() } }
         let indexKey: SecureBytes
         do {
             indexKey = try self.indexKey()
@@ -111,7 +113,7 @@ extension Keychain {
     /// Called where a read found nothing or could not open a value, so that
     /// such a race is never reported as a missing or damaged item.
     func checkKeysCurrent() throws {
-        guard let indexKey = keys[Keybag.indexKeyName] else { return }
+        guard let indexKey = keys[Keybag.indexKeyName], remote == nil else { return }
         guard let check = try MetaStore.value(database, .keyCheck) else { return }
         let header = Header(meta: [Header.keyCheckName: check], keybag: [:])
         if !header.matches(indexKey: indexKey, keychainID: keybag.keychainID) { throw keysReplaced }
@@ -181,6 +183,7 @@ extension Keychain {
     @discardableResult
     public func acceptRollback(password: SecureBytes?) throws -> Bool {
         try requireOwner("accepting an older copy of the keychain")
+        try requireFile("accepting an older copy")
         if hasPassword {
             guard let password else { throw KeychainError(.authFailed) }
             _ = try checkPassword(password)

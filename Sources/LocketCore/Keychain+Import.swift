@@ -63,6 +63,8 @@ extension Keychain {
     /// hears each item's fate, in order, for the importer's report.
     public func importItems(updateExisting: Bool, next: () throws -> ImportedItem?,
                             outcome: (ImportedItem, ImportOutcome) throws -> Void) throws {
+        // Its items stream from the reader: a retried transaction could not read them again.
+        try requireFile("importing")
         // SQLite's default 2 MiB page cache spills a big transaction's dirty
         // pages to the WAL and reads them back; 16 MiB (a bound, whatever the
         // backup's size) makes a 100 k-item restore about a sixth faster.

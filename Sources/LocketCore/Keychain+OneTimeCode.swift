@@ -29,7 +29,7 @@ extension Keychain {
         var exact = Query(itemClass: query.itemClass)
         exact.persistentRef = found.persistentRef
         exact.accessGroup = found.accessGroup
-        return try database.transaction(write: true) {
+        return try transaction(write: true) {
             // Read again inside the transaction: another process may have advanced it since.
             guard let item = try rows(exact, limit: .one, data: true).first, let data = item.data else {
                 throw KeychainError(.itemNotFound)

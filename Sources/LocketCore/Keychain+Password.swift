@@ -10,6 +10,7 @@ extension Keychain {
     /// waits out `passwordDelayMilliseconds`.
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
+        if remote != nil { return try unlockRemote(password: password, timeout: timeout) }
         let checked = try checkPassword(password)
         let kek = checked.kek
         var unwrapped = checked.keys
@@ -136,7 +137,7 @@ extension Keychain {
     /// Nor is an attempt on an older copy being accepted: it is not written
     /// before it is accepted (whoever put it back set its count anyway).
     func recordAttempt(failed: Bool) throws {
-        guard keys[Keybag.indexKeyName] != nil, !isRolledBack else { return }
+        guard keys[Keybag.indexKeyName] != nil, !isRolledBack, remote == nil else { return }
         if !failed && failedAttempts == 0 { return }
         // Fully synchronous, as every write: the generation mirror follows the
         // commit, and must never be ahead of it after a power cut.
@@ -163,6 +164,7 @@ extension Keychain {
     @discardableResult
     public func changePassword(old: SecureBytes?, new: SecureBytes?, kdf cost: KDFCost? = nil, rotate: Bool = false) throws -> Int {
         try requireOwner("changing the password")
+        try requireFile("changing the password")
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", reason: .emptyPassword) }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
         if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }

@@ -5,11 +5,12 @@ extension Keychain {
     /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.
     public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
-        let found = try database.transaction(write: false) { () throws -> [Item] in
+        let found = try transaction(write: false) { () throws -> [Item] in
             try refreshFormat()
             do {
                 let found = try rows(query, limit: limit, data: returnData)
                 if found.isEmpty { try checkKeysCurrent() }
+                if returnData, let remote { try remote.audit(found.map(\.persistentRef), "read") }
                 return found
             } catch let error as KeychainError where error.code == .decode {
                 try checkKeysCurrent()
@@ -44,6 +45,13 @@ extension Keychain {
     /// is unavailable fails the whole search with errSecInteractionNotAllowed:
     /// a locked item is never reported as missing.
     func rows(_ query: Query, limit: MatchLimit, data: Bool) throws -> [Item] {
+        switch backend {
+        case .file(let database): try rows(query, limit: limit, data: data, in: ItemStore(database: database, format: format))
+        case .remote(let remote): try rows(query, limit: limit, data: data, in: remote.items)
+        }
+    }
+
+    private func rows<Store: ItemStoring>(_ query: Query, limit: MatchLimit, data: Bool, in store: Store) throws -> [Item] {
         let cursor = try store.select(try storeFilter(query), data: data)
         var found: [Item] = []
         let wanted = limit.sqlLimit
@@ -60,7 +68,7 @@ extension Keychain {
     /// Opens a selected row. With `strict`, an unavailable key or damaged
     /// value throws; otherwise the item comes back with its availability set
     /// and no attributes.
-    func open(_ stored: ItemStore.Row, itemClass: ItemClass, data: Bool, strict: Bool) throws -> Item? {
+    func open(_ stored: some StoredItemRow, itemClass: ItemClass, data: Bool, strict: Bool) throws -> Item? {
         let id = stored.id
         let ref = stored.ref
         let group = stored.accessGroup
@@ -101,23 +109,24 @@ extension Keychain {
     /// their availability set. With `returnData`, a locked class with items
     /// fails the dump up front (errSecInteractionNotAllowed) before anything is streamed.
     public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
-        try database.transaction(write: false) {
+        try transaction(write: false) {
             try refreshFormat()
             try checkKeysCurrent()
             let visible = ItemStore.Filter(visibleGroups: caller.accessGroups)
             if returnData {
                 // Fail before streaming anything: every (class, group) present must open.
-                for (code, group) in try store.classesAndGroups(visible) {
+                for (code, group) in try itemStore.classesAndGroups(visible) {
                     guard let pclass = ProtectionClass(rawValue: code) else { continue }
                     if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }
-            let cursor = try store.select(visible, data: returnData)
+            let cursor = try itemStore.select(visible, data: returnData)
             while let row = try cursor.next() {
                 guard let itemClass = row.itemClass else { continue }
                 guard var item = try open(row, itemClass: itemClass, data: returnData, strict: false) else { continue }
                 // A non-extractable key is listed without its value (SPEC §12).
                 if !item.isExtractable { item.data = nil }
+                if item.data != nil, let remote { try remote.audit([item.persistentRef], "read") }
                 try body(item)
             }
         }

@@ -14,6 +14,7 @@ extension Keychain {
     /// Stores the keychain's default auto-lock timeout (0: never).
     public func setDefaultTimeout(_ seconds: UInt32) throws {
         try requireOwner("changing settings")
+        try requireFile("changing settings")
         let value = BigEndian.bytes(Int64(seconds))
         try write { try MetaStore.write(database, [(.timeout, value)]) }
     }
@@ -58,9 +59,9 @@ extension Keychain {
     }
 
     func countByClass() throws -> [ProtectionClass: Int] {
-        try database.transaction(write: false) {
+        try transaction(write: false) {
             var counts: [ProtectionClass: Int] = [:]
-            for (code, count) in try store.countByProtectionClass(ItemStore.Filter(visibleGroups: caller.accessGroups)) {
+            for (code, count) in try itemStore.countByProtectionClass(ItemStore.Filter(visibleGroups: caller.accessGroups)) {
                 if let pclass = ProtectionClass(rawValue: code) { counts[pclass] = count }
             }
             return counts

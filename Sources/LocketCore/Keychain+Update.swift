@@ -38,7 +38,7 @@ extension Keychain {
     /// A new `data` replaces the secret and its metadata (`extra`) together.
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
                 extra: SecureBytes?) throws -> [Item] {
-        let cursor = try store.select(try storeFilter(query), data: true)
+        let cursor = try itemStore.select(try storeFilter(query), data: true)
         var matches: [(Int64, Item)] = []
         while let row = try cursor.next() {
             // Re-sealing under a new group needs the old secret open as well.
@@ -47,7 +47,7 @@ extension Keychain {
             matches.append((row.id, item))
         }
         guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
-        let updater = try store.prepareUpdate()
+        let updater = try itemStore.makeUpdater()
         let now = Clock.milliseconds()
         var updated: [Item] = []
         for (id, var item) in matches {
@@ -76,7 +76,7 @@ extension Keychain {
     @discardableResult
     public func delete(_ query: Query) throws -> Int {
         try write {
-            let n = try store.delete(try storeFilter(query))
+            let n = try itemStore.delete(try storeFilter(query))
             if n == 0 { throw KeychainError(.itemNotFound) }
             return n
         }

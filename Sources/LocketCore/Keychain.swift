@@ -11,9 +11,27 @@ import LocketSupport
 public final class Keychain {
     /// The keychain file.
     public let path: String
-    let database: Database
-    /// Every statement on the items table.
+    /// Where the items live: a file, or a PostgreSQL database (SPEC §17).
+    enum Backend {
+        case file(Database)
+        case remote(RemoteStore)
+    }
+    let backend: Backend
+    /// The file's database. Only what a file keychain alone does reaches it:
+    /// every public entry of those refuses a remote keychain first (`requireFile`).
+    var database: Database {
+        guard case .file(let database) = backend else { preconditionFailure("a file keychain's statement on a remote keychain") }
+        return database
+    }
+    /// Every statement on the items table of the file.
     var store: ItemStore { ItemStore(database: database, format: format) }
+    /// The item statements of the SecItem operations, whichever the backend.
+    var itemStore: any ItemStoring {
+        switch backend {
+        case .file(let database): ItemStore(database: database, format: format)
+        case .remote(let remote): remote.items
+        }
+    }
     /// The file's format (SPEC §7): 1 until the first write migrates it.
     var format: Int64
     /// Tests that fill a format-1 file to migrate turn the migration off.
@@ -48,13 +66,13 @@ public final class Keychain {
     /// The largest secret accepted, in bytes (errSecDataTooLarge above it).
     public static let maximumDataLength = 16 * 1024 * 1024
 
-    private init(path: String, caller: Caller, database: Database, environment: Environment, keybag: Keybag,
-                 meta: [String: [UInt8]]) throws {
+    init(path: String, caller: Caller, backend: Backend, environment: Environment, keybag: Keybag,
+         meta: [String: [UInt8]]) throws {
         self.path = path
         self.caller = caller
         self.meta = meta
         self.format = meta.integer(.format) ?? Schema.format
-        self.database = database
+        self.backend = backend
         self.environment = environment
         self.keybag = keybag
         self.cache = KeyCache(keychainID: keybag.keychainID)
@@ -86,7 +104,7 @@ public final class Keychain {
         }
         let db = try Database(path: path, create: false)
         let (bag, meta) = try readHeader(db, path: path)
-        let keychain = try Keychain(path: path, caller: caller, database: db, environment: environment, keybag: bag, meta: meta)
+        let keychain = try Keychain(path: path, caller: caller, backend: .file(db), environment: environment, keybag: bag, meta: meta)
         keychain.extendsSession = extendSession
         keychain.acceptsRollback = acceptRollback
         try keychain.loadKeys()

@@ -130,6 +130,12 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         /// Another process replaced the keychain's keys (a rotation) while this
         /// one ran; nothing was changed, and running again uses the new keys.
         case keysReplaced
+        /// A ThisDeviceOnly protection class asked of a remote keychain (SPEC §17).
+        case thisDeviceOnlyRemote
+        /// This machine has no device in the remote keychain (`keychain enroll`).
+        case notEnrolled
+        /// This device holds no key for the access group (`keychain approve` on an admin device).
+        case notApproved(group: String)
     }
 
     /// What went wrong.

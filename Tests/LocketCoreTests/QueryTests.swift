@@ -4,6 +4,9 @@ import XCTest
 /// SPEC §4: a query is a class plus byte-exact equalities; left-out attributes
 /// are wildcards; results are oldest first; find returns one unless asked.
 final class QueryTests: KeychainTestCase {
+    /// Run against a file keychain and a remote one (SPEC §17 conformance).
+    override class var alsoRemote: Bool { true }
+
     private func addThree() throws -> [Item] {
         try ["one", "two", "three"].map { try addGenp("svc", $0, secret: $0) }
     }

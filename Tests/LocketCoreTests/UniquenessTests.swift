@@ -4,6 +4,9 @@ import XCTest
 /// SPEC §3: items are unique by their class's primary key (plus access group);
 /// left-out attributes take the empty value and that value takes part.
 final class UniquenessTests: KeychainTestCase {
+    /// Run against a file keychain and a remote one (SPEC §17 conformance).
+    override class var alsoRemote: Bool { true }
+
     func testSamePrimaryKeyTwiceCollides() throws {
         try addGenp("svc", "alice", secret: "first")
         XCTAssertKeychainError(.duplicateItem, try addGenp("svc", "alice", secret: "second"))

@@ -8,8 +8,17 @@ extension Commands {
         if try context.caller() != .owner {
             throw KeychainError(.missingEntitlement, "creating a keychain is for its owner, not an app with entitlements")
         }
-        let path = try context.keychainPath()
         let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "init").cost } ?? context.io.defaultKDF ?? .moderate
+        if let (location, databasePassword) = try context.remoteKeychain(registeredToo: true) {
+            if invocation.has("no-password") {
+                throw UsageError(message: "a remote keychain needs a password: without one its keys would open for whoever reads the database", command: "init")
+            }
+            let password = try Prompt.password(context, prompt: "New password for \(location.url): ", confirm: true,
+                                               fromStdin: invocation.has("password-stdin"))
+            try Keychain.createRemote(location, password: password, kdf: cost, databasePassword: databasePassword, environment: context.environment)
+            return 0
+        }
+        let path = try context.keychainPath()
         var password: SecureBytes?
         if !invocation.has("no-password") {
             password = try Prompt.password(context, prompt: "New password for \(path): ", confirm: true,
@@ -56,6 +65,7 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
+        try keychain.requireFile("accepting an older copy")
         var password: SecureBytes?
         if keychain.hasPassword {
             announcePasswordDelay(keychain, context)

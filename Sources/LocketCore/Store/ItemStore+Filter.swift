@@ -28,13 +28,14 @@ extension ItemStore {
 
         private func rank(_ term: Term) -> Int { term.isEmpty ? 2 : term.attribute == .account ? 1 : 0 }
 
-        /// SQL and bindings for a file of `format`; the parameters are numbered in order.
-        func condition(format: Int64) -> (String, [Binding]) {
+        /// SQL and bindings for a file of `format` (or a remote keychain, in
+        /// `dialect`); the parameters are numbered in order.
+        func condition(format: Int64, dialect: SQLDialect = .sqlite) -> (String, [Binding]) {
             var conditions: [String] = []
             var bindings: [Binding] = []
             func parameter(_ b: Binding) -> String {
                 bindings.append(b)
-                return "?\(bindings.count)"
+                return "\(dialect.parameter)\(bindings.count)"
             }
             if let itemClass { conditions.append("cls = " + parameter(.text(itemClass.rawValue))) }
             if let group { conditions.append("agrp = " + parameter(.text(group))) }
@@ -57,7 +58,7 @@ extension ItemStore {
                 }
                 // An attribute the class lacks has no rows: its empty value matches every item (as format 1's NULL did), any other none.
                 if let itemClass {
-                    if terms.contains(where: { !itemClass.attributes.contains($0.attribute) && !$0.isEmpty }) { conditions.append("0") }
+                    if terms.contains(where: { !itemClass.attributes.contains($0.attribute) && !$0.isEmpty }) { conditions.append(dialect.never) }
                     terms.removeAll { !itemClass.attributes.contains($0.attribute) }
                 }
                 // One term drives (its rows give the candidate ids), the others are
@@ -67,11 +68,26 @@ extension ItemStore {
                 terms.sort { rank($0) < rank($1) }
                 for (i, term) in terms.enumerated() {
                     let digest = parameter(.int(term.digest))
-                    conditions.append(i == 0 ? "id IN (SELECT item FROM blind WHERE digest = \(digest))"
-                                             : "EXISTS (SELECT 1 FROM blind WHERE digest = \(digest) AND item = items.id)")
+                    conditions.append(i == 0 ? "id IN (SELECT item FROM \(dialect.blind) WHERE digest = \(digest))"
+                                             : "EXISTS (SELECT 1 FROM \(dialect.blind) WHERE digest = \(digest) AND item = items.id)")
                 }
             }
-            return (conditions.isEmpty ? "1" : conditions.joined(with: " AND "), bindings)
+            return (conditions.isEmpty ? dialect.always : conditions.joined(with: " AND "), bindings)
         }
     }
+}
+
+/// What differs between SQLite's SQL and PostgreSQL's in a filter's condition.
+struct SQLDialect {
+    /// The prefix of a numbered parameter.
+    let parameter: String
+    /// The blind-index table's name.
+    let blind: String
+    /// A condition that holds for no row, and one that holds for every row.
+    let never: String
+    let always: String
+
+    static let sqlite = SQLDialect(parameter: "?", blind: "blind", never: "0", always: "1")
+    /// A remote keychain's (RemoteSchema): tables in the schema `locket`.
+    static let postgres = SQLDialect(parameter: "$", blind: "locket.blind", never: "false", always: "true")
 }

@@ -1,3 +1,4 @@
+import Foundation
 import LocketCore
 import XCTest
 
@@ -11,7 +12,23 @@ class KeychainTestCase: XCTestCase {
     /// (another device, a lost device secret), where locket's floor applies.
     class var kdf: KDFCost { .weakForTests }
 
+    /// Whether the suite's tests are the conformance of remote keychains
+    /// (SPEC §17): with LOCKET_TEST_BACKEND=remote (`make test` runs these
+    /// suites a second time so), every test runs against a remote keychain in
+    /// the PostgreSQL server the tests start, one database per test, instead
+    /// of a file. The suite itself is the conformance test, not a copy.
+    class var alsoRemote: Bool { false }
+
+    /// Whether this run is against a remote keychain.
+    var isRemoteRun: Bool { Self.alsoRemote && ProcessInfo.processInfo.environment["LOCKET_TEST_BACKEND"] == "remote" }
+
     override func setUpWithError() throws {
+        if isRemoteRun {
+            // A remote keychain is opened where its header can't be checked before the hash: locket's floor applies.
+            temporary = try TemporaryKeychain(remote: try SharedPostgres.newKeychainLocation(), kdf: .interactive)
+            keychain = try temporary.open()
+            return
+        }
         temporary = try TemporaryKeychain(kdf: Self.kdf)
         keychain = try temporary.open()
     }

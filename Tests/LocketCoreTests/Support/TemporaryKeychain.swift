@@ -10,6 +10,8 @@ final class TemporaryKeychain {
     let environment: Environment
     let path: String
     let password: String?
+    /// Set for a keychain in PostgreSQL (SPEC §17); `path` is then its URL.
+    var remote: RemoteLocation?
 
     /// Creates a keychain (`password` nil: one without a password). A keychain
     /// with a password starts unlocked, as after `locket init`.
@@ -28,6 +30,25 @@ final class TemporaryKeychain {
         path = directory + "/data/locket/\(name).keychain"
         self.password = password
         try Keychain.create(at: path, password: password.map(secret), kdf: kdf, environment: environment)
+    }
+
+    /// A keychain in the database at `location`, created with a password
+    /// (a remote keychain needs one) and unlocked in a new environment.
+    init(remote location: RemoteLocation, kdf: KDFCost = .interactive) throws {
+        (directory, environment) = try TemporaryKeychain.makeEnvironment(session: "dir")
+        path = location.url
+        password = "correct horse"
+        remote = location
+        try Keychain.createRemote(location, password: secret("correct horse"), kdf: kdf, environment: environment)
+    }
+
+    /// Another machine of the remote keychain at `location`: a new
+    /// environment (device secret, session), nothing unlocked.
+    init(joining location: RemoteLocation) throws {
+        (directory, environment) = try TemporaryKeychain.makeEnvironment(session: "dir")
+        path = location.url
+        password = "correct horse"
+        remote = location
     }
 
     /// A byte copy of `other`'s file in a new environment: another device
@@ -65,7 +86,8 @@ final class TemporaryKeychain {
     /// A fresh Keychain object: keys are loaded at open, so this is how a test
     /// observes what another object (another command) did to the session.
     func open(caller: Caller = .owner, acceptRollback: Bool = false) throws -> Keychain {
-        try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
+        if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment) }
+        return try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
     }
 
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.

@@ -1,0 +1,135 @@
+import Glibc
+import LocketCore
+import LocketSupport
+
+extension Commands {
+    /// `locket keychain add-remote|enroll|devices|approve|revoke` (SPEC §17).
+    static func keychain(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let operands = invocation.operands
+        guard let operation = operands.first else {
+            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke or audit", command: "keychain")
+        }
+        func count(_ n: Int, _ what: String) throws {
+            guard operands.count == n else { throw UsageError(message: "\(operation) takes \(what)", command: "keychain") }
+        }
+        switch operation {
+        case "add-remote":
+            try count(3, "a NAME and a postgres:// URL")
+            try RemoteRegistry.add(name: operands[1], url: operands[2], passwordService: invocation.value("password-service"),
+                                   environment: context.environment)
+        case "enroll":
+            try count(1, "no operand")
+            let keychain = try context.openKeychain()
+            let id = try keychain.enroll(name: invocation.value("name") ?? hostName())
+            context.out.line("device \(id): ask an approved device to run 'locket \(context.keychainArgument)keychain approve \(id) --groups GROUP,...'")
+        case "devices":
+            try count(1, "no operand")
+            try listDevices(try context.openKeychain().devices(), context)
+        case "approve":
+            try count(2, "a DEVICE id")
+            guard let groups = invocation.value("groups")?.split(separator: ",").map(String.init), !groups.isEmpty else {
+                throw UsageError(message: "approve needs --groups GROUP,...", command: "keychain")
+            }
+            try context.openKeychain().approve(device: try deviceID(operands[1]), groups: groups)
+        case "revoke":
+            try count(2, "a DEVICE id")
+            try context.openKeychain().revoke(device: try deviceID(operands[1]))
+        case "audit":
+            try count(1, "no operand")
+            let since = try invocation.value("since").map { try AuditTime.parse($0, now: Clock.milliseconds() * 1000) } ?? 0
+            try listAudit(try context.openKeychain().audit(since: since), context)
+        default:
+            throw UsageError(message: "unknown operation '\(Printable.clip(operation))'", command: "keychain")
+        }
+        return 0
+    }
+
+    private static func deviceID(_ text: String) throws -> Int64 {
+        guard let id = Int64(text), id > 0 else { throw UsageError(message: "'\(Printable.clip(text))' is not a device id", command: "keychain") }
+        return id
+    }
+
+    private static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "device" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func listDevices(_ devices: [Keychain.RemoteDevice], _ context: Context) throws {
+        if context.json {
+            var w = JSONWriter()
+            w.beginArray()
+            for device in devices {
+                w.beginObject()
+                w.key("id"); w.int(device.id)
+                w.key("name"); w.string(device.name)
+                w.key("state"); w.string(device.state)
+                w.key("groups"); w.beginArray(); for group in device.groups { w.string(group) }; w.endArray()
+                w.key("thisMachine"); w.bool(device.isThisMachine)
+                w.endObject()
+            }
+            w.endArray()
+            context.out.bytes(w.bytes)
+            context.out.text("\n")
+            return
+        }
+        for device in devices {
+            let groups = device.groups.isEmpty ? "-" : device.groups.map { Printable.clip($0) }.joined(with: ",")
+            context.out.line("\(device.id)\t\(device.state)\t\(Printable.clip(device.name))\t\(groups)\(device.isThisMachine ? "\t(this machine)" : "")")
+        }
+    }
+
+    private static func listAudit(_ entries: [Keychain.AuditEntry], _ context: Context) throws {
+        if context.json {
+            var w = JSONWriter()
+            w.beginArray()
+            for entry in entries {
+                w.beginObject()
+                w.key("id"); w.int(entry.id)
+                w.key("device"); w.int(entry.device)
+                w.key("deviceName"); w.string(entry.deviceName)
+                w.key("ref"); w.string(Hex.encode(entry.item))
+                w.key("operation"); w.string(entry.operation)
+                w.key("at"); w.string(AuditTime.format(entry.at))
+                w.endObject()
+            }
+            w.endArray()
+            context.out.bytes(w.bytes)
+            context.out.text("\n")
+            return
+        }
+        for entry in entries {
+            context.out.line("\(AuditTime.format(entry.at))\t\(entry.device)\t\(Printable.clip(entry.deviceName))\t\(entry.operation)\t\(Hex.encode(entry.item))")
+        }
+    }
+}
+
+/// `keychain audit --since`: a UTC date or an age, to microseconds since 1970; and the rows' times as ISO 8601 UTC.
+enum AuditTime {
+    static func parse(_ text: String, now: Int64) throws -> Int64 {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        if let unit = text.last, let scale = units[unit], let count = Int64(text.dropLast()), count >= 0, count < 1 << 32 {
+            return now - count * scale * 1_000_000
+        }
+        // YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC.
+        let digits = text.split(omittingEmptySubsequences: false) { "-T:Z".contains($0) }
+        let fields = digits.compactMap { Int32($0) }
+        guard (text.count == 10 && fields.count == 3) || (text.count == 20 && text.hasSuffix("Z") && fields.count == 6) else {
+            throw UsageError(message: "--since takes a date (2026-11-23 or 2026-11-23T18:00:00Z) or an age (30m, 12h, 7d)", command: "keychain")
+        }
+        var parts = tm()
+        parts.tm_year = fields[0] - 1900
+        parts.tm_mon = fields[1] - 1
+        parts.tm_mday = fields[2]
+        if fields.count == 6 { (parts.tm_hour, parts.tm_min, parts.tm_sec) = (fields[3], fields[4], fields[5]) }
+        return Int64(timegm(&parts)) * 1_000_000
+    }
+
+    static func format(_ microseconds: Int64) -> String {
+        var seconds = time_t(microseconds / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}

@@ -1,0 +1,71 @@
+import CSodium
+import LocketSupport
+
+/// This machine's device in one remote keychain (SPEC §17 "Devices"): its id
+/// in `locket.devices` and its X25519 secret key, kept in the local device
+/// state (`$XDG_STATE_HOME/locket/remote-ID.device`, 0600), never in the
+/// database. Group keys are sealed (crypto_box_seal) to its public key.
+struct DeviceIdentity {
+    let id: Int64
+    let secretKey: SecureBytes
+    let publicKey: [UInt8]
+
+    static let size = 8 + 32
+
+    static func path(keychainID: [UInt8], environment: Environment) throws -> String {
+        try environment.stateDirectory() + "/locket/remote-" + Hex.encode(keychainID) + ".device"
+    }
+
+    /// A fresh key pair (the id comes from the database).
+    static func generateSecretKey() -> SecureBytes { SecureBytes(copying: Sodium.random(32)) }
+
+    init(id: Int64, secretKey: SecureBytes) throws {
+        self.id = id
+        self.secretKey = secretKey
+        publicKey = try BackupRecipients.publicKey(secretKey: secretKey)
+    }
+
+    /// This machine's device for the keychain, nil when it never enrolled.
+    static func load(keychainID: [UInt8], environment: Environment) throws -> DeviceIdentity? {
+        let file = try path(keychainID: keychainID, environment: environment)
+        guard let stored = try FileIO.readSecret(file, expected: size) else { return nil }
+        let id = stored.withUnsafeBytes { BigEndian.int64(Array($0.prefix(8))) }
+        return try DeviceIdentity(id: id, secretKey: stored.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.dropFirst(8))) })
+    }
+
+    /// Keeps the device in the local state; errSecDuplicateKeychain when one is there.
+    func save(keychainID: [UInt8], environment: Environment) throws {
+        let file = try DeviceIdentity.path(keychainID: keychainID, environment: environment)
+        try FileIO.makeDirectories(FileIO.directory(of: file))
+        let stored = SecureBytes(count: DeviceIdentity.size)
+        stored.withUnsafeMutableBytes { out in
+            let id = BigEndian.bytes(self.id)
+            for i in 0..<8 { out[i] = id[i] }
+            secretKey.withUnsafeBytes { key in for i in 0..<32 { out[8 + i] = key[i] } }
+        }
+        try stored.withUnsafeBytes { try FileIO.writeNew(file, $0) }
+    }
+
+    /// `key` sealed to `publicKey` (anyone can seal; only that device opens).
+    static func seal(_ key: SecureBytes, to publicKey: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(crypto_box_sealbytes()) + key.count)
+        key.withUnsafeBytes { raw in
+            _ = crypto_box_seal(&out, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(raw.count), publicKey)
+        }
+        return out
+    }
+
+    /// Opens a group key sealed to this device; errSecDecode when it doesn't open.
+    func open(_ sealed: [UInt8]) throws -> SecureBytes {
+        guard sealed.count == Int(crypto_box_sealbytes()) + 32 else { throw KeychainError(.decode, "a wrapped group key has the wrong size") }
+        let key = SecureBytes(count: 32)
+        let rc = key.withUnsafeMutableBytes { out in
+            secretKey.withUnsafeBytes { sk in
+                crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed, UInt64(sealed.count), publicKey,
+                                     sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard rc == 0 else { throw KeychainError(.decode, "a group key wrapped for this device does not open: the database was altered") }
+        return key
+    }
+}

@@ -1,0 +1,130 @@
+import LocketSupport
+
+/// Where a remote keychain is (SPEC §17): a `postgres://` URL turned into
+/// libpq keywords. The URL names the server, database and user; the
+/// password is never part of it (libpq's own sources, or a locket item).
+public struct RemoteLocation: Sendable {
+    /// The URL as given, for messages (it holds no password).
+    public let url: String
+    /// libpq keyword/value pairs.
+    public var parameters: [(String, String)]
+    /// The helper to start; nil: the installed one beside locket.
+    public var helper: String?
+
+    /// The query keywords a URL may carry; anything else is refused rather than ignored.
+    static let keywords: Set<String> = ["host", "hostaddr", "port", "dbname", "user", "sslmode", "sslrootcert", "sslcert",
+                                        "sslkey", "sslcrl", "connect_timeout", "application_name", "service", "passfile",
+                                        "target_session_attrs"]
+
+    /// A location from libpq keywords already split (tests, named remotes); `url` names it in messages.
+    public init(url: String, parameters: [(String, String)], helper: String? = nil) {
+        self.url = url
+        self.parameters = parameters
+        self.helper = helper
+    }
+
+    /// Whether `text` names a remote keychain rather than a file.
+    public static func isURL(_ text: String) -> Bool {
+        // The first byte first: every file keychain's command asks.
+        text.utf8.first == UInt8(ascii: "p") && (text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"))
+    }
+
+    /// Parses `postgres[ql]://[USER@][HOST][:PORT][/DBNAME][?KEYWORD=VALUE&...]`.
+    /// HOST may be a percent-encoded socket directory (`%2Frun%2Fpostgresql`).
+    public init(url: String, helper: String? = nil) throws {
+        self.url = url
+        self.helper = helper
+        guard Self.isURL(url) else { throw Self.bad(url, "it does not start with postgres://") }
+        var rest = url.drop { $0 != ":" }.dropFirst(3)
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        var path: Substring = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        var pairs: [(String, String)] = []
+        if let at = rest.lastIndex(of: "@") {
+            let user = rest[..<at]
+            if user.contains(":") {
+                throw Self.bad(url, "a password does not belong in the URL (use PGPASSFILE, ~/.pgpass, or a password item)")
+            }
+            pairs.append(("user", try Self.decode(user, url)))
+            rest = rest[rest.index(after: at)...]
+        }
+        var host = rest
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { throw Self.bad(url, "an IPv6 address without its ]") }
+            let after = host[host.index(after: close)...]
+            if after.hasPrefix(":") { pairs.append(("port", String(after.dropFirst()))) }
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            pairs.append(("port", String(host[host.index(after: colon)...])))
+            host = host[..<colon]
+        }
+        if !host.isEmpty { pairs.append(("host", try Self.decode(host, url))) }
+        if !path.isEmpty { pairs.append(("dbname", try Self.decode(path, url))) }
+        for item in query.split(separator: "&") where !item.isEmpty {
+            guard let equals = item.firstIndex(of: "=") else { throw Self.bad(url, "'\(item)' has no value") }
+            let keyword = try Self.decode(item[..<equals], url)
+            guard Self.keywords.contains(keyword) else {
+                throw Self.bad(url, keyword == "password" ? "a password does not belong in the URL (use PGPASSFILE, ~/.pgpass, or a password item)"
+                                                          : "'\(keyword)' is not a connection keyword locket passes on")
+            }
+            pairs.removeAll { $0.0 == keyword }
+            pairs.append((keyword, try Self.decode(item[item.index(after: equals)...], url)))
+        }
+        if let port = pairs.first(where: { $0.0 == "port" })?.1, UInt16(port) == nil {
+            throw Self.bad(url, "the port '\(port)' is not a number")
+        }
+        parameters = pairs
+    }
+
+    /// The value of `keyword`, if the URL gave one.
+    public func value(_ keyword: String) -> String? { parameters.first { $0.0 == keyword }?.1 }
+
+    private static func decode(_ text: Substring, _ url: String) throws -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = iterator.next(), let low = iterator.next(),
+                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else {
+                throw bad(url, "a broken %-escape")
+            }
+            bytes.append(value)
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self), !decoded.utf8.contains(0) else {
+            throw bad(url, "an escape that is not UTF-8 text")
+        }
+        return decoded
+    }
+
+    private static func bad(_ url: String, _ why: String) -> KeychainError {
+        KeychainError(.param, "\(redacted(url)) is not a usable remote keychain URL: \(why)")
+    }
+
+    /// `url` with whatever could be a password blanked: the user-info after
+    /// a colon, and the value of a `password` keyword. A refused URL is
+    /// named in the error without what made it refused.
+    static func redacted(_ url: String) -> String {
+        var text = Substring(url)
+        var out = ""
+        if let scheme = text.firstIndex(of: "/") {
+            out += text[..<scheme]
+            text = text[scheme...]
+        }
+        let authorityEnd = text.dropFirst(2).firstIndex { $0 == "/" || $0 == "?" } ?? text.endIndex
+        if let at = text[..<authorityEnd].lastIndex(of: "@"), let colon = text[..<at].firstIndex(of: ":") {
+            out += text[...colon] + "****"
+            text = text[at...]
+        }
+        return (out + text).split(separator: "&", omittingEmptySubsequences: false).map { part in
+            guard let equals = part.firstIndex(of: "="), part[..<equals].hasSuffix("password") else { return String(part) }
+            return part[...equals] + "****"
+        }.joined(separator: "&")
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import LocketCore
+import LocketTestSupport
+import XCTest
+
+/// The command line on remote keychains (SPEC §17), the binary under test run
+/// as a user would against this class's server: `-k postgres://...` over the
+/// socket, and a name from `keychain add-remote` over TCP with TLS verified
+/// and the database password kept in the login keychain.
+final class RemoteCommandLineTests: PostgresTestCase {
+    private var sandboxes: [Sandbox] = []
+
+    override func tearDown() {
+        for sandbox in sandboxes { sandbox.remove() }
+        sandboxes = []
+    }
+
+    /// A machine: its own HOME, device secret and session.
+    func machine() throws -> Sandbox {
+        let sandbox = try Sandbox()
+        sandboxes.append(sandbox)
+        return sandbox
+    }
+
+    func locket(_ sandbox: Sandbox, _ arguments: [String], input: Input = .devNull) throws -> RunResult {
+        let binary = try XCTUnwrap(LocketBinary.path, "no locket binary: make build")
+        return Spawn.run(binary, arguments, environment: sandbox.environment, input: input, timeout: 60)
+    }
+
+    func socketURL(_ server: PostgresServer, _ database: String) -> String {
+        "postgres://\(PostgresServer.user)@/\(database)?host=\(server.socket)&port=\(server.port)"
+    }
+
+    func testAURLKeychainAcrossTwoMachines() throws {
+        let server = try running()
+        let url = socketURL(server, try server.makeDatabase())
+        let first = try machine()
+        var run = try locket(first, ["-k", url, "init", "--no-password"])
+        XCTAssertNotEqual(run.status, 0, run.summary)
+        XCTAssert(run.err.contains("needs a password"), run.summary)
+        run = try locket(first, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-one\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "add", "-s", "deploy", "-a", "ci", "-w"], input: .text("tok-1"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.out, "tok-1\n", run.summary)
+
+        let second = try machine()
+        run = try locket(second, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.status, 36, "locked on a machine that never unlocked it: \(run.summary)")
+        run = try locket(second, ["-k", url, "unlock", "--password-stdin"], input: .text("pw-one\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(second, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.status, 36, "not a device of the keychain yet: \(run.summary)")
+        XCTAssert(run.err.contains("keychain enroll"), run.summary)
+        run = try locket(second, ["-k", url, "keychain", "enroll", "--name", "runner-2"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) })
+        run = try locket(first, ["-k", url, "keychain", "approve", id, "--groups", "default"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "--json", "keychain", "devices"])
+        let devices = try run.jsonArray()
+        XCTAssertEqual(devices.compactMap { $0["name"] as? String }, ["creator", "runner-2"], run.summary)
+        XCTAssertEqual(devices.compactMap { $0["state"] as? String }, ["approved", "approved"], run.summary)
+        XCTAssertEqual(devices.compactMap { $0["thisMachine"] as? Bool }, [true, false], run.summary)
+        run = try locket(second, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.out, "tok-1\n", run.summary)
+        run = try locket(first, ["-k", url, "--json", "keychain", "audit", "--since", "1h"])
+        let audit = try run.jsonArray()
+        XCTAssertEqual(audit.compactMap { $0["operation"] as? String }, ["read", "read"], run.summary)
+        XCTAssertEqual(audit.compactMap { $0["deviceName"] as? String }, ["creator", "runner-2"], run.summary)
+        run = try locket(first, ["-k", url, "keychain", "audit", "--since", "2999-01-01"])
+        XCTAssertEqual(run.out, "", run.summary)
+        run = try locket(first, ["-k", url, "keychain", "audit", "--since", "yesterday"])
+        XCTAssertEqual(run.status, 2, run.summary)
+        run = try locket(second, ["-k", url, "add", "-s", "deploy", "-a", "ci", "-w"], input: .text("tok-2"))
+        XCTAssertEqual(run.status, 45, "one primary key across machines: \(run.summary)")
+        run = try locket(second, ["-k", url, "update", "-s", "deploy", "-w"], input: .text("tok-2"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.out, "tok-2\n", run.summary)
+
+        run = try locket(first, ["-k", url, "add", "-s", "tdo", "-a", "x", "--accessible", "when-unlocked-this-device-only", "-w"],
+                         input: .text("s"))
+        XCTAssertEqual(run.status, 206, run.summary)
+        XCTAssert(run.err.contains("can't be stored in a remote keychain"), run.summary)
+        XCTAssert(run.err.contains("hint:"), run.summary)
+        run = try locket(first, ["-k", url, "passwd"])
+        XCTAssertEqual(run.status, 53, run.summary)
+        run = try locket(first, ["-k", url, "delete", "-s", "deploy"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(second, ["-k", url, "find", "-s", "deploy"])
+        XCTAssertEqual(run.status, 44, run.summary)
+
+        run = try locket(first, ["-k", url, "add", "-s", "later", "-a", "ci", "-w"], input: .text("tok-3"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "keychain", "revoke", id])
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(second, ["-k", url, "find", "-s", "later", "-w"])
+        XCTAssertEqual(run.status, 36, "revoked: \(run.summary)")
+        XCTAssertEqual(run.out, "", run.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "later", "-w"])
+        XCTAssertEqual(run.out, "tok-3\n", run.summary)
+    }
+
+    /// A registered name over TCP: TLS verified against the URL's CA, the
+    /// database password from a generic password in the login keychain; the
+    /// password never appears in argv, in the registration or in the URL.
+    func testANamedRemoteOverTLSWithThePasswordInALocketItem() throws {
+        let server = try running()
+        let database = try server.makeDatabase()
+        let url = "postgres://\(PostgresServer.user)@localhost:\(server.port)/\(database)?sslrootcert=\(server.caCertificate)"
+        let sandbox = try machine()
+        XCTAssertEqual(try locket(sandbox, ["init", "--no-password"]).status, 0)
+        var run = try locket(sandbox, ["add", "-s", "pg-team", "-a", PostgresServer.user, "-w"], input: .text(server.password))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(sandbox, ["keychain", "add-remote", "team", url, "--password-service", "pg-team"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        let registration = try String(contentsOfFile: sandbox.dataHome + "/locket/team.remote", encoding: .utf8)
+        XCTAssertFalse(registration.contains(server.password))
+        run = try locket(sandbox, ["keychain", "add-remote", "team", url])
+        XCTAssertEqual(run.status, 48, run.summary)
+        run = try locket(sandbox, ["keychain", "add-remote", "login", url])
+        XCTAssertEqual(run.status, 48, "the name of a keychain file: \(run.summary)")
+
+        run = try locket(sandbox, ["-k", "team", "init", "--password-stdin", "--kdf", "interactive"], input: .text("team-pw\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(sandbox, ["-k", "team", "add", "-s", "s", "-a", "a", "-w"], input: .text("v"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(sandbox, ["-k", "team", "find", "-s", "s", "-w"])
+        XCTAssertEqual(run.out, "v\n", run.summary)
+        run = try locket(sandbox, ["-k", "team", "status"])
+        XCTAssertEqual(run.status, 0, run.summary)
+
+        // Without the login keychain's item, libpq finds no password: refused by the server.
+        let other = try machine()
+        run = try locket(other, ["-k", url, "find", "-s", "s"])
+        XCTAssertNotEqual(run.status, 0, run.summary)
+        XCTAssertFalse(run.err.contains(server.password))
+    }
+
+    func testURLsThatWeakenOrCarryTooMuchAreRefused() throws {
+        let server = try running()
+        let database = try server.makeDatabase()
+        let sandbox = try machine()
+        for (url, words) in [
+            ("postgres://\(PostgresServer.user):hunter2@localhost:\(server.port)/\(database)", "password does not belong"),
+            ("postgres://localhost:\(server.port)/\(database)?password=hunter2", "password does not belong"),
+            ("postgres://localhost:\(server.port)/\(database)?options=-csearch_path%3Dx", "not a connection keyword"),
+            ("postgres://localhost:notaport/\(database)", "not a number"),
+        ] {
+            let run = try locket(sandbox, ["-k", url, "find", "-s", "s"])
+            XCTAssertEqual(run.status, 206, run.summary)
+            XCTAssert(run.err.contains(words), run.summary)
+            XCTAssertFalse(run.err.contains("hunter2"), run.summary)
+        }
+        // A network host without verification is refused by the helper's policy, not tried.
+        let weak = "postgres://\(PostgresServer.user)@localhost:\(server.port)/\(database)?sslmode=require"
+        let run = try locket(sandbox, ["-k", weak, "find", "-s", "s"])
+        XCTAssertEqual(run.status, 53, run.summary)
+    }
+}

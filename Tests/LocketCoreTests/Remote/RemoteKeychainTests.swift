@@ -1,0 +1,172 @@
+import Foundation
+import LocketCore
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A keychain in PostgreSQL through the engine (SPEC §17): several
+/// "machines" (separate environments: device secret, session) sharing one
+/// database, ThisDeviceOnly refused, what only a file does refused, and the
+/// database, dumped as the server would hand it over, holding no name or
+/// secret. The SecItem semantics themselves are the query, uniqueness and
+/// update suites, run against a remote keychain (KeychainTestCase.alsoRemote).
+final class RemoteKeychainTests: PostgresTestCase {
+    /// A remote keychain in a new database, created on a first machine; the machine and the database name.
+    func created() throws -> (TemporaryKeychain, RemoteLocation, String) {
+        let server = try running()
+        let database = try server.makeDatabase()
+        let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
+                                      helper: try PostgresServer.helperPath())
+        return (try TemporaryKeychain(remote: location), location, database)
+    }
+
+    /// Another machine: its own device secret and session, the same database;
+    /// with `admin`, unlocked, enrolled and approved by it for `groups`.
+    func machine(_ location: RemoteLocation, approvedBy admin: TemporaryKeychain? = nil,
+                 groups: [String] = [Keychain.defaultAccessGroup]) throws -> TemporaryKeychain {
+        let machine = try TemporaryKeychain(joining: location)
+        if let admin {
+            try machine.unlock()
+            let id = try machine.open().enroll(name: "machine")
+            try admin.open().approve(device: id, groups: groups)
+        }
+        return machine
+    }
+
+    func testASecondMachineIsLockedUntilThePasswordAndThenReadsTheFirstMachinesItems() throws {
+        let (first, location, _) = try created()
+        try first.open().add(genp("svc", "alice"), data: secret("one"))
+        let second = try machine(location)
+        XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .interactionNotAllowed)
+        }
+        XCTAssertThrowsError(try second.open().unlock(password: secret("wrong horse"), timeout: nil)) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .authFailed)
+        }
+        try second.unlock()
+        // Unlocked, but not a device of the keychain: no group key, nothing opens.
+        XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
+            XCTAssertEqual((error as? KeychainError)?.reason, .notEnrolled)
+        }
+        let id = try second.open().enroll(name: "second")
+        XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
+            XCTAssertEqual((error as? KeychainError)?.reason, .notApproved(group: Keychain.defaultAccessGroup))
+        }
+        try first.open().approve(device: id, groups: [Keychain.defaultAccessGroup])
+        let found = try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)
+        XCTAssertEqual(found.map(\.secretString), ["one"])
+        // Its writes are the first machine's reads, and the primary key is shared.
+        try second.open().add(genp("svc", "bob"), data: secret("two"))
+        XCTAssertThrowsError(try first.open().add(genp("svc", "bob"), data: secret("three"))) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .duplicateItem)
+        }
+        XCTAssertEqual(try first.open().search(query(.genericPassword, [.service: "svc"]), limit: .all, returnData: true)
+            .map(\.secretString), ["one", "two"])
+    }
+
+    func testThisDeviceOnlyClassesAreRefusedWithTheirReason() throws {
+        let (first, _, _) = try created()
+        let keychain = try first.open()
+        for pclass in ProtectionClass.allCases where pclass.thisDeviceOnly {
+            XCTAssertThrowsError(try keychain.add(genp("svc", pclass.name, accessible: pclass), data: secret("x"))) { error in
+                XCTAssertEqual((error as? KeychainError)?.code, .param)
+                XCTAssertEqual((error as? KeychainError)?.reason, .thisDeviceOnlyRemote)
+            }
+        }
+        XCTAssertThrowsError(try keychain.search(Query(itemClass: .genericPassword))) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .itemNotFound)
+        }
+        for pclass in ProtectionClass.allCases where !pclass.thisDeviceOnly {
+            try keychain.add(genp("svc", pclass.name, accessible: pclass), data: secret("x"))
+        }
+    }
+
+    func testWhatOnlyAFileDoesIsRefusedAndChangesNothing() throws {
+        let (first, _, _) = try created()
+        let keychain = try first.open()
+        try keychain.add(genp("svc", "a"), data: secret("one"))
+        XCTAssertThrowsError(try keychain.changePassword(old: secret("correct horse"), new: secret("new horse"))) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
+        }
+        XCTAssertThrowsError(try keychain.setDefaultTimeout(10)) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
+        }
+        try first.lock(all: true)
+        try first.unlock()
+        XCTAssertEqual(try first.open().search(query(.genericPassword, [.account: "a"]), returnData: true)[0].secretString, "one")
+    }
+
+    func testCreatingTwiceAndOpeningAnEmptyDatabaseAreRefused() throws {
+        let (first, location, _) = try created()
+        XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("p"), kdf: .interactive, environment: first.environment)) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .duplicateKeychain)
+        }
+        let server = try running()
+        let empty = try server.makeDatabase()
+        let nowhere = RemoteLocation(url: "postgres:///\(empty)", parameters: server.socketParameters(database: empty),
+                                     helper: try PostgresServer.helperPath())
+        XCTAssertThrowsError(try Keychain.open(remote: nowhere, environment: first.environment)) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .noSuchKeychain)
+        }
+    }
+
+    /// Writers on three machines at once, each adding its own items and
+    /// rewriting one shared item, conflicting on it: every add is there, the
+    /// shared item is whole (serializable transactions retried on conflict).
+    func testConcurrentMachinesLoseNothing() throws {
+        let (first, location, _) = try created()
+        try first.open().add(genp("shared", "last"), data: secret("none"))
+        nonisolated(unsafe) let machines = [first] + (try (0..<2).map { _ in try self.machine(location, approvedBy: first) })
+        let rounds = 15
+        nonisolated(unsafe) var failures: [String] = []
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: machines.count) { index in
+            do {
+                let keychain = try machines[index].open()
+                for round in 0..<rounds {
+                    try keychain.add(genp("m\(index)", "r\(round)"), data: secret("v\(round)"))
+                    try keychain.update(query(.genericPassword, [.service: "shared"]), changes: [.comment: bytes("m\(index)")],
+                                        data: secret("m\(index)-r\(round)"))
+                }
+            } catch {
+                lock.lock(); failures.append("\(index): \(error)"); lock.unlock()
+            }
+        }
+        XCTAssertEqual(failures, [])
+        let keychain = try first.open()
+        XCTAssertEqual(try keychain.search(Query(itemClass: .genericPassword), limit: .all).count, 1 + machines.count * rounds)
+        for index in machines.indices {
+            XCTAssertEqual(try keychain.search(query(.genericPassword, [.service: "m\(index)"]), limit: .all, returnData: true)
+                .map(\.secretString), (0..<rounds).map { "v\($0)" })
+        }
+        // The shared item's comment and secret come from the same write.
+        let shared = try keychain.search(query(.genericPassword, [.service: "shared"]), returnData: true)[0]
+        let comment: String = shared.string(.comment) ?? "?"
+        XCTAssertEqual(shared.secretString, "\(comment)-r\(rounds - 1)")
+    }
+
+    /// SPEC §17 "the database never sees a name or a secret": a pg_dump of
+    /// the database, as its administrator (or a thief of a backup) has it,
+    /// holds none of the names, attribute values, groups' items or secrets
+    /// stored, plain or hex.
+    func testADumpOfTheDatabaseHoldsNoNameAndNoSecret() throws {
+        let (first, location, database) = try created()
+        let marker = "m\(UInt32.random(in: 0...UInt32.max))"
+        let values = ["svc-\(marker)", "acct-\(marker)", "label-\(marker)", "comment-\(marker)", "secret-\(marker)",
+                      "server-\(marker).example", "changed-\(marker)", "moved-secret-\(marker)"]
+        let keychain = try first.open()
+        try keychain.add(genp(values[0], values[1], [.label: values[2], .comment: values[3]]), data: secret(values[4]))
+        try keychain.add(inet([.server: bytes(values[5]), .account: bytes(values[1])]), data: secret(values[4]))
+        try keychain.update(query(.genericPassword, [.service: values[0]]), changes: [.comment: bytes(values[6])], data: secret(values[7]))
+        try machine(location).unlock()
+        let dump = try running().dump(database)
+        XCTAssertNotNil(dump.range(of: Data("locket.items".utf8)), "the dump holds the tables")
+        for value in values {
+            let hex = value.utf8.map { String(format: "%02x", $0) }.joined()
+            XCTAssertNil(dump.range(of: Data(value.utf8)), "\(value) is in the dump")
+            XCTAssertNil(dump.range(of: Data(hex.utf8)), "\(value) is in the dump as hex")
+        }
+    }
+}
