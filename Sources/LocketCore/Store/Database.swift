@@ -1,5 +1,6 @@
 import CLocketSQLite
 import CSQLite
+import CSodium
 import Glibc
 
 /// One SQLite connection, open only while a transaction runs (or, once,
@@ -74,6 +75,33 @@ final class Database {
     }
 
     private func connect(create: Bool) throws {
+        // Taking the exclusive lock goes through a shared one, which SQLite
+        // keeps while it waits: two waiters would wait for each other until
+        // the timeout. So a connection that finds the file held closes
+        // (dropping its shared lock), waits a random while (so that waiters do
+        // not move in step) and tries again, up to the busy timeout.
+        var waited: Int32 = 0
+        var ceiling: UInt32 = 2
+        while true {
+            let rc = try openAndLock(create: create)
+            if rc & 0xff != SQLITE_BUSY || waited >= Self.busyTimeoutMilliseconds {
+                if rc != SQLITE_OK {
+                    defer { close() }
+                    try check(rc)
+                }
+                return
+            }
+            close()
+            let pause = 1 + randombytes_uniform(ceiling)
+            usleep(pause * 1000)
+            waited += Int32(pause)
+            ceiling = min(ceiling * 2, 32)
+        }
+    }
+
+    /// Opens the connection and takes the file's lock (exclusive, kept until
+    /// close) by reading the header; returns the result code of that read.
+    private func openAndLock(create: Bool) throws -> Int32 {
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
         if create { flags |= SQLITE_OPEN_CREATE }
         let rc = sqlite3_open_v2(path, &handle, flags, locket_sqlite_vfs())
@@ -84,7 +112,9 @@ final class Database {
             throw KeychainError(.io, "cannot open \(path): \(message)")
         }
         sqlite3_extended_result_codes(handle, 1)
-        sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
+        // No busy handler: SQLite's would wait while keeping a shared lock,
+        // and waiters that each keep one wait for each other (see connect).
+        // Once this connection holds the file, no other process can.
         // Before the first access to the WAL: its index then lives in this
         // process's memory, and no -shm is opened or made.
         sqlite3_exec(handle, "PRAGMA locking_mode=EXCLUSIVE", nil, nil, nil)
@@ -95,6 +125,7 @@ final class Database {
         // ...but empty: at close, the WAL is checkpointed and truncated, so
         // the next process has nothing to recover.
         sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)
+        return create ? SQLITE_OK : sqlite3_exec(handle, "PRAGMA schema_version", nil, nil, nil)
     }
 
     /// Opens the connection again after `close`, with the checks `Keychain.open`
