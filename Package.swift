@@ -18,6 +18,8 @@ let package = Package(
         // The PostgreSQL helper (SPEC §17): libpq can't go into the static
         // `locket`, so remote keychains talk to it through a socket pair.
         .executable(name: "locket-postgres", targets: ["locket-postgres"]),
+        // What each fuzz target does with one input, for fuzz/ and the tests.
+        .library(name: "LocketFuzzTargets", targets: ["LocketFuzzTargets"]),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -52,8 +54,11 @@ let package = Package(
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
         .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "CSQLite"], path: "Tests/LocketTestSupport"),
+        // The fuzz targets' bodies: fuzz/run drives them with libFuzzer and
+        // ASan; LocketCLITests replays every seed of fuzz/corpus through them.
+        .target(name: "LocketFuzzTargets", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/FuzzTargets"),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport", "LocketWire"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
-        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport"]),
+        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport", "LocketFuzzTargets"]),
     ]
 )

@@ -11,8 +11,7 @@ let package = Package(
     targets: [.target(name: "FuzzSupport", path: "Sources/FuzzSupport")] + targets.map { name in
         .executableTarget(name: name, dependencies: [
             "FuzzSupport",
-            .product(name: "LocketCore", package: "locket"),
-            .product(name: "LocketCLI", package: "locket"),
+            .product(name: "LocketFuzzTargets", package: "locket"),
         ], path: "Sources/\(name)")
     }
 )

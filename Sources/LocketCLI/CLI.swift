@@ -111,6 +111,9 @@ final class Context {
     var commandName: String?
     var json = false
     let out: OutputBuffer
+    /// The keychain opened with its file kept open for the first call;
+    /// every prompt releases it first (`releaseKeychainFile`).
+    private weak var heldKeychain: Keychain?
 
     init(io: IO) {
         self.io = io
@@ -169,7 +172,10 @@ final class Context {
     func keychainPath() throws -> String { try environment.keychainPath(globals.keychain) }
 
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
-    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false) throws -> Keychain {
+    /// With `keepsFileOpen`, the file stays open (locked) for the command's
+    /// first call, which must follow at once: whatever waits in between
+    /// (every prompt does) calls `releaseKeychainFile` first.
+    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false, keepsFileOpen: Bool = true) throws -> Keychain {
         Diagnostics.protectProcess()
         // What a killed `exec --file` left: one lstat when there is nothing.
         SecretFiles.removeAbandoned(environment)
@@ -179,14 +185,20 @@ final class Context {
         if let spec, RemoteLocation.isURL(spec),
            let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, registeredToo: false) { return remote }
         do {
-            return try Keychain.open(at: environment.keychainPath(spec), caller: caller, environment: environment, extendSession: extendSession,
-                                     acceptRollback: acceptRollback)
+            let keychain = try Keychain.open(at: environment.keychainPath(spec), caller: caller, environment: environment,
+                                             extendSession: extendSession, acceptRollback: acceptRollback, keepsFileOpen: keepsFileOpen)
+            heldKeychain = keychain
+            return keychain
         } catch let error as KeychainError where error.code == .noSuchKeychain {
             // No such file: a name registered with `keychain add-remote`?
             guard let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, registeredToo: true) else { throw error }
             return remote
         }
     }
+
+    /// Lets other processes have the keychain's file while this one waits
+    /// (for a prompt, standard input, a child); the next call opens it again.
+    func releaseKeychainFile() { heldKeychain?.releaseFile() }
 
     /// `-k NAME ` when the keychain was named, for hints that give a command line.
     var keychainArgument: String { globals.keychain.map { "-k \($0) " } ?? "" }

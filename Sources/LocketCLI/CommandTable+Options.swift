@@ -11,6 +11,6 @@ extension CommandTable {
     static let keyLabel = OptionSpec("label", "l", .value("LABEL"), "label (default: the file's name for the key, else the certificate's common name)")
     static let keyAccessGroup = OptionSpec("access-group", nil, .value("GROUP"), "access group")
     static let accessible = OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
-                                       "protection class: " + ProtectionClass.allCases.map(\.name).joined(with: ", ") + " (default when-unlocked)")
+                                       "protection class: " + ProtectionClass.allCases.map { $0.name }.joined(with: ", ") + " (default when-unlocked)")
     static let nonExtractable = OptionSpec("non-extractable", nil, .flag, "private keys can be used but never leave the keychain (export, find -w refuse)")
 }

@@ -17,6 +17,7 @@ enum Prompt {
 
     /// A password for init (confirm) or unlock.
     static func password(_ context: Context, prompt: String, confirm: Bool, fromStdin: Bool) throws -> SecureBytes {
+        context.releaseKeychainFile()
         let fd = context.io.stdin
         if !fromStdin && isTerminal(fd) {
             let first = try readTerminal(fd, prompt: prompt)
@@ -38,6 +39,8 @@ enum Prompt {
     /// The secret of `add`/`update`: `-w VALUE`, bare `-w` (prompt, or stdin),
     /// or `--data-file PATH|-`; nil when none of them was given.
     static func secret(_ context: Context, _ invocation: Invocation, confirm: Bool) throws -> SecureBytes? {
+        // A data file may be a FIFO, stdin a slow producer: wait without the keychain's file.
+        context.releaseKeychainFile()
         if let path = invocation.value("data-file") {
             if path == "-" { return try readAll(context.io.stdin, what: "standard input") }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -91,6 +94,7 @@ enum Prompt {
 
     /// A yes/no question at the terminal; only "y" or "yes" agrees.
     static func confirm(_ context: Context, _ question: String) throws -> Bool {
+        context.releaseKeychainFile()
         question.utf8CString.withUnsafeBytes { context.io.write(2, UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
         var answer = [UInt8]()
         var c: UInt8 = 0

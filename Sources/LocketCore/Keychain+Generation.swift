@@ -142,7 +142,7 @@ extension Keychain {
         guard let seen, seen > generation else { return }
         // The mirror is raised only after a commit, so a file at least as new
         // as the mirror was just written by another process, not put back.
-        let now = try MetaStore.read(database)
+        let now = try database.reading { try MetaStore.read(database) }
         if now.generation >= seen {
             guard now.matches(indexKey: indexKey, keychainID: keybag.keychainID) else { throw keysReplaced }
             guard now.verify(Header.macKey(indexKey: indexKey, keychainID: keybag.keychainID)) else { throw altered }
@@ -189,7 +189,7 @@ extension Keychain {
             _ = try checkPassword(password)
         }
         guard isRolledBack, let device else { return false }
-        let current = try MetaStore.read(database).generation
+        let current = try database.reading { try MetaStore.read(database) }.generation
         GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
         lock(all: true)
         return true

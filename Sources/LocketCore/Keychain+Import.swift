@@ -68,8 +68,9 @@ extension Keychain {
         // SQLite's default 2 MiB page cache spills a big transaction's dirty
         // pages to the WAL and reads them back; 16 MiB (a bound, whatever the
         // backup's size) makes a 100 k-item restore about a sixth faster.
-        try database.execute("PRAGMA cache_size=-16384")
+        // Set inside the transaction: the connection closes after it.
         try write {
+            try database.execute("PRAGMA cache_size=-16384")
             let inserter = try store.prepareInsert()
             while let item = try next() {
                 try checkSize(item.data)

@@ -85,6 +85,8 @@ extension Keychain {
     /// reset after a success.
     func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try checkKDFParameters()
+        // Nobody waits for the file during the delay and the hash.
+        releaseFile()
         let counted = hasPassword
         if counted {
             waitOutPasswordDelay()

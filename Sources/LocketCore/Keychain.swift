@@ -92,8 +92,15 @@ public final class Keychain {
     /// session holds. A keychain older than this device has seen (put back from a copy) fails
     /// with errSecDecode (reason `.rolledBack`), unless `acceptRollback`: then
     /// it opens with `isRolledBack` set, for `acceptRollback(password:)`.
+    ///
+    /// The file is held (an exclusive lock: other processes wait) only while
+    /// a call reads or writes it. With `keepsFileOpen`, the connection that
+    /// read the header stays open for the first such call, which saves that
+    /// call opening the file and parsing its schema again (about a third of
+    /// a `find`); the caller must then make that call at once, or call
+    /// `releaseFile()` before anything that waits (a prompt, a child, a server).
     public static func open(at path: String, caller: Caller = .owner, environment: Environment, extendSession: Bool = true,
-                            acceptRollback: Bool = false) throws -> Keychain {
+                            acceptRollback: Bool = false, keepsFileOpen: Bool = false) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
         guard FileIO.exists(path) else {
@@ -103,22 +110,33 @@ public final class Keychain {
             try Database.claimCompanions(of: path)
         }
         let db = try Database(path: path, create: false)
-        let (bag, meta) = try readHeader(db, path: path)
+        let (bag, meta) = try readHeader(db, path: path, keepOpen: keepsFileOpen)
         let keychain = try Keychain(path: path, caller: caller, backend: .file(db), environment: environment, keybag: bag, meta: meta)
         keychain.extendsSession = extendSession
         keychain.acceptsRollback = acceptRollback
-        try keychain.loadKeys()
-        if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
-            try keychain.authenticate(Header(meta: keychain.meta, keybag: keychain.keybag.rows), indexKey: indexKey)
+        do {
+            try keychain.loadKeys()
+            if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
+                try keychain.authenticate(Header(meta: keychain.meta, keybag: keychain.keybag.rows), indexKey: indexKey)
+            }
+        } catch {
+            db.close()
+            throw error
         }
         return keychain
     }
 
+    /// Closes the keychain's file, releasing it to other processes, until
+    /// the next call that reads or writes it opens it again. Every call
+    /// closes it when it is done; this is for a `keepsFileOpen` opening
+    /// that is not followed by a call at once.
+    public func releaseFile() { if case .file(let database) = backend { database.close() } }
+
     /// The keybag and meta rows, checked for the format and a sane identity.
-    private static func readHeader(_ db: Database, path: String) throws -> (Keybag, [String: [UInt8]]) {
+    private static func readHeader(_ db: Database, path: String, keepOpen: Bool) throws -> (Keybag, [String: [UInt8]]) {
         let header: Header
         do {
-            header = try MetaStore.read(db)
+            header = try db.transaction(write: false, keepOpen: keepOpen) { try MetaStore.read(db) }
         } catch let error as KeychainError where error.code == .io {
             // "no such table" and friends: a SQLite file, but not a keychain.
             throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")

@@ -7,10 +7,13 @@ final class DamagedRowTests: KeychainTestCase {
     /// Flips one byte of `column` (attrs or data) in the row with `ref`, with the keychain closed.
     private func flipByte(_ column: String, of ref: [UInt8]) throws {
         keychain = nil
-        let db = try ReliabilityDatabase(temporary.path)
-        var value = try XCTUnwrap(try db.rows("SELECT \(column) FROM items WHERE ref = ?", [ref]).first?[0])
-        value[value.count - 1] ^= 0x01
-        XCTAssertEqual(try db.change("UPDATE items SET \(column) = ?1 WHERE ref = ?2", [value, ref]), 1)
+        do {
+            // Closed before the keychain opens again: an open connection holds the file.
+            let db = try ReliabilityDatabase(temporary.path)
+            var value = try XCTUnwrap(try db.rows("SELECT \(column) FROM items WHERE ref = ?", [ref]).first?[0])
+            value[value.count - 1] ^= 0x01
+            XCTAssertEqual(try db.change("UPDATE items SET \(column) = ?1 WHERE ref = ?2", [value, ref]), 1)
+        }
         keychain = try temporary.open()
     }
 
@@ -72,8 +75,7 @@ final class DamagedRowTests: KeychainTestCase {
     func testEditedTablesAreDamageWithoutSQLitesWords() throws {
         try addGenp("svc", "alice", secret: "a")
         keychain = nil
-        let db = try ReliabilityDatabase(temporary.path)
-        _ = try db.change("ALTER TABLE items RENAME COLUMN ref TO fer", [])
+        _ = try ReliabilityDatabase(temporary.path).change("ALTER TABLE items RENAME COLUMN ref TO fer", [])
         keychain = try temporary.open()
         do {
             _ = try keychain.search(query(.genericPassword, [.account: "alice"]))

@@ -29,7 +29,7 @@ extension Commands {
             throw KeychainError(.param, "a backup is binary and is not written to a terminal", hint: "add -o FILE, or redirect standard output")
         }
         let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "export").cost } ?? context.io.defaultKDF ?? .moderate
-        let keychain = try context.openKeychain()
+        let keychain = try context.openKeychain(keepsFileOpen: false)
         // Asked before anything is written: a mistyped passphrase leaves no file.
         let passphrase = recipients.isEmpty
             ? try Prompt.password(context, prompt: "Passphrase for the backup: ", confirm: true, fromStdin: invocation.has("passphrase-stdin"))
@@ -130,7 +130,7 @@ extension Commands {
 
     /// A backup into the keychain, in one transaction committed only after the backup verified whole.
     private static func restore(_ reader: BackupReader, _ path: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
-        let keychain = try context.openKeychain()
+        let keychain = try context.openKeychain(keepsFileOpen: false)
         switch reader.protection {
         case .passphrase:
             if invocation.has("identity") {
@@ -179,7 +179,7 @@ extension Commands {
                 report.skipped.append((skip.origin, skip.reason))
             }
         }
-        let keychain = try context.openKeychain()
+        let keychain = try context.openKeychain(keepsFileOpen: false)
         if format == .pass {
             let directory = try path ?? PassStore.defaultDirectory(context.environment)
             let gpg = try GPGDecrypt(environment: context.environment) { output in

@@ -14,7 +14,7 @@ import LocketSupport
 /// another row, or into another keychain, does not open.
 struct Keybag {
     static let indexKeyName = "idx"
-    static let names = ProtectionClass.allCases.map(\.rawValue) + [indexKeyName]
+    static let names = ProtectionClass.allCases.map { $0.rawValue } + [indexKeyName]
 
     let keychainID: [UInt8]
     /// nil for a keychain without a password.
@@ -117,7 +117,7 @@ struct Keybag {
 
     /// The device-bound classes this keychain has keys for.
     var deviceBoundNames: [String] {
-        ProtectionClass.allCases.filter(\.thisDeviceOnly).map(\.rawValue)
+        ProtectionClass.allCases.filter { $0.thisDeviceOnly }.map { $0.rawValue }
             .filter { $0 != ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue || hasPassword }
     }
 

@@ -1,26 +1,47 @@
 import CLocketSQLite
 import CSQLite
+import CSodium
 import Glibc
 
-/// One SQLite connection. Every return code passes through `check`.
+/// One SQLite connection, open only while a transaction runs (or, once,
+/// from a keychain's opening to its first call: `Keychain.open(keepsFileOpen:)`).
+///
+/// The connection uses `locking_mode=EXCLUSIVE` (SPEC §11: the read path
+/// writes nothing): WAL mode then keeps its index in heap memory, so there is
+/// no `-shm` to rebuild (the unix VFS truncated and rewrote it in every
+/// process) and nothing to hijack beside the keychain. The price is that the
+/// connection holds an exclusive lock on the file from its first read until
+/// it is closed, so it is closed at the end of every outermost `transaction`
+/// (which also checkpoints and empties the WAL) and opened again by the next:
+/// nothing slow (a password hash, a prompt, a child process, a server's idle
+/// time) ever runs while it holds the file. Every statement must therefore
+/// run inside `transaction`.
 final class Database {
     private(set) var handle: OpaquePointer?
     let path: String
+    /// Nested `transaction` calls (the outermost one closes the connection).
+    private var depth = 0
 
-    /// How long a writer waits for another process's transaction before
-    /// reporting errSecIO. Concurrent `locket` commands hold locks for
+    /// How long a command waits for another process's transaction before
+    /// reporting errSecIO. Concurrent `locket` commands hold the file for
     /// milliseconds, so this only runs out when something is stuck.
     static let busyTimeoutMilliseconds: Int32 = 10_000
 
-    /// What SQLite may open beside a keychain: the WAL and its shared-memory
-    /// index, and a rollback journal (written only while a new file is switched
-    /// to WAL, but looked for at every open: a non-empty one would be played
-    /// back into the keychain). The one list of them.
-    static let companionSuffixes = ["-wal", "-shm", "-journal"]
+    /// What SQLite may open beside a keychain: the WAL, and a rollback journal
+    /// (written only while a new file is switched to WAL, but looked for at
+    /// every open: a non-empty one would be played back into the keychain).
+    /// The one list of them. (No `-shm`: exclusive locking keeps the WAL's
+    /// index in memory; `staleSharedMemorySuffix` is what older releases left.)
+    static let companionSuffixes = ["-wal", "-journal"]
+
+    /// The shared-memory index releases before exclusive locking kept beside
+    /// a keychain. Never opened now; removed by the first write (under the
+    /// exclusive lock, so no process of an older release can be using it).
+    static let staleSharedMemorySuffix = "-shm"
 
     /// Makes every companion of the keychain at `path`, in a shared sticky
     /// directory, the user's own private file before SQLite opens it (SPEC §7):
-    /// the unix VFS opens `-shm` itself, with O_CREAT, so no check inside the
+    /// the unix VFS opens them itself, with O_CREAT, so no check inside the
     /// VFS could see it. Returns the files it created.
     @discardableResult
     static func claimCompanions(of path: String) throws -> [String] {
@@ -40,14 +61,47 @@ final class Database {
             let directory = open(FileIO.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if directory >= 0 {
                 fsync(directory)
-                close(directory)
+                Glibc.close(directory)
             }
         }
         return created
     }
 
+    /// Opens the file at `path` (the caller has checked it and claimed its
+    /// companions, `Keychain.open`, or made it, `Keychain.create`).
     init(path: String, create: Bool) throws {
         self.path = path
+        try connect(create: create)
+    }
+
+    private func connect(create: Bool) throws {
+        // Taking the exclusive lock goes through a shared one, which SQLite
+        // keeps while it waits: two waiters would wait for each other until
+        // the timeout. So a connection that finds the file held closes
+        // (dropping its shared lock), waits a random while (so that waiters do
+        // not move in step) and tries again, up to the busy timeout.
+        var waited: Int32 = 0
+        var ceiling: UInt32 = 2
+        while true {
+            let rc = try openAndLock(create: create)
+            if rc & 0xff != SQLITE_BUSY || waited >= Self.busyTimeoutMilliseconds {
+                if rc != SQLITE_OK {
+                    defer { close() }
+                    try check(rc)
+                }
+                return
+            }
+            close()
+            let pause = 1 + randombytes_uniform(ceiling)
+            usleep(pause * 1000)
+            waited += Int32(pause)
+            ceiling = min(ceiling * 2, 32)
+        }
+    }
+
+    /// Opens the connection and takes the file's lock (exclusive, kept until
+    /// close) by reading the header; returns the result code of that read.
+    private func openAndLock(create: Bool) throws -> Int32 {
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
         if create { flags |= SQLITE_OPEN_CREATE }
         let rc = sqlite3_open_v2(path, &handle, flags, locket_sqlite_vfs())
@@ -58,17 +112,40 @@ final class Database {
             throw KeychainError(.io, "cannot open \(path): \(message)")
         }
         sqlite3_extended_result_codes(handle, 1)
-        sqlite3_busy_timeout(handle, Self.busyTimeoutMilliseconds)
-        // Keep the -wal and -shm files between commands: creating and deleting
-        // them in every process costs more than the lookup itself.
+        // No busy handler: SQLite's would wait while keeping a shared lock,
+        // and waiters that each keep one wait for each other (see connect).
+        // Once this connection holds the file, no other process can.
+        // Before the first access to the WAL: its index then lives in this
+        // process's memory, and no -shm is opened or made.
+        sqlite3_exec(handle, "PRAGMA locking_mode=EXCLUSIVE", nil, nil, nil)
+        // Keep the -wal file between commands: creating and deleting it in
+        // every writing process costs more than the write itself...
         var persist: Int32 = 1
         sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
-        // ...but empty: a persisted WAL that still holds frames is recovered and
-        // checkpointed again (with three fsyncs) by every later process.
+        // ...but empty: at close, the WAL is checkpointed and truncated, so
+        // the next process has nothing to recover.
         sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)
+        return create ? SQLITE_OK : sqlite3_exec(handle, "PRAGMA schema_version", nil, nil, nil)
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    /// Opens the connection again after `close`, with the checks `Keychain.open`
+    /// made: the file must still be the user's private regular file.
+    private func reconnect() throws {
+        if try FileIO.checkPrivateFile(path, what: "keychain") { try Self.claimCompanions(of: path) }
+        try connect(create: false)
+    }
+
+    /// Closes the connection: checkpoints and empties the WAL, and releases
+    /// the file to other processes. The next transaction opens it again.
+    func close() {
+        guard let handle else { return }
+        // A statement still alive would keep the connection, and its lock, open.
+        assert(sqlite3_next_stmt(handle, nil) == nil, "a statement outlived its transaction")
+        sqlite3_close_v2(handle)
+        self.handle = nil
+    }
+
+    deinit { close() }
 
     /// Maps a SQLite result code to a KeychainError, or returns when it is a success.
     @discardableResult
@@ -114,9 +191,20 @@ final class Database {
 
     /// Runs `body` in one transaction: IMMEDIATE for writers so that two
     /// writers serialize at BEGIN (where the busy timeout applies) instead of
-    /// failing at their first write.
-    func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
+    /// failing at their first write. The outermost transaction opens the
+    /// connection if it is closed and closes it at the end, committed or not
+    /// (unless `keepOpen`): its statements must not outlive `body`.
+    func transaction<T>(write: Bool, keepOpen: Bool = false, _ body: () throws -> T) throws -> T {
+        if depth == 0 && handle == nil { try reconnect() }
+        depth += 1
+        defer {
+            depth -= 1
+            if depth == 0 && !keepOpen { close() }
+        }
         try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        // The exclusive lock is held now: no process of a release before
+        // exclusive locking has the file open, so its -shm can go.
+        if write && depth == 1 { unlink(path + Self.staleSharedMemorySuffix) }
         do {
             let result = try body()
             try execute("COMMIT")
@@ -125,6 +213,13 @@ final class Database {
             _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
             throw error
         }
+    }
+
+    /// Runs `body` inside the current transaction, or in a read transaction
+    /// of its own when none is running (a statement outside any transaction
+    /// would leave the connection, and its lock, open).
+    func reading<T>(_ body: () throws -> T) throws -> T {
+        depth > 0 ? try body() : try transaction(write: false, body)
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }

@@ -158,16 +158,32 @@ final class EndToEndReliabilityTamperTests: EndToEndCase {
         }
 
         // A torn WAL: the last transactions are in the WAL when it is cut short.
-        // locket checkpoints and truncates the WAL when it closes; a reader
-        // holding an older snapshot keeps the new frames in the WAL.
-        let holder = try ReliabilityDatabase(sandbox.loginKeychain)
-        try holder.execute("BEGIN")
-        _ = try holder.rows("SELECT count(*) FROM items")
-        reliableOK(["add", "-s", "gamma", "-a", "g", "-w"], input: .text("gamma-secret\n"))
-        reliableOK(["update", "-s", "alpha", "--set", "comment=second"])
-        let wal = try XCTUnwrap(ReliabilityFiles.read(sandbox.loginKeychain + "-wal"))
-        let main = try XCTUnwrap(ReliabilityFiles.read(sandbox.loginKeychain))
-        try holder.execute("COMMIT")
+        // locket holds the file alone and checkpoints and empties the WAL when
+        // it closes, so the WAL is made here: locket's two writes are replayed
+        // onto the file as it was before them, table by table, by a connection
+        // of this test that never checkpoints, and read while it is open.
+        let before = try XCTUnwrap(ReliabilityFiles.read(sandbox.loginKeychain))
+        var states: [String] = []
+        for (i, arguments) in [["add", "-s", "gamma", "-a", "g", "-w"], ["update", "-s", "alpha", "--set", "comment=second"]].enumerated() {
+            reliableOK(arguments, input: arguments[0] == "add" ? .text("gamma-secret\n") : .devNull)
+            states.append(sandbox.dataHome + "/locket/state-\(i).keychain")
+            ReliabilityFiles.write(states[i], try XCTUnwrap(ReliabilityFiles.read(sandbox.loginKeychain)))
+        }
+        let scratch = sandbox.dataHome + "/locket/scratch.keychain"
+        ReliabilityFiles.write(scratch, before)
+        let (main, wal): ([UInt8], [UInt8]) = try {
+            let db = try ReliabilityDatabase(scratch)
+            try db.execute("PRAGMA wal_autocheckpoint=0")
+            for state in states {
+                let tables = ["meta", "keybag", "items", "blind", "sqlite_sequence"].filter { table in
+                    (try? db.text("SELECT count(*) FROM sqlite_master WHERE name = '\(table)'")) == "1"
+                }
+                try db.execute("ATTACH '\(state)' AS new; BEGIN; "
+                    + tables.map { "DELETE FROM main.\($0); INSERT INTO main.\($0) SELECT * FROM new.\($0);" }.joined(separator: " ")
+                    + " COMMIT; DETACH new")
+            }
+            return (try XCTUnwrap(ReliabilityFiles.read(scratch)), try XCTUnwrap(ReliabilityFiles.read(scratch + "-wal")))
+        }()
         XCTAssertGreaterThan(wal.count, 4096, "the WAL should hold the last two transactions")
         let withGamma = known + [Known(cls: "genp", name: "gamma", secret: Array("gamma-secret".utf8))]
         var walLengths = [0, 32, 100, wal.count / 3, wal.count / 2, wal.count - 1]
@@ -257,8 +273,8 @@ final class EndToEndReliabilityTamperTests: EndToEndCase {
         ]
         for (name, statements) in edits {
             try restore(snapshot)
-            let db = try ReliabilityDatabase(sandbox.loginKeychain)
-            for sql in statements { try db.execute(sql) }
+            // One connection for the edit (TEMP tables), closed before locket runs.
+            try ReliabilityDatabase(sandbox.loginKeychain).execute(statements.joined(separator: ";\n"))
             tally.trials += 1
             let intact = Self.probe(binary, sandbox.environment, path: sandbox.loginKeychain, known: all, allowed: [93, 36], context: name, into: tally)
             tally.trialKinds["\(name): \(intact)/\(all.count) intact", default: 0] += 1
@@ -399,8 +415,7 @@ final class EndToEndReliabilityTamperTests: EndToEndCase {
     private func unlockAfter(_ edit: KeybagEdit, _ snapshot: [UInt8]) throws -> RunResult {
         try restore(snapshot)
         _ = locket("lock", "--all")
-        let db = try ReliabilityDatabase(sandbox.loginKeychain)
-        for sql in edit.sql { try db.execute(sql) }
+        try ReliabilityDatabase(sandbox.loginKeychain).execute(edit.sql.joined(separator: ";\n"))
         return locket("unlock", "--password-stdin", input: .text(Self.password + "\n"))
     }
 

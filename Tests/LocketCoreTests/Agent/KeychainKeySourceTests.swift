@@ -102,8 +102,11 @@ final class KeychainKeySourceTests: KeychainTestCase {
     /// The agent must not hold the keychain between requests: other commands would wait on it.
     func testNoConnectionToTheKeychainOutlivesARequest() throws {
         let ed = try generate(.ed25519, label: "k")
-        // The probe sees a connection that is open (the test's own), then none.
+        // The probe sees a connection that is open (one held on purpose), then none:
+        // a Keychain holds its file only while a call runs (exclusive locking).
+        let held = try Keychain.open(at: temporary.path, environment: temporary.environment, keepsFileOpen: true)
         XCTAssertGreaterThan(openDescriptors(of: temporary.path), 0)
+        held.releaseFile()
         keychain = nil
         XCTAssertEqual(openDescriptors(of: temporary.path), 0)
         _ = try source.identities()

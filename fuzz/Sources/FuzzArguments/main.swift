@@ -1,11 +1,10 @@
 import FuzzSupport
-import LocketCLI
+import LocketFuzzTargets
 
-/// Arguments are NUL-separated strings.
+// The target's checks are in FuzzTargets.arguments (Tests/FuzzTargets), which
+// `make test` also runs over this target's seeds.
 runFuzzer { data, size in
     guard let data else { return 0 }
-    let bytes = UnsafeBufferPointer(start: data, count: size)
-    let arguments = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-    CLIFuzzEntryPoints.parseArguments(arguments)
+    FuzzTargets.arguments(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }

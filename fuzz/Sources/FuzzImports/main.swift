@@ -1,17 +1,10 @@
 import FuzzSupport
-import LocketCore
+import LocketFuzzTargets
 
-/// The first byte picks the reader; the rest is its input.
+// The target's checks are in FuzzTargets.imports (Tests/FuzzTargets), which
+// `make test` also runs over this target's seeds.
 runFuzzer { data, size in
     guard let data else { return 0 }
-    guard size > 0 else { return 0 }
-    let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch data[0] % 5 {
-    case 0: FuzzEntryPoints.decodeBackup(bytes)
-    case 1: FuzzEntryPoints.readMigration(.bitwardenJSON, bytes)
-    case 2: FuzzEntryPoints.readMigration(.onePasswordCSV, bytes)
-    case 3: FuzzEntryPoints.readMigration(.keepassxcCSV, bytes)
-    default: FuzzEntryPoints.readMigration(.securityDump, bytes)
-    }
+    FuzzTargets.imports(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }

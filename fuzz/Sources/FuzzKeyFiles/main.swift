@@ -1,12 +1,10 @@
 import FuzzSupport
-import LocketCore
+import LocketFuzzTargets
 
-/// Key files as `import` will read them (PKCS#12, PEM, DER, OpenSSH), the
-/// format detected from the bytes; every passphrase asked for is "pw", the
-/// one the seeds were made with, so that mutations reach the decrypted parts.
+// The target's checks are in FuzzTargets.keyFiles (Tests/FuzzTargets), which
+// `make test` also runs over this target's seeds.
 runFuzzer { data, size in
     guard let data else { return 0 }
-    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    _ = try? KeyImport.parse(bytes) { SecureBytes(copying: Array("pw".utf8)) }
+    FuzzTargets.keyFiles(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }

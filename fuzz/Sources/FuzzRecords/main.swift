@@ -1,17 +1,10 @@
 import FuzzSupport
-import LocketCore
+import LocketFuzzTargets
 
-/// The first byte picks the decoder; the rest is its input.
+// The target's checks are in FuzzTargets.records (Tests/FuzzTargets), which
+// `make test` also runs over this target's seeds.
 runFuzzer { data, size in
     guard let data else { return 0 }
-    guard size > 0 else { return 0 }
-    let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch data[0] % 5 {
-    case 0: FuzzEntryPoints.decodeItemRecord(bytes)
-    case 1: FuzzEntryPoints.decodeDataRecord(bytes)
-    case 2: FuzzEntryPoints.decodeSessionRecord(bytes)
-    case 3: FuzzEntryPoints.decodeKDFParameters(bytes)
-    default: FuzzEntryPoints.openSealed(bytes)
-    }
+    FuzzTargets.records(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }

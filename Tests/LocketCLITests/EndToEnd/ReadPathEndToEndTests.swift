@@ -1,0 +1,74 @@
+import Foundation
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SPEC §11: a read-only command writes nothing to the keychain's files
+/// (issue 12 item 5). Counted with strace: every system call that writes,
+/// truncates, syncs, creates or removes, on the keychain or a companion.
+final class ReadPathEndToEndTests: EndToEndCase {
+    private var keychain: String { sandbox.loginKeychain }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        initKeychain()
+        add("-s", "svc", "-a", "acct", secret: "secret-one")
+        add("-s", "other", "-a", "acct", "-j", "note", secret: "secret-two")
+    }
+
+    /// The write-type system calls `locket ARGS` made on the keychain's
+    /// files (strace -y names each descriptor's path).
+    private func writesToKeychainFiles(_ arguments: [String], input: Input = .devNull,
+                                       file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
+        let strace = try SystemTool.require("strace", for: "counting the system calls of a read-only command")
+        let log = sandbox.home + "/strace.log"
+        defer { unlink(log) }
+        let calls = "write,pwrite64,writev,pwritev,pwritev2,ftruncate,truncate,fsync,fdatasync,fallocate,"
+            + "unlink,unlinkat,rename,renameat,renameat2,open,openat,creat,mkdir,link,linkat"
+        let result = Spawn.run(strace, ["-f", "-y", "-qq", "-e", "trace=" + calls, "-o", log, binary] + arguments,
+                               environment: sandbox.environment, input: input, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        return text.split(separator: "\n").map(String.init).filter { call in
+            guard call.contains(keychain) else { return false }
+            // Opening the file and its WAL to read is fine; creating or truncating is a write.
+            if call.contains("open") { return call.contains("O_CREAT") || call.contains("O_TRUNC") }
+            return true
+        }
+    }
+
+    func testFindDumpAndStatusWriteNothing() throws {
+        // Start from a keychain at rest: the last write left an empty WAL.
+        for arguments in [["find", "-s", "svc", "-a", "acct", "-w"], ["find", "-j", "note"], ["find", "--all"],
+                          ["dump"], ["dump", "--data"], ["status"], ["--json", "status"]] {
+            let writes = try writesToKeychainFiles(arguments)
+            XCTAssertEqual(writes, [], "locket \(arguments.joined(separator: " ")) wrote to the keychain's files")
+        }
+        // ...and no -shm was made: the WAL's index is in memory.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keychain + "-shm"))
+    }
+
+    func testTheCountSeesWrites() throws {
+        // The control: a writing command is seen writing, so a zero above means something.
+        let writes = try writesToKeychainFiles(["add", "-s", "new", "-a", "acct", "--data-file", "-"], input: .text("s"))
+        XCTAssertTrue(writes.contains { $0.contains(" pwrite64(") || $0.contains(" write(") }, "\(writes)")
+        XCTAssertTrue(writes.contains { $0.contains(" fsync(") || $0.contains(" fdatasync(") }, "\(writes)")
+    }
+
+    func testAStaleSharedMemoryFileIsIgnoredThenRemovedByAWrite() throws {
+        // What releases before exclusive locking left beside a keychain (garbage
+        // here: it must never be read).
+        let shm = keychain + "-shm"
+        let junk = [UInt8](repeating: 0xa5, count: 32_768)
+        XCTAssertTrue(FileManager.default.createFile(atPath: shm, contents: Data(junk), attributes: [.posixPermissions: 0o600]))
+        XCTAssertEqual(try writesToKeychainFiles(["find", "-s", "svc", "-a", "acct", "-w"]), [])
+        XCTAssertEqual(String(decoding: secret("-s", "svc", "-a", "acct"), as: UTF8.self), "secret-one")
+        XCTAssertEqual(FileManager.default.contents(atPath: shm).map { Array($0) }, junk, "a read touched the stale -shm")
+        add("-s", "third", "-a", "acct", secret: "secret-three")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: shm), "the first write did not remove the stale -shm")
+        XCTAssertEqual(String(decoding: secret("-s", "third", "-a", "acct"), as: UTF8.self), "secret-three")
+        XCTAssertEqual(ReliabilityDatabase.integrity(keychain), "ok")
+    }
+}
