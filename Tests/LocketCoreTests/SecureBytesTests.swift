@@ -40,4 +40,25 @@ final class SecureBytesTests: XCTestCase {
             XCTAssertTrue(small.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
         }
     }
+
+    /// The pool gives back every secret exactly, empty and larger-than-a-chunk
+    /// ones included, and holds 100,000 of them, which guarded mappings of
+    /// their own could not (the kernel's map count).
+    func testPoolHoldsManySecretsAndGivesEachBack() {
+        let pool = SecureBytesPool()
+        let big = [UInt8](repeating: 7, count: (1 << 20) + 3)
+        for i in 0..<100_000 {
+            pool.append(SecureBytes(copying: Array("secret \(i)".utf8)))
+            if i == 500 { pool.append(SecureBytes(copying: big)) }
+            if i == 501 { pool.append(SecureBytes(count: 0)) }
+        }
+        XCTAssertEqual(pool.count, 100_002)
+        XCTAssertEqual(pool[0].bytes, Array("secret 0".utf8))
+        XCTAssertEqual(pool[501].bytes, big)
+        XCTAssertEqual(pool[503].count, 0)
+        XCTAssertEqual(pool[100_001].bytes, Array("secret 99999".utf8))
+        var held: [SecureBytes] = []
+        for i in stride(from: 0, to: pool.count, by: 997) { held.append(pool[i]) }
+        XCTAssertEqual(held.count, (100_002 + 996) / 997)
+    }
 }

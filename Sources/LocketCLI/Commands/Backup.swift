@@ -167,13 +167,17 @@ extension Commands {
 
     /// Another tool's export: read whole (it is bounded), then added in one transaction.
     private static func migrate(_ format: MigrationFormat, _ path: String?, _ invocation: Invocation, _ context: Context) throws -> Int32 {
-        var items: [ImportedItem] = []
+        // Secrets wait in a pool, not one guarded mapping each: a vault of
+        // 100,000 logins would pass the kernel's limit on mappings.
+        var items: [MigratedItem] = []
+        let secrets = SecureBytesPool()
         var report = ImportReport()
         let collect: (MigrationEntry) throws -> Void = { entry in
             switch entry {
             case .item(let m):
-                items.append(ImportedItem(itemClass: m.itemClass, attributes: m.attributes, data: m.data,
+                items.append(MigratedItem(itemClass: m.itemClass, attributes: m.attributes,
                                           creationDate: m.creationDate, modificationDate: m.modificationDate))
+                secrets.append(m.data)
                 report.origins.append(m.origin)
             case .skipped(let skip):
                 report.skipped.append((skip.origin, skip.reason))
@@ -197,10 +201,20 @@ extension Commands {
         try keychain.importItems(updateExisting: invocation.has("update"), next: {
             guard index < items.count else { return nil }
             defer { index += 1 }
-            return items[index]
+            let m = items[index]
+            return ImportedItem(itemClass: m.itemClass, attributes: m.attributes, data: secrets[index],
+                                creationDate: m.creationDate, modificationDate: m.modificationDate)
         }, outcome: { item, outcome in report.count(item, outcome, origin: report.origins[index - 1]) })
         report.print(context)
         return 0
+    }
+
+    /// A migrated entry waiting for its transaction; its secret is in the pool.
+    private struct MigratedItem {
+        let itemClass: ItemClass
+        let attributes: [Attribute: [UInt8]]
+        let creationDate: Int64?
+        let modificationDate: Int64?
     }
 
     /// FILE, or standard input for `-`; a FIFO with no writer fails rather than hangs.

@@ -59,6 +59,24 @@ final class MigrationEndToEndTests: EndToEndCase {
         XCTAssertEqual(entries.last?["reason"], "it has 3 fields where the header has 9")
     }
 
+    /// A vault bigger than the kernel lets guarded mappings go (about 20,000
+    /// secrets held one mapping each): it used to stop with "out of guarded memory".
+    func testAVaultOfFortyThousandLoginsImportsWhole() throws {
+        initKeychain()
+        var csv = "\"Group\",\"Title\",\"Username\",\"Password\",\"URL\",\"Notes\",\"TOTP\",\"Icon\",\"Last Modified\",\"Created\"\n"
+        for i in 0..<40_000 {
+            csv += "\"Root/g\",\"title \(i)\",\"user\(i % 97)\",\"pw-\(i)\",\"\(i % 3 == 0 ? "https://h\(i).example.com" : "")\",\"\",\"\",\"0\",\"\",\"\"\n"
+        }
+        let path = sandbox.root + "/vault.csv"
+        try Data(csv.utf8).write(to: URL(fileURLWithPath: path))
+        let result = locket("import", "--from", "keepassxc-csv", path)
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertEqual(result.out, "imported 40000 items, skipped 0\n", result.summary)
+        XCTAssertEqual(itemCounts().values.reduce(0, +), 40_000)
+        let secret = locket("find", "-s", "title 39998", "-a", "user\(39998 % 97)", "-w")
+        XCTAssertEqual(secret.out, "pw-39998\n", secret.summary)
+    }
+
     func testAFileOfAnotherFormatImportsNothing() throws {
         initKeychain()
         let result = locket("import", "--from", "bitwarden-json", Self.fixtures + "/1password.csv")
