@@ -73,7 +73,7 @@ extension Commands {
             context.out.text("\n")
         } else {
             context.out.line("timeout: \(timeout == 0 ? "none" : String(timeout))")
-            context.out.line("presence-reuse: \(reuse)")
+            if reuse > 0 { context.out.line("presence-reuse: \(reuse)") }
         }
         return 0
     }

@@ -172,30 +172,35 @@ extension Keychain {
 
     /// Keeps the proven presence keys in the session store for the reuse
     /// window, under this terminal session's slot, expiring with it. They are
-    /// stored masked under the when-unlocked class key, so the slot is no
-    /// proof in the clear and stops serving at `lock`.
+    /// stored masked under the when-unlocked session's reuse nonce, made anew
+    /// at every unlock, so the slot is no proof in the clear and stops
+    /// serving at `lock`.
     private func keepForReuse() throws {
         let seconds = presenceReuse
-        guard seconds > 0, let slot = reuseSlot, let classKey = keys[ProtectionClass.whenUnlocked.rawValue] else { return }
+        guard seconds > 0, let slot = reuseSlot, let nonce = keys[PresenceKeys.reuseNonceName] else { return }
         var stored = SessionKeys()
-        for (name, key) in proof.presenceKeys { stored.set(name, Keychain.mask(key, classKey, slot: slot, name: name)) }
+        for (name, key) in proof.presenceKeys { stored.set(name, Keychain.mask(key, nonce, slot: slot, name: name)) }
         try session.saveSlot(slot, keys: stored, expiresAfter: seconds)
     }
 
     /// Takes the presence keys of this terminal session's reuse window, if one is open.
     private func loadReused() {
         guard !proof.reuseLoaded, presenceReuse > 0, let slot = reuseSlot,
-              let classKey = keys[ProtectionClass.whenUnlocked.rawValue] else { return }
+              let nonce = keys[PresenceKeys.reuseNonceName] else { return }
         proof.reuseLoaded = true
         guard let stored = session.loadSlot(slot) else { return }
         for (name, key) in stored.entries where PresenceKeys.names.contains(name) && proof.presenceKeys[name] == nil {
-            proof.presenceKeys[name] = Keychain.mask(key, classKey, slot: slot, name: name)
+            // Masked under an earlier unlock's nonce it unmasks to noise: kept only if it is the keychain's key.
+            let unmasked = Keychain.mask(key, nonce, slot: slot, name: name)
+            if let publicKey = try? BackupRecipients.publicKey(secretKey: unmasked), publicKey == meta[PresenceKeys.publicKeyRow(name)] {
+                proof.presenceKeys[name] = unmasked
+            }
         }
     }
 
-    /// `key` XOR a mask derived from the class key for this slot and name (its own inverse).
-    private static func mask(_ key: SecureBytes, _ classKey: SecureBytes, slot: String, name: String) -> SecureBytes {
-        let pad = KeyDerivation.derive(classKey, KeyDerivation.Context("locket.presence.mask.v1").with(slot).with(name))
+    /// `key` XOR a mask derived from the reuse nonce for this slot and name (its own inverse).
+    private static func mask(_ key: SecureBytes, _ nonce: SecureBytes, slot: String, name: String) -> SecureBytes {
+        let pad = KeyDerivation.derive(nonce, KeyDerivation.Context("locket.presence.mask.v1").with(slot).with(name))
         let out = SecureBytes(count: key.count)
         out.withUnsafeMutableBytes { o in
             key.withUnsafeBytes { k in pad.withUnsafeBytes { p in for i in 0..<o.count { o[i] = k[i] ^ p[i % p.count] } } }

@@ -14,6 +14,8 @@ enum PresenceKeys {
     static let presenceName = "upk"
     static let currentSetName = "pcs"
     static let names = [presenceName, currentSetName]
+    /// The when-unlocked session's random value that presence reuse windows are masked under.
+    static let reuseNonceName = "prn"
 
     /// The meta row holding the public key of `name`.
     static func publicKeyRow(_ name: String) -> MetaKey {
