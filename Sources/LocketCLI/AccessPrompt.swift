@@ -8,9 +8,12 @@ import LocketSupport
 /// secret), gives it to the engine and runs the operation again. Without a
 /// terminal the engine's errSecInteractionNotAllowed stands: nothing waits.
 enum AccessPrompt {
-    /// Runs `body`, supplying proofs as the engine asks for them.
-    static func run<T>(_ keychain: Keychain, _ invocation: Invocation, _ context: Context, _ body: () throws -> T) throws -> T {
-        if invocation.has("application-password-stdin") {
+    /// Runs `body`, supplying proofs as the engine asks for them. Without an
+    /// invocation (exec, inject, the credential helpers) there is no
+    /// `--prompt` and no `--application-password-stdin`: the terminal only.
+    static func run<T>(_ keychain: Keychain, _ invocation: Invocation?, _ context: Context, _ body: () throws -> T) throws -> T {
+        let fromStdin = invocation?.has("application-password-stdin") == true
+        if fromStdin {
             let password = try Prompt.readLine(context.io.stdin)
             guard password.count > 0 else {
                 throw KeychainError(.param, "no application password on the first line of standard input")
@@ -37,7 +40,7 @@ enum AccessPrompt {
                     if keychain.terminalSession != nil { continue }
                 }
                 // Asked again for what was given: the engine would only ask forever.
-                if (request.keychainPassword && askedPassword) || (request.applicationPassword && (askedApplication || invocation.has("application-password-stdin"))) {
+                if (request.keychainPassword && askedPassword) || (request.applicationPassword && (askedApplication || fromStdin)) {
                     throw error
                 }
             }
@@ -72,8 +75,8 @@ enum AccessPrompt {
     }
 
     /// The line above the password prompt: `--prompt TEXT` (kSecUseOperationPrompt) or what is being done.
-    private static func reason(_ invocation: Invocation, _ context: Context, _ request: AccessRequest) -> String {
-        if let text = invocation.value("prompt") { return Printable.escape(text, backslashes: false) }
+    private static func reason(_ invocation: Invocation?, _ context: Context, _ request: AccessRequest) -> String {
+        if let text = invocation?.value("prompt") { return Printable.escape(text, backslashes: false) }
         let label = request.label.map { "\"\(Printable.escape($0, backslashes: false))\"" } ?? "an item"
         switch context.commandName {
         case "add": return "locket add needs the keychain password to seal \(label) for user presence"

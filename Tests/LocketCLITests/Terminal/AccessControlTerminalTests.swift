@@ -154,6 +154,17 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertFalse(typed.screen.contains("typed-app-pw"), typed.screen)
     }
 
+    /// Every use asks, not only find: exec's references go through the same prompt.
+    func testExecAsksAtTheTerminalAndFailsWithoutOne() throws {
+        try add("up", "when-unlocked:user-presence", secret: "exec-secret")
+        let asked = try atTerminal("$L exec --env T=svc/up -- sh -c 'echo child-got-$T'", answers: [password])
+        XCTAssertEqual(asked.status, 0, asked.screen)
+        XCTAssertTrue(asked.screen.contains("locket exec wants to read \"svc\""), asked.screen)
+        XCTAssertTrue(asked.screen.contains("child-got-exec-secret"), asked.screen)
+        let refused = try expect(36, ["exec", "--env", "T=svc/up", "--", "sh", "-c", "echo child-ran"])
+        XCTAssertFalse(refused.out.contains("child-ran"), refused.summary)
+    }
+
     func testTheRefusalsOfAdd() throws {
         let both = try expect(206, ["add", "-s", "svc", "-a", "x", "--accessible", "when-unlocked",
                                     "--access-control", "when-unlocked:user-presence", "-w"], input: .text("s\n"))
