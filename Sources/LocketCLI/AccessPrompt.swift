@@ -57,7 +57,8 @@ enum AccessPrompt {
                 let name = request.label.map { " for \"\(Printable.escape($0, backslashes: false))\"" } ?? ""
                 let prompt = "Application password\(name): "
                 let password = try Prompt.readTerminal(terminal, output: terminal, escapedPrompt: prompt)
-                if context.commandName == "add" {
+                // A new item (add, import, key generate with --access-control): typed twice, as a new password is.
+                if invocation?.has("access-control") == true {
                     let again = try Prompt.readTerminal(terminal, output: terminal, escapedPrompt: "Again: ")
                     guard password.constantTimeEquals(again) else { throw KeychainError(.param, "the two application passwords do not match") }
                 }
@@ -78,11 +79,11 @@ enum AccessPrompt {
     private static func reason(_ invocation: Invocation?, _ context: Context, _ request: AccessRequest) -> String {
         if let text = invocation?.value("prompt") { return Printable.escape(text, backslashes: false) }
         let label = request.label.map { "\"\(Printable.escape($0, backslashes: false))\"" } ?? "an item"
-        switch context.commandName {
-        case "add": return "locket add needs the keychain password to seal \(label) for user presence"
-        case "update": return "locket update wants to change \(label), which needs user presence"
-        default: return "locket \(context.commandName ?? "") wants to read \(label), which needs user presence"
+        let command = "locket " + (context.commandName ?? "")
+        if invocation?.has("access-control") == true {
+            return "\(command) needs the keychain password to set up user presence in this keychain"
         }
+        return command + (context.commandName == "update" ? " wants to change " : " wants to read ") + "\(label), which needs user presence"
     }
 
     /// Who "this terminal session" is, for the reuse window: the terminal
