@@ -46,6 +46,7 @@ enum AccessPrompt {
             }
             if request.keychainPassword {
                 askedPassword = true
+                Commands.announcePasswordDelay(keychain, context)
                 let password = try Prompt.readTerminal(terminal, output: terminal,
                                                        escapedPrompt: reason(invocation, context, request) + "\nKeychain password for "
                                                            + Printable.escape(keychain.path, backslashes: false) + ": ")
