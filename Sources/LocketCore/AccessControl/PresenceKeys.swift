@@ -131,7 +131,9 @@ struct ItemAccess: Sendable {
         context.append(row.itemClass.rawValue)
         context.append(row.ref)
         context.append(row.accessible.rawValue)
-        context.append(applicationKey?.bytes ?? [])
+        // Straight from guarded memory, and wiped after: the context holds the application key.
+        if let applicationKey { applicationKey.withUnsafeBytes { context.append($0) } } else { context.append([UInt8]()) }
+        defer { context.wipe() }
         return KeyDerivation.derive(itemSecret, context)
     }
 }
