@@ -235,7 +235,8 @@ extension Keychain {
         guard !removing else { return ([], []) }
         var keys: [(String, SecureBytes)] = []
         var publicKeys: [(MetaKey, [UInt8])] = []
-        if let key = try keybag.unwrapPresence(PresenceKeys.presenceName, kek: kek) { keys.append((PresenceKeys.presenceName, key)) }
+        // A row left wrapped for an older password (see provePresence) is dropped, never a reason to refuse the change.
+        if let key = try? keybag.unwrapPresence(PresenceKeys.presenceName, kek: kek) { keys.append((PresenceKeys.presenceName, key)) }
         if keybag.rows[PresenceKeys.currentSetName] != nil {
             let (publicKey, secretKey) = PresenceKeys.generate()
             keys.append((PresenceKeys.currentSetName, secretKey))

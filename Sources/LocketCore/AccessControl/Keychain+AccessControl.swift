@@ -64,7 +64,9 @@ extension Keychain {
         var bag = keybag
         var missing: [(MetaKey, [UInt8])] = []
         for name in PresenceKeys.names {
-            if let key = try bag.unwrapPresence(name, kek: kek) {
+            // A row that does not open with the right password was left wrapped for an older one (a
+            // release before access control changed the password): its items can't open any more either.
+            if let key = try? bag.unwrapPresence(name, kek: kek) {
                 proof.presenceKeys[name] = key
                 continue
             }

@@ -188,6 +188,23 @@ final class AccessControlTests: KeychainTestCase {
         XCTAssertKeychainError(.authFailed, try read("up", in: temporary.open()))
     }
 
+    /// A release before access control changes the password without
+    /// re-wrapping the presence rows: the proof then makes new keys (the old
+    /// items are invalidated) instead of failing every time, and passwd works.
+    func testPresenceRowsLeftForAnOlderPasswordAreReplaced() throws {
+        try add("up", presence)
+        var bag = keychain.keybag
+        bag.wrapPresence(PresenceKeys.presenceName, SecureBytes(copying: Sodium.random(32)), kek: SecureBytes(copying: Sodium.random(32)))
+        try keychain.write { try MetaStore.writeKeybag(keychain.database, bag) }
+        let later = try temporary.open()
+        XCTAssertNoThrow(try later.changePassword(old: secret(temporary.password!), new: secret("second")))
+        let proving = try temporary.open()
+        try proving.provePresence(password: secret("second"))
+        XCTAssertKeychainError(.authFailed, try read("up", in: proving))
+        try add("up2", presence, secret: "new", in: proving)
+        XCTAssertEqual(try read("up2", in: proving), "new")
+    }
+
     func testPresenceReuseIsBoundedAndNeedsATerminalSession() throws {
         XCTAssertKeychainError(.param, try keychain.setPresenceReuse(301))
         try keychain.setPresenceReuse(60)
