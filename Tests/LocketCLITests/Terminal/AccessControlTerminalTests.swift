@@ -165,6 +165,33 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertFalse(refused.out.contains("child-ran"), refused.summary)
     }
 
+    /// Keys (SPEC §12) take access control at key generate and import: the
+    /// private key then needs the proof wherever it is read (key public reads it).
+    func testKeyGenerateAndImportTakeAccessControl() throws {
+        let generated = try expect(0, ["key", "generate", "--type", "ed25519", "--label", "ac-key",
+                                       "--access-control", "when-unlocked:user-presence", "--openssh"])
+        XCTAssertTrue(generated.out.hasPrefix("ssh-ed25519 "), generated.summary)
+        try expect(36, ["key", "public", "--label", "ac-key", "--openssh"])
+        let shown = try atTerminal("$L key public --label ac-key --openssh --prompt 'show the signing key'", answers: [password])
+        XCTAssertEqual(shown.status, 0, shown.screen)
+        XCTAssertTrue(shown.screen.contains("show the signing key"), shown.screen)
+        XCTAssertTrue(shown.screen.contains(generated.out.trimmingCharacters(in: .whitespacesAndNewlines)), shown.screen)
+        XCTAssertTrue(try expect(0, ["find", "--class", "keys", "--label", "ac-key"]).out.contains("access-control: when-unlocked:user-presence"))
+        try expect(206, ["key", "generate", "--type", "ed25519", "--label", "both", "--accessible", "when-unlocked",
+                         "--access-control", "when-unlocked:user-presence"])
+
+        let pem = home.appendingPathComponent("imported.pem").path
+        let openssl = Spawn.run("/usr/bin/openssl", ["genpkey", "-algorithm", "ed25519", "-out", pem], environment: environment,
+                                input: .devNull, timeout: 30)
+        guard openssl.status == 0 else { throw XCTSkip("openssl could not make a key: \(openssl.summary)") }
+        try expect(0, ["import", pem, "--label", "imp", "--access-control", "when-unlocked:application-password",
+                       "--application-password-stdin"], input: .text("key-app-pw\n"))
+        try expect(36, ["find", "--class", "keys", "--label", "imp", "-w"])
+        try expect(51, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("wrong\n"))
+        let der = try expect(0, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("key-app-pw\n"))
+        XCTAssertGreaterThan(der.stdout.count, 40, der.summary)
+    }
+
     func testTheRefusalsOfAdd() throws {
         let both = try expect(206, ["add", "-s", "svc", "-a", "x", "--accessible", "when-unlocked",
                                     "--access-control", "when-unlocked:user-presence", "-w"], input: .text("s\n"))
