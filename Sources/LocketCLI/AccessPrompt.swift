@@ -84,7 +84,8 @@ enum AccessPrompt {
         if invocation?.has("access-control") == true {
             return "\(command) needs the keychain password to set up user presence in this keychain"
         }
-        return command + (context.commandName == "update" ? " wants to change " : " wants to read ") + "\(label), which needs user presence"
+        let verb = ["update": " wants to change ", "key": " wants to use "][context.commandName ?? ""] ?? " wants to read "
+        return command + verb + "\(label), which needs user presence"
     }
 
     /// Who "this terminal session" is, for the reuse window: the terminal

@@ -177,6 +177,17 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertTrue(shown.screen.contains("show the signing key"), shown.screen)
         XCTAssertTrue(shown.screen.contains(generated.out.trimmingCharacters(in: .whitespacesAndNewlines)), shown.screen)
         XCTAssertTrue(try expect(0, ["find", "--class", "keys", "--label", "ac-key"]).out.contains("access-control: when-unlocked:user-presence"))
+
+        // Every use asks: key sign fails without a terminal and signs with the password.
+        let message = home.appendingPathComponent("message").path
+        try Data("sign me".utf8).write(to: URL(fileURLWithPath: message))
+        let signature = home.appendingPathComponent("message.sig").path
+        try expect(36, ["key", "sign", "--label", "ac-key", "--algorithm", "ed25519", "-i", message, "-o", signature])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: signature))
+        let signed = try atTerminal("$L key sign --label ac-key --algorithm ed25519 -i \(message) -o \(signature)", answers: [password])
+        XCTAssertEqual(signed.status, 0, signed.screen)
+        XCTAssertTrue(signed.screen.contains("locket key wants to use \"ac-key\""), signed.screen)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: signature)).count, 64)
         try expect(206, ["key", "generate", "--type", "ed25519", "--label", "both", "--accessible", "when-unlocked",
                          "--access-control", "when-unlocked:user-presence"])
 
