@@ -71,8 +71,11 @@ final class AccessControlTests: KeychainTestCase {
         for (name, key) in thief.keybag.unwrapWithDevice(try XCTUnwrap(thief.device)).entries { held.set(name, key) }
         XCTAssertTrue(held.entries.allSatisfy { !PresenceKeys.names.contains($0.name) }, "no presence key in the session")
 
-        let db = try ReliabilityDatabase(copy, readOnly: true)
-        let rows = try db.rows("SELECT ref, attrs, data FROM items ORDER BY id")
+        // The raw connection is closed before the engine reads the file again (it locks the file while reading).
+        let rows = try { () throws -> [[[UInt8]?]] in
+            let db = try ReliabilityDatabase(copy, readOnly: true)
+            return try db.rows("SELECT ref, attrs, data FROM items ORDER BY id")
+        }()
         XCTAssertEqual(rows.count, 2)
         let classKey = try XCTUnwrap(held[ProtectionClass.whenUnlocked.rawValue])
         let groupKey = Sealing.groupKey(classKey, keychainID: thief.keybag.keychainID, .whenUnlocked, "default")
@@ -87,7 +90,6 @@ final class AccessControlTests: KeychainTestCase {
                 let guess = ItemAccess.dataKey(itemSecret: key, identity, applicationKey: nil)
                 XCTAssertThrowsError(try data.withUnsafeBytes { try SecretBox.open($0, key: guess, what: "data") }, name)
             }
-            XCTAssertEqual(request(try thief.search(Query(itemClass: .genericPassword), limit: .all, returnData: true))?.keychainPassword, true)
 
             // The password's KEK opens the presence key, and with it the secret.
             let kek = try thief.keybag.kek(password: secret(temporary.password!))
@@ -98,6 +100,7 @@ final class AccessControlTests: KeychainTestCase {
             }
             XCTAssertEqual(try DataRecord.decode(opened).0.bytes, bytes("only-with-proof"))
         }
+        XCTAssertEqual(request(try thief.search(Query(itemClass: .genericPassword), limit: .all, returnData: true))?.keychainPassword, true)
     }
 
     func testPasswordCurrentSetIsInvalidatedByAPasswordChangeAndUserPresenceIsNot() throws {
