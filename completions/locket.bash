@@ -38,6 +38,8 @@ _locket() {
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
         add:--accessible|import:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
+        add:--access-control|import:--access-control|key:--access-control) COMPREPLY=($(compgen -W "when-unlocked:user-presence when-unlocked:password-current-set when-unlocked:application-password after-first-unlock:user-presence after-first-unlock:password-current-set after-first-unlock:application-password always:user-presence always:password-current-set always:application-password when-unlocked-this-device-only:user-presence when-unlocked-this-device-only:password-current-set when-unlocked-this-device-only:application-password after-first-unlock-this-device-only:user-presence after-first-unlock-this-device-only:password-current-set after-first-unlock-this-device-only:application-password always-this-device-only:user-presence always-this-device-only:password-current-set always-this-device-only:application-password when-passcode-set-this-device-only:user-presence when-passcode-set-this-device-only:password-current-set when-passcode-set-this-device-only:application-password" -- "$cur")); return ;;
+        add:--prompt|find:--prompt|update:--prompt|key:--prompt) return ;;
         find:--access-group|export:--access-group|import:--access-group|key:--access-group) return ;;
         find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|key:--tag) return ;;
         find:--hash|update:--hash|delete:--hash|export:--hash) return ;;
@@ -45,6 +47,7 @@ _locket() {
         find:--limit) return ;;
         update:--set) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
+        settings:--presence-reuse) COMPREPLY=($(compgen -W "0 60 300" -- "$cur")); return ;;
         exec:--env) return ;;
         exec:--env-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         exec:--file) return ;;
@@ -79,27 +82,27 @@ _locket() {
     fi
     case $cmd in
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        settings) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class --label --tag --hash --ref --access-group -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag --access-control --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;

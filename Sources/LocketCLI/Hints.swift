@@ -42,6 +42,12 @@ enum Hints {
             return "run 'locket \(context.keychainArgument)keychain enroll', then have an approved device approve it"
         case .notApproved(let group)?:
             return "an approved device of the group runs 'locket \(context.keychainArgument)keychain approve DEVICE --groups \(Printable.clip(group))'"
+        case .proofNeeded(let request)?:
+            return request.keychainPassword
+                ? "the item has access control (user presence): run the command at a terminal to give the keychain password"
+                : "give the application password at a terminal or with --application-password-stdin"
+        case .accessInvalidated?:
+            return "delete the item and add it again"
         case .boundToOtherDevice?, nil:
             return nil
         }

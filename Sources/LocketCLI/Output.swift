@@ -43,7 +43,8 @@ enum ItemPrinter {
         var group = item.accessGroup
         field("access-group") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
         field("accessible") { $0.text(item.accessible.name) }
-        if item.availability == .available {
+        if let control = item.accessControl { field("access-control") { $0.text(control.text) } }
+        if item.availability == .available || item.availability == .invalidated {
             field("created") { Dates.rfc3339(milliseconds: item.creationDate, into: &$0) }
             field("modified") { Dates.rfc3339(milliseconds: item.modificationDate, into: &$0) }
         }
@@ -93,7 +94,9 @@ enum ItemPrinter {
         w.beginObject()
             w.key("class"); w.string(item.itemClass.rawValue)
             if options.status { w.key("status"); w.string(item.availability.rawValue) }
-            if item.availability == .available {
+            // An invalidated item's attributes still open; only its secret is gone.
+            let opened = item.availability == .available || item.availability == .invalidated
+            if opened {
                 let values = byCode(item)
                 for attribute in item.itemClass.attributes {
                     w.key(attribute.jsonKey)
@@ -110,7 +113,8 @@ enum ItemPrinter {
             }
             w.key("accessGroup"); w.string(item.accessGroup)
             w.key("accessible"); w.string(item.accessible.name)
-            if item.availability == .available {
+            if let control = item.accessControl { w.key("accessControl"); w.string(control.text) }
+            if opened {
                 w.key("creationDate"); w.string(Dates.rfc3339(milliseconds: item.creationDate))
                 w.key("modificationDate"); w.string(Dates.rfc3339(milliseconds: item.modificationDate))
             }

@@ -79,10 +79,15 @@ enum Prompt {
 
     private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {
         // The prompt names the keychain's path, which is the user's text.
-        let prompt = Printable.escape(prompt, backslashes: false)
+        try readTerminal(fd, output: 2, escapedPrompt: Printable.escape(prompt, backslashes: false))
+    }
+
+    /// Reads a password with echo off at `fd`, after writing `escapedPrompt`
+    /// (already made printable by the caller) to `output`.
+    static func readTerminal(_ fd: Int32, output: Int32, escapedPrompt prompt: String) throws -> SecureBytes {
         let buffer = SecureBytes(count: maximumPasswordLength)
         let n = buffer.withUnsafeMutableBytes {
-            locket_read_password(fd, 2, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
+            locket_read_password(fd, output, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
         }
         switch n {
         case -1: throw KeychainError(.userCanceled)
@@ -114,7 +119,7 @@ enum Prompt {
     }
 
     /// One line (without its newline) into guarded memory.
-    private static func readLine(_ fd: Int32) throws -> SecureBytes {
+    static func readLine(_ fd: Int32) throws -> SecureBytes {
         let buffer = SecureBytes(count: maximumPasswordLength)
         var used = 0
         var c: UInt8 = 0

@@ -17,7 +17,8 @@ final class SecretResolver {
         if let known = resolved[reference] { return known }
         let query = try Reference.query(reference)
         if keychain == nil { keychain = try context.openKeychain() }
-        guard let data = try keychain!.search(query, limit: .one, returnData: true).first?.data else {
+        let keychain = keychain!
+        guard let data = try AccessPrompt.run(keychain, nil, context, { try keychain.search(query, limit: .one, returnData: true) }).first?.data else {
             throw KeychainError(.itemNotFound)
         }
         resolved[reference] = data

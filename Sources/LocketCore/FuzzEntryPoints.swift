@@ -3,7 +3,10 @@
 public enum FuzzEntryPoints {
     /// An item's sealed attribute record after opening.
     public static func decodeItemRecord(_ bytes: [UInt8]) {
-        _ = try? ItemRecord.decode(SecureBytes(copying: bytes))
+        // Its access-control field too (SPEC §14), as `open` decodes it.
+        if let access = (try? ItemRecord.decode(SecureBytes(copying: bytes)))?.access {
+            _ = try? ItemAccess(encoded: access, protection: .whenUnlocked)
+        }
     }
 
     /// An item's sealed secret record (secret plus metadata) after opening.

@@ -12,24 +12,35 @@ extension Keychain {
             throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
         }
         try checkSize(data)
-        let pclass = new.accessible ?? .whenUnlocked
+        if new.accessible != nil && new.accessControl != nil {
+            // As SecItemAdd with both kSecAttrAccessible and kSecAttrAccessControl.
+            throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
+        }
+        let control = new.accessControl
+        let pclass = control?.protection ?? new.accessible ?? .whenUnlocked
         if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
             throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
+        }
+        if let control, control.needsPresence && !hasPassword {
+            throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
         }
         let group = new.accessGroup ?? defaultGroup
         try authorize(group)
         let attributes = new.storedAttributes
         return try write {
             do {
-                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra)
+                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra, control: control)
             } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
                 var query = Query(itemClass: new.itemClass)
                 for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
                 query.accessGroup = group
-                if let requested = new.accessible {
+                if let requested = new.accessible ?? control?.protection {
                     let existing = try rows(query, limit: .one, data: false).first
                     if let existing, existing.accessible != requested {
                         throw KeychainError(.param, "accessible can't be changed on an existing item (delete and add it again)")
+                    }
+                    if let existing, control != nil, existing.accessControl != control {
+                        throw KeychainError(.param, "access control can't be changed on an existing item (delete and add it again)")
                     }
                 }
                 var changes = new.attributes.filter { $0.key.isSealed }
@@ -69,15 +80,19 @@ extension Keychain {
     func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
                 pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
                 ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
-                using inserter: (any ItemInserting)? = nil) throws -> Item {
+                using inserter: (any ItemInserting)? = nil, control: AccessControl? = nil) throws -> Item {
         if remote != nil && pclass.thisDeviceOnly { throw Keychain.notShareable(pclass) }
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, .attributes)
-        let dataKey = try fieldKey(row, .data)
+        var dataKey = try fieldKey(row, .data)
+        var access: ItemAccess?
+        if let control {
+            (access, dataKey) = try sealAccess(control, row, label: Keychain.label(attributes))
+        }
         let now = Clock.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)
-        var record = ItemRecord.encode(attributes, created: created, modified: modified)
+        var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded)
         defer { wipe(&record) }
         try (inserter ?? itemStore.makeInserter()).insert(
             ref: ref, itemClass: itemClass, accessible: pclass, group: group,
@@ -85,7 +100,8 @@ extension Keychain {
             attributes: SecretBox.seal(record, key: attrsKey),
             data: SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey))
         return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
-                    persistentRef: ref, creationDate: created, modificationDate: modified, data: nil, availability: .available)
+                    persistentRef: ref, creationDate: created, modificationDate: modified, data: nil, availability: .available,
+                    accessControl: control)
     }
 
     /// The key that seals `field` of `row`, or why it is not available.

@@ -36,7 +36,14 @@ extension Keychain {
         let kdf: KDFParameters? = password == nil ? nil : KDFParameters(cost: cost)
         let kek = password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
         guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
-        let (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
+        var (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
+        // The presence key pairs of access control (SPEC §14), with a password only.
+        var presencePublicKeys: [(MetaKey, [UInt8])] = []
+        for name in PresenceKeys.names where kdf != nil {
+            let (publicKey, secretKey) = PresenceKeys.generate()
+            bag.wrapPresence(name, secretKey, kek: kek)
+            presencePublicKeys.append((PresenceKeys.publicKeyRow(name), publicKey))
+        }
 
         try refuseLeftoverJournals(of: path)
         // Claim the names SQLite will use beside the keychain before it exists.
@@ -57,7 +64,7 @@ extension Keychain {
                     for sql in Schema.statements(format: format) { try db.execute(sql) }
                     try MetaStore.write(db, [(.format, BigEndian.bytes(format)), (.id, id),
                                              (.deviceFingerprint, Keybag.deviceFingerprint(device, keychainID: id))]
-                        + (kdf.map { [(.kdf, $0.encoded)] } ?? []))
+                        + (kdf.map { [(.kdf, $0.encoded)] } ?? []) + presencePublicKeys)
                     try MetaStore.writeKeybag(db, bag)
                     let header = try MetaStore.read(db)
                     try MetaStore.write(db, named: header.sealed(generation: 1, indexKey: keys[Keybag.indexKeyName]!, keychainID: id))

@@ -35,9 +35,16 @@ extension Keychain {
 
     private func addKeyItems(_ entries: [(ItemClass, [Attribute: [UInt8]], SecureBytes)], _ options: KeyItemOptions,
                              _ outcome: (KeyFileOutcome) throws -> Void) throws {
-        let pclass = options.accessible ?? .whenUnlocked
+        if options.accessible != nil && options.accessControl != nil {
+            throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
+        }
+        let control = options.accessControl
+        let pclass = control?.protection ?? options.accessible ?? .whenUnlocked
         if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
             throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
+        }
+        if let control, control.needsPresence && !hasPassword {
+            throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
         }
         let group = options.accessGroup ?? defaultGroup
         try authorize(group)
@@ -47,7 +54,10 @@ extension Keychain {
             var added = 0
             for (itemClass, attributes, data) in entries {
                 do {
-                    let item = try insert(itemClass, attributes, group: group, pclass: pclass, data: data, extra: nil, using: inserter)
+                    // The proof guards private keys; certificates and public keys are public.
+                    let isPrivate = itemClass == .key && attributes[.keyClass] == Array("private".utf8)
+                    let item = try insert(itemClass, attributes, group: group, pclass: pclass, data: data, extra: nil, using: inserter,
+                                          control: isPrivate ? control : nil)
                     added += 1
                     try outcome(KeyFileOutcome(item: item, added: true))
                 } catch let error as KeychainError where error.code == .duplicateItem {

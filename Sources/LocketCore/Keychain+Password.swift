@@ -170,7 +170,10 @@ extension Keychain {
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", reason: .emptyPassword) }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
         if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
-        var keys = try checkPassword(old).keys
+        let checked = try checkPassword(old)
+        var keys = checked.keys
+        let (presence, publicKeys) = try presenceForNewPassword(kek: checked.kek, removing: new == nil)
+        proof.presenceKeys = [:]
 
         let passcodeName = ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue
         var kdf: KDFParameters?
@@ -185,14 +188,21 @@ extension Keychain {
             newKEK = Keybag.passwordlessKEK(keybag.keychainID)
         }
         if rotate {
-            try rotateKeys(old: keys, kdf: kdf!, kek: newKEK)
+            try rotateKeys(old: keys, kdf: kdf!, kek: newKEK, presence: presence, publicKeys: publicKeys)
             return 0
         }
         var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: keybag.rows)
         bag.wrap(keys, kek: newKEK, device: device)
+        for (name, key) in presence { bag.wrapPresence(name, key, kek: newKEK) }
         let removed: Int = try write {
             var removed = 0
+            try MetaStore.write(database, publicKeys)
             if new == nil {
+                for name in PresenceKeys.names where bag.rows[name] != nil {
+                    try MetaStore.removeKeybagRow(database, name)
+                    try MetaStore.remove(database, PresenceKeys.publicKeyRow(name))
+                    bag.removeRow(name)
+                }
                 removed = try store.delete(ItemStore.Filter(protectionClass: .whenPasscodeSetThisDeviceOnly))
                 try MetaStore.removeKeybagRow(database, passcodeName)
                 try MetaStore.remove(database, .kdf)
@@ -214,5 +224,24 @@ extension Keychain {
             try saveSession(keys, timeout: defaultTimeout)
         }
         return removed
+    }
+
+    /// The presence keys (SPEC §14) a password change wraps for the new
+    /// password: user-presence's as it is, password-current-set's replaced by
+    /// a new pair (its items are invalidated for good), none when the password
+    /// is removed. Returns them with the public keys to store.
+    private func presenceForNewPassword(kek: SecureBytes, removing: Bool) throws
+        -> (keys: [(String, SecureBytes)], publicKeys: [(MetaKey, [UInt8])]) {
+        guard !removing else { return ([], []) }
+        var keys: [(String, SecureBytes)] = []
+        var publicKeys: [(MetaKey, [UInt8])] = []
+        // A row left wrapped for an older password (see provePresence) is dropped, never a reason to refuse the change.
+        if let key = try? keybag.unwrapPresence(PresenceKeys.presenceName, kek: kek) { keys.append((PresenceKeys.presenceName, key)) }
+        if keybag.rows[PresenceKeys.currentSetName] != nil {
+            let (publicKey, secretKey) = PresenceKeys.generate()
+            keys.append((PresenceKeys.currentSetName, secretKey))
+            publicKeys.append((.currentSetPublicKey, publicKey))
+        }
+        return (keys, publicKeys)
     }
 }

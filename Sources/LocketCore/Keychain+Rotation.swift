@@ -18,7 +18,12 @@ extension Keychain {
     /// The session's old keys are forgotten before the commit and the new
     /// ones saved after it (for the tiers the owner had unlocked), so a crash
     /// in between leaves the keychain locked, never holding keys that open nothing.
-    func rotateKeys(old unwrapped: SessionKeys, kdf: KDFParameters, kek: SecureBytes) throws {
+    ///
+    /// The presence keys (`presence`, from `changePassword`) are wrapped for
+    /// the new password with the rest; items with access control keep their
+    /// sealed secrets, which no class key opens (ItemAccess.dataKey).
+    func rotateKeys(old unwrapped: SessionKeys, kdf: KDFParameters, kek: SecureBytes,
+                    presence: [(String, SecureBytes)] = [], publicKeys: [(MetaKey, [UInt8])] = []) throws {
         guard let device, isBoundDevice(device) else {
             throw KeychainError(.notAvailable, "the keys can only be rotated on the device the keychain was last unlocked on")
         }
@@ -29,6 +34,7 @@ extension Keychain {
         for name in Keybag.names { fresh.set(name, SecureBytes(copying: Sodium.random(32))) }
         var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: [:])
         bag.wrap(fresh, kek: kek, device: device)
+        for (name, key) in presence { bag.wrapPresence(name, key, kek: kek) }
         let newIndex = fresh[Keybag.indexKeyName]!
 
         // An app's scoped session is not widened to the owner's keys: it is dropped.
@@ -38,7 +44,7 @@ extension Keychain {
         try write(rekey: newIndex) {
             try reseal(old: old, new: fresh, newIndex: newIndex)
             try MetaStore.writeKeybag(database, bag, replacingAll: true)
-            try MetaStore.write(database, [(.kdf, kdf.encoded)])
+            try MetaStore.write(database, [(.kdf, kdf.encoded)] + publicKeys)
         }
         keybag = bag
         keys = SessionKeys()
@@ -74,13 +80,19 @@ extension Keychain {
                 let keys = groupKeys[cacheKey] ?? (Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
                                                    Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup))
                 groupKeys[cacheKey] = keys
-                let attributes: SecureBytes, data: SecureBytes, record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64)
+                let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?)
                 do {
                     attributes = try stored.withAttributes {
                         try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .attributes), what: "attributes")
                     }
-                    data = try stored.withData { try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .data), what: "a secret") }
                     record = try ItemRecord.decode(attributes)
+                    if record.access != nil {
+                        // Sealed under the item's own key (ItemAccess.dataKey), which the class key does not change.
+                        sealedData = stored.withData { Array($0) }
+                    } else {
+                        let data = try stored.withData { try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .data), what: "a secret") }
+                        sealedData = SecretBox.seal(data, key: Sealing.fieldKey(keys.new, row, .data))
+                    }
                 } catch let error as KeychainError where error.code == .decode {
                     // Damaged: left as it was, for dump to list and delete to remove.
                     kept += 1
@@ -90,7 +102,7 @@ extension Keychain {
                 try updater.update(id: id, group: row.accessGroup,
                                    digests: Sealing.digests(newIndex, itemClass, record.attributes),
                                    attributes: SecretBox.seal(attributes, key: Sealing.fieldKey(keys.new, row, .attributes)),
-                                   data: SecretBox.seal(data, key: Sealing.fieldKey(keys.new, row, .data)))
+                                   data: sealedData)
             }
         }
         return kept

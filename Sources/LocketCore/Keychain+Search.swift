@@ -68,7 +68,9 @@ extension Keychain {
     /// Opens a selected row. With `strict`, an unavailable key or damaged
     /// value throws; otherwise the item comes back with its availability set
     /// and no attributes.
-    func open(_ stored: some StoredItemRow, itemClass: ItemClass, data: Bool, strict: Bool) throws -> Item? {
+    /// With `keepingAccessData`, the secret of an item with access control is
+    /// left closed (an update re-seals around it without a proof).
+    func open(_ stored: some StoredItemRow, itemClass: ItemClass, data: Bool, strict: Bool, keepingAccessData: Bool = false) throws -> Item? {
         let id = stored.id
         let ref = stored.ref
         let group = stored.accessGroup
@@ -91,8 +93,19 @@ extension Keychain {
             item.attributes = record.attributes
             item.creationDate = record.created
             item.modificationDate = record.modified
-            if data {
-                let record = try stored.withData { try SecretBox.open($0, key: try fieldKey(row, .data), what: "an item's secret") }
+            let access = try record.access.map { try ItemAccess(encoded: $0, protection: pclass) }
+            item.accessControl = access?.control
+            item.access = access
+            if let access, isInvalidated(access) { item.availability = .invalidated }
+            // A dump never asks for proofs: the secrets of items with access control stay out of it.
+            if data && (access == nil || (strict && !keepingAccessData)) {
+                let key = try access.map { try openAccess($0, row, label: Keychain.label(item.attributes)) } ?? fieldKey(row, .data)
+                let record: SecureBytes
+                do {
+                    record = try stored.withData { try SecretBox.open($0, key: key, what: "an item's secret") }
+                } catch let error as KeychainError where error.code == .decode && access?.applicationKDF != nil {
+                    throw KeychainError(.authFailed, "the application password is not correct")
+                }
                 (item.data, item.extra) = try DataRecord.decode(record)
             }
         } catch let error as KeychainError where error.code == .decode {

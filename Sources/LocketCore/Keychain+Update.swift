@@ -39,31 +39,41 @@ extension Keychain {
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
                 extra: SecureBytes?) throws -> [Item] {
         let cursor = try itemStore.select(try storeFilter(query), data: true)
-        var matches: [(Int64, Item)] = []
+        var matches: [(Int64, Item, sealedData: [UInt8]?)] = []
         while let row = try cursor.next() {
             // Re-sealing under a new group needs the old secret open as well.
-            guard let item = try open(row, itemClass: query.itemClass, data: newGroup != nil || data == nil, strict: true),
+            guard let item = try open(row, itemClass: query.itemClass, data: newGroup != nil || data == nil, strict: true,
+                                      keepingAccessData: true),
                   query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
-            matches.append((row.id, item))
+            // The secret of an item with access control is sealed under its own
+            // key, not the group's: it is kept as it is unless replaced.
+            matches.append((row.id, item, item.access != nil && data == nil ? row.withData { Array($0) } : nil))
         }
         guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
         let updater = try itemStore.makeUpdater()
         let now = Clock.milliseconds()
         var updated: [Item] = []
-        for (id, var item) in matches {
+        for (id, var item, sealedData) in matches {
             for (attribute, value) in changes { item[attribute] = value }
             if let newGroup { item.accessGroup = newGroup }
             item.modificationDate = now
             let row = Sealing.RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
                                           ref: item.persistentRef)
-            var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now)
+            var access = item.access
+            var sealed = sealedData
+            if sealed == nil {
+                guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
+                let dataRecord = DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
+                var dataKey = try fieldKey(row, .data)
+                if let control = item.accessControl { (access, dataKey) = try sealAccess(control, row, label: Keychain.label(item.attributes)) }
+                sealed = SecretBox.seal(dataRecord, key: dataKey)
+            }
+            var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now, access: access?.encoded)
             defer { wipe(&record) }
-            guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
-            let dataRecord = DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
             try updater.update(id: id, group: item.accessGroup,
                                digests: Sealing.digests(try indexKey(), item.itemClass, item.attributes),
                                attributes: SecretBox.seal(record, key: try fieldKey(row, .attributes)),
-                               data: SecretBox.seal(dataRecord, key: try fieldKey(row, .data)))
+                               data: sealed!)
             item.data = nil
             item.extra = nil
             updated.append(item)

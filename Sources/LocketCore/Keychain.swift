@@ -60,6 +60,8 @@ public final class Keychain {
     public internal(set) var isRolledBack = false
     /// Who is calling (the owner, or an app with its entitlements), given to `open`.
     public let caller: Caller
+    /// Proofs given for items with access control (SPEC §14), this process only.
+    var proof = ProofState()
 
     /// The access group `add` uses when none is given, for the owner.
     public static let defaultAccessGroup = "default"

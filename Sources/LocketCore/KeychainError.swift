@@ -136,6 +136,11 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case notEnrolled
         /// This device holds no key for the access group (`keychain approve` on an admin device).
         case notApproved(group: String)
+        /// An item with access control needs a proof first (SPEC §14): the
+        /// caller asks for it and tries again.
+        case proofNeeded(AccessRequest)
+        /// A password-current-set item after a password change: permanently unreadable; delete it.
+        case accessInvalidated
     }
 
     /// What went wrong.

@@ -51,20 +51,29 @@ extension Commands {
     /// `locket settings`
     static func settings(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
-        if let text = invocation.value("timeout") {
-            try keychain.setDefaultTimeout(try parseTimeout(text, command: "settings"))
+        if invocation.has("timeout") || invocation.has("presence-reuse") {
+            if let text = invocation.value("timeout") { try keychain.setDefaultTimeout(try parseTimeout(text, command: "settings")) }
+            if let text = invocation.value("presence-reuse") {
+                guard let seconds = UInt32(text), seconds <= Keychain.maximumPresenceReuse else {
+                    throw UsageError(message: "--presence-reuse needs 0 to \(Keychain.maximumPresenceReuse) seconds", command: "settings")
+                }
+                try keychain.setPresenceReuse(seconds)
+            }
             return 0
         }
         let timeout = keychain.defaultTimeout
+        let reuse = keychain.presenceReuse
         if context.json {
             var w = JSONWriter()
             w.beginObject()
             w.key("timeout"); if timeout == 0 { w.string("none") } else { w.int(Int64(timeout)) }
+            w.key("presenceReuse"); w.int(Int64(reuse))
             w.endObject()
             context.out.bytes(w.bytes)
             context.out.text("\n")
         } else {
             context.out.line("timeout: \(timeout == 0 ? "none" : String(timeout))")
+            if reuse > 0 { context.out.line("presence-reuse: \(reuse)") }
         }
         return 0
     }

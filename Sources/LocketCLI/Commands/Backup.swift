@@ -37,6 +37,7 @@ extension Commands {
         var leftOut = 0
         var nonExtractable = 0
         var damaged = 0
+        var withAccessControl = 0
         func write(_ fd: Int32) throws {
             let writer = try passphrase.map { try BackupWriter(fd: fd, passphrase: $0, cost: cost) }
                 ?? BackupWriter(fd: fd, recipients: recipients)
@@ -44,6 +45,8 @@ extension Commands {
                 guard item.availability != .damaged else { damaged += 1; return }
                 guard !item.accessible.thisDeviceOnly else { leftOut += 1; return }
                 guard item.isExtractable else { nonExtractable += 1; return }
+                // Their secrets open only with a proof a backup can't carry (SPEC §14).
+                guard item.accessControl == nil else { withAccessControl += 1; return }
                 guard let data = item.data else { damaged += 1; return }
                 try writer.append(BackupRecord(item: item, data: data))
             }
@@ -56,6 +59,9 @@ extension Commands {
             }
             if nonExtractable > 0 {
                 context.warn("\(nonExtractable) non-extractable key\(nonExtractable == 1 ? " was" : "s were") left out: \(nonExtractable == 1 ? "it never leaves" : "they never leave") the keychain")
+            }
+            if withAccessControl > 0 {
+                context.warn("\(withAccessControl) item\(withAccessControl == 1 ? " with access control was" : "s with access control were") left out")
             }
             context.err("locket: exported \(writer.count) item\(writer.count == 1 ? "" : "s")")
         }

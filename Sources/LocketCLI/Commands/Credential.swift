@@ -56,7 +56,8 @@ extension Commands {
     private static func credentialGet(_ request: GitCredential, _ context: Context) throws {
         guard let query = try credentialQuery(request, exactPort: true) else { return }
         let keychain = try context.openKeychain()
-        guard let item = try keychain.search(query, limit: .one, returnData: true).first, let secret = item.data else { return }
+        guard let item = try AccessPrompt.run(keychain, nil, context, { try keychain.search(query, limit: .one, returnData: true) }).first,
+              let secret = item.data else { return }
         // A newline or NUL in a value would inject lines into git's protocol: such an item can't be given to git.
         let unsafe: (UInt8) -> Bool = { $0 == 0 || $0 == 0x0a || $0 == 0x0d }
         guard !item[.account].contains(where: unsafe), !secret.withUnsafeBytes({ $0.contains(where: unsafe) }) else {

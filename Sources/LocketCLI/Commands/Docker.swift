@@ -75,7 +75,8 @@ extension Commands {
     private static func dockerGet(_ context: Context) throws {
         let (text, url) = try dockerServerURL(context)
         let keychain = try context.openKeychain()
-        guard let item = try keychain.search(url.query(), limit: .one, returnData: true).first, let secret = item.data else {
+        guard let item = try AccessPrompt.run(keychain, nil, context, { try keychain.search(url.query(), limit: .one, returnData: true) }).first,
+              let secret = item.data else {
             throw KeychainError(.itemNotFound)
         }
         // JSON strings are text: a binary secret can't be handed to docker.

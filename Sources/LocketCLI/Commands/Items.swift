@@ -15,6 +15,10 @@ enum Commands {
             }
         }
         if let accessible = invocation.value("accessible") { item.accessible = try ProtectionClass(parsing: accessible) }
+        if let control = invocation.value("access-control") {
+            item.accessControl = try AccessControl(parsing: control)
+            try AccessPrompt.checkStdin(invocation, command: "add")
+        }
         if let pclass = item.accessible, pclass.tier == .always {
             context.warn("\(pclass.name) is deprecated, as in Apple's keychain: such items are readable without unlocking; prefer after-first-unlock")
         }
@@ -30,14 +34,14 @@ enum Commands {
         let keychain = try context.openKeychain()
         if let generate {
             let secret = try PasswordGenerator.generate(length: generate.length, charset: generate.charset)
-            try keychain.add(item, data: secret, updateExisting: invocation.has("update"))
+            try AccessPrompt.run(keychain, invocation, context) { try keychain.add(item, data: secret, updateExisting: invocation.has("update")) }
             // Printed only once it is stored, and only when asked: a generated
             // secret on a CI log is a leaked one.
             if invocation.has("print") { printSecret(secret, context, newline: true) }
             return 0
         }
         let data = try Prompt.secret(context, invocation, confirm: true) ?? SecureBytes(count: 0)
-        try keychain.add(item, data: data, updateExisting: invocation.has("update"))
+        try AccessPrompt.run(keychain, invocation, context) { try keychain.add(item, data: data, updateExisting: invocation.has("update")) }
         return 0
     }
 
@@ -54,7 +58,7 @@ enum Commands {
         let secretOnly = invocation.has("password")
         let withData = secretOnly || invocation.has("show-data")
         let keychain = try context.openKeychain()
-        let items = try keychain.search(query, limit: limit, returnData: withData)
+        let items = try AccessPrompt.run(keychain, invocation, context) { try keychain.search(query, limit: limit, returnData: withData) }
         let options = ItemPrinter.Options(data: withData, ref: invocation.has("show-ref"))
         let many = limit != .one
         if secretOnly && !context.json {
@@ -113,12 +117,13 @@ enum Commands {
             let value = try AttributeValue.parse(attribute, Array(text.utf8), for: query.itemClass)
             if attribute == .accessGroup { newGroup = text } else { changes[attribute] = value }
         }
+        try AccessPrompt.checkStdin(invocation, command: "update")
         let keychain = try context.openKeychain()
         let data = try Prompt.secret(context, invocation, confirm: true)
         if changes.isEmpty && newGroup == nil && data == nil {
             throw UsageError(message: "nothing to change: give --set NAME=VALUE, -w or --data-file", command: "update")
         }
-        try keychain.update(query, changes: changes, accessGroup: newGroup, data: data)
+        try AccessPrompt.run(keychain, invocation, context) { try keychain.update(query, changes: changes, accessGroup: newGroup, data: data) }
         return 0
     }
 

@@ -23,10 +23,12 @@ extension Commands {
             options.extractable = !invocation.has("non-extractable")
             options.accessible = try invocation.value("accessible").map { try ProtectionClass(parsing: $0) }
             options.accessGroup = invocation.value("access-group")
-            let (item, publicKey) = try context.openKeychain().generateKey(type, options: options)
+            options.accessControl = try invocation.value("access-control").map { try AccessControl(parsing: $0) }
+            let keychain = try context.openKeychain()
+            let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.generateKey(type, options: options) }
             try printPublicKey(item, publicKey, invocation, context)
         case "public":
-            for option in ["type", "non-extractable", "accessible"] where invocation.has(option) {
+            for option in ["type", "non-extractable", "accessible", "access-control"] where invocation.has(option) {
                 throw UsageError(message: "--\(option) is for key generate", command: "key")
             }
             var query = Query(itemClass: .key)
@@ -34,7 +36,9 @@ extension Commands {
             if let tag = invocation.value("tag") { try query.match(.applicationTag, Array(tag.utf8)) }
             if let group = invocation.value("access-group") { try query.match(.accessGroup, Array(group.utf8)) }
             query.persistentRef = try invocation.value("ref").map(parseRef)
-            let (item, publicKey) = try context.openKeychain().publicKey(query)
+            let keychain = try context.openKeychain()
+            // The public half comes from the stored private key: a key with access control asks for its proof.
+            let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.publicKey(query) }
             try printPublicKey(item, publicKey, invocation, context)
         default:
             throw UsageError(message: "key takes generate, public, sign, verify, encrypt or decrypt, not '\(Printable.clip(action, max: 40))'", command: "key")

@@ -5,7 +5,8 @@ import LocketSupport
 /// `import` of key files and `export` of one certificate, key or identity (SPEC §12).
 extension Commands {
     /// The options that apply to a key file only.
-    static let keyFileOptions = ["format", "non-extractable", "accessible", "access-group", "label", "tag"]
+    static let keyFileOptions = ["format", "non-extractable", "accessible", "access-group", "label", "tag", "access-control",
+                                 "application-password-stdin"]
 
     /// A key file (PKCS#12, PEM, DER, OpenSSH), parsed whole, then added in one transaction.
     static func importKeyFile(_ data: SecureBytes, _ path: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
@@ -23,12 +24,19 @@ extension Commands {
         options.extractable = !invocation.has("non-extractable")
         options.accessible = try invocation.value("accessible").map { try ProtectionClass(parsing: $0) }
         options.accessGroup = invocation.value("access-group")
+        options.accessControl = try invocation.value("access-control").map { try AccessControl(parsing: $0) }
+        if path == "-" && invocation.has("application-password-stdin") {
+            throw UsageError(message: "--application-password-stdin can't be used with a key file on standard input", command: "import")
+        }
         let keychain = try context.openKeychain()
         let file = try KeyImport.parse(data, format: format) {
             try Prompt.password(context, prompt: "Passphrase of \(path): ", confirm: false, fromStdin: fromStdin)
         }
         var outcomes: [KeyFileOutcome] = []
-        try keychain.addKeyFile(file, options: options) { outcomes.append($0) }
+        try AccessPrompt.run(keychain, invocation, context) {
+            outcomes = []
+            try keychain.addKeyFile(file, options: options) { outcomes.append($0) }
+        }
         KeyFileReport.print(outcomes, format: file.format, context)
         return 0
     }

@@ -33,23 +33,30 @@ extension Commands {
         if let output, !invocation.has("force"), PrivateFile.exists(output) {
             throw KeychainError(.param, "\(Printable.clip(output, max: 256)) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
+        if invocation.has("application-password-stdin") && invocation.value("in") == nil {
+            throw usage("--application-password-stdin reads standard input; give the data with -i/--in FILE")
+        }
         let input = try readKeyUseInput(invocation.value("in"), context)
         let signature = try invocation.value("signature").map { try readRegularFile($0, limit: 1 << 16).bytes }
         let query = try keyUseQuery(invocation)
 
         // Read first, then open: the keychain is held only while the key is used.
         let operation: KeyAlgorithm.Operation = action == "sign" || verifying ? .sign : .encrypt
-        let (result, algorithm) = try context.openKeychain().withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
-            let algorithm = try KeyAlgorithm.named(algorithmName, for: key, operation: operation)
-            switch action {
-            case "sign": return (SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)
-            case "encrypt": return (SecureBytes(copying: try key.encrypt(input, algorithm: algorithm)), algorithm)
-            case "decrypt": return (try key.decrypt(input.bytes, algorithm: algorithm), algorithm)
-            default:
-                guard try key.verify(signature: signature!, for: input.bytes, algorithm: algorithm) else {
-                    throw KeychainError(.verifyFailed, "the signature does not verify with this key and \(algorithm.rawValue)")
+        let keychain = try context.openKeychain()
+        // A key with access control (SPEC §14) asks for its proof at every use.
+        let (result, algorithm) = try AccessPrompt.run(keychain, invocation, context) {
+            try keychain.withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
+                let algorithm = try KeyAlgorithm.named(algorithmName, for: key, operation: operation)
+                switch action {
+                case "sign": return (SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)
+                case "encrypt": return (SecureBytes(copying: try key.encrypt(input, algorithm: algorithm)), algorithm)
+                case "decrypt": return (try key.decrypt(input.bytes, algorithm: algorithm), algorithm)
+                default:
+                    guard try key.verify(signature: signature!, for: input.bytes, algorithm: algorithm) else {
+                        throw KeychainError(.verifyFailed, "the signature does not verify with this key and \(algorithm.rawValue)")
+                    }
+                    return (SecureBytes(count: 0), algorithm)
                 }
-                return (SecureBytes(count: 0), algorithm)
             }
         }
         if let output, !verifying {

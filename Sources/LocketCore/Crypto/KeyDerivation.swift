@@ -64,5 +64,8 @@ enum KeyDerivation {
         }
 
         func with(_ string: String) -> Context { with(string.utf8) }
+
+        /// Overwrites the encoded inputs (when one of them is key material).
+        mutating func wipe() { LocketSupport.wipe(&bytes) }
     }
 }

@@ -10,6 +10,9 @@ public struct Item: Sendable {
         case unavailableOnThisDevice = "unavailable-on-this-device"
         /// A sealed value failed to open: the row was altered or moved (errSecDecode).
         case damaged
+        /// A password-current-set item after the password changed (or a
+        /// user-presence item after it was removed): its secret never opens again.
+        case invalidated
     }
 
     public var itemClass: ItemClass
@@ -27,6 +30,10 @@ public struct Item: Sendable {
     /// Metadata sealed with the secret (the git credential helper's fields).
     public var extra: SecureBytes? = nil
     public var availability: Availability
+    /// The item's access control (SPEC §14), nil for none.
+    public var accessControl: AccessControl? = nil
+    /// Its stored record (the sealed item secret), for re-sealing.
+    var access: ItemAccess? = nil
 
     public subscript(_ attribute: Attribute) -> [UInt8] {
         get { attributes[attribute] ?? [] }
@@ -41,6 +48,8 @@ public struct NewItem: Sendable {
     /// nil: the caller's default group.
     public var accessGroup: String?
     public var accessible: ProtectionClass?
+    /// Access control instead of `accessible` (both: errSecParam).
+    public var accessControl: AccessControl?
 
     public init(itemClass: ItemClass) { self.itemClass = itemClass }
 

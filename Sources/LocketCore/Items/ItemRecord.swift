@@ -7,8 +7,11 @@ enum ItemRecord {
     private static let version: UInt8 = 1
     private static let creationTag: UInt8 = 0xf0
     private static let modificationTag: UInt8 = 0xf1
+    /// The item's access control (ItemAccess), when it has one; records
+    /// without it (every item before SPEC §14) have none.
+    private static let accessTag: UInt8 = 0xf2
 
-    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64) -> [UInt8] {
+    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]? = nil) -> [UInt8] {
         var out: [UInt8] = [version]
         for attribute in Attribute.allCases where attribute.isSealed {
             guard let value = attributes[attribute], !value.isEmpty else { continue }
@@ -20,12 +23,17 @@ enum ItemRecord {
             out.append(tag)
             BigEndian.append(date, to: &out)
         }
+        if let access {
+            out.append(accessTag)
+            BigEndian.append(UInt32(access.count), to: &out)
+            out.append(contentsOf: access)
+        }
         return out
     }
 
     /// Decodes a record; anything unexpected is errSecDecode (the MAC already
     /// passed, so this only fires on a format bug or a future version).
-    static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64) {
+    static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?) {
         try record.withUnsafeBytes { r in
             let bad = KeychainError(.decode, "an item's attribute record is malformed")
             guard r.count >= 1, r[0] == version else { throw bad }
@@ -33,12 +41,19 @@ enum ItemRecord {
             // Sized for every sealed attribute up front: growing it twice per item was 4 % of a dump.
             var attributes = [Attribute: [UInt8]](minimumCapacity: 16)
             var created: Int64?, modified: Int64?
+            var access: [UInt8]?
             while i < r.count {
                 let tag = r[i]; i += 1
                 if tag == creationTag || tag == modificationTag {
                     guard let v = BigEndian.read(Int64.self, r, at: i) else { throw bad }
                     if tag == creationTag { created = v } else { modified = v }
                     i += 8
+                    continue
+                }
+                if tag == accessTag {
+                    guard let n = BigEndian.read(UInt32.self, r, at: i).map(Int.init), n <= r.count - i - 4 else { throw bad }
+                    access = Array(r[i + 4..<i + 4 + n])
+                    i += 4 + n
                     continue
                 }
                 guard let attribute = Attribute(rawValue: tag), attribute.isSealed,
@@ -49,7 +64,7 @@ enum ItemRecord {
                 i += n
             }
             guard let created, let modified else { throw bad }
-            return (attributes, created, modified)
+            return (attributes, created, modified, access)
         }
     }
 }

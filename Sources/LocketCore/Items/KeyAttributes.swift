@@ -16,6 +16,9 @@ public struct KeyItemOptions: Sendable {
     public var accessible: ProtectionClass?
     /// nil: the caller's default group.
     public var accessGroup: String?
+    /// Access control of the private keys (SPEC §14), instead of `accessible`
+    /// (both: errSecParam); the class applies to every item of the file.
+    public var accessControl: AccessControl?
 
     public init() {}
 }

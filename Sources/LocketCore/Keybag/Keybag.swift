@@ -92,6 +92,19 @@ struct Keybag {
 
     mutating func removeRow(_ name: String) { rows[name] = nil }
 
+    /// Wraps a presence secret key (PresenceKeys) by the KEK alone: no device
+    /// wrap, so only the password opens it.
+    mutating func wrapPresence(_ name: String, _ secretKey: SecureBytes, kek: SecureBytes) {
+        rows[name] = (SecretBox.seal(secretKey, key: wrapKey(kek, name)), nil)
+    }
+
+    /// The presence secret key `name`, nil when the keychain has none (made
+    /// before access control, or its password was removed).
+    func unwrapPresence(_ name: String, kek: SecureBytes) throws -> SecureBytes? {
+        guard let sealed = rows[name]?.kek else { return nil }
+        return try SecretBox.open(sealed, key: wrapKey(kek, name), what: "a presence key")
+    }
+
     // MARK: - Unwrapping
 
     /// The keys that open with the device key alone (`dk`, `dku`, `idx`).

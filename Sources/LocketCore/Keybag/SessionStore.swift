@@ -26,21 +26,37 @@ public struct SessionStore: Sendable {
 
     private static let magic: [UInt8] = Array("LKS1".utf8)
 
-    private func description(_ tier: ProtectionClass.Tier) -> String { "locket:\(keychainID):\(tier.rawValue)" }
+    /// A slot is a tier's name, or another record of this keychain's (the
+    /// presence reuse window of one terminal session).
+    private func description(_ slot: String) -> String { "locket:\(keychainID):\(slot)" }
     /// The session file's name in the directory, and its path for messages.
-    private func name(_ tier: ProtectionClass.Tier) -> String { "\(keychainID).\(tier.rawValue)" }
-    private func file(_ tier: ProtectionClass.Tier) -> String { "\(directory)/\(name(tier))" }
+    private func name(_ slot: String) -> String { "\(keychainID).\(slot)" }
+    private func file(_ slot: String) -> String { "\(directory)/\(name(slot))" }
 
     // MARK: - Saving
 
     /// Stores `keys` for `tier`, expiring after `timeout` seconds of inactivity (0: never).
     @discardableResult
     func save(_ tier: ProtectionClass.Tier, keys: SessionKeys, timeout: UInt32) throws -> Backend {
+        try save(tier.rawValue, keys: keys, timeout: timeout)
+    }
+
+    /// Stores `keys` in `slot` for `seconds` from now, however often it is read.
+    func saveSlot(_ slot: String, keys: SessionKeys, expiresAfter seconds: UInt32) throws {
+        try save(slot, keys: keys, timeout: seconds)
+    }
+
+    /// The keys of `slot` while it lasts; nil when absent, expired or unreadable.
+    func loadSlot(_ slot: String) -> SessionKeys? {
+        (try? load(slot, extend: false))??.0
+    }
+
+    private func save(_ slot: String, keys: SessionKeys, timeout: UInt32) throws -> Backend {
         let record = keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
         var keyringRefusal: String?
         if forced != .directory {
             let serial = record.withUnsafeBytes { raw in
-                locket_add_key("user", description(tier), raw.baseAddress, raw.count, locket_key_spec_user_keyring())
+                locket_add_key("user", description(slot), raw.baseAddress, raw.count, locket_key_spec_user_keyring())
             }
             if serial >= 0 {
                 let key = Int32(truncatingIfNeeded: serial)
@@ -49,7 +65,7 @@ public struct SessionStore: Sendable {
                 _ = locket_keyctl_set_timeout(key, timeout)
                 // An older copy in the directory must not outlive this one.
                 if let dir = openDirectory() {
-                    wipeAndUnlink(name(tier), in: dir)
+                    wipeAndUnlink(name(slot), in: dir)
                     close(dir)
                 }
                 return .keyring
@@ -63,7 +79,7 @@ public struct SessionStore: Sendable {
         do {
             let dir = try prepareDirectory()
             defer { close(dir) }
-            try record.withUnsafeBytes { try FileIO.writeAtomically(name(tier), in: dir, $0, path: file(tier)) }
+            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir, $0, path: file(slot)) }
             return .directory
         } catch let error as KeychainError where keyringRefusal != nil {
             throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")
@@ -85,18 +101,22 @@ public struct SessionStore: Sendable {
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
     func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
-        if forced != .directory, let found = try loadFromKeyring(tier, extend: extend) { return found }
-        if forced != .keyring { return try loadFromDirectory(tier, extend: extend) }
+        try load(tier.rawValue, extend: extend)
+    }
+
+    private func load(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+        if forced != .directory, let found = try loadFromKeyring(slot, extend: extend) { return found }
+        if forced != .keyring { return try loadFromDirectory(slot, extend: extend) }
         return nil
     }
 
-    private func keyringSerial(_ tier: ProtectionClass.Tier) -> Int32? {
-        let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(tier))
+    private func keyringSerial(_ slot: String) -> Int32? {
+        let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(slot))
         return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    private func loadFromKeyring(_ tier: ProtectionClass.Tier, extend: Bool) throws -> (SessionKeys, Info)? {
-        guard let serial = keyringSerial(tier) else { return nil }
+    private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+        guard let serial = keyringSerial(slot) else { return nil }
         let buffer = SecureBytes(count: SessionKeys.maximumSize)
         let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
         guard n > 0, n <= buffer.count else { return nil }
@@ -114,12 +134,12 @@ public struct SessionStore: Sendable {
         return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now))
     }
 
-    private func loadFromDirectory(_ tier: ProtectionClass.Tier, extend: Bool) throws -> (SessionKeys, Info)? {
-        let path = file(tier)
+    private func loadFromDirectory(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+        let path = file(slot)
         // Keys are only trusted from a directory nobody else could have written into.
         guard let dir = openDirectory() else { return nil }
         defer { close(dir) }
-        let fd = openat(dir, name(tier), O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        let fd = openat(dir, name(slot), O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
@@ -136,7 +156,7 @@ public struct SessionStore: Sendable {
             let now = Clock.now()
             let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
-                wipeAndUnlink(name(tier), in: dir)
+                wipeAndUnlink(name(slot), in: dir)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
@@ -147,7 +167,7 @@ public struct SessionStore: Sendable {
 
     /// What the session of `tier` says, without extending it.
     func peek(_ tier: ProtectionClass.Tier) -> Info? {
-        if forced != .directory, let serial = keyringSerial(tier) {
+        if forced != .directory, let serial = keyringSerial(tier.rawValue) {
             let buffer = SecureBytes(count: SessionKeys.maximumSize)
             let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
             if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(buffer.prefix(n), header: Self.magic) {
@@ -156,7 +176,7 @@ public struct SessionStore: Sendable {
         }
         guard forced != .keyring, let dir = openDirectory() else { return nil }
         defer { close(dir) }
-        let fd = openat(dir, name(tier), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = openat(dir, name(tier.rawValue), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
@@ -174,15 +194,16 @@ public struct SessionStore: Sendable {
     /// Forgets `tier` everywhere it might be, including the temporary file of
     /// an unlock that was killed before it could rename it into place.
     func remove(_ tier: ProtectionClass.Tier) {
-        while let serial = keyringSerial(tier) {
+        let slot = tier.rawValue
+        while let serial = keyringSerial(slot) {
             if locket_keyctl_invalidate(serial) != 0, locket_keyctl_unlink(serial, locket_key_spec_user_keyring()) != 0 { break }
         }
         // Only a directory of ours can hold our session files: one someone else
         // made is neither listed nor written to.
         guard let dir = openDirectory() else { return }
         defer { close(dir) }
-        wipeAndUnlink(name(tier), in: dir)
-        let prefix = "\(name(tier)).tmp."
+        wipeAndUnlink(name(slot), in: dir)
+        let prefix = "\(name(slot)).tmp."
         let listing = dup(dir)
         guard listing >= 0, let stream = fdopendir(listing) else {
             if listing >= 0 { close(listing) }
@@ -241,125 +262,5 @@ public struct SessionStore: Sendable {
             throw KeychainError(.io, "the session directory \(directory) is \(FileIO.kind(st.st_mode)); locket keeps no keys there")
         }
         throw KeychainError(.io, "the session directory \(directory) is not private to this user (owner uid \(st.st_uid), mode \(String(st.st_mode & 0o777, radix: 8))); locket keeps no keys there")
-    }
-}
-
-/// Named 32-byte keys, serialized for a session: `header`, timeout (4 bytes),
-/// last use (8), count (1), then per key a name length (1), the name, and the key.
-struct SessionKeys {
-    static let maximumSize = 32_000
-    private(set) var entries: [(name: String, key: SecureBytes)] = []
-    /// Set for a session unlocked by an app: its groups, and the classes it holds keys for.
-    var scope: Scope?
-
-    struct Scope {
-        var groups: [String]
-        var classes: Set<String>
-    }
-
-    /// The scope block: group count (2), groups (2-byte length + bytes each),
-    /// class count (1), classes (1-byte length + bytes each).
-    private var encodedScope: [UInt8] {
-        guard let scope else { return [] }
-        var out: [UInt8] = [UInt8(scope.groups.count >> 8), UInt8(scope.groups.count & 0xff)]
-        for group in scope.groups {
-            let bytes = Array(group.utf8)
-            out += [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xff)] + bytes
-        }
-        out.append(UInt8(scope.classes.count))
-        for name in scope.classes.sorted() { out += [UInt8(name.utf8.count)] + Array(name.utf8) }
-        return out
-    }
-
-    private static func decodeScope(_ r: UnsafeRawBufferPointer, from start: Int) -> Scope? {
-        var i = start
-        func take(_ n: Int) -> ArraySlice<UInt8>? {
-            guard i + n <= r.count else { return nil }
-            defer { i += n }
-            return Array(r[i..<i + n])[...]
-        }
-        guard let countBytes = take(2) else { return nil }
-        var groups: [String] = []
-        for _ in 0..<(Int(countBytes.first!) << 8 | Int(countBytes.last!)) {
-            guard let lengthBytes = take(2), let name = take(Int(lengthBytes.first!) << 8 | Int(lengthBytes.last!)) else { return nil }
-            groups.append(String(decoding: name, as: UTF8.self))
-        }
-        guard let classCount = take(1) else { return nil }
-        var classes: Set<String> = []
-        for _ in 0..<Int(classCount.first!) {
-            guard let length = take(1), let name = take(Int(length.first!)) else { return nil }
-            classes.insert(String(decoding: name, as: UTF8.self))
-        }
-        return i == r.count ? Scope(groups: groups, classes: classes) : nil
-    }
-
-    subscript(_ name: String) -> SecureBytes? { entries.first { $0.name == name }?.key }
-
-    mutating func set(_ name: String, _ key: SecureBytes) {
-        entries.removeAll { $0.name == name }
-        entries.append((name, key))
-    }
-
-    func encode(header: [UInt8], timeout: UInt32, lastUse: Int64) -> SecureBytes {
-        let scopeBytes = encodedScope
-        let size = header.count + 13 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 } + scopeBytes.count
-        let out = SecureBytes(count: size)
-        out.withUnsafeMutableBytes { o in
-            var i = 0
-            func put(_ b: UInt8) { o[i] = b; i += 1 }
-            for b in header { put(b) }
-            BigEndian.store(timeout, into: o, at: i); i += 4
-            BigEndian.store(lastUse, into: o, at: i); i += 8
-            put(UInt8(entries.count))
-            for (name, key) in entries {
-                put(UInt8(name.utf8.count))
-                for b in name.utf8 { put(b) }
-                key.withUnsafeBytes { k in for b in k { put(b) } }
-            }
-            for b in scopeBytes { put(b) }
-        }
-        return out
-    }
-
-    /// The timeout and last use of a record.
-    static func header(_ record: SecureBytes, header: [UInt8]) -> (UInt32, Int64)? {
-        record.withUnsafeBytes { r -> (UInt32, Int64)? in
-            guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
-            guard let timeout = BigEndian.read(UInt32.self, r, at: header.count),
-                  let lastUse = BigEndian.read(Int64.self, r, at: header.count + 4) else { return nil }
-            return (timeout, lastUse)
-        }
-    }
-
-    /// Overwrites a record's last-use time in place.
-    static func stamp(_ record: SecureBytes, header: [UInt8], lastUse: Int64) {
-        record.withUnsafeMutableBytes { r in
-            guard r.count >= header.count + 13 else { return }
-            BigEndian.store(lastUse, into: r, at: header.count + 4)
-        }
-    }
-
-    static func decode(_ record: SecureBytes, header: [UInt8]) -> (SessionKeys, UInt32)? {
-        record.withUnsafeBytes { r -> (SessionKeys, UInt32)? in
-            guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
-            var i = header.count
-            guard let timeout = BigEndian.read(UInt32.self, r, at: i) else { return nil }
-            i += 12
-            let count = Int(r[i]); i += 1
-            var keys = SessionKeys()
-            for _ in 0..<count {
-                guard i < r.count else { return nil }
-                let n = Int(r[i]); i += 1
-                guard i + n + 32 <= r.count else { return nil }
-                let name = String(decoding: r[i..<i + n], as: UTF8.self)
-                i += n
-                keys.set(name, SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[i..<i + 32])))
-                i += 32
-            }
-            if i == r.count { return (keys, timeout) }
-            guard let scope = decodeScope(r, from: i) else { return nil }
-            keys.scope = scope
-            return (keys, timeout)
-        }
     }
 }

@@ -25,6 +25,11 @@ enum MetaKey: String, CaseIterable {
     case generation
     case keyCheck = "key_check"
     case headerMAC = "header_mac"
+    /// The public keys of the presence key pairs (PresenceKeys): user-presence and password-current-set.
+    case presencePublicKey = "upk_pub"
+    case currentSetPublicKey = "pcs_pub"
+    /// Seconds one proof of presence serves the same terminal session (`settings --presence-reuse`).
+    case presenceReuse = "presence_reuse"
 }
 
 extension Dictionary where Key == String, Value == [UInt8] {

@@ -234,11 +234,11 @@ final class EndToEndJSONContractTests: EndToEndCase {
 
     func testSettingsShape() throws {
         let initial = try json("settings")
-        assertShape(initial, ["timeout": ["number", "string"]])
+        assertShape(initial, ["timeout": ["number", "string"], "presenceReuse": ["number"]])
         ok("settings", "--timeout", "120")
-        XCTAssertEqual(try json("settings"), .object(["timeout": .number(120)]))
-        ok("settings", "--timeout", "none")
-        XCTAssertEqual(try json("settings"), .object(["timeout": .string("none")]))
+        XCTAssertEqual(try json("settings"), .object(["timeout": .number(120), "presenceReuse": .number(0)]))
+        ok("settings", "--timeout", "none", "--presence-reuse", "30")
+        XCTAssertEqual(try json("settings"), .object(["timeout": .string("none"), "presenceReuse": .number(30)]))
     }
 
     // MARK: - Documentation

@@ -1,0 +1,212 @@
+import LocketSupport
+
+/// The proofs an item with access control needs (SPEC §14), given by the
+/// caller, kept for this process only.
+struct ProofState {
+    /// Presence secret keys opened with the keychain password (or found in
+    /// this terminal session's reuse window), by keybag name.
+    var presenceKeys: [String: SecureBytes] = [:]
+    /// The application password for the items being read or added.
+    var applicationPassword: SecureBytes?
+    /// The caller's terminal session, when it has one (for the reuse window).
+    var terminalSession: String?
+    /// Whether the reuse window was looked at already.
+    var reuseLoaded = false
+}
+
+/// Access control: proofs, sealing an item's secret behind them, opening it.
+extension Keychain {
+    /// The longest `settings --presence-reuse` allows, in seconds (LAContext's maximum).
+    public static let maximumPresenceReuse: UInt32 = 300
+
+    /// The application password for items that need one (set by the caller
+    /// after a `.proofNeeded` that asked for it, or before an add).
+    public var applicationPassword: SecureBytes? {
+        get { proof.applicationPassword }
+        set { proof.applicationPassword = newValue }
+    }
+
+    /// An identity of the caller's terminal session (the command line builds
+    /// it from the terminal device, the session id and the session leader's
+    /// start time). Only with it does a proof serve later commands.
+    public var terminalSession: String? {
+        get { proof.terminalSession }
+        set {
+            proof.terminalSession = newValue
+            proof.reuseLoaded = false
+        }
+    }
+
+    /// Seconds one proof of presence serves the same terminal session (0: none).
+    public var presenceReuse: UInt32 {
+        guard let stored = meta[.presenceReuse], stored.count == 8 else { return 0 }
+        return UInt32(clamping: min(BigEndian.int64(stored), Int64(Keychain.maximumPresenceReuse)))
+    }
+
+    /// Stores the reuse window (0 ... 300 seconds).
+    public func setPresenceReuse(_ seconds: UInt32) throws {
+        try requireOwner("changing settings")
+        guard seconds <= Keychain.maximumPresenceReuse else {
+            throw KeychainError(.param, "the presence reuse window is at most \(Keychain.maximumPresenceReuse) seconds")
+        }
+        try write { try MetaStore.write(database, [(.presenceReuse, BigEndian.bytes(Int64(seconds)))]) }
+    }
+
+    /// Proves presence with the keychain password: checked as every password
+    /// is (counted, slowed after failures), then the presence keys are opened
+    /// for this process, and kept for the reuse window when there is one. A
+    /// keychain made before access control gets its presence keys here.
+    public func provePresence(password: SecureBytes) throws {
+        guard hasPassword else {
+            throw KeychainError(.notAvailable, "user presence needs a keychain with a password")
+        }
+        let kek = try checkPassword(password).kek
+        var bag = keybag
+        var missing: [(MetaKey, [UInt8])] = []
+        for name in PresenceKeys.names {
+            // A row that does not open with the right password was left wrapped for an older one (a
+            // release before access control changed the password): its items can't open any more either.
+            if let key = try? bag.unwrapPresence(name, kek: kek) {
+                proof.presenceKeys[name] = key
+                continue
+            }
+            let (publicKey, secretKey) = PresenceKeys.generate()
+            bag.wrapPresence(name, secretKey, kek: kek)
+            missing.append((PresenceKeys.publicKeyRow(name), publicKey))
+            proof.presenceKeys[name] = secretKey
+        }
+        if !missing.isEmpty {
+            try write {
+                try MetaStore.writeKeybag(database, bag)
+                try MetaStore.write(database, missing)
+            }
+            keybag = bag
+        }
+        try keepForReuse()
+    }
+
+    // MARK: - Sealing
+
+    /// A new access record for an item's secret and the key that seals it;
+    /// inside the add's (or update's) write transaction. Sealing to a presence
+    /// key needs only its public key; an application password must be given.
+    func sealAccess(_ control: AccessControl, _ row: Sealing.RowIdentity, label: String?) throws -> (ItemAccess, SecureBytes) {
+        var publicKey: [UInt8]?
+        if let name = control.presenceKeyName {
+            guard hasPassword else {
+                throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
+            }
+            publicKey = try MetaStore.value(database, PresenceKeys.publicKeyRow(name))
+            // A keychain from before access control: its keys are made with the password.
+            guard publicKey?.count == 32 else { throw proofNeeded(password: true, application: false, label: label) }
+        }
+        var applicationKey: SecureBytes?
+        let (access, itemSecret) = ItemAccess.make(control, publicKey: publicKey)
+        if let kdf = access.applicationKDF {
+            guard let password = proof.applicationPassword else { throw proofNeeded(password: false, application: true, label: label) }
+            applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)
+        }
+        return (access, ItemAccess.dataKey(itemSecret: itemSecret, row, applicationKey: applicationKey))
+    }
+
+    // MARK: - Opening
+
+    /// Whether an item's secret can never open again: sealed to a presence
+    /// key the keychain no longer has (password-current-set after a password
+    /// change; either after the password was removed).
+    func isInvalidated(_ access: ItemAccess) -> Bool {
+        guard let name = access.control.presenceKeyName else { return false }
+        return meta[PresenceKeys.publicKeyRow(name)] != access.publicKey
+    }
+
+    /// The key of an item's sealed secret, or what proof is missing.
+    func openAccess(_ access: ItemAccess, _ row: Sealing.RowIdentity, label: String?) throws -> SecureBytes {
+        if isInvalidated(access) {
+            throw KeychainError(.authFailed, "the item was bound to an earlier keychain password (\(access.control.text)); "
+                                + "its secret can't be read any more", reason: .accessInvalidated)
+        }
+        var applicationKey: SecureBytes?
+        if let kdf = access.applicationKDF {
+            guard let password = proof.applicationPassword else {
+                throw proofNeeded(password: access.control.needsPresence && presenceKey(access) == nil, application: true, label: label)
+            }
+            applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)
+        }
+        let itemSecret: SecureBytes
+        if access.control.needsPresence {
+            guard let secretKey = presenceKey(access), let publicKey = access.publicKey else {
+                throw proofNeeded(password: true, application: access.applicationKDF != nil && proof.applicationPassword == nil, label: label)
+            }
+            itemSecret = try PresenceKeys.open(access.secret, publicKey: publicKey, secretKey: secretKey)
+        } else {
+            itemSecret = SecureBytes(copying: access.secret)
+        }
+        return ItemAccess.dataKey(itemSecret: itemSecret, row, applicationKey: applicationKey)
+    }
+
+    /// The presence secret key an item needs, from a proof or the reuse window.
+    private func presenceKey(_ access: ItemAccess) -> SecureBytes? {
+        guard let name = access.control.presenceKeyName else { return nil }
+        if proof.presenceKeys[name] == nil { loadReused() }
+        return proof.presenceKeys[name]
+    }
+
+    /// An item's label for a prompt, nil when it has none.
+    static func label(_ attributes: [Attribute: [UInt8]]) -> String? {
+        attributes[.label].map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private func proofNeeded(password: Bool, application: Bool, label: String?) -> KeychainError {
+        let what = [password ? "the keychain password" : nil, application ? "the application password" : nil].compactMap { $0 }
+        return KeychainError(.interactionNotAllowed, "the item's access control needs \(what.joined(separator: " and "))",
+                             reason: .proofNeeded(AccessRequest(keychainPassword: password, applicationPassword: application, label: label)))
+    }
+
+    // MARK: - Reuse window
+
+    /// The session-store slot of this terminal session's proof: a keyed
+    /// digest, so the slot's name tells nothing about the terminal.
+    private var reuseSlot: String? {
+        guard let terminal = proof.terminalSession else { return nil }
+        return "p" + Hex.encode(KeyDerivation.digest(SecureBytes(copying: keybag.keychainID),
+                                                     KeyDerivation.Context("locket.presence.reuse.v1").with(terminal)))
+    }
+
+    /// Keeps the proven presence keys in the session store for the reuse
+    /// window, under this terminal session's slot, expiring with it. They are
+    /// stored masked under the when-unlocked session's reuse nonce, made anew
+    /// at every unlock, so the slot is no proof in the clear and stops
+    /// serving at `lock`.
+    private func keepForReuse() throws {
+        let seconds = presenceReuse
+        guard seconds > 0, let slot = reuseSlot, let nonce = keys[PresenceKeys.reuseNonceName] else { return }
+        var stored = SessionKeys()
+        for (name, key) in proof.presenceKeys { stored.set(name, Keychain.mask(key, nonce, slot: slot, name: name)) }
+        try session.saveSlot(slot, keys: stored, expiresAfter: seconds)
+    }
+
+    /// Takes the presence keys of this terminal session's reuse window, if one is open.
+    private func loadReused() {
+        guard !proof.reuseLoaded, presenceReuse > 0, let slot = reuseSlot,
+              let nonce = keys[PresenceKeys.reuseNonceName] else { return }
+        proof.reuseLoaded = true
+        guard let stored = session.loadSlot(slot) else { return }
+        for (name, key) in stored.entries where PresenceKeys.names.contains(name) && proof.presenceKeys[name] == nil {
+            // Masked under an earlier unlock's nonce it unmasks to noise: kept only if it is the keychain's key.
+            let unmasked = Keychain.mask(key, nonce, slot: slot, name: name)
+            if let publicKey = try? BackupRecipients.publicKey(secretKey: unmasked), publicKey == meta[PresenceKeys.publicKeyRow(name)] {
+                proof.presenceKeys[name] = unmasked
+            }
+        }
+    }
+
+    /// `key` XOR a mask derived from the reuse nonce for this slot and name (its own inverse).
+    private static func mask(_ key: SecureBytes, _ nonce: SecureBytes, slot: String, name: String) -> SecureBytes {
+        let pad = KeyDerivation.derive(nonce, KeyDerivation.Context("locket.presence.mask.v1").with(slot).with(name))
+        let out = SecureBytes(count: key.count)
+        out.withUnsafeMutableBytes { o in
+            key.withUnsafeBytes { k in pad.withUnsafeBytes { p in for i in 0..<o.count { o[i] = k[i] ^ p[i % p.count] } } }
+        }
+        return out
+    }
+}

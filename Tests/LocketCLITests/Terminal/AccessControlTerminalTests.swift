@@ -1,0 +1,216 @@
+import Foundation
+import LocketTestSupport
+import XCTest
+
+/// SPEC §14 at a real terminal (the pty driver): items with access control
+/// ask for the keychain password at /dev/tty with the reason, refuse a wrong
+/// one, honour the reuse window and its end, die with `passwd`
+/// (password-current-set), and take an application password from stdin.
+final class AccessControlTerminalTests: XCTestCase {
+    private var home: URL!
+    private let password = "tty-keychain-pw"
+
+    override func setUpWithError() throws {
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("locket-ac-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home.appendingPathComponent("run"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: home.path)
+        try expect(0, ["init", "--kdf", "interactive", "--password-stdin"], input: .text(password + "\n"))
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: home) }
+
+    private var environment: [String: String] {
+        ["PATH": "/usr/bin:/bin", "HOME": home.path, "XDG_RUNTIME_DIR": home.appendingPathComponent("run").path, "LOCKET_SESSION": "dir"]
+    }
+
+    private func binary() throws -> String {
+        guard let path = LocketBinary.path else { throw XCTSkip("no locket binary built") }
+        return path
+    }
+
+    /// Runs locket without a controlling terminal (setsid), as a CI job does.
+    @discardableResult
+    private func expect(_ status: Int32, _ arguments: [String], input: Input = .devNull,
+                        file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
+        let result = Spawn.run("/usr/bin/setsid", ["-w", try binary()] + arguments, environment: environment, input: input, timeout: 30)
+        XCTAssertFalse(result.timedOut, result.summary, file: file, line: line)
+        XCTAssertEqual(result.status, status, result.summary, file: file, line: line)
+        return result
+    }
+
+    /// Runs `script` (locket is `$L`) in one shell at a pty: one terminal session.
+    private func atTerminal(_ script: String, answers: [String], file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, screen: String) {
+        var env = environment
+        env["L"] = try binary()
+        let result = TerminalDriver.run("/bin/sh", ["-c", script], answers: answers, environment: env, timeout: 30)
+        XCTAssertFalse(result.timedOut, result.summary, file: file, line: line)
+        return (result.status ?? -1, result.out)
+    }
+
+    private func add(_ account: String, _ control: String, secret: String) throws {
+        try expect(0, ["add", "-s", "svc", "-a", account, "--access-control", control, "-w"], input: .text(secret + "\n"))
+    }
+
+    private func count(_ needle: String, in haystack: String) -> Int { haystack.components(separatedBy: needle).count - 1 }
+
+    func testThePromptShowsTheReasonAndOnlyTheRightPasswordGivesTheSecret() throws {
+        try add("up", "when-unlocked:user-presence", secret: "presence-secret-1")
+        let right = try atTerminal("$L find -s svc -a up -w --prompt 'deploy needs the registry token'", answers: [password])
+        XCTAssertEqual(right.status, 0, right.screen)
+        XCTAssertTrue(right.screen.contains("deploy needs the registry token\r\nKeychain password for "), right.screen)
+        XCTAssertTrue(right.screen.contains("presence-secret-1"), right.screen)
+        XCTAssertFalse(right.screen.contains(password), "the password was echoed: \(right.screen)")
+
+        let defaultReason = try atTerminal("$L find -s svc -a up -w", answers: [password])
+        XCTAssertTrue(defaultReason.screen.contains("locket find wants to read \"svc\", which needs user presence"), defaultReason.screen)
+
+        let wrong = try atTerminal("$L find -s svc -a up -w", answers: ["not-the-password"])
+        XCTAssertEqual(wrong.status, 51, wrong.screen)
+        XCTAssertTrue(wrong.screen.contains("errSecAuthFailed -25293"), wrong.screen)
+        XCTAssertFalse(wrong.screen.contains("presence-secret-1"), wrong.screen)
+
+        // The attributes need no proof; the secret does, even while unlocked.
+        XCTAssertTrue(try expect(0, ["find", "-s", "svc", "-a", "up"]).out.contains("access-control: when-unlocked:user-presence"))
+    }
+
+    func testWithoutATerminalTheReadFailsAtOnce() throws {
+        try add("up", "when-unlocked:user-presence", secret: "presence-secret-2")
+        let result = try expect(36, ["find", "-s", "svc", "-a", "up", "-w"], input: .silentPipe)
+        XCTAssertLessThan(result.duration, 10)
+        XCTAssertTrue(result.err.contains("errSecInteractionNotAllowed -25308"), result.err)
+        XCTAssertFalse(result.out.contains("presence-secret-2"))
+    }
+
+    func testTheReuseWindowServesTheSameTerminalSessionAndExpires() throws {
+        try add("up", "when-unlocked:user-presence", secret: "reused-secret")
+        let find = "$L find -s svc -a up -w"
+        // Default 0: every read asks.
+        let none = try atTerminal("\(find) && \(find)", answers: [password, password])
+        XCTAssertEqual(none.status, 0, none.screen)
+        XCTAssertEqual(count("Keychain password for", in: none.screen), 2, none.screen)
+
+        try expect(0, ["settings", "--presence-reuse", "5"])
+        let reused = try atTerminal("\(find) && \(find) && sleep 6 && \(find)", answers: [password, password])
+        XCTAssertEqual(reused.status, 0, reused.screen)
+        XCTAssertEqual(count("reused-secret", in: reused.screen), 3, reused.screen)
+        XCTAssertEqual(count("Keychain password for", in: reused.screen), 2, "asked once, reused once, asked after expiry: \(reused.screen)")
+
+        // Another terminal session does not share the window; nor does lock leave it open.
+        let fresh = try atTerminal(find, answers: [password])
+        XCTAssertEqual(count("Keychain password for", in: fresh.screen), 1, fresh.screen)
+        let locked = try atTerminal("\(find) && $L lock && printf '%s\\n' '\(password)' | $L unlock --password-stdin && \(find)",
+                                    answers: [password, password])
+        XCTAssertEqual(locked.status, 0, locked.screen)
+        XCTAssertEqual(count("Keychain password for", in: locked.screen), 2, locked.screen)
+    }
+
+    func testPasswdInvalidatesPasswordCurrentSetButNotUserPresence() throws {
+        try add("pcs", "when-unlocked:password-current-set", secret: "bound-secret")
+        try add("up", "when-unlocked:user-presence", secret: "kept-secret")
+        let before = try atTerminal("$L find -s svc -a pcs -w", answers: [password])
+        XCTAssertTrue(before.screen.contains("bound-secret"), before.screen)
+
+        let changed = try atTerminal("$L passwd", answers: [password, "second-pw", "second-pw"])
+        XCTAssertEqual(changed.status, 0, changed.screen)
+
+        let gone = try atTerminal("$L find -s svc -a pcs -w", answers: ["second-pw"])
+        XCTAssertEqual(gone.status, 51, gone.screen)
+        XCTAssertTrue(gone.screen.contains("bound to an earlier keychain password"), gone.screen)
+        XCTAssertFalse(gone.screen.contains("Keychain password for"), "nothing to ask for: \(gone.screen)")
+        XCTAssertFalse(gone.screen.contains("bound-secret"), gone.screen)
+
+        let kept = try atTerminal("$L find -s svc -a up -w", answers: ["second-pw"])
+        XCTAssertEqual(kept.status, 0, kept.screen)
+        XCTAssertTrue(kept.screen.contains("kept-secret"), kept.screen)
+
+        let dump = try expect(0, ["--json", "dump"]).jsonArray()
+        XCTAssertEqual(dump.first { $0["account"] as? String == "pcs" }?["status"] as? String, "invalidated")
+        XCTAssertEqual(dump.first { $0["account"] as? String == "up" }?["status"] as? String, "available")
+        try expect(0, ["delete", "-s", "svc", "-a", "pcs"])
+        try expect(44, ["find", "-s", "svc", "-a", "pcs"])
+    }
+
+    func testApplicationPasswordFromStandardInput() throws {
+        let secretFile = home.appendingPathComponent("secret").path
+        try Data("app-secret".utf8).write(to: URL(fileURLWithPath: secretFile))
+        try expect(0, ["add", "-s", "svc", "-a", "app", "--access-control", "after-first-unlock:application-password",
+                       "--application-password-stdin", "--data-file", secretFile], input: .text("app-pw\n"))
+        XCTAssertEqual(try expect(0, ["find", "-s", "svc", "-a", "app", "-w", "--application-password-stdin"], input: .text("app-pw\n")).out,
+                       "app-secret\n")
+        let wrong = try expect(51, ["find", "-s", "svc", "-a", "app", "-w", "--application-password-stdin"], input: .text("other\n"))
+        XCTAssertFalse(wrong.out.contains("app-secret"))
+        try expect(36, ["find", "-s", "svc", "-a", "app", "-w"])
+        // Two readers of stdin are refused before anything is read.
+        try expect(2, ["add", "-s", "svc", "-a", "x", "--access-control", "ak:application-password", "--application-password-stdin", "-w"],
+                   input: .text("a\nb\n"))
+
+        // At the terminal: asked twice at add, once at find.
+        let typed = try atTerminal("printf 'tty-app-secret' > \(home.path)/s2 && $L add -s svc -a app2 --access-control ak:application-password --data-file \(home.path)/s2 && $L find -s svc -a app2 -w",
+                                   answers: ["typed-app-pw", "typed-app-pw", "typed-app-pw"])
+        XCTAssertEqual(typed.status, 0, typed.screen)
+        XCTAssertEqual(count("Application password for \"svc\": ", in: typed.screen), 2, typed.screen)
+        XCTAssertTrue(typed.screen.contains("tty-app-secret"), typed.screen)
+        XCTAssertFalse(typed.screen.contains("typed-app-pw"), typed.screen)
+    }
+
+    /// Every use asks, not only find: exec's references go through the same prompt.
+    func testExecAsksAtTheTerminalAndFailsWithoutOne() throws {
+        try add("up", "when-unlocked:user-presence", secret: "exec-secret")
+        let asked = try atTerminal("$L exec --env T=svc/up -- sh -c 'echo child-got-$T'", answers: [password])
+        XCTAssertEqual(asked.status, 0, asked.screen)
+        XCTAssertTrue(asked.screen.contains("locket exec wants to read \"svc\""), asked.screen)
+        XCTAssertTrue(asked.screen.contains("child-got-exec-secret"), asked.screen)
+        let refused = try expect(36, ["exec", "--env", "T=svc/up", "--", "sh", "-c", "echo child-ran"])
+        XCTAssertFalse(refused.out.contains("child-ran"), refused.summary)
+    }
+
+    /// Keys (SPEC §12) take access control at key generate and import: the
+    /// private key then needs the proof wherever it is read (key public reads it).
+    func testKeyGenerateAndImportTakeAccessControl() throws {
+        let generated = try expect(0, ["key", "generate", "--type", "ed25519", "--label", "ac-key",
+                                       "--access-control", "when-unlocked:user-presence", "--openssh"])
+        XCTAssertTrue(generated.out.hasPrefix("ssh-ed25519 "), generated.summary)
+        try expect(36, ["key", "public", "--label", "ac-key", "--openssh"])
+        let shown = try atTerminal("$L key public --label ac-key --openssh --prompt 'show the signing key'", answers: [password])
+        XCTAssertEqual(shown.status, 0, shown.screen)
+        XCTAssertTrue(shown.screen.contains("show the signing key"), shown.screen)
+        XCTAssertTrue(shown.screen.contains(generated.out.trimmingCharacters(in: .whitespacesAndNewlines)), shown.screen)
+        XCTAssertTrue(try expect(0, ["find", "--class", "keys", "--label", "ac-key"]).out.contains("access-control: when-unlocked:user-presence"))
+
+        // Every use asks: key sign fails without a terminal and signs with the password.
+        let message = home.appendingPathComponent("message").path
+        try Data("sign me".utf8).write(to: URL(fileURLWithPath: message))
+        let signature = home.appendingPathComponent("message.sig").path
+        try expect(36, ["key", "sign", "--label", "ac-key", "--algorithm", "ed25519", "-i", message, "-o", signature])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: signature))
+        let signed = try atTerminal("$L key sign --label ac-key --algorithm ed25519 -i \(message) -o \(signature)", answers: [password])
+        XCTAssertEqual(signed.status, 0, signed.screen)
+        XCTAssertTrue(signed.screen.contains("locket key wants to use \"ac-key\""), signed.screen)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: signature)).count, 64)
+        try expect(206, ["key", "generate", "--type", "ed25519", "--label", "both", "--accessible", "when-unlocked",
+                         "--access-control", "when-unlocked:user-presence"])
+
+        let pem = home.appendingPathComponent("imported.pem").path
+        let openssl = Spawn.run("/usr/bin/openssl", ["genpkey", "-algorithm", "ed25519", "-out", pem], environment: environment,
+                                input: .devNull, timeout: 30)
+        guard openssl.status == 0 else { throw XCTSkip("openssl could not make a key: \(openssl.summary)") }
+        try expect(0, ["import", pem, "--label", "imp", "--access-control", "when-unlocked:application-password",
+                       "--application-password-stdin"], input: .text("key-app-pw\n"))
+        try expect(36, ["find", "--class", "keys", "--label", "imp", "-w"])
+        try expect(51, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("wrong\n"))
+        let der = try expect(0, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("key-app-pw\n"))
+        XCTAssertGreaterThan(der.stdout.count, 40, der.summary)
+    }
+
+    func testTheRefusalsOfAdd() throws {
+        let both = try expect(206, ["add", "-s", "svc", "-a", "x", "--accessible", "when-unlocked",
+                                    "--access-control", "when-unlocked:user-presence", "-w"], input: .text("s\n"))
+        XCTAssertTrue(both.err.contains("errSecParam -50"), both.err)
+        try expect(206, ["add", "-s", "svc", "-a", "x", "--access-control", "when-unlocked:face-id", "-w"], input: .text("s\n"))
+        try expect(0, ["-k", "bare", "init", "--no-password"])
+        let bare = try expect(53, ["-k", "bare", "add", "-s", "svc", "--access-control", "when-unlocked:password-current-set", "-w"],
+                              input: .text("s\n"))
+        XCTAssertTrue(bare.err.contains("errSecNotAvailable -25291"), bare.err)
+    }
+}
