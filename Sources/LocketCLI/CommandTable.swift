@@ -91,57 +91,6 @@ public enum CommandTable {
     /// `--version`, accepted only in place of a command.
     public static let versionOption = OptionSpec("version", nil, .flag, "print the version")
 
-    /// The attribute options of add, update, delete and otp, made once: each
-    /// command that appends to this shares its elements instead of making
-    /// sixteen options again (the whole table is built by every command).
-    static let attributes = attributeOptions()
-    /// Those of add and otp, which make and read passwords: without the key
-    /// and certificate terms (`--tag`, `--hash`, the last two), which only
-    /// find, update and delete take (keys come in through import and key generate).
-    static let passwordAttributes = Array(attributes.dropLast(2))
-
-    /// Attribute options shared by add, find, update and delete. `find` keeps
-    /// `-g` for "show the secret" as in `security(1)`, so there the access
-    /// group is long-only.
-    static func attributeOptions(accessGroupShort: Bool = true) -> [OptionSpec] {
-        [
-            itemClass,
-            OptionSpec("account", "a", .value("ACCOUNT"), "account name"),
-            OptionSpec("service", "s", .value("SERVICE"), "service (genp); with --class inet, -s is the server"),
-            OptionSpec("server", nil, .value("SERVER"), "server (inet)"),
-            OptionSpec("label", "l", .value("LABEL"), "label (add defaults it to the service or server)"),
-            OptionSpec("description", "D", .value("KIND"), "description (kind)"),
-            OptionSpec("comment", "j", .value("COMMENT"), "comment"),
-            OptionSpec("generic", "G", .value("VALUE"), "generic attribute (genp)"),
-            OptionSpec("creator", "c", .value("CODE"), "creator, a four-character code"),
-            OptionSpec("type", "C", .value("CODE"), "type, a four-character code"),
-            OptionSpec("security-domain", "d", .value("DOMAIN"), "security domain (inet)"),
-            OptionSpec("protocol", "r", .value("PROTOCOL"), completion: .values { FourCharCodes.protocols.keys.sorted() },
-                       "protocol (inet): https, http, ssh, ... or a four-character code"),
-            OptionSpec("auth-type", "t", .value("TYPE"), completion: .values { FourCharCodes.authenticationTypes.keys.sorted() },
-                       "authentication type (inet): default, http-basic, ... or a four-character code"),
-            OptionSpec("port", "P", .value("PORT"), "port (inet), 0-65535"),
-            OptionSpec("path", "p", .value("PATH"), "path (inet)"),
-            OptionSpec("access-group", accessGroupShort ? "g" : nil, .value("GROUP"), "access group"),
-            tag, hash,
-        ]
-    }
-
-    static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
-    static let passphraseStdin = OptionSpec("passphrase-stdin", nil, .flag, "read the backup's passphrase from the first line of standard input")
-    static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),
-                                         "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")
-    static let dataFile = OptionSpec("data-file", nil, .value("PATH"), completion: .file, "read the secret's exact bytes from PATH (- for stdin)")
-    static let timeout = OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
-                                    "lock again after SECONDS without use (none: never; default: the settings timeout, 300)")
-    static let ref = OptionSpec("ref", nil, .value("REF"), "the item with this persistent reference")
-    // Help texts are literals: the table is built by every command, `find`
-    // included, and a string built from a list costs it more than it shows.
-    static let charset = OptionSpec("charset", nil, .value("SET"), completion: .values { PasswordGenerator.Charset.allCases.map(\.rawValue) },
-                                    "characters of a generated secret: alnum, symbols, hex, base64url or digits (default alnum)")
-    static let kdf = OptionSpec("kdf", nil, .value("COST"), completion: .values { KDFLevel.allCases.map(\.rawValue) },
-                                "Argon2id cost of the password: interactive (64 MiB), moderate (256 MiB), sensitive (1 GiB)")
-
     /// Every command, in help order.
     public static let commands: [CommandSpec] = [
         CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST]",
