@@ -44,21 +44,12 @@ enum BackupKeys {
         var ok = true
         key.withUnsafeMutableBytes { out in
             for i in 0..<out.count {
-                guard let hi = nibble(hex[2 * i]), let lo = nibble(hex[2 * i + 1]) else { ok = false; return }
-                out[i] = hi << 4 | lo
+                guard let hi = hexDigit(hex[2 * i]), let lo = hexDigit(hex[2 * i + 1]) else { ok = false; return }
+                out[i] = UInt8(hi << 4 | lo)
             }
         }
         guard ok else { throw KeychainError(.param, "\(Printable.clip(path, max: 256)) does not hold an X25519 secret key (64 hex digits)") }
         return key
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x61 + 10
-        case 0x41...0x46: c - 0x41 + 10
-        default: nil
-        }
     }
 
     private static func decode(_ text: String) -> [UInt8]? {

@@ -71,24 +71,6 @@ enum AttributeOptions {
 /// Persistent references print as 32 lowercase hexadecimal digits.
 enum PersistentRef {
     static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count == 32 else { return nil }
-        var out = [UInt8]()
-        var i = 0
-        while i < 32 {
-            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x61 + 10
-        case 0x41...0x46: c - 0x41 + 10
-        default: nil
-        }
+        text.utf8.count == 32 ? Hex.decode(text) : nil
     }
 }

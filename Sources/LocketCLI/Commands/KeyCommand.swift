@@ -17,13 +17,7 @@ extension Commands {
             if invocation.has("ref") { throw UsageError(message: "--ref is for key public", command: "key") }
             guard let name = invocation.value("type") else { throw UsageError(message: "key generate needs --type TYPE", command: "key") }
             let type = try KeyGenerationType.named(name)
-            var options = KeyItemOptions()
-            options.label = invocation.value("label")
-            options.tag = invocation.value("tag").map { Array($0.utf8) }
-            options.extractable = !invocation.has("non-extractable")
-            options.accessible = try invocation.value("accessible").map { try ProtectionClass(parsing: $0) }
-            options.accessGroup = invocation.value("access-group")
-            options.accessControl = try invocation.value("access-control").map { try AccessControl(parsing: $0) }
+            let options = try keyItemOptions(invocation)
             let keychain = try context.openKeychain()
             let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.generateKey(type, options: options) }
             try printPublicKey(item, publicKey, invocation, context)

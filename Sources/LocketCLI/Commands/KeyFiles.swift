@@ -8,6 +8,18 @@ extension Commands {
     static let keyFileOptions = ["format", "non-extractable", "accessible", "access-group", "label", "tag", "access-control",
                                  "application-password-stdin"]
 
+    /// What `import` of a key file and `key generate` apply to the keys they add.
+    static func keyItemOptions(_ invocation: Invocation) throws -> KeyItemOptions {
+        var options = KeyItemOptions()
+        options.label = invocation.value("label")
+        options.tag = invocation.value("tag").map { Array($0.utf8) }
+        options.extractable = !invocation.has("non-extractable")
+        options.accessible = try invocation.value("accessible").map { try ProtectionClass(parsing: $0) }
+        options.accessGroup = invocation.value("access-group")
+        options.accessControl = try invocation.value("access-control").map { try AccessControl(parsing: $0) }
+        return options
+    }
+
     /// A key file (PKCS#12, PEM, DER, OpenSSH), parsed whole, then added in one transaction.
     static func importKeyFile(_ data: SecureBytes, _ path: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
         for option in ["update", "identity"] where invocation.has(option) {
@@ -18,13 +30,7 @@ extension Commands {
             throw UsageError(message: "--passphrase-stdin can't be used with a key file on standard input", command: "import")
         }
         let format = try invocation.value("format").map { try KeyFileFormat.named($0) }
-        var options = KeyItemOptions()
-        options.label = invocation.value("label")
-        options.tag = invocation.value("tag").map { Array($0.utf8) }
-        options.extractable = !invocation.has("non-extractable")
-        options.accessible = try invocation.value("accessible").map { try ProtectionClass(parsing: $0) }
-        options.accessGroup = invocation.value("access-group")
-        options.accessControl = try invocation.value("access-control").map { try AccessControl(parsing: $0) }
+        let options = try keyItemOptions(invocation)
         if path == "-" && invocation.has("application-password-stdin") {
             throw UsageError(message: "--application-password-stdin can't be used with a key file on standard input", command: "import")
         }
