@@ -94,6 +94,14 @@ final class SSHAgentKeychainEndToEndTests: EndToEndCase {
         XCTAssertEqual(agent.errLines, [])
     }
 
+    /// A key with access control opens only with a proof the agent can't ask
+    /// for: it is left out of the list, and the other keys are listed as usual.
+    func testAKeyWithAccessControlIsNotOffered() throws {
+        try generate("ed25519", label: "guarded", "--access-control", "when-unlocked:user-presence")
+        XCTAssertEqual(try listed(), Self.types.map { "\(publicKeys[$0.label]!) \($0.label)" })
+        XCTAssertEqual(agent.errLines, [])
+    }
+
     func testSSHLogsInWithEveryKeyTypeThroughTheAgent() throws {
         let sshKeygen = try SystemTool.require("ssh-keygen", for: "the sshd host key")
         let sshd = try LoopbackSSHD(authorizedKeys: Self.types.map { publicKeys[$0.label]! }, sshKeygen: sshKeygen)
