@@ -148,7 +148,7 @@ extension Commands {
             // Standard input is the backup: a passphrase "read from stdin" would be the backup's own bytes.
             if path == "-" {
                 throw KeychainError(.interactionNotAllowed, "the backup is on standard input, so its passphrase can't be read there",
-                                    hint: "name the backup as a FILE and pipe the passphrase with --passphrase-stdin, or type it at a terminal")
+                                    hint: "name the backup as a FILE; its passphrase then comes from the terminal, or from standard input with --passphrase-stdin")
             }
             let passphrase = try Prompt.password(context, prompt: "Passphrase of \(path): ", confirm: false,
                                                  fromStdin: invocation.has("passphrase-stdin"))
