@@ -206,6 +206,8 @@ complete -c locket -n '__fish_seen_subcommand_from otp' -s p -l path -x -d 'path
 complete -c locket -n '__fish_seen_subcommand_from otp' -s g -l access-group -x -d 'access group'
 complete -c locket -n '__fish_seen_subcommand_from otp' -l ref -x -d 'the item with this persistent reference'
 complete -c locket -n '__fish_seen_subcommand_from otp' -s n -l no-newline -d 'print no newline after the code'
+complete -c locket -n '__fish_seen_subcommand_from otp' -l prompt -x -d 'the reason shown when the keychain password is asked for (user-presence items)'
+complete -c locket -n '__fish_seen_subcommand_from otp' -l application-password-stdin -d 'read the item\'s application password from the first line of standard input'
 complete -c locket -n '__fish_seen_subcommand_from key' -l type -x -a 'ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096' -d 'generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096'
 complete -c locket -n '__fish_seen_subcommand_from key' -s l -l label -x -d 'the key\'s label'
 complete -c locket -n '__fish_seen_subcommand_from key' -l tag -x -d 'application tag of a key (keys, identity): the name keys are found by'

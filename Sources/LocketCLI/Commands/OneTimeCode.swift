@@ -3,11 +3,12 @@ import LocketCore
 import LocketSupport
 
 extension Commands {
-    /// `locket otp [ATTRIBUTES] [--ref REF] [-n]`
+    /// `locket otp [ATTRIBUTES] [--ref REF] [-n] [--prompt TEXT] [--application-password-stdin]`
+    /// The seed is a secret: an item with access control asks for its proof as `find -w` does.
     static func otp(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let query = try AttributeOptions.query(invocation)
         let keychain = try context.openKeychain()
-        let result = try keychain.oneTimeCode(query, now: Clock.seconds())
+        let result = try AccessPrompt.run(keychain, invocation, context) { try keychain.oneTimeCode(query, now: Clock.seconds()) }
         if context.json {
             var w = JSONWriter()
             w.beginObject()

@@ -154,6 +154,26 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertFalse(typed.screen.contains("typed-app-pw"), typed.screen)
     }
 
+    /// A one-time code's seed is a secret: `otp` asks for the item's proof as `find -w` does.
+    func testOneTimeCodeAsksForTheItemsProof() throws {
+        let seed = "otpauth://totp/ci?secret=JBSWY3DPEHPK3PXP"
+        let seedFile = home.appendingPathComponent("seed").path
+        try Data(seed.utf8).write(to: URL(fileURLWithPath: seedFile))
+        try expect(0, ["add", "-s", "svc", "-a", "otp-app", "--access-control", "after-first-unlock:application-password",
+                       "--application-password-stdin", "--data-file", seedFile], input: .text("otp-app-pw\n"))
+        try expect(36, ["otp", "-s", "svc", "-a", "otp-app"])
+        let code = try expect(0, ["otp", "-s", "svc", "-a", "otp-app", "--application-password-stdin"], input: .text("otp-app-pw\n")).out
+        XCTAssertNotNil(code.range(of: "^[0-9]{6}\n$", options: .regularExpression), code)
+        try expect(51, ["otp", "-s", "svc", "-a", "otp-app", "--application-password-stdin"], input: .text("other\n"))
+
+        try add("otp-up", "when-unlocked:user-presence", secret: seed)
+        let asked = try atTerminal("$L otp -s svc -a otp-up --prompt 'the deploy needs a code'", answers: [password])
+        XCTAssertEqual(asked.status, 0, asked.screen)
+        XCTAssertTrue(asked.screen.contains("the deploy needs a code"), asked.screen)
+        XCTAssertNotNil(asked.screen.range(of: "\n[0-9]{6}\r?\n", options: .regularExpression), asked.screen)
+        XCTAssertFalse(asked.screen.contains("JBSWY3DPEHPK3PXP"), asked.screen)
+    }
+
     /// Every use asks, not only find: exec's references go through the same prompt.
     func testExecAsksAtTheTerminalAndFailsWithoutOne() throws {
         try add("up", "when-unlocked:user-presence", secret: "exec-secret")
