@@ -246,9 +246,7 @@ public enum CommandTable {
                     conflicts: [("openssh", "hex")], operands: true, run: Commands.key),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
                     options: [], conflicts: [], operands: true, run: Commands.help),
-        SSHAgentCommand.spec(source: { context in
-            KeychainKeySource(path: try context.keychainPath(), caller: try context.caller(), environment: context.environment)
-        }),
+        SSHAgentCommand.spec(source: { context in try context.agentKeySource() }),
         CommandSpec(name: "keychain",
                     usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN]",
                     summary: "name a keychain in PostgreSQL, and manage the devices that share it",

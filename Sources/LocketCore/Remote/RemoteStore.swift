@@ -83,15 +83,7 @@ extension RemoteStore {
         guard let device else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
         }
-        if groupKeys == nil {
-            var keys: [String: SecureBytes] = [:]
-            for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
-                guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
-                keys[name] = try device.open(wrapped)
-            }
-            groupKeys = keys
-        }
-        if let key = groupKeys?[group] { return key }
+        if let key = try heldGroupKeys(device)[group] { return key }
         if try execute("SELECT 1 FROM locket.groups WHERE agrp = $1", [.text(group)]).isEmpty {
             let key = SecureBytes(copying: Sodium.random(32))
             try execute(RemoteStatements.createGroup, [.text(group)])
@@ -101,6 +93,29 @@ extension RemoteStore {
         }
         throw KeychainError(.interactionNotAllowed, "this device was not approved for the access group '\(Printable.clip(group))'",
                             reason: .notApproved(group: group))
+    }
+
+    /// The group keys this device holds, read once per transaction.
+    private func heldGroupKeys(_ device: DeviceIdentity) throws -> [String: SecureBytes] {
+        if let groupKeys { return groupKeys }
+        var keys: [String: SecureBytes] = [:]
+        for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
+            guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
+            keys[name] = try device.open(wrapped)
+        }
+        groupKeys = keys
+        return keys
+    }
+
+    /// Whether this device holds the key of `group`: what a listing
+    /// (`dump`, the ssh-agent's keys) shows of a group it was not approved
+    /// for is nothing, as a caller's listing leaves out groups outside its
+    /// entitlements. errSecInteractionNotAllowed before the machine enrolls.
+    func holdsKey(_ group: String) throws -> Bool {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        return try heldGroupKeys(device)[group] != nil
     }
 
     /// Forgets the group keys read in this transaction (after a rotation).
