@@ -52,8 +52,24 @@ extension Context {
     @inline(never)
     func openRemoteKeychain(caller: Caller, extendSession: Bool, registeredToo: Bool) throws -> Keychain? {
         guard let (location, password) = try remoteKeychain(registeredToo: registeredToo) else { return nil }
-        return try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
-                                 extendSession: extendSession)
+        let keychain = try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
+                                         extendSession: extendSession, maxStale: try maxStale())
+        if let since = keychain.offlineSince {
+            let seconds = max(0, Clock.milliseconds() * 1000 - since) / 1_000_000
+            let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
+            err("locket: offline: \(location.url) is unreachable; reading its local cache, synced \(age) ago")
+        }
+        return keychain
+    }
+
+    /// `--max-stale DURATION` in microseconds, nil when not given (no offline reads).
+    func maxStale() throws -> Int64? {
+        guard let text = globals.maxStale else { return nil }
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        guard let unit = text.last, let scale = units[unit], let count = Int64(text.dropLast()), count >= 0, count < 1 << 32 else {
+            throw UsageError(message: "--max-stale takes a duration: 90s, 30m, 12h, 7d", command: nil)
+        }
+        return count * scale * 1_000_000
     }
 
     /// The ssh-agent's keys: from the keychain `-k` names, a file or a

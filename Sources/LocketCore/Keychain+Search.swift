@@ -17,7 +17,13 @@ extension Keychain {
                 throw error
             }
         }
-        if found.isEmpty { throw KeychainError(.itemNotFound) }
+        if found.isEmpty {
+            // Offline, a miss is not an answer: the server may hold the item (or it is not after-first-unlock).
+            if let remote, remote.offline != nil {
+                throw KeychainError(.notAvailable, "\(remote.location.url) is unreachable and no after-first-unlock item in its offline cache matches")
+            }
+            throw KeychainError(.itemNotFound)
+        }
         if returnData && query.itemClass == .key {
             for item in found { try Keychain.requireExtractable(item) }
         }
