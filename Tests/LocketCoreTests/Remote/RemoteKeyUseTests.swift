@@ -67,6 +67,16 @@ final class RemoteKeyUseTests: XCTestCase {
         XCTAssertNotEqual(run.status, 0, "a signature over another message: \(run.summary)")
         XCTAssertEqual(try auditOperations(first, url).count, 4, "public, sign and two verifies each opened the key")
 
+        run = try locket(first, ["-k", url, "key", "generate", "--type", "x25519", "--label", "box", "--non-extractable"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        let sealed = first.root + "/sealed"
+        run = try locket(first, ["-k", url, "key", "encrypt", "--label", "box", "--algorithm", "x25519-sealed-box", "-o", sealed],
+                         input: .text("for the fleet"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "key", "decrypt", "--label", "box", "--algorithm", "x25519-sealed-box", "-i", sealed])
+        XCTAssertEqual(run.status, 0, run.summary)
+        XCTAssertEqual(run.out, "for the fleet", run.summary)
+
         // Non-extractable: used, never exported, on a remote keychain as on a file.
         run = try locket(first, ["-k", url, "export", "--format", "pem", "--class", "keys", "--label", "deploy-key"])
         XCTAssertNotEqual(run.status, 0, run.summary)
