@@ -18,6 +18,7 @@ _locket() {
     case $cmd:$prev in
         *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        *:--max-stale) return ;;
         init:--kdf|passwd:--kdf|export:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
         add:--class|find:--class|update:--class|delete:--class|dump:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet keys cert identity" -- "$cur")); return ;;
         add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account) return ;;
@@ -74,38 +75,38 @@ _locket() {
     esac
     if [[ -z $cmd ]]; then
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --version" -- "$cur"))
+            COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale --version" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur"))
         fi
         return
     fi
     case $cmd in
-        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class --label --tag --hash --ref --access-group -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag --access-control --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help bash zsh fish" -- "$cur")) ;;
-        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur")) ;;
-        ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
-        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        inject) COMPREPLY=($(compgen -W "-i --in-file -o --out-file -f --force -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class --label --tag --hash --ref --access-group -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible --access-group -l --label --tag --access-control --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale bash zsh fish" -- "$cur")) ;;
+        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur")) ;;
+        ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

@@ -14,6 +14,7 @@ complete -c locket -n 'true' -s k -l keychain -x -a '(__locket_keychains)' -d 't
 complete -c locket -n 'true' -s e -l entitlements -r -F -d 'the calling app\'s entitlements file (default: none, the owner)'
 complete -c locket -n 'true' -l json -d 'print JSON instead of text (also LOCKET_FORMAT=json)'
 complete -c locket -n 'true' -s h -l help -d 'show help'
+complete -c locket -n 'true' -l max-stale -x -d 'a remote keychain whose server is unreachable: read after-first-unlock items from the cache \'keychain sync\' made, if no older than DURATION (30m, 12h, 7d; default: never)'
 complete -c locket -n '__fish_use_subcommand' -l version -d 'print the version'
 complete -c locket -n '__fish_use_subcommand' -a init -d 'create a keychain and set its password'
 complete -c locket -n '__fish_use_subcommand' -a add -d 'add an item'

@@ -86,6 +86,8 @@ public enum CommandTable {
                    "the calling app's entitlements file (default: none, the owner)"),
         OptionSpec("json", nil, .flag, "print JSON instead of text (also LOCKET_FORMAT=json)"),
         OptionSpec("help", "h", .flag, "show help"),
+        OptionSpec("max-stale", nil, .value("DURATION"),
+                   "a remote keychain whose server is unreachable: read after-first-unlock items from the cache 'keychain sync' made, if no older than DURATION (30m, 12h, 7d; default: never)"),
     ]
 
     /// `--version`, accepted only in place of a command.
@@ -246,11 +248,9 @@ public enum CommandTable {
                     conflicts: [("openssh", "hex")], operands: true, run: Commands.key),
         CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
                     options: [], conflicts: [], operands: true, run: Commands.help),
-        SSHAgentCommand.spec(source: { context in
-            KeychainKeySource(path: try context.keychainPath(), caller: try context.caller(), environment: context.environment)
-        }),
+        SSHAgentCommand.spec(source: { context in try context.agentKeySource() }),
         CommandSpec(name: "keychain",
-                    usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN]",
+                    usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | sync",
                     summary: "name a keychain in PostgreSQL, and manage the devices that share it",
                     options: [OptionSpec("password-service", nil, .value("SERVICE"),
                                          "the database password is the generic password of this service in the login keychain"),

@@ -42,6 +42,8 @@ struct Invocation {
 struct GlobalOptions {
     var keychain: String?
     var entitlements: String?
+    /// `--max-stale DURATION`: a remote keychain's offline cache may answer reads (SPEC §17).
+    var maxStale: String?
     var json = false
     var help = false
 }
@@ -209,6 +211,7 @@ enum Parser {
         switch spec.long {
         case "keychain": globals.keychain = value
         case "entitlements": globals.entitlements = value
+        case "max-stale": globals.maxStale = value
         case "json": globals.json = true
         case "help": globals.help = true
         default: break

@@ -1,3 +1,4 @@
+import Glibc
 import LocketCore
 import LocketSupport
 
@@ -17,15 +18,22 @@ extension Context {
     /// names the item holding it; nil for a file keychain.
     func remoteKeychain(registeredToo: Bool) throws -> (RemoteLocation, SecureBytes?)? {
         guard let spec = try keychainSpec() else { return nil }
+        return try Context.remoteKeychain(spec, registeredToo: registeredToo, environment: environment)
+    }
+
+    /// `spec` as a remote keychain, nil when it names none (see above).
+    static func remoteKeychain(_ spec: String, registeredToo: Bool, environment: Environment) throws -> (RemoteLocation, SecureBytes?)? {
         if RemoteLocation.isURL(spec) { return (try RemoteLocation(url: spec), nil) }
         guard registeredToo, let entry = try RemoteRegistry.lookup(spec, environment: environment) else { return nil }
         let location = try RemoteLocation(url: entry.url)
-        return (location, try entry.passwordService.map { try databasePassword(service: $0, user: location.value("user")) })
+        return (location, try entry.passwordService.map {
+            try databasePassword(service: $0, user: location.value("user"), environment: environment)
+        })
     }
 
     /// The database password kept as a generic password (service, and the
     /// URL's user as account when it names one) in the login keychain.
-    private func databasePassword(service: String, user: String?) throws -> SecureBytes {
+    private static func databasePassword(service: String, user: String?, environment: Environment) throws -> SecureBytes {
         let login = try Keychain.open(at: environment.dataDirectory() + "/login.keychain", environment: environment)
         var query = Query(itemClass: .genericPassword)
         try query.match(.service, Array(service.utf8))
@@ -44,7 +52,49 @@ extension Context {
     @inline(never)
     func openRemoteKeychain(caller: Caller, extendSession: Bool, registeredToo: Bool) throws -> Keychain? {
         guard let (location, password) = try remoteKeychain(registeredToo: registeredToo) else { return nil }
-        return try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
-                                 extendSession: extendSession)
+        let keychain = try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
+                                         extendSession: extendSession, maxStale: try maxStale())
+        if let since = keychain.offlineSince {
+            let seconds = max(0, Clock.milliseconds() * 1000 - since) / 1_000_000
+            let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
+            err("locket: offline: \(location.url) is unreachable; reading its local cache, synced \(age) ago")
+        }
+        return keychain
+    }
+
+    /// `--max-stale DURATION` in microseconds, nil when not given (no offline reads).
+    func maxStale() throws -> Int64? {
+        guard let text = globals.maxStale else { return nil }
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        guard let unit = text.last, let scale = units[unit], let count = Int64(text.dropLast()), count >= 0, count < 1 << 32 else {
+            throw UsageError(message: "--max-stale takes a duration: 90s, 30m, 12h, 7d", command: nil)
+        }
+        return count * scale * 1_000_000
+    }
+
+    /// The ssh-agent's keys: from the keychain `-k` names, a file or a
+    /// remote one. The agent opens it afresh for every request, so a remote
+    /// keychain is a helper and a connection per request, and the database
+    /// password (from the login keychain) is read again each time: the
+    /// agent holds no connection and no secret between requests.
+    func agentKeySource() throws -> KeychainKeySource {
+        let caller = try self.caller()
+        let environment = self.environment
+        let spec = try keychainSpec()
+        let path = try environment.keychainPath(spec)
+        // As `openKeychain`: a URL, or a registered name when no keychain file has it.
+        let isRemote = try spec.map { spec in
+            try RemoteLocation.isURL(spec) || (access(path, F_OK) != 0 && RemoteRegistry.lookup(spec, environment: environment) != nil)
+        } ?? false
+        guard let spec, isRemote else { return KeychainKeySource(path: path, caller: caller, environment: environment) }
+        // A bad URL stops the agent before it listens.
+        if RemoteLocation.isURL(spec) { _ = try RemoteLocation(url: spec) }
+        return KeychainKeySource(name: spec, caller: caller, environment: environment) { caller, environment, extendSession in
+            guard let (location, password) = try Context.remoteKeychain(spec, registeredToo: true, environment: environment) else {
+                throw KeychainError(.noSuchKeychain, "no keychain named \(Printable.clip(spec))")
+            }
+            return try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
+                                     extendSession: extendSession)
+        }
     }
 }

@@ -50,7 +50,7 @@ extension Keychain {
         try authorize(group)
         for (_, _, data) in entries { try checkSize(data) }
         try write {
-            let inserter = try store.prepareInsert()
+            let inserter = try itemStore.makeInserter()
             var added = 0
             for (itemClass, attributes, data) in entries {
                 do {
@@ -125,10 +125,12 @@ extension Keychain {
     /// The first item of `itemClass` that `query` matches, its value opened.
     private func openOne(_ query: Query, _ itemClass: ItemClass) throws -> Item {
         guard query.itemClass == itemClass else { throw KeychainError(.param, "the query is not for \(itemClass.name) items") }
-        let found = try database.transaction(write: false) { () throws -> [Item] in
+        let found = try transaction(write: false) { () throws -> [Item] in
             try refreshFormat()
             let found = try rows(query, limit: .one, data: true)
             if found.isEmpty { try checkKeysCurrent() }
+            // A key opened to use it is a read of its secret (SPEC §17 audit), even if it never leaves the engine.
+            if let remote { try remote.audit(found.map(\.persistentRef), "read") }
             return found
         }
         guard let item = found.first else { throw KeychainError(.itemNotFound) }

@@ -17,7 +17,13 @@ extension Keychain {
                 throw error
             }
         }
-        if found.isEmpty { throw KeychainError(.itemNotFound) }
+        if found.isEmpty {
+            // Offline, a miss is not an answer: the server may hold the item (or it is not after-first-unlock).
+            if let remote, remote.offline != nil {
+                throw KeychainError(.notAvailable, "\(remote.location.url) is unreachable and no after-first-unlock item in its offline cache matches")
+            }
+            throw KeychainError(.itemNotFound)
+        }
         if returnData && query.itemClass == .key {
             for item in found { try Keychain.requireExtractable(item) }
         }
@@ -130,12 +136,15 @@ extension Keychain {
                 // Fail before streaming anything: every (class, group) present must open.
                 for (code, group) in try itemStore.classesAndGroups(visible) {
                     guard let pclass = ProtectionClass(rawValue: code) else { continue }
+                    if let remote, try !remote.holdsKey(group) { continue }
                     if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }
             let cursor = try itemStore.select(visible, data: returnData)
             while let row = try cursor.next() {
                 guard let itemClass = row.itemClass else { continue }
+                // A device's view of a remote keychain leaves out the groups it holds no key for (docs/REMOTE.md).
+                if let remote, try !remote.holdsKey(row.accessGroup) { continue }
                 guard var item = try open(row, itemClass: itemClass, data: returnData, strict: false) else { continue }
                 // A non-extractable key is listed without its value (SPEC §12).
                 if !item.isExtractable { item.data = nil }

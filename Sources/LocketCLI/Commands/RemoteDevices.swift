@@ -7,7 +7,7 @@ extension Commands {
     static func keychain(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let operands = invocation.operands
         guard let operation = operands.first else {
-            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke or audit", command: "keychain")
+            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke, audit or sync", command: "keychain")
         }
         func count(_ n: Int, _ what: String) throws {
             guard operands.count == n else { throw UsageError(message: "\(operation) takes \(what)", command: "keychain") }
@@ -38,6 +38,11 @@ extension Commands {
             try count(1, "no operand")
             let since = try invocation.value("since").map { try AuditTime.parse($0, now: Clock.milliseconds() * 1000) } ?? 0
             try listAudit(try context.openKeychain().audit(since: since), context)
+        case "sync":
+            try count(1, "no operand")
+            let keychain = try context.openKeychain()
+            let items = try keychain.syncOfflineCache()
+            context.out.line("\(items) after-first-unlock item\(items == 1 ? "" : "s") cached for offline reads (--max-stale) in \(keychain.offlineCachePath ?? "")")
         default:
             throw UsageError(message: "unknown operation '\(Printable.clip(operation))'", command: "keychain")
         }

@@ -9,11 +9,13 @@ import Synchronization
 /// commands would wait on it), and `lock`, auto-lock, protection classes,
 /// access groups and access control are those of the moment of the request.
 public struct KeychainKeySource: AgentKeySource, Sendable {
-    /// The keychain file.
+    /// The keychain file, or the name of a remote keychain.
     public let path: String
     /// Who the agent serves: the owner, or an app by its entitlements (`-e`).
     public let caller: Caller
     let environment: Environment
+    /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
+    private let opener: @Sendable (Caller, Environment, Bool) throws -> Keychain
     /// Public key blobs already derived, for listings (see PublicBlobs).
     private let publicBlobs = PublicBlobs()
 
@@ -21,6 +23,19 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         self.path = path
         self.caller = caller
         self.environment = environment
+        opener = { caller, environment, extendSession in
+            try Keychain.open(at: path, caller: caller, environment: environment, extendSession: extendSession)
+        }
+    }
+
+    /// Keys from a keychain `open` opens, once per request: a remote one
+    /// (SPEC §17), whose connection and helper go with each request.
+    public init(name: String, caller: Caller, environment: Environment,
+                open: @escaping @Sendable (Caller, Environment, Bool) throws -> Keychain) {
+        path = name
+        self.caller = caller
+        self.environment = environment
+        opener = open
     }
 
     /// The SSH-capable private keys (ed25519, P-256/384/521, RSA) the caller
@@ -29,7 +44,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     /// extend the auto-lock timer. When every such key is locked, the lock's
     /// error (errSecInteractionNotAllowed), so that the refusal is said.
     public func identities() throws -> [AgentIdentity] {
-        let keychain = try Keychain.open(at: path, caller: caller, environment: environment, extendSession: false)
+        let keychain = try opener(caller, environment, false)
         return try keychain.agentKeys(applicationLabel: nil).map { item, pkcs8 in
             let name = item[.label].isEmpty ? item[.applicationTag] : item[.label]
             let blob = try publicBlobs.blob(of: pkcs8) { try AsymmetricKey(pkcs8: pkcs8).sshPublicKeyBlob() }
@@ -54,7 +69,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         // item and checked byte for byte: the match is the key, and its
         // private half is decoded once, by the signature itself. The keychain
         // (its connection) is let go before the signature is made.
-        let found = try Keychain.open(at: path, caller: caller, environment: environment)
+        let found = try opener(caller, environment, true)
             .agentKeys(applicationLabel: wanted.applicationLabel).first {
                 $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
             }
@@ -74,12 +89,14 @@ extension Keychain {
         try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
         if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
         let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]
-        return try database.transaction(write: false) {
+        return try transaction(write: false) {
             try refreshFormat()
-            let cursor = try store.select(try storeFilter(query), data: true)
+            let cursor = try itemStore.select(try storeFilter(query), data: true)
             var found: [(item: Item, pkcs8: SecureBytes)] = []
             var locked: KeychainError?
             while let row = try cursor.next() {
+                // A remote keychain's keys of groups this device was not approved for are not its to list.
+                if applicationLabel == nil, let remote, try !remote.holdsKey(row.accessGroup) { continue }
                 guard let item = try open(row, itemClass: .key, data: true, strict: applicationLabel != nil) else { continue }
                 guard item.availability == .available else {
                     if item.availability != .damaged, locked == nil {
@@ -94,6 +111,8 @@ extension Keychain {
             // As a search does: a rotation since open is not reported as no key or a locked one.
             if found.isEmpty { try checkKeysCurrent() }
             if found.isEmpty, let locked { throw locked }
+            // Each key opened is a read of its secret, listed or used (SPEC §17 audit).
+            if let remote { try remote.audit(found.map(\.item.persistentRef), "read") }
             return found
         }
     }

@@ -19,8 +19,14 @@ extension Keychain {
     /// serializable, and run again on a serialization failure).
     func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
         switch backend {
-        case .file(let database): try database.transaction(write: write, body)
-        case .remote(let remote): try remote.transaction { _ in try body() }
+        case .file(let database): return try database.transaction(write: write, body)
+        case .remote(let remote):
+            if remote.offline != nil {
+                // Offline: reads of the cache; a write needs the server.
+                if write { _ = try remote.connection }
+                return try body()
+            }
+            return try remote.transaction { _ in try body() }
         }
     }
 
@@ -84,11 +90,19 @@ extension Keychain {
 
     /// Opens the keychain in the database at `location` for `caller` and
     /// loads whatever keys this machine's session holds for it.
+    /// `maxStale` (µs): when the server is unreachable, read the offline
+    /// cache if it is no older (docs/REMOTE.md); nil: never.
     public static func open(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
-                            environment: Environment, extendSession: Bool = true) throws -> Keychain {
+                            environment: Environment, extendSession: Bool = true, maxStale: Int64? = nil) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
-        let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
+        let store: RemoteStore
+        do {
+            store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
+        } catch let error as KeychainError where error.code == .notAvailable && maxStale != nil {
+            return try openOffline(location, caller: caller, environment: environment, maxStale: maxStale!, extendSession: extendSession,
+                                   cause: error)
+        }
         let (version, stored) = try store.transaction { transaction in
             let version = try RemoteSchema.installedVersion(transaction)
             return (version, version == 0 ? [:] : try store.readMeta(transaction))
@@ -108,6 +122,7 @@ extension Keychain {
                                     keybag: Keybag(keychainID: id, kdf: kdf, rows: Keybag.remoteRows(stored)), meta: meta)
         keychain.extendsSession = extendSession
         store.device = try DeviceIdentity.load(keychainID: id, environment: environment)
+        try keychain.settleOfflineState(store)
         try keychain.loadKeys()
         return keychain
     }

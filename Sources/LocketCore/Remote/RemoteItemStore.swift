@@ -23,7 +23,18 @@ struct RemoteItemStore: ItemStoring {
         .text("{" + Set(digests.index.values).sorted().map(String.init).joined(with: ",") + "}")
     }
 
+    /// Offline: the cached rows `filter` matches, as the server's statement would select them.
+    private func cached(_ filter: ItemStore.Filter) -> [RemoteCache.Row]? {
+        store.offline.map { $0.rows.filter { filter.matches($0) } }
+    }
+
     func select(_ filter: ItemStore.Filter, data: Bool) throws -> Cursor {
+        if let rows = cached(filter) {
+            return Cursor(rows: rows.map { row in
+                RemoteRow(values: [.int(row.id), .bytes(row.ref), .text(row.itemClass), .text(row.protectionClass), .text(row.group),
+                                   .bytes(row.attributes), data ? .bytes(row.data) : .null], names: [])
+            })
+        }
         let (sql, parameters) = condition(filter)
         let rows = try execute("""
             SELECT id, ref, cls, pdmn, agrp, attrs, \(data ? "data" : "NULL::bytea")
@@ -42,14 +53,22 @@ struct RemoteItemStore: ItemStoring {
     }
 
     func classesAndGroups(_ filter: ItemStore.Filter) throws -> [(String, String)] {
+        if let rows = cached(filter) {
+            var seen: Set<[String]> = []
+            return rows.compactMap { seen.insert([$0.protectionClass, $0.group]).inserted ? ($0.protectionClass, $0.group) : nil }
+        }
         let (sql, parameters) = condition(filter)
         return try execute("SELECT DISTINCT pdmn, agrp FROM locket.items WHERE \(sql)", parameters)
             .map { ($0[0].text ?? "", $0[1].text ?? "") }
     }
 
     func countByProtectionClass(_ filter: ItemStore.Filter) throws -> [String: Int] {
-        let (sql, parameters) = condition(filter)
         var counts: [String: Int] = [:]
+        if let rows = cached(filter) {
+            for row in rows { counts[row.protectionClass, default: 0] += 1 }
+            return counts
+        }
+        let (sql, parameters) = condition(filter)
         for row in try execute("SELECT pdmn, count(*) FROM locket.items WHERE \(sql) GROUP BY pdmn", parameters) {
             counts[row[0].text ?? ""] = Int(row[1].int ?? 0)
         }
@@ -57,7 +76,8 @@ struct RemoteItemStore: ItemStoring {
     }
 
     func maximumID() throws -> Int64 {
-        try execute("SELECT coalesce(max(id), 0) FROM locket.items", []).first?[0].int ?? 0
+        if let offline = store.offline { return offline.rows.map(\.id).max() ?? 0 }
+        return try execute("SELECT coalesce(max(id), 0) FROM locket.items", []).first?[0].int ?? 0
     }
 
     /// A selected row.

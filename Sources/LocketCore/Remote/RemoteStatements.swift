@@ -85,6 +85,17 @@ public enum RemoteStatements {
 
     /// $1 device id, $2 item ref, $3 operation ('read', 'add', 'update', 'delete').
     public static let appendAudit = "INSERT INTO locket.audit(device, item, operation) VALUES ($1, $2, $3)"
+    /// $1 device id, $2 item ref, $3 operation, $4 when (µs since 1970): a read answered offline, appended on the next contact.
+    public static let appendAuditAt = "INSERT INTO locket.audit(device, item, operation, at) VALUES ($1, $2, $3, to_timestamp($4::float8 / 1000000))"
+    /// $1 device id -> state.
+    public static let deviceState = "SELECT state FROM locket.devices WHERE id = $1"
+    /// $1 group -> id, ref, cls, pdmn, agrp, pk, attrs, data, blind digests (comma-separated text):
+    /// the after-first-unlock items of the group, for the offline cache.
+    public static let cachedItems = """
+        SELECT i.id, i.ref, i.cls, i.pdmn, i.agrp, i.pk, i.attrs, i.data,
+               (SELECT string_agg(b.digest::text, ',') FROM locket.blind b WHERE b.item = i.id)
+        FROM locket.items i WHERE i.agrp = $1 AND i.pdmn = 'ck' ORDER BY i.id
+        """
     /// $1 since (µs since 1970) -> id, device, item, operation, at.
     public static let listAudit = """
         SELECT id, device, item, operation, at FROM locket.audit

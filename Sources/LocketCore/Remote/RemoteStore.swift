@@ -7,11 +7,17 @@ import LocketSupport
 /// no device-wrapped rows: every machine shares one database, so a key that
 /// opens without the password would open for whoever reads the database.
 final class RemoteStore {
-    let connection: RemoteConnection
+    private let link: RemoteConnection?
     let location: RemoteLocation
+    /// The snapshot this command reads instead of the server, which it could
+    /// not reach (`--max-stale`, docs/REMOTE.md "The offline cache"); nil online.
+    let offline: RemoteCache?
     private var current: RemoteConnection.Transaction?
     /// This machine's device in the keychain, nil before it enrolls.
     var device: DeviceIdentity?
+    /// The keychain's identity and the environment, for the local files of an offline read.
+    var keychainID: [UInt8]?
+    var environment = Environment([:])
     /// The group keys this device holds, read once per transaction (a
     /// revocation elsewhere replaces them).
     private var groupKeys: [String: SecureBytes]?
@@ -26,8 +32,25 @@ final class RemoteStore {
         guard let helper = location.helper ?? HelperProcess.defaultPath() else {
             throw KeychainError(.notAvailable, "locket-postgres is not installed next to locket: remote keychains need it (make install)")
         }
-        connection = try RemoteConnection(helper: helper, parameters: location.parameters, password: password, environment: environment)
+        link = try RemoteConnection(helper: helper, parameters: location.parameters, password: password, environment: environment)
         self.location = location
+        offline = nil
+    }
+
+    /// A store that answers reads from `snapshot` and refuses the rest.
+    init(_ location: RemoteLocation, offline snapshot: RemoteCache) {
+        link = nil
+        self.location = location
+        offline = snapshot
+    }
+
+    /// The connection; offline, errSecNotAvailable: whatever needs the server
+    /// (every write, the audit list, devices) is refused.
+    var connection: RemoteConnection {
+        get throws {
+            guard let link else { throw KeychainError(.notAvailable, "\(location.url) is unreachable: this needs the server (offline, only reads of after-first-unlock items come from the local cache)") }
+            return link
+        }
     }
 
     var items: RemoteItemStore { RemoteItemStore(store: self) }
@@ -83,15 +106,7 @@ extension RemoteStore {
         guard let device else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
         }
-        if groupKeys == nil {
-            var keys: [String: SecureBytes] = [:]
-            for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
-                guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
-                keys[name] = try device.open(wrapped)
-            }
-            groupKeys = keys
-        }
-        if let key = groupKeys?[group] { return key }
+        if let key = try heldGroupKeys(device)[group] { return key }
         if try execute("SELECT 1 FROM locket.groups WHERE agrp = $1", [.text(group)]).isEmpty {
             let key = SecureBytes(copying: Sodium.random(32))
             try execute(RemoteStatements.createGroup, [.text(group)])
@@ -103,6 +118,34 @@ extension RemoteStore {
                             reason: .notApproved(group: group))
     }
 
+    /// The group keys this device holds, read once per transaction.
+    private func heldGroupKeys(_ device: DeviceIdentity) throws -> [String: SecureBytes] {
+        if let groupKeys { return groupKeys }
+        var keys: [String: SecureBytes] = [:]
+        if let offline {
+            for (group, wrapped) in offline.wrappedKeys { keys[group] = try device.open(wrapped) }
+            groupKeys = keys
+            return keys
+        }
+        for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
+            guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
+            keys[name] = try device.open(wrapped)
+        }
+        groupKeys = keys
+        return keys
+    }
+
+    /// Whether this device holds the key of `group`: what a listing
+    /// (`dump`, the ssh-agent's keys) shows of a group it was not approved
+    /// for is nothing, as a caller's listing leaves out groups outside its
+    /// entitlements. errSecInteractionNotAllowed before the machine enrolls.
+    func holdsKey(_ group: String) throws -> Bool {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        return try heldGroupKeys(device)[group] != nil
+    }
+
     /// Forgets the group keys read in this transaction (after a rotation).
     func forgetGroupKeys() { groupKeys = nil }
 
@@ -111,6 +154,10 @@ extension RemoteStore {
     func audit(_ refs: [[UInt8]], _ operation: String) throws {
         guard let device else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        if offline != nil, let keychainID {
+            // Kept locally and appended on the next contact (Keychain.contactServer).
+            return try RemoteCache.appendPendingAudit(refs, keychainID: keychainID, environment: environment)
         }
         for ref in refs { try execute(RemoteStatements.appendAudit, [.int(device.id), .bytes(ref), .text(operation)]) }
     }

@@ -77,6 +77,28 @@ extension ItemStore {
     }
 }
 
+extension ItemStore.Filter {
+    /// Whether a remote keychain's cached row is one `condition` (format 2)
+    /// would select: the same terms, evaluated on the row (offline reads, docs/REMOTE.md).
+    func matches(_ row: RemoteCache.Row) -> Bool {
+        if let itemClass, row.itemClass != itemClass.rawValue { return false }
+        if let group, row.group != group { return false }
+        if let visibleGroups, !visibleGroups.contains(row.group) { return false }
+        if let ref, row.ref != ref { return false }
+        if let protectionClass, row.protectionClass != protectionClass.rawValue { return false }
+        var terms = digests
+        if let primaryKey {
+            guard row.primaryKey == primaryKey else { return false }
+            if let itemClass { terms.removeAll { itemClass.primaryKey.contains($0.attribute) } }
+        }
+        if let itemClass {
+            if terms.contains(where: { !itemClass.attributes.contains($0.attribute) && !$0.isEmpty }) { return false }
+            terms.removeAll { !itemClass.attributes.contains($0.attribute) }
+        }
+        return terms.allSatisfy { row.digests.contains($0.digest) }
+    }
+}
+
 /// What differs between SQLite's SQL and PostgreSQL's in a filter's condition.
 struct SQLDialect {
     /// The prefix of a numbered parameter.
