@@ -127,6 +127,7 @@ uninstall:
 bench: build
 	bench/run
 	bench/keyuse
+	bench/remote
 
 clean:
 	rm -rf .build
