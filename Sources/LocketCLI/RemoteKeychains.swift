@@ -42,9 +42,9 @@ extension Context {
     /// Never inlined into `openKeychain`: a file keychain's command must not
     /// pay for this one's types (callgrind, docs/REMOTE.md).
     @inline(never)
-    func openRemoteKeychain(caller: Caller, extendSession: Bool, registeredToo: Bool) throws -> Keychain? {
+    func openRemoteKeychain(caller: Caller, extendSession: Bool, acceptRollback: Bool, registeredToo: Bool) throws -> Keychain? {
         guard let (location, password) = try remoteKeychain(registeredToo: registeredToo) else { return nil }
         return try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
-                                 extendSession: extendSession)
+                                 extendSession: extendSession, acceptRollback: acceptRollback)
     }
 }

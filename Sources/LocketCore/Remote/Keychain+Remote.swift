@@ -57,6 +57,9 @@ extension Keychain {
         var keys = SessionKeys()
         for name in RemoteStore.keyNames { keys.set(name, SecureBytes(copying: Sodium.random(32))) }
         bag.wrap(keys, kek: kek, device: nil)
+        let header = [(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
+                      (MetaKey.kdf.rawValue, kdf.encoded)] + bag.remoteMeta
+        guard let indexKey = keys[Keybag.indexKeyName] else { throw KeychainError(.io, "no blind-index key was made") }
         let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
         try RemoteSchema.prepare(store.connection)
         let deviceKey = DeviceIdentity.generateSecretKey()
@@ -66,8 +69,9 @@ extension Keychain {
             if try store.readMeta(transaction)[MetaKey.id.rawValue] != nil {
                 throw KeychainError(.duplicateKeychain, "\(location.url) already holds a keychain")
             }
-            try store.writeMeta([(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
-                                 (MetaKey.kdf.rawValue, kdf.encoded)] + bag.remoteMeta)
+            // The header's MAC and first generation, under a key the server never sees (Keychain+RemoteHeader).
+            try store.writeMeta(header + Keychain.remoteHeader(Dictionary(uniqueKeysWithValues: header))
+                .sealed(generation: 1, indexKey: indexKey, keychainID: id))
             // The creating machine is the first device, approved: its groups' keys are wrapped to it as it makes them.
             let device = try store.execute("INSERT INTO locket.devices(public_key, name, state) VALUES ($1, $2, 'approved') RETURNING id",
                                            [.bytes(devicePublicKey), .text(deviceName)])
@@ -80,12 +84,16 @@ extension Keychain {
                                     keybag: bag, meta: [MetaKey.id.rawValue: id])
         // The creator has just proven the password: start unlocked, as a file keychain does.
         try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
+        keychain.remoteMirror(indexKey: indexKey).raise(to: 1)
     }
 
     /// Opens the keychain in the database at `location` for `caller` and
     /// loads whatever keys this machine's session holds for it.
+    /// The header is authenticated and checked against this machine's
+    /// generation mirror when the session holds the blind-index key; an older
+    /// one fails with errSecDecode (reason `.rolledBack`) unless `acceptRollback`.
     public static func open(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
-                            environment: Environment, extendSession: Bool = true) throws -> Keychain {
+                            environment: Environment, extendSession: Bool = true, acceptRollback: Bool = false) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
         let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
@@ -107,8 +115,10 @@ extension Keychain {
         let keychain = try Keychain(path: location.url, caller: caller, backend: .remote(store), environment: environment,
                                     keybag: Keybag(keychainID: id, kdf: kdf, rows: Keybag.remoteRows(stored)), meta: meta)
         keychain.extendsSession = extendSession
+        keychain.acceptsRollback = acceptRollback
         store.device = try DeviceIdentity.load(keychainID: id, environment: environment)
         try keychain.loadKeys()
+        if let indexKey = keychain.keys[Keybag.indexKeyName] { try keychain.authenticateRemote(keychain.remoteHeader, indexKey: indexKey) }
         return keychain
     }
 
@@ -124,6 +134,12 @@ extension Keychain {
         try checkKDFParameters()
         let kek = try keybag.kek(password: password)
         let unwrapped = try keybag.unwrapWithKEK(kek, device: nil)
+        // Before any key reaches the session: a wrap moved between rows, a
+        // substituted keybag or an older header is refused here.
+        guard let indexKey = unwrapped[Keybag.indexKeyName] else {
+            throw KeychainError(.decode, "the keychain's header in \(path) has no blind-index key; the database was altered")
+        }
+        try authenticateRemote(remoteHeader, indexKey: indexKey)
         try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
         try reloadKeys()
     }
