@@ -57,8 +57,16 @@ extension Keychain {
         var keys = SessionKeys()
         for name in RemoteStore.keyNames { keys.set(name, SecureBytes(copying: Sodium.random(32))) }
         bag.wrap(keys, kek: kek, device: nil)
+        // The presence key pairs of access control (SPEC §14), made now: the
+        // header is written once here, where a file makes them at first use.
+        var presence: [(String, [UInt8])] = []
+        for name in PresenceKeys.names {
+            let (publicKey, secretKey) = PresenceKeys.generate()
+            bag.wrapPresence(name, secretKey, kek: kek)
+            presence.append((PresenceKeys.publicKeyRow(name).rawValue, publicKey))
+        }
         let header = [(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
-                      (MetaKey.kdf.rawValue, kdf.encoded)] + bag.remoteMeta
+                      (MetaKey.kdf.rawValue, kdf.encoded)] + presence + bag.remoteMeta
         guard let indexKey = keys[Keybag.indexKeyName] else { throw KeychainError(.io, "no blind-index key was made") }
         let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
         try RemoteSchema.prepare(store.connection)
@@ -81,7 +89,7 @@ extension Keychain {
         try device.save(keychainID: id, environment: environment)
         store.device = device
         let keychain = try Keychain(path: location.url, caller: .owner, backend: .remote(store), environment: environment,
-                                    keybag: bag, meta: [MetaKey.id.rawValue: id])
+                                    keybag: bag, meta: Dictionary(uniqueKeysWithValues: header.filter { !$0.0.hasPrefix(RemoteStore.keybagPrefix) }))
         // The creator has just proven the password: start unlocked, as a file keychain does.
         try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
         keychain.remoteMirror(indexKey: indexKey).raise(to: 1)
@@ -131,16 +139,24 @@ extension Keychain {
     /// Password-hash parameters below the interactive floor are refused before
     /// hashing (`checkKDFParameters`): a server could lower them.
     func unlockRemote(password: SecureBytes, timeout: UInt32?) throws {
+        let unwrapped = try checkRemotePassword(password).keys
+        try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
+        try reloadKeys()
+    }
+
+    /// Checks `password` on a remote keychain: the parameters' floor before
+    /// hashing, the wraps it opens, then the header with the blind-index key
+    /// they gave, before any key is used (a wrap moved between rows, a
+    /// substituted keybag or an older header is refused here). Not counted:
+    /// docs/REMOTE.md says why a remote keychain keeps no failure count.
+    func checkRemotePassword(_ password: SecureBytes) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try checkKDFParameters()
         let kek = try keybag.kek(password: password)
         let unwrapped = try keybag.unwrapWithKEK(kek, device: nil)
-        // Before any key reaches the session: a wrap moved between rows, a
-        // substituted keybag or an older header is refused here.
         guard let indexKey = unwrapped[Keybag.indexKeyName] else {
             throw KeychainError(.decode, "the keychain's header in \(path) has no blind-index key; the database was altered")
         }
         try authenticateRemote(remoteHeader, indexKey: indexKey)
-        try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
-        try reloadKeys()
+        return (kek, unwrapped)
     }
 }
