@@ -9,7 +9,7 @@ import XCTest
 /// covered by the header MAC). Before this suite, `add --access-control`
 /// with user presence on a remote keychain crashed (a file's statement on
 /// the remote backend).
-final class RemoteAccessControlTests: PostgresTestCase {
+final class RemoteAccessControlTests: XCTestCase {
     private var machines: [TemporaryKeychain] = []
 
     override func tearDown() {
@@ -19,7 +19,7 @@ final class RemoteAccessControlTests: PostgresTestCase {
 
     /// A keychain made on a first machine, and a second one unlocked, enrolled and approved.
     func twoMachines() throws -> (TemporaryKeychain, TemporaryKeychain) {
-        let server = try running()
+        let server = try SharedPostgres.running()
         let database = try server.makeDatabase()
         let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
                                       helper: try PostgresServer.helperPath())

@@ -8,8 +8,8 @@ import XCTest
 /// admin connection (a wrap moved to another class, weaker password-hash
 /// parameters, the MAC stripped, an older header put back) and every machine
 /// refuses it with errSecDecode, at open when unlocked and at unlock, and
-/// reads nothing (no audit row, no secret).
-final class RemoteHeaderTests: PostgresTestCase {
+/// reads nothing (no audit row, no secret). A database of the shared server.
+final class RemoteHeaderTests: XCTestCase {
     private var machines: [TemporaryKeychain] = []
 
     override func tearDown() {
@@ -21,7 +21,7 @@ final class RemoteHeaderTests: PostgresTestCase {
     /// second machine (unlocked, enrolled, approved), the location and an
     /// admin connection to the database.
     func made() throws -> (TemporaryKeychain, TemporaryKeychain, RemoteLocation, RemoteConnection) {
-        let server = try running()
+        let server = try SharedPostgres.running()
         let database = try server.makeDatabase()
         let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
                                       helper: try PostgresServer.helperPath())
