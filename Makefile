@@ -127,6 +127,7 @@ uninstall:
 bench: build
 	bench/run
 	bench/keyuse
+	bench/remote
 
 clean:
 	rm -rf .build
@@ -136,7 +137,7 @@ clean:
 # times what `make test` runs.
 .PHONY: soak
 soak: build
-	LOCKET_SOAK=1 LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing --filter 'Reliability'
+	LOCKET_SOAK=1 LOCKET_BIN=$(CURDIR)/$(BIN) $(SWIFT) test --disable-swift-testing --filter 'Reliability|RemoteFaultEndToEndTests'
 
 # Peers (issue 7): pass, secret-tool (gnome-keyring), python keyring, each
 # with 1,000 secrets, timed next to locket. Installs with apt and pip.

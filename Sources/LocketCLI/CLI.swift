@@ -183,7 +183,7 @@ final class Context {
         let caller = try self.caller()
         let spec = try keychainSpec()
         if let spec, RemoteLocation.isURL(spec),
-           let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, registeredToo: false) { return remote }
+           let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, acceptRollback: acceptRollback, registeredToo: false) { return remote }
         do {
             let keychain = try Keychain.open(at: environment.keychainPath(spec), caller: caller, environment: environment,
                                              extendSession: extendSession, acceptRollback: acceptRollback, keepsFileOpen: keepsFileOpen)
@@ -191,7 +191,7 @@ final class Context {
             return keychain
         } catch let error as KeychainError where error.code == .noSuchKeychain {
             // No such file: a name registered with `keychain add-remote`?
-            guard let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, registeredToo: true) else { throw error }
+            guard let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, acceptRollback: acceptRollback, registeredToo: true) else { throw error }
             return remote
         }
     }

@@ -50,10 +50,10 @@ extension Context {
     /// Never inlined into `openKeychain`: a file keychain's command must not
     /// pay for this one's types (callgrind, docs/REMOTE.md).
     @inline(never)
-    func openRemoteKeychain(caller: Caller, extendSession: Bool, registeredToo: Bool) throws -> Keychain? {
+    func openRemoteKeychain(caller: Caller, extendSession: Bool, acceptRollback: Bool, registeredToo: Bool) throws -> Keychain? {
         guard let (location, password) = try remoteKeychain(registeredToo: registeredToo) else { return nil }
         let keychain = try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
-                                         extendSession: extendSession, maxStale: try maxStale())
+                                         extendSession: extendSession, acceptRollback: acceptRollback, maxStale: try maxStale())
         if let since = keychain.offlineSince {
             let seconds = max(0, Clock.milliseconds() * 1000 - since) / 1_000_000
             let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"

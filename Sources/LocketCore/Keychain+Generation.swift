@@ -155,7 +155,7 @@ extension Keychain {
         throw rolledBack(generation, seen: seen)
     }
 
-    private func rolledBack(_ generation: UInt64, seen: UInt64?) -> KeychainError {
+    func rolledBack(_ generation: UInt64, seen: UInt64?) -> KeychainError {
         let than = seen.map { "than this device has seen (generation \($0))" } ?? "than this device has seen"
         return KeychainError(.decode, "\(path) was rolled back: it is an older copy (generation \(generation)) \(than)", reason: .rolledBack)
     }
@@ -183,7 +183,7 @@ extension Keychain {
     @discardableResult
     public func acceptRollback(password: SecureBytes?) throws -> Bool {
         try requireOwner("accepting an older copy of the keychain")
-        try requireFile("accepting an older copy")
+        if remote != nil { return try acceptRemoteRollback(password: password) }
         if hasPassword {
             guard let password else { throw KeychainError(.authFailed) }
             _ = try checkPassword(password)

@@ -65,7 +65,6 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
-        try keychain.requireFile("accepting an older copy")
         var password: SecureBytes?
         if keychain.hasPassword {
             announcePasswordDelay(keychain, context)

@@ -29,7 +29,17 @@ struct GenerationMirror {
     private let key: SecureBytes
 
     init(environment: Environment, keychainID: [UInt8], keychainPath: String, device: SecureBytes) {
-        let file = GenerationMirror.absolute(keychainPath)
+        self.init(environment: environment, keychainID: keychainID, place: GenerationMirror.absolute(keychainPath), key: device)
+    }
+
+    /// The mirror of a remote keychain's header (docs/REMOTE.md), per URL as
+    /// a file's is per path, authenticated with `key` (derived from the
+    /// keychain's blind-index key: a remote keychain has no device-wrapped key).
+    init(environment: Environment, keychainID: [UInt8], remoteURL: String, key: SecureBytes) {
+        self.init(environment: environment, keychainID: keychainID, place: remoteURL, key: key)
+    }
+
+    private init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) {
         let name = Hex.encode(keychainID) + "-" + Hex.encode(KeyDerivation.digest(SecureBytes(copying: keychainID),
                                                                                  KeyDerivation.Context("locket.generation-mirror.path.v1").with(file)).prefix(8))
         path = (try? environment.stateDirectory()).map { $0 + "/locket/" + name + ".generation" }

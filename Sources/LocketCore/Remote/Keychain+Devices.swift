@@ -98,13 +98,16 @@ extension Keychain {
     public func revoke(device id: Int64) throws {
         let remote = try requireRemote("revoking a device")
         try requireOwner("revoking a device")
-        try remote.transaction { _ in
+        let generation = try remote.transaction { transaction in
             let groups = try remote.execute(RemoteStatements.deviceGroups, [.int(id)]).compactMap { $0[0].text }
             guard try !remote.execute(RemoteStatements.revokeDevice, [.int(id)]).isEmpty else {
                 throw KeychainError(.itemNotFound, "no approved device \(id)")
             }
             for group in groups { try rotate(group: group, remote) }
+            // A server that puts back the keys from before the revocation puts back an older header too.
+            return try advanceRemoteHeader(remote, transaction)
         }
+        try raiseRemoteMirror(to: generation)
     }
 
     /// A new generation of `group`'s key, its items re-sealed, inside the caller's transaction.

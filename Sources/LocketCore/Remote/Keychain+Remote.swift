@@ -63,6 +63,17 @@ extension Keychain {
         var keys = SessionKeys()
         for name in RemoteStore.keyNames { keys.set(name, SecureBytes(copying: Sodium.random(32))) }
         bag.wrap(keys, kek: kek, device: nil)
+        // The presence key pairs of access control (SPEC §14), made now: the
+        // header is written once here, where a file makes them at first use.
+        var presence: [(String, [UInt8])] = []
+        for name in PresenceKeys.names {
+            let (publicKey, secretKey) = PresenceKeys.generate()
+            bag.wrapPresence(name, secretKey, kek: kek)
+            presence.append((PresenceKeys.publicKeyRow(name).rawValue, publicKey))
+        }
+        let header = [(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
+                      (MetaKey.kdf.rawValue, kdf.encoded)] + presence + bag.remoteMeta
+        guard let indexKey = keys[Keybag.indexKeyName] else { throw KeychainError(.io, "no blind-index key was made") }
         let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
         try RemoteSchema.prepare(store.connection)
         let deviceKey = DeviceIdentity.generateSecretKey()
@@ -72,8 +83,9 @@ extension Keychain {
             if try store.readMeta(transaction)[MetaKey.id.rawValue] != nil {
                 throw KeychainError(.duplicateKeychain, "\(location.url) already holds a keychain")
             }
-            try store.writeMeta([(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
-                                 (MetaKey.kdf.rawValue, kdf.encoded)] + bag.remoteMeta)
+            // The header's MAC and first generation, under a key the server never sees (Keychain+RemoteHeader).
+            try store.writeMeta(header + Keychain.remoteHeader(Dictionary(uniqueKeysWithValues: header))
+                .sealed(generation: 1, indexKey: indexKey, keychainID: id))
             // The creating machine is the first device, approved: its groups' keys are wrapped to it as it makes them.
             let device = try store.execute("INSERT INTO locket.devices(public_key, name, state) VALUES ($1, $2, 'approved') RETURNING id",
                                            [.bytes(devicePublicKey), .text(deviceName)])
@@ -83,17 +95,22 @@ extension Keychain {
         try device.save(keychainID: id, environment: environment)
         store.device = device
         let keychain = try Keychain(path: location.url, caller: .owner, backend: .remote(store), environment: environment,
-                                    keybag: bag, meta: [MetaKey.id.rawValue: id])
+                                    keybag: bag, meta: Dictionary(uniqueKeysWithValues: header.filter { !$0.0.hasPrefix(RemoteStore.keybagPrefix) }))
         // The creator has just proven the password: start unlocked, as a file keychain does.
         try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
+        keychain.remoteMirror(indexKey: indexKey).raise(to: 1)
     }
 
     /// Opens the keychain in the database at `location` for `caller` and
     /// loads whatever keys this machine's session holds for it.
+    /// The header is authenticated and checked against this machine's
+    /// generation mirror when the session holds the blind-index key; an older
+    /// one fails with errSecDecode (reason `.rolledBack`) unless `acceptRollback`.
     /// `maxStale` (µs): when the server is unreachable, read the offline
     /// cache if it is no older (docs/REMOTE.md); nil: never.
     public static func open(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
-                            environment: Environment, extendSession: Bool = true, maxStale: Int64? = nil) throws -> Keychain {
+                            environment: Environment, extendSession: Bool = true, acceptRollback: Bool = false,
+                            maxStale: Int64? = nil) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
         let store: RemoteStore
@@ -121,9 +138,11 @@ extension Keychain {
         let keychain = try Keychain(path: location.url, caller: caller, backend: .remote(store), environment: environment,
                                     keybag: Keybag(keychainID: id, kdf: kdf, rows: Keybag.remoteRows(stored)), meta: meta)
         keychain.extendsSession = extendSession
+        keychain.acceptsRollback = acceptRollback
         store.device = try DeviceIdentity.load(keychainID: id, environment: environment)
         try keychain.settleOfflineState(store)
         try keychain.loadKeys()
+        if let indexKey = keychain.keys[Keybag.indexKeyName] { try keychain.authenticateRemote(keychain.remoteHeader, indexKey: indexKey) }
         return keychain
     }
 
@@ -136,10 +155,24 @@ extension Keychain {
     /// Password-hash parameters below the interactive floor are refused before
     /// hashing (`checkKDFParameters`): a server could lower them.
     func unlockRemote(password: SecureBytes, timeout: UInt32?) throws {
+        let unwrapped = try checkRemotePassword(password).keys
+        try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
+        try reloadKeys()
+    }
+
+    /// Checks `password` on a remote keychain: the parameters' floor before
+    /// hashing, the wraps it opens, then the header with the blind-index key
+    /// they gave, before any key is used (a wrap moved between rows, a
+    /// substituted keybag or an older header is refused here). Not counted:
+    /// docs/REMOTE.md says why a remote keychain keeps no failure count.
+    func checkRemotePassword(_ password: SecureBytes) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try checkKDFParameters()
         let kek = try keybag.kek(password: password)
         let unwrapped = try keybag.unwrapWithKEK(kek, device: nil)
-        try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
-        try reloadKeys()
+        guard let indexKey = unwrapped[Keybag.indexKeyName] else {
+            throw KeychainError(.decode, "the keychain's header in \(path) has no blind-index key; the database was altered")
+        }
+        try authenticateRemote(remoteHeader, indexKey: indexKey)
+        return (kek, unwrapped)
     }
 }

@@ -159,4 +159,41 @@ final class RemoteCommandLineTests: PostgresTestCase {
         let run = try locket(sandbox, ["-k", weak, "find", "-s", "s"])
         XCTAssertEqual(run.status, 53, run.summary)
     }
+
+    /// An older header put back by the server (docs/REMOTE.md "Integrity of
+    /// the header"): exit 93 saying it was rolled back, with the hint, until
+    /// `restore --accept-rollback` and the password accept it on this machine.
+    func testARolledBackHeaderIsRefusedUntilRestoreAcceptsIt() throws {
+        let server = try running()
+        let database = try server.makeDatabase()
+        let url = socketURL(server, database)
+        let first = try machine()
+        var run = try locket(first, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-one\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "add", "-s", "deploy", "-a", "ci", "-w"], input: .text("tok-1"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        let admin = try server.connect(database: database)
+        let older = try admin.execute("SELECT name, value FROM locket.meta WHERE name IN ('generation', 'header_mac', 'key_check')", [])
+        let second = try machine()
+        run = try locket(second, ["-k", url, "keychain", "enroll"])
+        let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) }, run.summary)
+        XCTAssertEqual(try locket(first, ["-k", url, "keychain", "approve", id, "--groups", "default"]).status, 0)
+        run = try locket(first, ["-k", url, "keychain", "revoke", id])
+        XCTAssertEqual(run.status, 0, run.summary)
+        for row in older { try admin.execute("UPDATE locket.meta SET value = $2 WHERE name = $1", [.text(row[0].text!), .bytes(row[1].bytes!)]) }
+
+        run = try locket(first, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.status, 93, run.summary)
+        XCTAssertEqual(run.out, "", run.summary)
+        XCTAssert(run.err.contains("was rolled back"), run.summary)
+        XCTAssert(run.err.contains("restore --accept-rollback"), run.summary)
+        run = try locket(first, ["-k", url, "restore", "--accept-rollback", "--password-stdin"], input: .text("wrong\n"))
+        XCTAssertEqual(run.status, 51, "a wrong password accepts nothing: \(run.summary)")
+        run = try locket(first, ["-k", url, "restore", "--accept-rollback", "--password-stdin"], input: .text("pw-one\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "unlock", "--password-stdin"], input: .text("pw-one\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "deploy", "-w"])
+        XCTAssertEqual(run.out, "tok-1\n", run.summary)
+    }
 }

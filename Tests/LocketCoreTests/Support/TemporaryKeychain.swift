@@ -86,7 +86,7 @@ final class TemporaryKeychain {
     /// A fresh Keychain object: keys are loaded at open, so this is how a test
     /// observes what another object (another command) did to the session.
     func open(caller: Caller = .owner, acceptRollback: Bool = false) throws -> Keychain {
-        if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment) }
+        if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment, acceptRollback: acceptRollback) }
         return try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
     }
 
