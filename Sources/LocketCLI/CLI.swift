@@ -66,7 +66,10 @@ public enum CLI {
         var arguments = arguments
         // git runs `git-credential-locket get` for `credential.helper = locket`;
         // docker and skopeo run `docker-credential-locket get` for `credsStore: locket`.
-        if let name = arguments.first?.split(separator: "/").last {
+        // The program's name after its last '/' (no split: an array of
+        // substrings costs every command its metadata at run time).
+        if let path = arguments.first {
+            let name = path.lastIndex(of: "/").map { path[path.index(after: $0)...] } ?? path[...]
             if name == "git-credential-locket" { arguments = ["locket", "credential"] + arguments.dropFirst() }
             if name == "docker-credential-locket" { arguments = ["locket", "docker-credential"] + arguments.dropFirst() }
         }

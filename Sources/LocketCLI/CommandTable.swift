@@ -93,174 +93,230 @@ public enum CommandTable {
     /// `--version`, accepted only in place of a command.
     public static let versionOption = OptionSpec("version", nil, .flag, "print the version")
 
-    /// Every command, in help order.
-    public static let commands: [CommandSpec] = [
-        CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST]",
-                    summary: "create a keychain and set its password",
-                    options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin,
-                              kdf],
-                    conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize),
-        CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--prompt TEXT] [-U]",
-                    summary: "add an item",
-                    options: passwordAttributes + [
-                        secretOption, dataFile,
-                        OptionSpec("generate", nil, .attachedValue("N"),
-                                   "store a random secret of N characters (default 32) without printing it"),
-                        charset,
-                        OptionSpec("print", nil, .flag, "with --generate, print the generated secret"),
-                        accessible,
-                        OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
-                        accessControl, applicationPasswordStdin, prompt,
-                    ],
-                    conflicts: [("password", "data-file"), ("generate", "password"), ("generate", "data-file")],
-                    operands: false, run: Commands.add),
-        CommandSpec(name: "find", usage: "[ATTRIBUTES] [--ref REF] [--limit N | --all] [-w | -g] [--show-ref] [--prompt TEXT] [--application-password-stdin]",
-                    summary: "find items and print their attributes or secret",
-                    options: attributeOptions(accessGroupShort: false) + [
-                        ref,
-                        OptionSpec("limit", nil, .value("N"), "return up to N items (default 1)"),
-                        OptionSpec("all", nil, .flag, "return every matching item"),
-                        OptionSpec("password", "w", .flag, "print only the secret"),
-                        OptionSpec("show-data", "g", .flag, "print the attributes and the secret"),
-                        OptionSpec("no-newline", "n", .flag, "with -w, print no newline after the secret"),
-                        OptionSpec("show-ref", nil, .flag, "print the persistent reference"),
-                        prompt, applicationPasswordStdin,
-                    ],
-                    conflicts: [("limit", "all"), ("password", "show-data")], operands: false, run: Commands.find),
-        CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [-w [SECRET] | --data-file PATH|-] [--prompt TEXT] [--application-password-stdin]",
-                    summary: "change every matching item, all or nothing",
-                    options: attributes + [
-                        ref,
-                        OptionSpec("set", nil, .value("NAME=VALUE"), repeatable: true,
-                                   "set an attribute (long name or four-char code)"),
-                        secretOption, dataFile, prompt, applicationPasswordStdin,
-                    ],
-                    conflicts: [("password", "data-file")], operands: false, run: Commands.update),
-        CommandSpec(name: "delete", usage: "[ATTRIBUTES] [--ref REF] [--all]",
-                    summary: "delete every matching item",
-                    options: attributes + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
-                    conflicts: [], operands: false, run: Commands.delete),
-        CommandSpec(name: "dump", usage: "[--data] [--class CLASS]", summary: "list every item",
-                    options: [OptionSpec("data", nil, .flag, "include the secrets"), itemClass],
-                    conflicts: [], operands: false, run: Commands.dump),
-        CommandSpec(name: "lock", usage: "[--all]", summary: "forget the unlocked keys",
-                    options: [OptionSpec("all", nil, .flag, "forget every key, as a reboot would")],
-                    conflicts: [], operands: false, run: Commands.lock),
-        CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin]",
-                    summary: "unlock the keychain for later commands",
-                    options: [timeout, passwordStdin], conflicts: [], operands: false, run: Commands.unlock),
-        CommandSpec(name: "passwd", usage: "[--rotate] [--kdf COST] | --remove [--yes]",
-                    summary: "change, set or remove the keychain's password",
-                    options: [OptionSpec("rotate", nil, .flag, "also replace every class key and re-seal every item"),
-                              kdf,
-                              OptionSpec("remove", nil, .flag, "remove the password (deletes when-passcode-set items)"),
-                              OptionSpec("yes", nil, .flag, "with --remove, delete when-passcode-set items without asking")],
-                    conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd),
-        CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS]",
-                    summary: "show or change the keychain's settings",
-                    options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
-                                         "the auto-lock timeout unlock uses by default (none: never)"),
-                              presenceReuse],
-                    conflicts: [], operands: false, run: Commands.settings),
-        CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
-                    options: [], conflicts: [], operands: false, run: Commands.status),
-        CommandSpec(name: "restore", usage: "--accept-rollback [--password-stdin]",
-                    summary: "accept an older copy of the keychain that was put back",
-                    options: [OptionSpec("accept-rollback", nil, .flag, "accept the keychain as it is, older than this device has seen"),
-                              passwordStdin],
-                    conflicts: [], operands: false, run: Commands.restore),
-        CommandSpec(name: "exec", usage: "[--env NAME=REF]... [--env-file FILE]... [--file NAME=REF]... [--mask] [--github-env] -- COMMAND [ARG]...",
-                    summary: "run a command with secrets in its environment",
-                    options: [OptionSpec("env", nil, .value("NAME=REF"), repeatable: true,
-                                         "set NAME to the secret REF names: SERVICE/ACCOUNT or SCHEME://[USER@]HOST[:PORT][/PATH]"),
-                              OptionSpec("env-file", nil, .value("FILE"), repeatable: true, completion: .file,
-                                         "set the variables of a dotenv FILE; values locket:REF are secrets"),
-                              OptionSpec("file", nil, .value("NAME=REF"), repeatable: true,
-                                         "put the secret REF names in a private file on tmpfs and set NAME to its path"),
-                              OptionSpec("mask", nil, .flag, "replace the secrets with <redacted> in the command's stdout and stderr"),
-                              OptionSpec("github-env", nil, .flag,
-                                         "in GitHub Actions, append the variables to $GITHUB_ENV for later steps (COMMAND optional)")],
-                    conflicts: [], operands: true, run: Commands.exec, operandsEndOptions: true),
-        CommandSpec(name: "inject", usage: "[-i TEMPLATE] [-o FILE [-f]]",
-                    summary: "render a template, replacing {{ locket:REF }} with secrets",
-                    options: [OptionSpec("in-file", "i", .value("TEMPLATE"), completion: .file,
-                                         "read the template from TEMPLATE (default: standard input)"),
-                              OptionSpec("out-file", "o", .value("FILE"), completion: .file,
-                                         "write to FILE, created with mode 600, instead of standard output"),
-                              OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")],
-                    conflicts: [], operands: false, run: Commands.inject),
-        CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [-o FILE [-f]] [--passphrase-stdin]",
-                    summary: "write a backup of every item that may leave this device, or one certificate, key or identity",
-                    options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup", "pem", "der", "openssh", "pkcs12"] },
-                                         "backup (locket's encrypted backup), pem or der (a certificate; pem with --class keys: PKCS#8), openssh (a key), pkcs12 (an identity)"),
-                              OptionSpec("out", "o", .value("FILE"), completion: .file,
-                                         "write to FILE, created with mode 600, instead of standard output"),
-                              OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists"),
-                              OptionSpec("recipient", nil, .value("KEY"), repeatable: true, completion: .file,
-                                         "seal to this X25519 public key (64 hex digits, or a file holding them) instead of a passphrase"),
-                              passphraseStdin, kdf,
-                              OptionSpec("class", nil, .value("CLASS"), completion: .values { ["keys", "cert", "identity"] },
-                                         "what to export: keys, cert or identity (default: from --format)"),
-                              OptionSpec("label", nil, .value("LABEL"), "the item with this label"), tag, hash, ref,
-                              keyAccessGroup],
-                    conflicts: [], operands: false, run: Commands.export),
-        CommandSpec(name: "import", usage: "[--from FORMAT] [-U] [--passphrase-stdin] [--identity FILE] [--format FORMAT] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] [--label LABEL] [--tag TAG] [FILE|DIR|-]",
-                    summary: "restore a backup, import another tool's export, or import keys and certificates",
-                    options: [OptionSpec("from", nil, .value("FORMAT"), completion: .values { MigrationFormat.allCases.map(\.rawValue) },
-                                         "the export's format: pass, bitwarden-json, 1password-csv, keepassxc-csv or security-dump"),
-                              OptionSpec("update", "U", .flag, "update items whose primary key exists instead of skipping them"),
-                              passphraseStdin,
-                              OptionSpec("identity", nil, .value("FILE"), completion: .file,
-                                         "the X25519 secret key (64 hex digits, mode 600) that opens a backup sealed to recipients"),
-                              OptionSpec("format", nil, .value("FORMAT"), completion: .values { KeyFileFormat.allCases.map(\.rawValue) },
-                                         "a key file's format: pkcs12, pem, der or openssh (default: detected)"),
-                              nonExtractable, accessible, keyAccessGroup, keyLabel, tag, accessControl, applicationPasswordStdin],
-                    conflicts: [("passphrase-stdin", "application-password-stdin")], operands: true, run: Commands.importItems),
-        CommandSpec(name: "generate", usage: "[--length N] [--charset SET] [-n]",
-                    summary: "print a random secret",
-                    options: [OptionSpec("length", nil, .value("N"),
-                                         "8 to 1024 characters (default 32)"),
-                              charset,
-                              OptionSpec("no-newline", "n", .flag, "print no newline after the secret")],
-                    conflicts: [], operands: false, run: Commands.generate),
-        CommandSpec(name: "otp", usage: "[ATTRIBUTES] [--ref REF] [-n] [--prompt TEXT] [--application-password-stdin]",
-                    summary: "print the one-time code of an item whose secret is an otpauth:// URI",
-                    options: passwordAttributes + [ref, OptionSpec("no-newline", "n", .flag, "print no newline after the code"),
-                                                    prompt, applicationPasswordStdin],
-                    conflicts: [], operands: false, run: Commands.otp),
-        CommandSpec(name: "credential", usage: "get|store|erase",
-                    summary: "git credential helper (also run as git-credential-locket)",
-                    options: [], conflicts: [], operands: true, run: Commands.credential),
-        CommandSpec(name: "docker-credential", usage: "store|get|erase|list",
-                    summary: "docker credential helper (also run as docker-credential-locket)",
-                    options: [], conflicts: [], operands: true, run: Commands.dockerCredential),
-        CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
-                    options: [], conflicts: [], operands: true, run: Commands.completion),
-        CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex] | sign|verify|encrypt|decrypt [--label LABEL] [--tag TAG] [--ref REF] [--access-group GROUP] --algorithm ALGORITHM [-i FILE] [-o FILE [-f]] [--signature FILE] [--prompt TEXT]",
-                    summary: "make a key pair inside the keychain, print a stored key's public key, or sign, verify, encrypt or decrypt with it",
-                    options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.allCases.map(\.rawValue) },
-                                         "generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096"),
-                              OptionSpec("label", "l", .value("LABEL"), "the key's label"), tag, nonExtractable, accessible, keyAccessGroup, ref,
-                              OptionSpec("openssh", nil, .flag, "print the public key as an OpenSSH line instead of PEM"),
-                              OptionSpec("hex", nil, .flag, "print an X25519 public key as 64 hex digits (export --recipient takes it)"),
-                              accessControl, applicationPasswordStdin, prompt]
-                        + keyUseOptions,
-                    conflicts: [("openssh", "hex")], operands: true, run: Commands.key),
-        CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
-                    options: [], conflicts: [], operands: true, run: Commands.help),
-        SSHAgentCommand.spec(source: { context in try context.agentKeySource() }),
-        CommandSpec(name: "keychain",
-                    usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | sync",
-                    summary: "name a keychain in PostgreSQL, and manage the devices that share it",
-                    options: [OptionSpec("password-service", nil, .value("SERVICE"),
-                                         "the database password is the generic password of this service in the login keychain"),
-                              OptionSpec("name", nil, .value("NAME"), "enroll: the name admins see (default: the host name)"),
-                              OptionSpec("groups", nil, .value("GROUP,..."), "approve: the access groups whose keys the device gets"),
-                              OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)")],
-                    conflicts: [], operands: true, run: Commands.keychain),
+    /// Every command, in help order: its name and what makes its spec. A
+    /// command line makes only the command it names (`command(named:)`):
+    /// making all of them was a tenth of a `find`'s instructions.
+    static let builders: [(name: String, make: @Sendable () -> CommandSpec)] = [
+        ("init", {
+            CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST]",
+                        summary: "create a keychain and set its password",
+                        options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin,
+                                  kdf],
+                        conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize)
+        }),
+        ("add", {
+            CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--prompt TEXT] [-U]",
+                        summary: "add an item",
+                        options: passwordAttributes + [
+                            secretOption, dataFile,
+                            OptionSpec("generate", nil, .attachedValue("N"),
+                                       "store a random secret of N characters (default 32) without printing it"),
+                            charset,
+                            OptionSpec("print", nil, .flag, "with --generate, print the generated secret"),
+                            accessible,
+                            OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
+                            accessControl, applicationPasswordStdin, prompt,
+                        ],
+                        conflicts: [("password", "data-file"), ("generate", "password"), ("generate", "data-file")],
+                        operands: false, run: Commands.add)
+        }),
+        ("find", {
+            CommandSpec(name: "find", usage: "[ATTRIBUTES] [--ref REF] [--limit N | --all] [-w | -g] [--show-ref] [--prompt TEXT] [--application-password-stdin]",
+                        summary: "find items and print their attributes or secret",
+                        options: attributeOptions(accessGroupShort: false) + [
+                            ref,
+                            OptionSpec("limit", nil, .value("N"), "return up to N items (default 1)"),
+                            OptionSpec("all", nil, .flag, "return every matching item"),
+                            OptionSpec("password", "w", .flag, "print only the secret"),
+                            OptionSpec("show-data", "g", .flag, "print the attributes and the secret"),
+                            OptionSpec("no-newline", "n", .flag, "with -w, print no newline after the secret"),
+                            OptionSpec("show-ref", nil, .flag, "print the persistent reference"),
+                            prompt, applicationPasswordStdin,
+                        ],
+                        conflicts: [("limit", "all"), ("password", "show-data")], operands: false, run: Commands.find)
+        }),
+        ("update", {
+            CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [-w [SECRET] | --data-file PATH|-] [--prompt TEXT] [--application-password-stdin]",
+                        summary: "change every matching item, all or nothing",
+                        options: attributes + [
+                            ref,
+                            OptionSpec("set", nil, .value("NAME=VALUE"), repeatable: true,
+                                       "set an attribute (long name or four-char code)"),
+                            secretOption, dataFile, prompt, applicationPasswordStdin,
+                        ],
+                        conflicts: [("password", "data-file")], operands: false, run: Commands.update)
+        }),
+        ("delete", {
+            CommandSpec(name: "delete", usage: "[ATTRIBUTES] [--ref REF] [--all]",
+                        summary: "delete every matching item",
+                        options: attributes + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
+                        conflicts: [], operands: false, run: Commands.delete)
+        }),
+        ("dump", {
+            CommandSpec(name: "dump", usage: "[--data] [--class CLASS]", summary: "list every item",
+                        options: [OptionSpec("data", nil, .flag, "include the secrets"), itemClass],
+                        conflicts: [], operands: false, run: Commands.dump)
+        }),
+        ("lock", {
+            CommandSpec(name: "lock", usage: "[--all]", summary: "forget the unlocked keys",
+                        options: [OptionSpec("all", nil, .flag, "forget every key, as a reboot would")],
+                        conflicts: [], operands: false, run: Commands.lock)
+        }),
+        ("unlock", {
+            CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin]",
+                        summary: "unlock the keychain for later commands",
+                        options: [timeout, passwordStdin], conflicts: [], operands: false, run: Commands.unlock)
+        }),
+        ("passwd", {
+            CommandSpec(name: "passwd", usage: "[--rotate] [--kdf COST] | --remove [--yes]",
+                        summary: "change, set or remove the keychain's password",
+                        options: [OptionSpec("rotate", nil, .flag, "also replace every class key and re-seal every item"),
+                                  kdf,
+                                  OptionSpec("remove", nil, .flag, "remove the password (deletes when-passcode-set items)"),
+                                  OptionSpec("yes", nil, .flag, "with --remove, delete when-passcode-set items without asking")],
+                        conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd)
+        }),
+        ("settings", {
+            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS]",
+                        summary: "show or change the keychain's settings",
+                        options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
+                                             "the auto-lock timeout unlock uses by default (none: never)"),
+                                  presenceReuse],
+                        conflicts: [], operands: false, run: Commands.settings)
+        }),
+        ("status", {
+            CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
+                        options: [], conflicts: [], operands: false, run: Commands.status)
+        }),
+        ("restore", {
+            CommandSpec(name: "restore", usage: "--accept-rollback [--password-stdin]",
+                        summary: "accept an older copy of the keychain that was put back",
+                        options: [OptionSpec("accept-rollback", nil, .flag, "accept the keychain as it is, older than this device has seen"),
+                                  passwordStdin],
+                        conflicts: [], operands: false, run: Commands.restore)
+        }),
+        ("exec", {
+            CommandSpec(name: "exec", usage: "[--env NAME=REF]... [--env-file FILE]... [--file NAME=REF]... [--mask] [--github-env] -- COMMAND [ARG]...",
+                        summary: "run a command with secrets in its environment",
+                        options: [OptionSpec("env", nil, .value("NAME=REF"), repeatable: true,
+                                             "set NAME to the secret REF names: SERVICE/ACCOUNT or SCHEME://[USER@]HOST[:PORT][/PATH]"),
+                                  OptionSpec("env-file", nil, .value("FILE"), repeatable: true, completion: .file,
+                                             "set the variables of a dotenv FILE; values locket:REF are secrets"),
+                                  OptionSpec("file", nil, .value("NAME=REF"), repeatable: true,
+                                             "put the secret REF names in a private file on tmpfs and set NAME to its path"),
+                                  OptionSpec("mask", nil, .flag, "replace the secrets with <redacted> in the command's stdout and stderr"),
+                                  OptionSpec("github-env", nil, .flag,
+                                             "in GitHub Actions, append the variables to $GITHUB_ENV for later steps (COMMAND optional)")],
+                        conflicts: [], operands: true, run: Commands.exec, operandsEndOptions: true)
+        }),
+        ("inject", {
+            CommandSpec(name: "inject", usage: "[-i TEMPLATE] [-o FILE [-f]]",
+                        summary: "render a template, replacing {{ locket:REF }} with secrets",
+                        options: [OptionSpec("in-file", "i", .value("TEMPLATE"), completion: .file,
+                                             "read the template from TEMPLATE (default: standard input)"),
+                                  OptionSpec("out-file", "o", .value("FILE"), completion: .file,
+                                             "write to FILE, created with mode 600, instead of standard output"),
+                                  OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")],
+                        conflicts: [], operands: false, run: Commands.inject)
+        }),
+        ("export", {
+            CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [-o FILE [-f]] [--passphrase-stdin]",
+                        summary: "write a backup of every item that may leave this device, or one certificate, key or identity",
+                        options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup", "pem", "der", "openssh", "pkcs12"] },
+                                             "backup (locket's encrypted backup), pem or der (a certificate; pem with --class keys: PKCS#8), openssh (a key), pkcs12 (an identity)"),
+                                  OptionSpec("out", "o", .value("FILE"), completion: .file,
+                                             "write to FILE, created with mode 600, instead of standard output"),
+                                  OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists"),
+                                  OptionSpec("recipient", nil, .value("KEY"), repeatable: true, completion: .file,
+                                             "seal to this X25519 public key (64 hex digits, or a file holding them) instead of a passphrase"),
+                                  passphraseStdin, kdf,
+                                  OptionSpec("class", nil, .value("CLASS"), completion: .values { ["keys", "cert", "identity"] },
+                                             "what to export: keys, cert or identity (default: from --format)"),
+                                  OptionSpec("label", nil, .value("LABEL"), "the item with this label"), tag, hash, ref,
+                                  keyAccessGroup],
+                        conflicts: [], operands: false, run: Commands.export)
+        }),
+        ("import", {
+            CommandSpec(name: "import", usage: "[--from FORMAT] [-U] [--passphrase-stdin] [--identity FILE] [--format FORMAT] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] [--label LABEL] [--tag TAG] [FILE|DIR|-]",
+                        summary: "restore a backup, import another tool's export, or import keys and certificates",
+                        options: [OptionSpec("from", nil, .value("FORMAT"), completion: .values { MigrationFormat.allCases.map(\.rawValue) },
+                                             "the export's format: pass, bitwarden-json, 1password-csv, keepassxc-csv or security-dump"),
+                                  OptionSpec("update", "U", .flag, "update items whose primary key exists instead of skipping them"),
+                                  passphraseStdin,
+                                  OptionSpec("identity", nil, .value("FILE"), completion: .file,
+                                             "the X25519 secret key (64 hex digits, mode 600) that opens a backup sealed to recipients"),
+                                  OptionSpec("format", nil, .value("FORMAT"), completion: .values { KeyFileFormat.allCases.map(\.rawValue) },
+                                             "a key file's format: pkcs12, pem, der or openssh (default: detected)"),
+                                  nonExtractable, accessible, keyAccessGroup, keyLabel, tag, accessControl, applicationPasswordStdin],
+                        conflicts: [("passphrase-stdin", "application-password-stdin")], operands: true, run: Commands.importItems)
+        }),
+        ("generate", {
+            CommandSpec(name: "generate", usage: "[--length N] [--charset SET] [-n]",
+                        summary: "print a random secret",
+                        options: [OptionSpec("length", nil, .value("N"),
+                                             "8 to 1024 characters (default 32)"),
+                                  charset,
+                                  OptionSpec("no-newline", "n", .flag, "print no newline after the secret")],
+                        conflicts: [], operands: false, run: Commands.generate)
+        }),
+        ("otp", {
+            CommandSpec(name: "otp", usage: "[ATTRIBUTES] [--ref REF] [-n] [--prompt TEXT] [--application-password-stdin]",
+                        summary: "print the one-time code of an item whose secret is an otpauth:// URI",
+                        options: passwordAttributes + [ref, OptionSpec("no-newline", "n", .flag, "print no newline after the code"),
+                                                        prompt, applicationPasswordStdin],
+                        conflicts: [], operands: false, run: Commands.otp)
+        }),
+        ("credential", {
+            CommandSpec(name: "credential", usage: "get|store|erase",
+                        summary: "git credential helper (also run as git-credential-locket)",
+                        options: [], conflicts: [], operands: true, run: Commands.credential)
+        }),
+        ("docker-credential", {
+            CommandSpec(name: "docker-credential", usage: "store|get|erase|list",
+                        summary: "docker credential helper (also run as docker-credential-locket)",
+                        options: [], conflicts: [], operands: true, run: Commands.dockerCredential)
+        }),
+        ("completion", {
+            CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
+                        options: [], conflicts: [], operands: true, run: Commands.completion)
+        }),
+        ("key", {
+            CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex] | sign|verify|encrypt|decrypt [--label LABEL] [--tag TAG] [--ref REF] [--access-group GROUP] --algorithm ALGORITHM [-i FILE] [-o FILE [-f]] [--signature FILE] [--prompt TEXT]",
+                        summary: "make a key pair inside the keychain, print a stored key's public key, or sign, verify, encrypt or decrypt with it",
+                        options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.allCases.map(\.rawValue) },
+                                             "generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096"),
+                                  OptionSpec("label", "l", .value("LABEL"), "the key's label"), tag, nonExtractable, accessible, keyAccessGroup, ref,
+                                  OptionSpec("openssh", nil, .flag, "print the public key as an OpenSSH line instead of PEM"),
+                                  OptionSpec("hex", nil, .flag, "print an X25519 public key as 64 hex digits (export --recipient takes it)"),
+                                  accessControl, applicationPasswordStdin, prompt]
+                            + keyUseOptions,
+                        conflicts: [("openssh", "hex")], operands: true, run: Commands.key)
+        }),
+        ("help", {
+            CommandSpec(name: "help", usage: "[COMMAND]", summary: "show help for locket or a command",
+                        options: [], conflicts: [], operands: true, run: Commands.help)
+        }),
+        ("ssh-agent", {
+            SSHAgentCommand.spec(source: { context in try context.agentKeySource() })
+        }),
+        ("keychain", {
+            CommandSpec(name: "keychain",
+                        usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | sync",
+                        summary: "name a keychain in PostgreSQL, and manage the devices that share it",
+                        options: [OptionSpec("password-service", nil, .value("SERVICE"),
+                                             "the database password is the generic password of this service in the login keychain"),
+                                  OptionSpec("name", nil, .value("NAME"), "enroll: the name admins see (default: the host name)"),
+                                  OptionSpec("groups", nil, .value("GROUP,..."), "approve: the access groups whose keys the device gets"),
+                                  OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)")],
+                        conflicts: [], operands: true, run: Commands.keychain)
+        }),
     ]
 
-    public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+    /// Every command, in help order (help, completions, the drift tests).
+    public static let commands: [CommandSpec] = builders.map { $0.make() }
+
+    /// The command named `name`, made alone.
+    public static func command(named name: String) -> CommandSpec? { builders.first { $0.name == name }?.make() }
 
     /// The version `--version` prints.
     public static let version = "0.1.0"

@@ -10,29 +10,43 @@ struct UsageError: Error {
 /// What the parser made of the arguments.
 struct Invocation {
     let command: CommandSpec
-    /// Values by long option name, in the order given (flags have one empty value per occurrence).
-    private(set) var values: [String: [String]] = [:]
-    /// How each option was spelled the last time it was given (`-s` or `--service`).
-    private(set) var spellings: [String: String] = [:]
-    /// Options given with no value where the value is optional (`-w` alone).
-    private(set) var bare: Set<String> = []
+    /// One option as given: its values in order (flags have one empty value
+    /// per occurrence), how it was spelled the last time (`-s` or
+    /// `--service`), and whether it came with no value where one is
+    /// optional (`-w` alone). A list searched by name: a command line gives
+    /// a handful, and dictionaries cost more to make than to search.
+    private struct Given {
+        let long: String
+        var values: [String]
+        var spelling: String
+        var bare: Bool
+    }
+    private var given: [Given] = []
     private(set) var operands: [String] = []
 
     init(command: CommandSpec) { self.command = command }
 
-    func has(_ long: String) -> Bool { values[long] != nil }
-    func value(_ long: String) -> String? { values[long]?.last }
-    func all(_ long: String) -> [String] { values[long] ?? [] }
-    func isBare(_ long: String) -> Bool { bare.contains(long) }
-    func spelling(_ long: String) -> String? { spellings[long] }
+    private func index(_ long: String) -> Int? { given.firstIndex { $0.long == long } }
+
+    func has(_ long: String) -> Bool { index(long) != nil }
+    func value(_ long: String) -> String? { index(long).flatMap { given[$0].values.last } }
+    func all(_ long: String) -> [String] { index(long).map { given[$0].values } ?? [] }
+    func isBare(_ long: String) -> Bool { index(long).map { given[$0].bare } ?? false }
+    func spelling(_ long: String) -> String? { index(long).map { given[$0].spelling } }
 
     mutating func record(_ spec: OptionSpec, spelled: String, value: String?) throws {
-        if values[spec.long] != nil && !spec.repeatable {
+        let bare: Bool
+        if value == nil, case .optionalValue = spec.arity { bare = true } else { bare = false }
+        guard let k = index(spec.long) else {
+            given.append(Given(long: spec.long, values: [value ?? ""], spelling: spelled, bare: bare))
+            return
+        }
+        guard spec.repeatable else {
             throw UsageError(message: "\(spec.spelling) given more than once", command: command.name)
         }
-        values[spec.long, default: []].append(value ?? "")
-        spellings[spec.long] = spelled
-        if value == nil, case .optionalValue = spec.arity { bare.insert(spec.long) }
+        given[k].values.append(value ?? "")
+        given[k].spelling = spelled
+        if bare { given[k].bare = true }
     }
 
     mutating func operand(_ s: String) { operands.append(s) }
@@ -67,9 +81,10 @@ enum Parser {
         while i < arguments.count, arguments[i].hasPrefix("-"), arguments[i] != "-", arguments[i] != "--" {
             let arg = arguments[i]
             if arg == "--version" { return .version }
-            guard let (spec, spelled, inline) = match(arg, in: CommandTable.globalOptions) else {
+            guard let (index, spelled, inline) = match(arg, in: CommandTable.globalOptions) else {
                 throw UsageError(message: "unknown option '\(Printable.clip(arg))'", command: nil)
             }
+            let spec = CommandTable.globalOptions[index]
             let value = try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: nil)
             apply(spec, value, to: &globals)
             i += 1
@@ -104,10 +119,12 @@ enum Parser {
             }
             if arg == "--" { optionsEnded = true; i += 1; continue }
             if arg.hasPrefix("--") {
-                if let (spec, spelled, inline) = match(arg, in: command.options) {
+                if let (index, spelled, inline) = match(arg, in: command.options) {
+                    let spec = command.options[index]
                     let value = try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: command.name)
                     try invocation.record(spec, spelled: spelled, value: value)
-                } else if let (spec, spelled, inline) = match(arg, in: CommandTable.globalOptions) {
+                } else if let (index, spelled, inline) = match(arg, in: CommandTable.globalOptions) {
+                    let spec = CommandTable.globalOptions[index]
                     apply(spec, try takeValue(spec, spelled: spelled, inline: inline, arguments, &i, command: command.name), to: &globals)
                 } else {
                     throw UsageError(message: "unknown option '\(Printable.clip(String(arg.split(separator: "=", maxSplits: 1)[0])))' for \(command.name)", command: command.name)
@@ -119,8 +136,14 @@ enum Parser {
             var chars = Array(arg.dropFirst())
             while !chars.isEmpty {
                 let c = chars.removeFirst()
-                let spec = command.options.first { $0.short == c } ?? CommandTable.globalOptions.first { $0.short == c }
-                guard let spec else {
+                // By index, here and in `match`: an optional OptionSpec costs
+                // its generic metadata at run time (a fortieth of a `find`).
+                let spec: OptionSpec
+                if let k = command.options.firstIndex(where: { $0.short == c }) {
+                    spec = command.options[k]
+                } else if let k = CommandTable.globalOptions.firstIndex(where: { $0.short == c }) {
+                    spec = CommandTable.globalOptions[k]
+                } else {
                     throw UsageError(message: "unknown option '\(Printable.clip("-\(c)"))' for \(command.name)", command: command.name)
                 }
                 let inline = chars.isEmpty ? nil : String(chars)
@@ -129,7 +152,7 @@ enum Parser {
                     value = try takeValue(spec, spelled: "-\(c)", inline: inline, arguments, &i, command: command.name)
                     chars = []
                 }
-                if CommandTable.globalOptions.contains(where: { $0.long == spec.long }) && command.option(long: spec.long) == nil {
+                if CommandTable.globalOptions.contains(where: { $0.long == spec.long }) && !command.options.contains(where: { $0.long == spec.long }) {
                     apply(spec, value, to: &globals)
                 } else {
                     try invocation.record(spec, spelled: "-\(c)", value: value)
@@ -144,18 +167,19 @@ enum Parser {
         return .run(globals, invocation)
     }
 
-    /// The option `arg` names (`--long`, `--long=value`), with its inline value.
-    private static func match(_ arg: String, in options: [OptionSpec]) -> (OptionSpec, String, String?)? {
+    /// The index of the option `arg` names (`--long`, `--long=value`) in
+    /// `options`, how it was spelled and its inline value.
+    private static func match(_ arg: String, in options: [OptionSpec]) -> (Int, String, String?)? {
         if arg.hasPrefix("--") {
             let body = arg.dropFirst(2)
             let parts = body.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
-            guard let spec = options.first(where: { $0.long == name }) else { return nil }
-            return (spec, "--\(name)", parts.count > 1 ? String(parts[1]) : nil)
+            guard let index = options.firstIndex(where: { $0.long == name }) else { return nil }
+            return (index, "--\(name)", parts.count > 1 ? String(parts[1]) : nil)
         }
-        guard arg.count >= 2, let spec = options.first(where: { $0.short == arg.dropFirst().first }) else { return nil }
+        guard arg.count >= 2, let index = options.firstIndex(where: { $0.short == arg.dropFirst().first }) else { return nil }
         let rest = String(arg.dropFirst(2))
-        return (spec, String(arg.prefix(2)), rest.isEmpty ? nil : rest)
+        return (index, String(arg.prefix(2)), rest.isEmpty ? nil : rest)
     }
 
     private static func takeValue(_ spec: OptionSpec, spelled: String, inline: String?, _ arguments: [String],

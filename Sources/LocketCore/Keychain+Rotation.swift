@@ -38,7 +38,7 @@ extension Keychain {
         let newIndex = fresh[Keybag.indexKeyName]!
 
         // An app's scoped session is not widened to the owner's keys: it is dropped.
-        let tiers: Set<ProtectionClass.Tier> = sessionScope != nil ? [] : cache.unlockedTiers.intersection([.whenUnlocked, .afterFirstUnlock])
+        let tiers: ProtectionClass.Tiers = sessionScope != nil ? .none : cache.unlockedTiers.intersection(.session)
         session.remove(.whenUnlocked)
         session.remove(.afterFirstUnlock)
         try write(rekey: newIndex) {

@@ -43,28 +43,36 @@ extension Keychain {
                 try rewrapForThisDevice(all, device: device)
             }
             for (name, key) in all.entries { cache.keys.set(name, key) }
-            cache.unlockedTiers = [.always, .whenUnlocked, .afterFirstUnlock]
+            cache.unlockedTiers = .all
             return
         }
-        for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
-            let loaded: (SessionKeys, SessionStore.Info)?
-            do {
-                loaded = try session.load(tier, extend: extendsSession)
-            } catch let error as KeychainError where error.code == .decode {
-                // A damaged session (a crash mid-write, a race with lock, tampering)
-                // is a locked one: forget it rather than block every command.
-                session.remove(tier)
-                loaded = nil
-            }
-            guard let (stored, _) = loaded else { continue }
-            cache.unlockedTiers.insert(tier)
-            for (name, key) in stored.entries where cache.keys[name] == nil { cache.keys.set(name, key) }
-            if let scope = stored.scope {
-                var merged = cache.scope ?? KeyCache.Scope(groups: [], classes: [])
-                for group in scope.groups where !merged.groups.contains(group) { merged.groups.append(group) }
-                merged.classes.formUnion(scope.classes)
-                cache.scope = merged
-            }
+        // Two calls, not a loop over an array of tiers (its metadata is built
+        // at run time, by every command that opens a keychain).
+        try loadSession(.afterFirstUnlock)
+        try loadSession(.whenUnlocked)
+    }
+
+    /// Loads the session's keys of `tier`, if any, into the cache.
+    private func loadSession(_ tier: ProtectionClass.Tier) throws {
+        // Unpacked at once: an optional tuple held in a variable has its
+        // type metadata built at run time.
+        let stored: SessionKeys
+        do {
+            guard let (keys, _) = try session.load(tier, extend: extendsSession) else { return }
+            stored = keys
+        } catch let error as KeychainError where error.code == .decode {
+            // A damaged session (a crash mid-write, a race with lock, tampering)
+            // is a locked one: forget it rather than block every command.
+            session.remove(tier)
+            return
+        }
+        cache.unlockedTiers.insert(tier)
+        for (name, key) in stored.entries where cache.keys[name] == nil { cache.keys.set(name, key) }
+        if let scope = stored.scope {
+            var merged = cache.scope ?? KeyCache.Scope(groups: [], classes: [])
+            for group in scope.groups where !merged.groups.contains(group) { merged.groups.append(group) }
+            merged.classes.formUnion(scope.classes)
+            cache.scope = merged
         }
     }
 
@@ -78,7 +86,7 @@ extension Keychain {
     /// Saves the keys for later commands: both tiers, or only those in `tiers`.
     /// What an app's unlock keeps is SessionPolicy's call.
     func saveSession(_ unwrapped: SessionKeys, timeout: UInt32,
-                     tiers: Set<ProtectionClass.Tier> = [.afterFirstUnlock, .whenUnlocked]) throws {
+                     tiers: ProtectionClass.Tiers = .session) throws {
         var (firstUnlock, whenUnlocked) = SessionPolicy.split(unwrapped, accessGroups: caller.accessGroups,
                                                               keychainID: keybag.keychainID)
         // New at every unlock and gone at lock: a presence reuse window (SPEC §14) never outlives the unlock it began in.

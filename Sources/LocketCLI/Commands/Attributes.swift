@@ -32,11 +32,12 @@ enum AttributeOptions {
         return query
     }
 
-    /// The attributes given, in table order. `-s` means the service of a
-    /// generic password and the server of an internet password; the long
-    /// spellings mean exactly what they say, so `--service` on inet is errSecNoSuchAttr.
-    static func given(_ invocation: Invocation, _ itemClass: ItemClass) throws -> [(Attribute, [UInt8])] {
-        var out: [(Attribute, [UInt8])] = []
+    /// Calls `body` with each attribute given and its value, in table order
+    /// (not an array of them: an array of a tuple type costs `find` its
+    /// metadata at run time). `-s` means the service of a generic password
+    /// and the server of an internet password; the long spellings mean
+    /// exactly what they say, so `--service` on inet is errSecNoSuchAttr.
+    static func given(_ invocation: Invocation, _ itemClass: ItemClass, _ body: (Attribute, [UInt8]) throws -> Void) throws {
         for attribute in optionAttributes {
             guard let text = invocation.value(attribute.longName) else { continue }
             var target = attribute
@@ -48,16 +49,15 @@ enum AttributeOptions {
                                     hint: itemClass == .genericPassword && target == .server ? "use --class inet for internet passwords"
                                         : itemClass == .internetPassword && target == .service ? "an internet password's server is -s or --server" : nil)
             }
-            out.append((target, try AttributeValue.parse(target, Array(text.utf8), for: itemClass)))
+            try body(target, try AttributeValue.parse(target, Array(text.utf8), for: itemClass))
         }
-        return out
     }
 
     /// A query from the attribute options, `--ref` included.
     static func query(_ invocation: Invocation) throws -> Query {
         let itemClass = try itemClass(invocation)
         var query = Query(itemClass: itemClass)
-        for (attribute, value) in try given(invocation, itemClass) { try query.match(attribute, value) }
+        try given(invocation, itemClass) { try query.match($0, $1) }
         if let ref = invocation.value("ref") {
             guard let bytes = PersistentRef.decode(ref) else {
                 throw KeychainError(.param, "'\(Printable.clip(ref, max: 40))' is not a persistent reference (32 hexadecimal digits)")

@@ -7,7 +7,7 @@ enum Commands {
     static func add(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let itemClass = try AttributeOptions.itemClass(invocation)
         var item = NewItem(itemClass: itemClass)
-        for (attribute, value) in try AttributeOptions.given(invocation, itemClass) {
+        try AttributeOptions.given(invocation, itemClass) { attribute, value in
             if attribute == .accessGroup {
                 item.accessGroup = String(decoding: value, as: UTF8.self)
             } else {

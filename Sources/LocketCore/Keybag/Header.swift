@@ -30,7 +30,7 @@ struct Header {
     /// Every meta row, by name.
     var meta: [String: [UInt8]]
     /// Every keybag row, by class.
-    var keybag: [String: (kek: [UInt8]?, device: [UInt8]?)]
+    var keybag: [String: KeybagRow]
 
     /// The number of committed writes this header has seen; 0 for a header
     /// without a MAC (from before generations, or stripped of its MAC: a

@@ -8,7 +8,7 @@ struct KeyCache {
     /// Keys by class code (and `idx`, and scoped group keys by `scopedKeyName`).
     var keys = SessionKeys()
     /// Tiers whose session was found (or that need none).
-    var unlockedTiers: Set<ProtectionClass.Tier> = [.always]
+    var unlockedTiers = ProtectionClass.Tiers(.always)
     /// Set when the session was unlocked for an app: it holds only that
     /// app's (class, group) keys, never class keys.
     var scope: Scope?

@@ -12,6 +12,20 @@ import LocketSupport
 ///
 /// Wrapping keys are derived per class and keychain, so a wrapped key moved to
 /// another row, or into another keychain, does not open.
+/// One keybag row: a class key wrapped by the password's KEK and by the
+/// device key (either may be absent). A struct, not a tuple: a dictionary of
+/// tuples has its type metadata built at run time by every command that
+/// opens a keychain (~60 k instructions of a `find`).
+struct KeybagRow {
+    var kek: [UInt8]?
+    var device: [UInt8]?
+
+    init(kek: [UInt8]? = nil, device: [UInt8]? = nil) {
+        self.kek = kek
+        self.device = device
+    }
+}
+
 struct Keybag {
     static let indexKeyName = "idx"
     static let names = ProtectionClass.allCases.map { $0.rawValue } + [indexKeyName]
@@ -19,11 +33,11 @@ struct Keybag {
     let keychainID: [UInt8]
     /// nil for a keychain without a password.
     let kdf: KDFParameters?
-    private(set) var rows: [String: (kek: [UInt8]?, device: [UInt8]?)]
+    private(set) var rows: [String: KeybagRow]
 
     var hasPassword: Bool { kdf != nil }
 
-    init(keychainID: [UInt8], kdf: KDFParameters?, rows: [String: (kek: [UInt8]?, device: [UInt8]?)]) {
+    init(keychainID: [UInt8], kdf: KDFParameters?, rows: [String: KeybagRow]) {
         self.keychainID = keychainID
         self.kdf = kdf
         self.rows = rows
@@ -73,7 +87,7 @@ struct Keybag {
     /// Re-wraps every key in `keys` (a password change wraps the same class keys anew).
     mutating func wrap(_ keys: SessionKeys, kek: SecureBytes?, device: SecureBytes?) {
         for (name, key) in keys.entries {
-            var row = rows[name] ?? (nil, nil)
+            var row = rows[name] ?? KeybagRow()
             let pclass = ProtectionClass(rawValue: name)
             let isAlways = name == Keybag.indexKeyName || pclass?.tier == .always
             if let kek, pclass != .alwaysThisDeviceOnly {
@@ -95,7 +109,7 @@ struct Keybag {
     /// Wraps a presence secret key (PresenceKeys) by the KEK alone: no device
     /// wrap, so only the password opens it.
     mutating func wrapPresence(_ name: String, _ secretKey: SecureBytes, kek: SecureBytes) {
-        rows[name] = (SecretBox.seal(secretKey, key: wrapKey(kek, name)), nil)
+        rows[name] = KeybagRow(kek: SecretBox.seal(secretKey, key: wrapKey(kek, name)))
     }
 
     /// The presence secret key `name`, nil when the keychain has none (made

@@ -20,6 +20,34 @@ public enum ProtectionClass: String, CaseIterable, Sendable {
         case always = "always"
     }
 
+    /// Tiers as bits. A `Set` of them had its generic metadata (and the
+    /// standard library's prespecialized sets) set up at run time by every
+    /// command that opens a keychain, for three bits.
+    struct Tiers: Equatable {
+        private var bits: UInt8
+
+        private init(bits: UInt8) { self.bits = bits }
+        init(_ tier: Tier) { bits = Tiers.bit(tier) }
+
+        static let none = Tiers(bits: 0)
+        /// What a session holds: after-first-unlock and when-unlocked.
+        static let session = Tiers(.afterFirstUnlock).union(Tiers(.whenUnlocked))
+        static let all = session.union(Tiers(.always))
+
+        private static func bit(_ tier: Tier) -> UInt8 {
+            switch tier {
+            case .always: 1
+            case .whenUnlocked: 2
+            case .afterFirstUnlock: 4
+            }
+        }
+
+        func contains(_ tier: Tier) -> Bool { bits & Tiers.bit(tier) != 0 }
+        mutating func insert(_ tier: Tier) { bits |= Tiers.bit(tier) }
+        func union(_ other: Tiers) -> Tiers { Tiers(bits: bits | other.bits) }
+        func intersection(_ other: Tiers) -> Tiers { Tiers(bits: bits & other.bits) }
+    }
+
     /// The CLI name (`--accessible when-unlocked`).
     public var name: String {
         switch self {

@@ -165,10 +165,10 @@ extension RemoteStore {
 
 extension Keybag {
     /// The keybag rows of a remote keychain's meta (KEK-wrapped only).
-    static func remoteRows(_ meta: [String: [UInt8]]) -> [String: (kek: [UInt8]?, device: [UInt8]?)] {
-        var rows: [String: (kek: [UInt8]?, device: [UInt8]?)] = [:]
+    static func remoteRows(_ meta: [String: [UInt8]]) -> [String: KeybagRow] {
+        var rows: [String: KeybagRow] = [:]
         for (name, value) in meta where name.hasPrefix(RemoteStore.keybagPrefix) {
-            rows[String(name.dropFirst(RemoteStore.keybagPrefix.count))] = (value, nil)
+            rows[String(name.dropFirst(RemoteStore.keybagPrefix.count))] = KeybagRow(kek: value)
         }
         return rows
     }

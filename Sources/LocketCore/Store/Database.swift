@@ -122,9 +122,7 @@ final class Database {
         // every writing process costs more than the write itself...
         var persist: Int32 = 1
         sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
-        // ...but empty: at close, the WAL is checkpointed and truncated, so
-        // the next process has nothing to recover.
-        sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)
+        // ...but empty: see `transaction` (journal_size_limit).
         return create ? SQLITE_OK : sqlite3_exec(handle, "PRAGMA schema_version", nil, nil, nil)
     }
 
@@ -204,7 +202,14 @@ final class Database {
         try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
         // The exclusive lock is held now: no process of a release before
         // exclusive locking has the file open, so its -shm can go.
-        if write && depth == 1 { unlink(path + Self.staleSharedMemorySuffix) }
+        if write && depth == 1 {
+            unlink(path + Self.staleSharedMemorySuffix)
+            // A writer's WAL is checkpointed and truncated at close, so the
+            // next process has nothing to recover. Set by writers only: a
+            // read leaves nothing in the WAL, and each statement prepared is
+            // paid by every `find`.
+            sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)
+        }
         do {
             let result = try body()
             try execute("COMMIT")

@@ -52,7 +52,7 @@ enum MetaStore {
         while try m.step() { header.meta[m.text(0)] = m.blob(1) }
         let k = try db.prepare("SELECT class, kek, device FROM keybag")
         while try k.step() {
-            header.keybag[k.text(0)] = (k.isNull(1) ? nil : k.blob(1), k.isNull(2) ? nil : k.blob(2))
+            header.keybag[k.text(0)] = KeybagRow(kek: k.isNull(1) ? nil : k.blob(1), device: k.isNull(2) ? nil : k.blob(2))
         }
         return header
     }

@@ -57,6 +57,21 @@ final class ReadPathEndToEndTests: EndToEndCase {
         XCTAssertTrue(writes.contains { $0.contains(" fsync(") || $0.contains(" fdatasync(") }, "\(writes)")
     }
 
+    /// Writers set journal_size_limit (readers don't: it is one statement
+    /// less per `find`): each write leaves the WAL checkpointed and empty,
+    /// so the next command has nothing to recover.
+    func testEveryWriteLeavesAnEmptyWAL() throws {
+        let wal = keychain + "-wal"
+        for arguments in [["add", "-s", "w1", "-a", "acct", "--data-file", "-"], ["update", "-s", "w1", "-a", "acct", "--data-file", "-"],
+                          ["delete", "-s", "w1", "-a", "acct"]] {
+            let result = locket(arguments, input: .text("value"))
+            XCTAssertEqual(result.status, 0, result.summary)
+            var st = stat()
+            XCTAssertEqual(lstat(wal, &st), 0, "the WAL is kept between commands")
+            XCTAssertEqual(st.st_size, 0, "locket \(arguments[0]) left \(st.st_size) bytes in the WAL")
+        }
+    }
+
     func testAStaleSharedMemoryFileIsIgnoredThenRemovedByAWrite() throws {
         // What releases before exclusive locking left beside a keychain (garbage
         // here: it must never be read).
