@@ -14,6 +14,9 @@ enum AccessPrompt {
     static func run<T>(_ keychain: Keychain, _ invocation: Invocation?, _ context: Context, _ body: () throws -> T) throws -> T {
         let fromStdin = invocation?.has("application-password-stdin") == true
         if fromStdin {
+            // Standard input may be a slow producer: wait without the keychain's
+            // file (add from a regular --data-file still holds it here).
+            context.releaseKeychainFile()
             let password = try Prompt.readLine(context.io.stdin)
             guard password.count > 0 else {
                 throw KeychainError(.param, "no application password on the first line of standard input")

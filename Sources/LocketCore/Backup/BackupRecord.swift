@@ -154,9 +154,9 @@ enum BackupRecordCoding {
             let length = Int(try cursor.u32())
             guard length <= Attribute.maximumValueLength else { throw cursor.malformed("an attribute is longer than \(Attribute.maximumValueLength) bytes") }
             let value = try cursor.bytes(length)
-            let name = String(decoding: withUnsafeBytes(of: code.bigEndian) { Array($0) }, as: UTF8.self)
             guard let attribute = attributesByCode[code], attribute != .accessGroup, attribute != .accessible else {
                 // Unknown to this locket: optional ones are left out, required ones refuse the backup.
+                let name = String(decoding: withUnsafeBytes(of: code.bigEndian) { Array($0) }, as: UTF8.self)
                 if flags & flagRequired != 0 { throw cursor.newer("the attribute '\(Printable.clip(name))'") }
                 skipped.append(Printable.clip(name))
                 continue

@@ -26,6 +26,22 @@ enum KeyDerivation {
         return out
     }
 
+    /// The first 8 bytes of `digest(key, context)`, big-endian, without
+    /// allocating: a blind index (an import makes one per attribute per item).
+    static func digest64(_ key: SecureBytes, _ context: Context) -> UInt64 {
+        var out: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &out) { o in
+            key.withUnsafeBytes { k in
+                context.bytes.withUnsafeBytes { m in
+                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
+                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+        return UInt64(bigEndian: out.0)
+    }
+
     private static func hash(_ key: SecureBytes, _ message: [UInt8], into out: SecureBytes) {
         key.withUnsafeBytes { k in
             message.withUnsafeBytes { m in
@@ -56,6 +72,13 @@ enum KeyDerivation {
         }
 
         mutating func append(_ string: String) { append(string.utf8) }
+
+        /// How many bytes are encoded so far (for `truncate`).
+        var count: Int { bytes.count }
+
+        /// Drops the fields appended after the context had `count` bytes: one
+        /// context serves digests that share a prefix, without copying it.
+        mutating func truncate(to count: Int) { bytes.removeSubrange(count...) }
 
         func with<Bytes: Collection<UInt8>>(_ field: Bytes) -> Context {
             var copy = self

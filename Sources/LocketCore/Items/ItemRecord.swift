@@ -12,10 +12,21 @@ enum ItemRecord {
     private static let accessTag: UInt8 = 0xf2
 
     static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]? = nil) -> [UInt8] {
-        var out: [UInt8] = [version]
-        for attribute in Attribute.allCases where attribute.isSealed {
-            guard let value = attributes[attribute], !value.isEmpty else { continue }
-            out.append(attribute.rawValue)
+        // In tag order, from the dictionary's few entries: probing it for
+        // each of the ~46 attributes hashed every one of them, per item.
+        var present: [(tag: UInt8, value: [UInt8])] = []
+        present.reserveCapacity(attributes.count)
+        var size = 1 + 2 * 9 + (access.map { 5 + $0.count } ?? 0)
+        for (attribute, value) in attributes where attribute.isSealed && !value.isEmpty {
+            present.append((attribute.rawValue, value))
+            size += 5 + value.count
+        }
+        present.sort { $0.tag < $1.tag }
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(version)
+        for (tag, value) in present {
+            out.append(tag)
             BigEndian.append(UInt32(value.count), to: &out)
             out.append(contentsOf: value)
         }

@@ -14,9 +14,25 @@ enum Sealing {
     /// attribute code, value), 8 bytes as a signed integer. Format 1 stores
     /// none for the empty value; format 2 stores the digest of "" like any other.
     static func indexDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attribute: Attribute, _ value: [UInt8]) -> Int64 {
-        let d = KeyDerivation.digest(indexKey, KeyDerivation.Context("locket.index.v1")
-            .with(itemClass.rawValue).with(attribute.code).with(value))
-        return Int64(bitPattern: d[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        var context = indexContext(itemClass)
+        return indexDigest(indexKey, &context, attribute, value)
+    }
+
+    /// The context every blind index of `itemClass` starts with.
+    private static func indexContext(_ itemClass: ItemClass) -> KeyDerivation.Context {
+        var context = KeyDerivation.Context("locket.index.v1")
+        context.append(itemClass.rawValue)
+        return context
+    }
+
+    /// `indexDigest` from the class's context (left as it was given).
+    private static func indexDigest(_ indexKey: SecureBytes, _ context: inout KeyDerivation.Context, _ attribute: Attribute,
+                                    _ value: [UInt8]) -> Int64 {
+        let prefix = context.count
+        defer { context.truncate(to: prefix) }
+        context.append(attribute.code)
+        context.append(value)
+        return Int64(bitPattern: KeyDerivation.digest64(indexKey, context))
     }
 
     /// The digest of an item's primary key (without the access group, which is its own column).
@@ -28,14 +44,14 @@ enum Sealing {
 
     /// Every digest the store keeps for an item with `attributes`.
     static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> ItemStore.Digests {
-        var index: [Attribute: Int64] = [:]
-        var empty: Set<Attribute> = []
-        for attribute in itemClass.attributes {
+        // One context for the class's digests, cut back after each.
+        var context = indexContext(itemClass)
+        let index = itemClass.attributes.map { attribute in
             let value = attributes[attribute] ?? []
-            if value.isEmpty { empty.insert(attribute) }
-            index[attribute] = indexDigest(indexKey, itemClass, attribute, value)
+            return ItemStore.Digests.IndexDigest(attribute: attribute, digest: indexDigest(indexKey, &context, attribute, value),
+                                                 isEmpty: value.isEmpty)
         }
-        return ItemStore.Digests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index, empty: empty)
+        return ItemStore.Digests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index)
     }
 
     /// The key that seals one field of one row: derived from the (class, group)

@@ -20,7 +20,7 @@ struct RemoteItemStore: ItemStoring {
     /// A set of blind-index digests as one parameter (`$N::text::bigint[]`):
     /// the wire has no array type, and digests are no secret (keyed hashes).
     static func digestArray(_ digests: ItemStore.Digests) -> RemoteValue {
-        .text("{" + Set(digests.index.values).sorted().map(String.init).joined(with: ",") + "}")
+        .text("{" + Set(digests.index.map(\.digest)).sorted().map(String.init).joined(with: ",") + "}")
     }
 
     /// Offline: the cached rows `filter` matches, as the server's statement would select them.

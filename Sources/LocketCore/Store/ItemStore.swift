@@ -18,16 +18,28 @@ struct ItemStore {
     struct Digests {
         /// The digest of the primary key (unique per class and group).
         var primaryKey: [UInt8]
-        /// The blind index of each attribute of the item's class, the empty value included.
-        var index: [Attribute: Int64]
-        /// The attributes whose value is empty (format 1 stores no digest for them).
-        var empty: Set<Attribute> = []
+        /// The blind index of each attribute of the item's class, the empty
+        /// value included, in the class's order. An array, not a dictionary:
+        /// hashing attributes into one was a visible part of an import.
+        var index: [IndexDigest]
+
+        /// One attribute's blind index.
+        struct IndexDigest {
+            var attribute: Attribute
+            var digest: Int64
+            /// The value is empty (format 1 stores no digest for it).
+            var isEmpty: Bool
+        }
+
+        /// The blind index of `attribute`, nil when the class has none.
+        func digest(of attribute: Attribute) -> IndexDigest? { index.first { $0.attribute == attribute } }
 
         /// Binds format 1's index columns from parameter `first` on; returns the next parameter.
         fileprivate func bindIndex(_ stmt: Statement, from first: Int32) throws -> Int32 {
             var i = first
             for attribute in Schema.indexedAttributes {
-                try stmt.bind(i, empty.contains(attribute) ? nil : index[attribute])
+                let entry = digest(of: attribute)
+                try stmt.bind(i, entry.flatMap { $0.isEmpty ? nil : $0.digest })
                 i += 1
             }
             return i
@@ -35,26 +47,41 @@ struct ItemStore {
     }
 
     /// Format 2: replaces the blind rows of item `id` by those of `digests`.
-    fileprivate struct BlindWriter {
-        let insert: Statement
-        let clear: Statement
-        init(_ database: Database) throws {
-            insert = try database.prepare("INSERT OR IGNORE INTO blind(digest, item) VALUES (?, ?)")
-            clear = try database.prepare("DELETE FROM blind WHERE item = ?")
-        }
+    fileprivate final class BlindWriter {
+        private let database: Database
+        /// Statements inserting n rows at once, by n: each statement step has
+        /// a fixed cost (reset, bindings, the VDBE's halt) of about one row's
+        /// insert, and an item has a row per attribute of its class.
+        private var inserts: [Int: Statement] = [:]
+        private var clear: Statement?
+
+        init(_ database: Database) { self.database = database }
 
         func write(_ id: Int64, _ digests: Digests, replacing: Bool) throws {
             if replacing {
-                clear.reset()
-                try clear.bind(1, id)
-                _ = try clear.step()
+                if clear == nil { clear = try database.prepare("DELETE FROM blind WHERE item = ?") }
+                clear!.reset()
+                try clear!.bind(1, id)
+                _ = try clear!.step()
             }
-            for digest in Set(digests.index.values) {
-                insert.reset()
-                try insert.bind(1, digest)
-                try insert.bind(2, id)
-                _ = try insert.step()
+            let n = digests.index.count
+            guard n > 0 else { return }
+            let insert = try statement(rows: n)
+            insert.reset()
+            for (k, entry) in digests.index.enumerated() {
+                try insert.bind(Int32(2 * k + 1), entry.digest)
+                try insert.bind(Int32(2 * k + 2), id)
             }
+            // Two attributes' digests only coincide by a 64-bit collision: OR IGNORE covers it.
+            _ = try insert.step()
+        }
+
+        private func statement(rows n: Int) throws -> Statement {
+            if let stmt = inserts[n] { return stmt }
+            let values = [String](repeating: "(?, ?)", count: n).joined(with: ", ")
+            let stmt = try database.prepare("INSERT OR IGNORE INTO blind(digest, item) VALUES \(values)")
+            inserts[n] = stmt
+            return stmt
         }
     }
 
@@ -200,7 +227,7 @@ struct ItemStore {
     func prepareInsert() throws -> Inserter {
         if format >= 2 {
             return Inserter(try database.prepare("INSERT INTO items(ref, cls, pdmn, agrp, pk, attrs, data) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-                            blind: try BlindWriter(database), database: database)
+                            blind: BlindWriter(database), database: database)
         }
         let columns = Schema.indexedAttributes.map(Schema.indexColumn)
         return Inserter(try database.prepare("""
@@ -234,7 +261,7 @@ struct ItemStore {
     func prepareUpdate() throws -> Updater {
         if format >= 2 {
             return Updater(try database.prepare("UPDATE items SET agrp = ?, pk = ?, attrs = ?, data = ? WHERE id = ?"),
-                           blind: try BlindWriter(database))
+                           blind: BlindWriter(database))
         }
         let columns = Schema.indexedAttributes.map(Schema.indexColumn)
         return Updater(try database.prepare("""

@@ -189,6 +189,43 @@ final class EndToEndSecretInputTests: EndToEndCase {
         XCTAssertEqual(secret("-s", "exact").count, limit)
     }
 
+    /// A regular data file is read with the keychain's file still open (the
+    /// write then neither opens it nor parses its schema again), byte exact.
+    func testRegularDataFileIsStoredByteExact() {
+        let path = sandbox.root + "/secret.bin"
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(Self.binary)))
+        ok("add", "-s", "file", "--data-file", path)
+        XCTAssertEqual(secret("-s", "file"), Self.binary)
+    }
+
+    /// A FIFO as the data file may wait for its writer: `add` waits without
+    /// the keychain's file, so other commands go on meanwhile.
+    func testDataFileFIFOWaitsWithoutHoldingTheKeychain() throws {
+        addBytes("-s", "other", data: Array("o".utf8))
+        let fifo = sandbox.root + "/secret.fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let add = Process()
+        add.executableURL = URL(fileURLWithPath: binary)
+        add.arguments = ["add", "-s", "fifo", "--data-file", fifo]
+        add.environment = sandbox.environment
+        add.standardInput = FileHandle.nullDevice
+        try add.run()
+        // Until it waits in the FIFO's open (as far as /proc tells).
+        for _ in 0..<100 {
+            if let wchan = try? String(contentsOfFile: "/proc/\(add.processIdentifier)/wchan", encoding: .utf8), wchan.contains("fifo") { break }
+            usleep(50_000)
+        }
+        let find = expect(0, "find", "-s", "other", "-w")
+        XCTAssertLessThan(find.duration, 5, "add held the keychain while it waited for the FIFO")
+        let fd = open(fifo, O_WRONLY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        _ = Array("from-fifo".utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        add.waitUntilExit()
+        XCTAssertEqual(add.terminationStatus, 0)
+        XCTAssertEqual(secret("-s", "fifo"), Array("from-fifo".utf8))
+    }
+
     func testMissingDataFileIsAnError() {
         let result = locket("add", "-s", "x", "--data-file", sandbox.root + "/does-not-exist")
         XCTAssertNotEqual(result.status, 0, result.summary)
