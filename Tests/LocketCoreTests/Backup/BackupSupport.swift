@@ -40,7 +40,7 @@ enum SampleRecords {
 
     /// `count` bytes, `byte(j)` each: a plain loop, since `map` over a range
     /// (unspecialized in the test build) was most of a 100 k round trip's time.
-    private static func bytes(_ count: Int, _ byte: (Int) -> UInt8) -> [UInt8] {
+    static func bytes(_ count: Int, _ byte: (Int) -> UInt8) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             var j = 0
             while j < count {
