@@ -341,7 +341,7 @@ final class PostgresServer: @unchecked Sendable {
 
     struct ServerFailure: Error, CustomStringConvertible { let description: String }
 
-    static func makeAccount() throws -> (name: String, uid: uid_t, gid: gid_t) {
+    private static func makeAccount() throws -> (name: String, uid: uid_t, gid: gid_t) {
         for tool in ["/usr/sbin/useradd", "/usr/sbin/userdel", "/usr/bin/setpriv"] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw XCTSkip("\(tool) is missing: PostgreSQL refuses to run as root and needs an account of its own")
         }
