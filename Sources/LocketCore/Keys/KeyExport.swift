@@ -47,6 +47,11 @@ extension AsymmetricKey {
         try OpenSSHKeyFile.write(self, comment: comment, passphrase: passphrase)
     }
 
+    /// The same with `rounds` of bcrypt_pbkdf, for tests of the format.
+    func openSSHPrivateKey(comment: String, passphrase: SecureBytes, rounds: Int) throws -> SecureBytes {
+        try OpenSSHKeyFile.write(self, comment: comment, passphrase: passphrase, rounds: rounds)
+    }
+
     /// The public key as SubjectPublicKeyInfo DER (`openssl pkey -pubin -inform DER`).
     public var publicKeyDER: [UInt8] { subjectPublicKeyInfo }
 }

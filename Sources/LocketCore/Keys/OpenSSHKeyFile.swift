@@ -168,8 +168,10 @@ enum OpenSSHKeyFile {
         } make: { try EVPKey(name: "RSA", selection: locket_evp_pkey_keypair(), params: $0) }
     }
 
-    /// Writes `key` in the format, encrypted when `passphrase` is given; the result is PEM text in guarded memory.
-    static func write(_ key: AsymmetricKey, comment: String, passphrase: SecureBytes?) throws -> SecureBytes {
+    /// Writes `key` in the format, encrypted when `passphrase` is given, with
+    /// `rounds` of bcrypt_pbkdf (fewer only in tests: the unoptimized test
+    /// build spends seconds on 16); the result is PEM text in guarded memory.
+    static func write(_ key: AsymmetricKey, comment: String, passphrase: SecureBytes?, rounds: Int = defaultRounds) throws -> SecureBytes {
         let pkcs8 = try key.requirePrivate("an OpenSSH private key")
         let evp = try pkcs8.withUnsafeBytes { try EVPKey(pkcs8: $0) }
         let publicBlob = try key.sshPublicKeyBlob()
@@ -214,10 +216,10 @@ enum OpenSSHKeyFile {
             let salt = Sodium.random(saltLength)
             kdfOptions = SSHWriter.encode { w in
                 w.string(salt)
-                w.uint32(UInt32(defaultRounds))
+                w.uint32(UInt32(rounds))
             }
             let keyAndIV = try passphrase.withUnsafeBytes { pass in
-                try salt.withUnsafeBytes { try BcryptPBKDF.derive(password: pass, salt: $0, rounds: defaultRounds, length: cipher.keyLength + cipher.ivLength) }
+                try salt.withUnsafeBytes { try BcryptPBKDF.derive(password: pass, salt: $0, rounds: rounds, length: cipher.keyLength + cipher.ivLength) }
             }
             body = try section.withUnsafeBytes { try crypt(cipher, keyAndIV, $0, tag: nil, encrypt: true) }
         } else {

@@ -19,7 +19,7 @@ enum SampleRecords {
             if i % 11 == 0 { attributes[.authenticationType] = Array("form".utf8) }
         } else {
             attributes[.service] = Array("svc-\(i % 1013)/naïve 🔑".utf8)
-            if i % 4 == 0 { attributes[.generic] = (0..<(i % 50)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) } }
+            if i % 4 == 0 { attributes[.generic] = bytes(i % 50) { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) } }
         }
         if i % 2 == 0 { attributes[.label] = Array("Label \(i)".utf8) }
         if i % 9 == 0 { attributes[.comment] = Array("line one\nline \"two\", \(i)".utf8) }
@@ -27,15 +27,28 @@ enum SampleRecords {
         if i % 17 == 0 { attributes[.creator] = Array("abcd".utf8); attributes[.type] = Array("note".utf8) }
         attributes = attributes.filter { !$0.value.isEmpty }
         let secretLength = i % 100 == 0 ? 0 : (i % 29 == 0 ? 1500 + i % 300 : 8 + i % 40)
-        let data = SecureBytes(copying: (0..<secretLength).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
+        let data = SecureBytes(copying: bytes(secretLength) { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
         let extra: SecureBytes? = i % 6 == 0 ? SecureBytes(copying: Array("password_expiry_utc=\(1_700_000_000 + i)\n".utf8)) : nil
         return BackupRecord(itemClass: inet ? .internetPassword : .genericPassword,
                             accessible: migratable[i % migratable.count],
                             accessGroup: i % 10 == 0 ? "TEAM1234.com.example.shared" : "default",
-                            persistentRef: (0..<16).map { UInt8(truncatingIfNeeded: i >> ($0 % 4 * 8)) ^ UInt8($0) },
+                            persistentRef: bytes(16) { UInt8(truncatingIfNeeded: i >> ($0 % 4 * 8)) ^ UInt8($0) },
                             creationDate: 1_600_000_000_000 + Int64(i) * 1000,
                             modificationDate: 1_650_000_000_000 + Int64(i) * 3,
                             attributes: attributes, data: data, extra: extra)
+    }
+
+    /// `count` bytes, `byte(j)` each: a plain loop, since `map` over a range
+    /// (unspecialized in the test build) was most of a 100 k round trip's time.
+    static func bytes(_ count: Int, _ byte: (Int) -> UInt8) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var j = 0
+            while j < count {
+                buffer[j] = byte(j)
+                j += 1
+            }
+            initialized = count
+        }
     }
 
     /// Fails the test with the first field that differs.

@@ -139,8 +139,7 @@ final class HelperProtocolTests: XCTestCase {
     /// locket's own API can't send it (RemoteValue.text is a String) and
     /// sends such bytes as bytea.
     func testInvalidUTF8AsTextIsRefusedByTheServer() throws {
-        let server = try PostgresServer()
-        defer { server.stop() }
+        let server = try SharedPostgres.running()
         let helper = try helper()
         try helper.handshake()
         try helper.connect(server.socketParameters())

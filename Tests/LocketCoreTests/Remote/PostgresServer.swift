@@ -7,12 +7,16 @@ import XCTest
 import Glibc
 #endif
 
-/// A real PostgreSQL server for one test class (SPEC §17 "Tests that must
-/// exist"): Debian's initdb into a temporary directory, listening on a Unix
-/// socket directory and on 127.0.0.1 with TLS (a throwaway CA made with
-/// openssl here), every statement logged. PostgreSQL refuses to run as root,
-/// so under root (CI) it runs as an unprivileged account made with useradd.
-/// A watchdog stops it if the test process dies before `stop()`.
+/// A real PostgreSQL server (SPEC §17 "Tests that must exist"): Debian's
+/// initdb into a temporary directory, listening on a Unix socket directory and
+/// on 127.0.0.1 with TLS (a throwaway CA made with openssl here), every
+/// statement logged. PostgreSQL refuses to run as root, so under root (CI) it
+/// runs as an unprivileged account made with useradd.
+///
+/// Most tests use the one server of their `swift test` run
+/// (`SharedPostgres`, each test in a database of its own); `init()` makes a
+/// private one, for a test that stops or restarts it. A watchdog stops a
+/// server when its owner ends, however it ends.
 final class PostgresServer: @unchecked Sendable {
     /// The database superuser the tests connect as.
     static let user = "locket"
@@ -28,10 +32,15 @@ final class PostgresServer: @unchecked Sendable {
     var wrongCACertificate: String { "\(root)/tls/wrong-ca.crt" }
     /// The superuser's password (for TCP connections, which need one).
     let password: String
+    /// The server's account for `SharedPostgres`'s state file: "NAME UID GID", or empty.
+    var accountLine: String { account.map { "\($0.name) \($0.uid) \($0.gid)" } ?? "" }
     private let account: (name: String, uid: uid_t, gid: gid_t)?
     private var watchdog: pid_t?
     private var watchdogInput: Int32?
     private var running = false
+    /// Whether this process made the server and stops it (false: another
+    /// test process of the run made it, and its watchdog stops it).
+    let owned: Bool
 
     /// The helper under test: LOCKET_POSTGRES_HELPER (make test sets the
     /// release build's), else the one built beside this test bundle.
@@ -55,8 +64,18 @@ final class PostgresServer: @unchecked Sendable {
         return "\(base)/\(newest)/bin"
     }
 
-    /// Makes, configures and starts a server; throws XCTSkip only where the machine can't run one.
-    init() throws {
+    /// Makes, configures and starts a private server, stopped by `stop()` or
+    /// when this process ends; throws XCTSkip only where the machine can't run one.
+    convenience init() throws {
+        try self.init(outliving: nil)
+    }
+
+    /// Makes, configures and starts a server. `outliving` nil: it belongs to
+    /// this process. Otherwise the server outlives this process and stops
+    /// when the process `outliving` names ends (the `swift test` run, see
+    /// `SharedPostgres`).
+    init(outliving parent: SharedPostgres.Parent?) throws {
+        owned = parent == nil
         let bin = try Self.binaries()
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
             throw XCTSkip("openssl is missing (make test-deps installs it): the TLS tests need a throwaway CA")
@@ -72,16 +91,26 @@ final class PostgresServer: @unchecked Sendable {
         password = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         port = try Loopback.freePort()
         do {
-            try setUp(bin)
+            try setUp(bin, outliving: parent)
         } catch {
-            stop()
+            stop(force: true)
             throw error
         }
     }
 
+    /// A server another test process of this run started (`SharedPostgres`).
+    init(attaching state: SharedPostgres.State) {
+        owned = false
+        root = state.root
+        port = state.port
+        password = state.password
+        account = state.account
+        running = true
+    }
+
     deinit { stop() }
 
-    private func setUp(_ bin: String) throws {
+    private func setUp(_ bin: String, outliving parent: SharedPostgres.Parent?) throws {
         try FileManager.default.createDirectory(atPath: "\(root)/sock", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: "\(root)/tls", withIntermediateDirectories: true)
         try makeCertificates()
@@ -119,26 +148,41 @@ final class PostgresServer: @unchecked Sendable {
         handle.seekToEndOfFile()
         handle.write(Data(settings.utf8))
         handle.closeFile()
-        try start()
-        startWatchdog(bin)
+        try start(bin)
+        if let parent {
+            try startDetachedWatchdog(bin, parent: parent)
+        } else {
+            startWatchdog(bin)
+        }
     }
 
-    /// Starts (or restarts after `stopServer`) the server and waits until it accepts connections.
+    /// Starts (or restarts after `stopServer`) a private server and waits until it accepts connections.
     func start() throws {
-        let bin = try Self.binaries()
+        precondition(owned, "the shared server is not stopped or restarted by a test: use a private PostgresServer()")
+        try start(try Self.binaries())
+    }
+
+    private func start(_ bin: String) throws {
         try runAsServer("\(bin)/pg_ctl", ["-D", data, "-l", log, "-w", "-t", "60", "start"])
         running = true
     }
 
     /// Stops the server now (`immediate`: as if it crashed; `fast`: aborts sessions, shuts down cleanly).
     func stopServer(mode: String = "fast") throws {
+        precondition(owned, "the shared server is not stopped or restarted by a test: use a private PostgresServer()")
         let bin = try Self.binaries()
         try runAsServer("\(bin)/pg_ctl", ["-D", data, "-w", "-t", "60", "-m", mode, "stop"])
         running = false
     }
 
-    /// Stops the server, removes its files and its account. Safe to call twice.
+    /// Stops a private server, removes its files and its account. Safe to
+    /// call twice; does nothing to the shared server (its watchdog stops it).
     func stop() {
+        stop(force: owned)
+    }
+
+    private func stop(force: Bool) {
+        guard force else { return }
         if running, let bin = try? Self.binaries() {
             _ = try? runAsServer("\(bin)/pg_ctl", ["-D", data, "-w", "-t", "60", "-m", "fast", "stop"])
             running = false
@@ -202,16 +246,15 @@ final class PostgresServer: @unchecked Sendable {
         return try Self.run(program, arguments, environment: ["PATH": "/usr/bin:/bin", "LANG": "C", "HOME": root])
     }
 
-    /// A shell, run as the server's account, that waits for its stdin to
-    /// close (this test process ending, however it ends) and then stops the server.
+    /// A shell that waits for its stdin to close (this test process ending,
+    /// however it ends), then stops the server and removes its files and its
+    /// account: a test process that crashed left both behind before.
     private func startWatchdog(_ bin: String) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var arguments = ["/bin/sh", "-c", "cat >/dev/null; exec \"$0\" -D \"$1\" -m immediate stop", "\(bin)/pg_ctl", data]
-        if let account { arguments = ["/usr/bin/setpriv", "--reuid=\(account.uid)", "--regid=\(account.gid)", "--clear-groups", "--"] + arguments }
-        let program = arguments.removeFirst()
-        if let pid = try? Self.spawn(program, arguments, environment: ["PATH": "/usr/bin:/bin"], stdin: .descriptor(fds[0]),
+        let script = "cat >/dev/null\n" + cleanUpScript(bin)
+        if let pid = try? Self.spawn("/bin/sh", ["-c", script], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], stdin: .descriptor(fds[0]),
                                      stdout: "/dev/null", stderr: "/dev/null") {
             watchdog = pid
             watchdogInput = fds[1]
@@ -219,6 +262,34 @@ final class PostgresServer: @unchecked Sendable {
             close(fds[1])
         }
         close(fds[0])
+    }
+
+    /// Stops the server now (as if it crashed), removes its files and account.
+    private func cleanUpScript(_ bin: String) -> String {
+        let asServer = account.map { "/usr/bin/setpriv --reuid=\($0.uid) --regid=\($0.gid) --clear-groups -- " } ?? ""
+        return """
+            \(asServer)'\(bin)/pg_ctl' -D '\(data)' -m immediate -w -t 60 stop
+            rm -rf -- '\(root)'
+            \(account.map { "/usr/sbin/userdel '\($0.name)'" } ?? "")
+
+            """
+    }
+
+    /// A shell, in a session of its own so that neither the end of this test
+    /// process nor a ^C of the run's process group ends it, that waits for
+    /// the process `parent` names to end (the same pid with the same start
+    /// time: a reused pid is another process), then stops the server and
+    /// removes its files, its account and the run's directory.
+    private func startDetachedWatchdog(_ bin: String, parent: SharedPostgres.Parent) throws {
+        let script = """
+            while [ "$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)" = "$2" ]; do sleep 1; done
+            rm -rf -- "$3"
+
+            """ + cleanUpScript(bin)
+        // Nothing here waits for it: it outlives this process, and init reaps it.
+        _ = try Self.spawn("/bin/sh", ["-c", script, "watchdog", String(parent.pid), parent.startTime, parent.directory],
+                           environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], stdin: .devNull, stdout: "/dev/null", stderr: "/dev/null",
+                           newSession: true)
     }
 
     @discardableResult
@@ -240,9 +311,14 @@ final class PostgresServer: @unchecked Sendable {
 
     enum Input { case devNull, descriptor(Int32) }
 
-    /// posix_spawn with stdin from /dev/null or `descriptor`, stdout and stderr to files.
+    /// posix_spawn with stdin from /dev/null or `descriptor`, stdout and
+    /// stderr to files, and no other descriptor of this process: a server
+    /// that outlives this test process must not hold the pipe the test
+    /// runner reads its output from. Swift's Glibc doesn't export
+    /// posix_spawn_file_actions_addclosefrom_np, so bash closes them before
+    /// it execs `program`; `newSession` puts it in a session of its own (setsid).
     static func spawn(_ program: String, _ arguments: [String], environment: [String: String],
-                      stdin: Input, stdout: String, stderr: String) throws -> pid_t {
+                      stdin: Input, stdout: String, stderr: String, newSession: Bool = false) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -252,11 +328,13 @@ final class PostgresServer: @unchecked Sendable {
         }
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
+        let closeAndExec = #"for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n<&-"; done; exec "$@""#
+        let command = (newSession ? ["/usr/bin/setsid"] : []) + ["/bin/bash", "-c", closeAndExec, "spawn", program] + arguments
+        let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, program, &actions, nil, argv, envp)
+        let rc = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
         guard rc == 0 else { throw ServerFailure(description: "could not start \(program): errno \(rc)") }
         return pid
     }
@@ -287,24 +365,29 @@ final class PostgresServer: @unchecked Sendable {
     }
 }
 
-/// A test case with its own PostgreSQL server for the whole class, started
-/// once before its first test and stopped after its last; a machine that
-/// can't run one fails each test with the reason.
+/// A test case whose tests use the PostgreSQL server of the `swift test`
+/// run (`SharedPostgres`), each in a database of its own
+/// (`server.makeDatabase()`); a test that stops or restarts its server takes
+/// `privateServer()`, made once for its class. A machine that can't run one
+/// fails each test with the reason.
 class PostgresTestCase: XCTestCase {
     nonisolated(unsafe) private static var servers: [ObjectIdentifier: Result<PostgresServer, Error>] = [:]
-
-    override class func setUp() {
-        super.setUp()
-        servers[ObjectIdentifier(self)] = Result { try PostgresServer() }
-    }
 
     override class func tearDown() {
         if case .success(let server)? = servers.removeValue(forKey: ObjectIdentifier(self)) { server.stop() }
         super.tearDown()
     }
 
-    /// This class's server, or the error that kept it from starting.
+    /// The run's shared server, or the error that kept it from starting.
     func running() throws -> PostgresServer {
-        try XCTUnwrap(Self.servers[ObjectIdentifier(type(of: self))], "the class's server was not set up").get()
+        try SharedPostgres.running()
+    }
+
+    /// A server of this class's own, started on first use and stopped after
+    /// the class's last test: for a test that stops or restarts it.
+    func privateServer() throws -> PostgresServer {
+        let key = ObjectIdentifier(type(of: self))
+        if Self.servers[key] == nil { Self.servers[key] = Result { try PostgresServer() } }
+        return try Self.servers[key]!.get()
     }
 }

@@ -137,7 +137,7 @@ final class RemoteConnectionTests: PostgresTestCase {
 
     func testPasswordFromPGPASSFILEStaysOutOfTheHelpersArgvAndEnvironment() throws {
         let server = try running()
-        let passfile = "\(server.root)/client.pgpass"
+        let passfile = "\(server.root)/client-\(getpid()).pgpass"
         try Data("*:*:*:\(PostgresServer.user):\(server.password)\n".utf8).write(to: URL(fileURLWithPath: passfile))
         chmod(passfile, 0o600)
         let connection = try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(),

@@ -56,7 +56,8 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
     // MARK: - The run
 
     func run(_ fault: Fault) throws {
-        let server = try running()
+        // A restart would take the run's shared server from every other test process.
+        let server = fault == .restart ? try privateServer() : try running()
         let database = try server.makeDatabase()
         let url = "postgres://\(PostgresServer.user)@/\(database)?host=\(server.socket)&port=\(server.port)"
         let machines = try (0..<3).map { _ in try machine() }

@@ -9,8 +9,9 @@ import Glibc
 /// Many writers, killed clients, a restarted server: nothing lost, nothing
 /// half-written (issue 17 item 3, at the connection layer).
 final class RemoteFaultTests: PostgresTestCase {
-    func database() throws -> (PostgresServer, String) {
-        let server = try running()
+    /// A new database with the two tables, in the run's server or in `server`.
+    func database(in server: PostgresServer? = nil) throws -> (PostgresServer, String) {
+        let server = try server ?? running()
         let name = try server.makeDatabase()
         let connection = try server.connect(database: name)
         try connection.execute("CREATE TABLE counter(id int PRIMARY KEY, n bigint NOT NULL)")
@@ -115,7 +116,8 @@ final class RemoteFaultTests: PostgresTestCase {
     /// commits whole or fails with a clear error, and the writer carries on
     /// once the server is back.
     func testAServerRestartMidRunIsSurvivedWithoutAPartialWrite() throws {
-        let (server, name) = try database()
+        // Its own server: the shared one is never stopped under other tests.
+        let (server, name) = try database(in: try privateServer())
         let connection = try server.connect(database: name)
         var committed = 0, failed: [KeychainError] = []
         for round in 0..<60 {

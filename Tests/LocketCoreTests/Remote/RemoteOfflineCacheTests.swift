@@ -4,8 +4,9 @@ import LocketTestSupport
 import XCTest
 
 /// The offline cache of a remote keychain (SPEC §17 "Offline", docs/REMOTE.md
-/// "The offline cache"), the binary under test against the shared server,
-/// which a test stops (`pg_ctl stop -m immediate`) and starts again.
+/// "The offline cache"), the binary under test against the run's shared
+/// server, or against a private one for the test that stops it
+/// (`pg_ctl stop -m immediate`) and starts it again.
 final class RemoteOfflineCacheTests: XCTestCase {
     private var sandboxes: [Sandbox] = []
     /// 53: errSecNotAvailable (-25291) as an exit status.
@@ -46,7 +47,9 @@ final class RemoteOfflineCacheTests: XCTestCase {
     }
 
     func testReadsComeFromTheCacheWithinMaxStaleOnlyAndAreAuditedLater() throws {
-        let server = try SharedPostgres.running()
+        // Its own server: the run's shared one is never stopped under other test processes.
+        let server = try PostgresServer()
+        defer { server.stop() }
         let first = try machine()
         let url = try newKeychain(first, server)
         let names = ["offline-svc-q7", "offline-acct-q7", "wu-svc-q7"]

@@ -2,36 +2,53 @@ import Foundation
 import LocketCore
 import XCTest
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 // SPEC §17 "the same SecItem semantics as a file": the query, uniqueness and
 // update suites run each of their tests against a file keychain and then
-// against a remote one (KeychainTestCase.alsoRemote), in this server.
+// against a remote one (KeychainTestCase.alsoRemote), in this server; the
+// Remote* suites use it too, each test in a database of its own.
 
-/// One server for every conformance suite, started by the first test that
-/// needs it and stopped when the test process exits (its watchdog stops it
-/// if the process is killed). Stopped through `PostgresServer.stop`, which
-/// also removes its directory and, under root, the account it ran as: with
-/// only the watchdog, every test process (`make test` runs each test in its
-/// own) left both behind, until useradd ran out of system group ids.
+/// One PostgreSQL server for a whole `swift test` run. `swift test
+/// --parallel` runs every test in a process of its own, so a server per
+/// process (or per class) meant an initdb, four openssl runs and a useradd per
+/// test, most of the remote suites' time (issue 12). The first test process
+/// that needs the server starts it; the others find it through a directory
+/// named for the run, the parent process they share (`swift test`, or
+/// whatever ran the test binary), and its start time. A watchdog in a session
+/// of its own stops the server and removes its files once that process ends.
+///
+/// What a test does to the shared server stays in its own database (or
+/// temporary tables, or a file named for the test); a test that stops or
+/// restarts a server makes a private one (`PostgresServer()`).
 enum SharedPostgres {
+    /// The process whose end stops the shared server, and the run's directory.
+    struct Parent {
+        let pid: pid_t
+        /// Field 22 of /proc/PID/stat: with the pid, names one process.
+        let startTime: String
+        let directory: String
+    }
+
+    /// What another test process needs to use the server.
+    struct State {
+        let root: String
+        let port: Int
+        let password: String
+        let account: (name: String, uid: uid_t, gid: gid_t)?
+    }
+
     nonisolated(unsafe) private static var server: Result<PostgresServer, Error>?
     private static let lock = NSLock()
 
+    /// The run's server, started by this call if no test process of the run started it yet.
     static func running() throws -> PostgresServer {
         lock.lock()
         defer { lock.unlock() }
-        if server == nil {
-            server = Result { try PostgresServer() }
-            atexit { SharedPostgres.stop() }
-        }
+        if server == nil { server = Result { try attachOrStart() } }
         return try server!.get()
-    }
-
-    /// At exit: the server stopped, its files and account removed.
-    private static func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        if case .success(let running)? = server { running.stop() }
-        server = nil
     }
 
     /// A new database in the shared server, as a remote keychain location over its socket.
@@ -40,5 +57,65 @@ enum SharedPostgres {
         let database = try server.makeDatabase()
         return RemoteLocation(url: "postgres:///\(database)?host=\(server.socket)", parameters: server.socketParameters(database: database),
                               helper: try PostgresServer.helperPath())
+    }
+
+    private static func attachOrStart() throws -> PostgresServer {
+        let parent = try runParent()
+        let lockFD = open("\(parent.directory)/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lockFD >= 0 else { throw PostgresServer.ServerFailure(description: "\(parent.directory)/lock: errno \(errno)") }
+        defer { close(lockFD) }
+        while flock(lockFD, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw PostgresServer.ServerFailure(description: "flock: errno \(errno)") }
+        }
+        let statePath = "\(parent.directory)/state"
+        if let text = FileManager.default.contents(atPath: statePath) {
+            let state = try decode(text)
+            // The server's socket is there while it runs.
+            if access("\(state.root)/sock/.s.PGSQL.\(state.port)", F_OK) == 0 { return PostgresServer(attaching: state) }
+        }
+        let server = try PostgresServer(outliving: parent)
+        let state = [server.root, String(server.port), server.password, server.accountLine].joined(separator: "\n")
+        let scratch = "\(statePath).\(getpid())"
+        try Data(state.utf8).write(to: URL(fileURLWithPath: scratch))
+        guard rename(scratch, statePath) == 0 else { throw PostgresServer.ServerFailure(description: "rename \(statePath): errno \(errno)") }
+        return server
+    }
+
+    /// The parent process of this test process and the directory of its run:
+    /// /tmp/locket-pg-shared-EUID-PID-START, made here 0700 or checked to be this
+    /// user's own private directory (anything else in /tmp is someone else's).
+    private static func runParent() throws -> Parent {
+        let pid = getppid()
+        guard let line = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
+              let paren = line.lastIndex(of: UInt8(ascii: ")")) else {
+            throw PostgresServer.ServerFailure(description: "no /proc/\(pid)/stat")
+        }
+        // After "comm) ", field 3 (state) comes first: field 22 is the 20th.
+        let fields = line[(paren + 2)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 19 else { throw PostgresServer.ServerFailure(description: "short /proc/\(pid)/stat") }
+        let start = String(decoding: fields[19], as: UTF8.self)
+        let directory = "/tmp/locket-pg-shared-\(geteuid())-\(pid)-\(start)"
+        if mkdir(directory, 0o700) != 0 {
+            guard errno == EEXIST else { throw PostgresServer.ServerFailure(description: "mkdir \(directory): errno \(errno)") }
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            throw PostgresServer.ServerFailure(description: "\(directory) is not this user's private directory")
+        }
+        return Parent(pid: pid, startTime: start, directory: directory)
+    }
+
+    private static func decode(_ text: Data) throws -> State {
+        let lines = String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count == 4, let port = Int(lines[1]) else { throw PostgresServer.ServerFailure(description: "a damaged shared server state") }
+        var account: (name: String, uid: uid_t, gid: gid_t)?
+        if !lines[3].isEmpty {
+            let parts = lines[3].split(separator: " ").map(String.init)
+            guard parts.count == 3, let uid = uid_t(parts[1]), let gid = gid_t(parts[2]) else {
+                throw PostgresServer.ServerFailure(description: "a damaged shared server state")
+            }
+            account = (parts[0], uid, gid)
+        }
+        return State(root: lines[0], port: port, password: lines[2], account: account)
     }
 }
