@@ -18,7 +18,7 @@ final class AccessControlTests: KeychainTestCase {
         try (target ?? keychain).search(query(.genericPassword, [.account: account]), returnData: true)[0].secretString
     }
 
-    private func request(_ body: @autoclosure () throws -> Any) -> AccessRequest? {
+    private func request(_ body: @autoclosure () throws -> Any?) -> AccessRequest? {
         do {
             _ = try body()
         } catch let error as KeychainError {
