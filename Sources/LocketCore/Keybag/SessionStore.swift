@@ -43,7 +43,7 @@ public struct SessionStore: Sendable {
 
     /// Stores `keys` in `slot` for `seconds` from now, however often it is read.
     func saveSlot(_ slot: String, keys: SessionKeys, expiresAfter seconds: UInt32) throws {
-        try save(slot, keys: keys, timeout: seconds)
+        _ = try save(slot, keys: keys, timeout: seconds)
     }
 
     /// The keys of `slot` while it lasts; nil when absent, expired or unreadable.
