@@ -8,23 +8,14 @@ import XCTest
 /// socket, and a name from `keychain add-remote` over TCP with TLS verified
 /// and the database password kept in the login keychain.
 final class RemoteCommandLineTests: PostgresTestCase {
-    private var sandboxes: [Sandbox] = []
+    private let machines = Machines()
 
-    override func tearDown() {
-        for sandbox in sandboxes { sandbox.remove() }
-        sandboxes = []
-    }
+    override func tearDown() { machines.removeAll() }
 
-    /// A machine: its own HOME, device secret and session.
-    func machine() throws -> Sandbox {
-        let sandbox = try Sandbox()
-        sandboxes.append(sandbox)
-        return sandbox
-    }
+    func machine() throws -> Sandbox { try machines.make() }
 
     func locket(_ sandbox: Sandbox, _ arguments: [String], input: Input = .devNull) throws -> RunResult {
-        let binary = try XCTUnwrap(LocketBinary.path, "no locket binary: make build")
-        return Spawn.run(binary, arguments, environment: sandbox.environment, input: input, timeout: 60)
+        try Machines.locket(sandbox, arguments, input: input)
     }
 
     func socketURL(_ server: PostgresServer, _ database: String) -> String {

@@ -9,22 +9,14 @@ import XCTest
 /// work as on a file, each opened secret recorded in the audit; a device's
 /// dump leaves out the groups it holds no key for.
 final class RemoteKeyUseTests: XCTestCase {
-    private var sandboxes: [Sandbox] = []
+    private let machines = Machines()
 
-    override func tearDown() {
-        for sandbox in sandboxes { sandbox.remove() }
-        sandboxes = []
-    }
+    override func tearDown() { machines.removeAll() }
 
-    private func machine() throws -> Sandbox {
-        let sandbox = try Sandbox()
-        sandboxes.append(sandbox)
-        return sandbox
-    }
+    private func machine() throws -> Sandbox { try machines.make() }
 
     private func locket(_ sandbox: Sandbox, _ arguments: [String], input: Input = .devNull) throws -> RunResult {
-        let binary = try XCTUnwrap(LocketBinary.path, "no locket binary: make build")
-        return Spawn.run(binary, arguments, environment: sandbox.environment, input: input, timeout: 60)
+        try Machines.locket(sandbox, arguments, input: input)
     }
 
     /// A new keychain in a fresh database of the shared server, made by `sandbox`.

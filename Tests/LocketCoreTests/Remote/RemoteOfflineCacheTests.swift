@@ -8,24 +8,16 @@ import XCTest
 /// server, or against a private one for the test that stops it
 /// (`pg_ctl stop -m immediate`) and starts it again.
 final class RemoteOfflineCacheTests: XCTestCase {
-    private var sandboxes: [Sandbox] = []
+    private let machines = Machines()
     /// 53: errSecNotAvailable (-25291) as an exit status.
     private let notAvailable: Int32 = 53
 
-    override func tearDown() {
-        for sandbox in sandboxes { sandbox.remove() }
-        sandboxes = []
-    }
+    override func tearDown() { machines.removeAll() }
 
-    private func machine() throws -> Sandbox {
-        let sandbox = try Sandbox()
-        sandboxes.append(sandbox)
-        return sandbox
-    }
+    private func machine() throws -> Sandbox { try machines.make() }
 
     private func locket(_ sandbox: Sandbox, _ arguments: [String], input: Input = .devNull) throws -> RunResult {
-        let binary = try XCTUnwrap(LocketBinary.path, "no locket binary: make build")
-        return Spawn.run(binary, arguments, environment: sandbox.environment, input: input, timeout: 60)
+        try Machines.locket(sandbox, arguments, input: input)
     }
 
     private func newKeychain(_ sandbox: Sandbox, _ server: PostgresServer) throws -> String {
