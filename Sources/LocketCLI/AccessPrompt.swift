@@ -11,6 +11,7 @@ enum AccessPrompt {
     /// Runs `body`, supplying proofs as the engine asks for them. Without an
     /// invocation (exec, inject, the credential helpers) there is no
     /// `--prompt` and no `--application-password-stdin`: the terminal only.
+    @discardableResult
     static func run<T>(_ keychain: Keychain, _ invocation: Invocation?, _ context: Context, _ body: () throws -> T) throws -> T {
         let fromStdin = invocation?.has("application-password-stdin") == true
         if fromStdin {
