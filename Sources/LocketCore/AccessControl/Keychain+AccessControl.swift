@@ -108,7 +108,7 @@ extension Keychain {
             guard publicKey?.count == 32 else { throw proofNeeded(password: true, application: false, label: label) }
         }
         var applicationKey: SecureBytes?
-        let (access, itemSecret) = ItemAccess.make(control, publicKey: publicKey)
+        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey)
         if let kdf = access.applicationKDF {
             guard let password = proof.applicationPassword else { throw proofNeeded(password: false, application: true, label: label) }
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)

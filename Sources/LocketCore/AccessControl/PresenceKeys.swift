@@ -30,27 +30,13 @@ enum PresenceKeys {
         return (publicKey, secretKey)
     }
 
-    /// `secret` sealed to `publicKey` (`crypto_box_seal`, 80 bytes for 32).
-    static func seal(_ secret: SecureBytes, to publicKey: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: secret.count + Int(crypto_box_sealbytes()))
-        secret.withUnsafeBytes { s in
-            _ = crypto_box_seal(&out, s.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(s.count), publicKey)
-        }
-        return out
-    }
-
-    /// Opens what `seal` made; errSecDecode when it was sealed to another key or altered.
+    /// Opens an item secret sealed to this keychain's presence key;
+    /// errSecDecode when it was sealed to another key or altered.
     static func open(_ sealed: [UInt8], publicKey: [UInt8], secretKey: SecureBytes) throws -> SecureBytes {
-        let overhead = Int(crypto_box_sealbytes())
-        guard sealed.count > overhead else { throw KeychainError(.decode, "an item's access-control record is truncated") }
-        let out = SecureBytes(count: sealed.count - overhead)
-        let rc = out.withUnsafeMutableBytes { o in
-            secretKey.withUnsafeBytes { sk in
-                crypto_box_seal_open(o.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed, UInt64(sealed.count), publicKey,
-                                     sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        guard sealed.count > SealedBox.sealBytes else { throw KeychainError(.decode, "an item's access-control record is truncated") }
+        guard let out = SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) else {
+            throw KeychainError(.decode, "an item's access-control record does not open with this keychain's key")
         }
-        guard rc == 0 else { throw KeychainError(.decode, "an item's access-control record does not open with this keychain's key") }
         return out
     }
 }
@@ -106,10 +92,10 @@ struct ItemAccess: Sendable {
 
     /// A fresh record for a new secret: a random item secret, sealed to
     /// `publicKey` when the control needs presence. Returns it with the secret.
-    static func make(_ control: AccessControl, publicKey: [UInt8]?) -> (ItemAccess, SecureBytes) {
+    static func make(_ control: AccessControl, publicKey: [UInt8]?) throws -> (ItemAccess, SecureBytes) {
         let itemSecret = SecureBytes(copying: Sodium.random(32))
         let access = ItemAccess(control: control, publicKey: control.needsPresence ? publicKey : nil,
-                                secret: control.needsPresence ? PresenceKeys.seal(itemSecret, to: publicKey ?? []) : itemSecret.bytes,
+                                secret: control.needsPresence ? try SealedBox.seal(itemSecret, to: publicKey ?? []) : itemSecret.bytes,
                                 applicationKDF: control.flags.contains(.applicationPassword) ? KDFParameters(cost: .interactive) : nil)
         return (access, itemSecret)
     }

@@ -209,33 +209,3 @@ enum RSACipher {
         return out.prefix(length)
     }
 }
-
-/// libsodium's sealed boxes to X25519 keys.
-enum SealedBox {
-    /// The ephemeral public key and the MAC a sealed box adds (48 bytes).
-    static var sealBytes: Int { Int(crypto_box_sealbytes()) }
-
-    static func seal(_ plaintext: UnsafeRawBufferPointer, to publicKey: [UInt8]) throws -> [UInt8] {
-        try Sodium.ready()
-        var out = [UInt8](repeating: 0, count: plaintext.count + sealBytes)
-        try Sodium.check(crypto_box_seal(&out, Signer.base(plaintext), UInt64(plaintext.count), publicKey), "sealing failed")
-        return out
-    }
-
-    static func open(_ ciphertext: UnsafeRawBufferPointer, key: AsymmetricKey, pkcs8: SecureBytes) throws -> SecureBytes {
-        try Sodium.ready()
-        guard ciphertext.count >= sealBytes else { throw KeychainError(.decode, "the sealed box is shorter than \(sealBytes) bytes") }
-        let secret = try pkcs8.withUnsafeBytes { try EVPKey(pkcs8: $0) }.rawPrivateKey()
-        let length = ciphertext.count - sealBytes
-        // One byte more than the message, so that an empty one still has an address.
-        let out = SecureBytes(count: length + 1)
-        let rc = out.withUnsafeMutableBytes { m in
-            secret.withUnsafeBytes { sk in
-                crypto_box_seal_open(m.baseAddress!.assumingMemoryBound(to: UInt8.self), Signer.base(ciphertext), UInt64(ciphertext.count),
-                                     key.publicKeyExternalRepresentation, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
-        guard rc == 0 else { throw KeychainError(.decode, "the sealed box could not be opened with this key (tampered, or sealed to another key)") }
-        return out.prefix(length)
-    }
-}

@@ -47,25 +47,16 @@ struct DeviceIdentity {
     }
 
     /// `key` sealed to `publicKey` (anyone can seal; only that device opens).
-    static func seal(_ key: SecureBytes, to publicKey: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: Int(crypto_box_sealbytes()) + key.count)
-        key.withUnsafeBytes { raw in
-            _ = crypto_box_seal(&out, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(raw.count), publicKey)
-        }
-        return out
+    static func seal(_ key: SecureBytes, to publicKey: [UInt8]) throws -> [UInt8] {
+        try SealedBox.seal(key, to: publicKey)
     }
 
     /// Opens a group key sealed to this device; errSecDecode when it doesn't open.
     func open(_ sealed: [UInt8]) throws -> SecureBytes {
-        guard sealed.count == Int(crypto_box_sealbytes()) + 32 else { throw KeychainError(.decode, "a wrapped group key has the wrong size") }
-        let key = SecureBytes(count: 32)
-        let rc = key.withUnsafeMutableBytes { out in
-            secretKey.withUnsafeBytes { sk in
-                crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed, UInt64(sealed.count), publicKey,
-                                     sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        guard sealed.count == SealedBox.sealBytes + 32 else { throw KeychainError(.decode, "a wrapped group key has the wrong size") }
+        guard let key = SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) else {
+            throw KeychainError(.decode, "a group key wrapped for this device does not open: the database was altered")
         }
-        guard rc == 0 else { throw KeychainError(.decode, "a group key wrapped for this device does not open: the database was altered") }
         return key
     }
 }
