@@ -18,15 +18,6 @@ final class AccessControlTests: KeychainTestCase {
         try (target ?? keychain).search(query(.genericPassword, [.account: account]), returnData: true)[0].secretString
     }
 
-    private func request(_ body: @autoclosure () throws -> Any?) -> AccessRequest? {
-        do {
-            _ = try body()
-        } catch let error as KeychainError {
-            XCTAssertEqual(error.code, .interactionNotAllowed, error.description)
-            if case .proofNeeded(let request)? = error.reason { return request }
-        } catch {}
-        return nil
-    }
 
     func testParsing() throws {
         XCTAssertEqual(try AccessControl(parsing: "when-passcode-set-this-device-only:user-presence"),
@@ -46,13 +37,13 @@ final class AccessControlTests: KeychainTestCase {
         XCTAssertTrue(keychain.isUnlocked)
         let attributes = try keychain.search(query(.genericPassword, [.account: "up"]))[0]
         XCTAssertEqual(attributes.accessControl, presence, "attributes read without a proof")
-        XCTAssertEqual(request(try read("up")), AccessRequest(keychainPassword: true, applicationPassword: false, label: "svc"))
+        XCTAssertEqual(proofRequest(try read("up")), AccessRequest(keychainPassword: true, applicationPassword: false, label: "svc"))
         XCTAssertKeychainError(.authFailed, try keychain.provePresence(password: secret("wrong")))
         XCTAssertEqual(keychain.failedAttempts, 1, "a wrong proof counts as a wrong password")
         try keychain.provePresence(password: secret(temporary.password!))
         XCTAssertEqual(try read("up"), "guarded")
         // The proof is this process's: the next one asks again.
-        XCTAssertNotNil(request(try read("up", in: temporary.open())))
+        XCTAssertNotNil(proofRequest(try read("up", in: temporary.open())))
     }
 
     /// SPEC §14 "Enforcement is cryptographic": a process that holds the
@@ -100,7 +91,7 @@ final class AccessControlTests: KeychainTestCase {
             }
             XCTAssertEqual(try DataRecord.decode(opened).0.bytes, bytes("only-with-proof"))
         }
-        XCTAssertEqual(request(try thief.search(Query(itemClass: .genericPassword), limit: .all, returnData: true))?.keychainPassword, true)
+        XCTAssertEqual(proofRequest(try thief.search(Query(itemClass: .genericPassword), limit: .all, returnData: true))?.keychainPassword, true)
     }
 
     func testPasswordCurrentSetIsInvalidatedByAPasswordChangeAndUserPresenceIsNot() throws {
@@ -137,11 +128,11 @@ final class AccessControlTests: KeychainTestCase {
 
     func testApplicationPassword() throws {
         let control = AccessControl(protection: .afterFirstUnlock, flags: [.applicationPassword])
-        XCTAssertEqual(request(try add("app", control))?.applicationPassword, true, "add needs the application password")
+        XCTAssertEqual(proofRequest(try add("app", control))?.applicationPassword, true, "add needs the application password")
         keychain.applicationPassword = secret("per-item")
         try add("app", control, secret: "app-secret")
         let reader = try temporary.open()
-        XCTAssertEqual(request(try read("app", in: reader)), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
+        XCTAssertEqual(proofRequest(try read("app", in: reader)), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
         reader.applicationPassword = secret("not it")
         XCTAssertKeychainError(.authFailed, try read("app", in: reader))
         reader.applicationPassword = secret("per-item")
@@ -150,7 +141,7 @@ final class AccessControlTests: KeychainTestCase {
         // Attributes change without the password; a new secret needs it.
         let other = try temporary.open()
         XCTAssertEqual(try other.update(query(.genericPassword, [.account: "app"]), changes: [.comment: bytes("c")]), 1)
-        XCTAssertNotNil(request(try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))))
+        XCTAssertNotNil(proofRequest(try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))))
         other.applicationPassword = secret("per-item")
         try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))
         XCTAssertEqual(try read("app", in: reader), "new")
@@ -160,9 +151,9 @@ final class AccessControlTests: KeychainTestCase {
         keychain.applicationPassword = secret("per-item")
         try add("both", AccessControl(protection: .whenUnlocked, flags: [.userPresence, .applicationPassword]), secret: "two")
         let reader = try temporary.open()
-        XCTAssertEqual(request(try read("both", in: reader)), AccessRequest(keychainPassword: true, applicationPassword: true, label: "svc"))
+        XCTAssertEqual(proofRequest(try read("both", in: reader)), AccessRequest(keychainPassword: true, applicationPassword: true, label: "svc"))
         try reader.provePresence(password: secret(temporary.password!))
-        XCTAssertEqual(request(try read("both", in: reader))?.applicationPassword, true)
+        XCTAssertEqual(proofRequest(try read("both", in: reader))?.applicationPassword, true)
         reader.applicationPassword = secret("per-item")
         XCTAssertEqual(try read("both", in: reader), "two")
     }
@@ -220,12 +211,12 @@ final class AccessControlTests: KeychainTestCase {
         XCTAssertEqual(try read("up", in: same), "guarded", "the same terminal session reuses the proof")
         let other = try temporary.open()
         other.terminalSession = "tty-2"
-        XCTAssertNotNil(request(try read("up", in: other)), "another terminal session does not")
-        XCTAssertNotNil(request(try read("up", in: temporary.open())), "nor does a caller without a terminal")
+        XCTAssertNotNil(proofRequest(try read("up", in: other)), "another terminal session does not")
+        XCTAssertNotNil(proofRequest(try read("up", in: temporary.open())), "nor does a caller without a terminal")
         try temporary.lock(all: false)
         try temporary.unlock()
         let afterLock = try temporary.open()
         afterLock.terminalSession = "tty-1"
-        XCTAssertNotNil(request(try read("up", in: afterLock)), "lock ends the reuse window")
+        XCTAssertNotNil(proofRequest(try read("up", in: afterLock)), "lock ends the reuse window")
     }
 }

@@ -45,37 +45,28 @@ final class RemoteAccessControlTests: XCTestCase {
         try keychain.search(query(.genericPassword, [.account: account]), returnData: true).first?.secretString
     }
 
-    func request(_ body: @autoclosure () throws -> Any) -> AccessRequest? {
-        do {
-            _ = try body()
-        } catch let error as KeychainError {
-            XCTAssertEqual(error.code, .interactionNotAllowed, error.description)
-            if case .proofNeeded(let request)? = error.reason { return request }
-        } catch {}
-        return nil
-    }
 
     func testUserPresenceAsksForItsProofOnTheSecondMachine() throws {
         let (first, second) = try twoMachines()
         try add(first, "up", AccessControl(protection: .whenUnlocked, flags: [.userPresence]))
         let keychain = try second.open()
         XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "up"])).count, 1, "attributes need no proof")
-        XCTAssertEqual(request(try read(keychain, "up")), AccessRequest(keychainPassword: true, applicationPassword: false, label: "svc"))
+        XCTAssertEqual(proofRequest(try read(keychain, "up")), AccessRequest(keychainPassword: true, applicationPassword: false, label: "svc"))
         XCTAssertThrowsError(try keychain.provePresence(password: secret("wrong horse"))) {
             XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed, "\($0)")
         }
         try keychain.provePresence(password: secret("correct horse"))
         XCTAssertEqual(try read(keychain, "up"), "guarded-up")
         // The proof is this process's: the next command asks again, on either machine.
-        XCTAssertNotNil(request(try read(second.open(), "up")))
-        XCTAssertNotNil(request(try read(first.open(), "up")))
+        XCTAssertNotNil(proofRequest(try read(second.open(), "up")))
+        XCTAssertNotNil(proofRequest(try read(first.open(), "up")))
     }
 
     func testAnApplicationPasswordIsAskedForOnTheSecondMachine() throws {
         let (first, second) = try twoMachines()
         try add(first, "app", AccessControl(protection: .afterFirstUnlock, flags: [.applicationPassword]), applicationPassword: "app pw")
         let keychain = try second.open()
-        XCTAssertEqual(request(try read(keychain, "app")), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
+        XCTAssertEqual(proofRequest(try read(keychain, "app")), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
         keychain.applicationPassword = secret("not it")
         XCTAssertThrowsError(try read(keychain, "app")) { XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed, "\($0)") }
         keychain.applicationPassword = secret("app pw")
