@@ -43,7 +43,7 @@ enum Prompt {
             // A regular file reads at once: the keychain's file stays open
             // for the write that follows (which then neither opens it nor
             // parses its schema again: a sixth of an `add`).
-            if path != "-", let secret = try readRegularFile(path) { return secret }
+            if path != "-", let secret = try readIfRegularFile(path) { return secret }
             // A FIFO or a device may wait for its writer, stdin for a slow
             // producer: wait without the keychain's file.
             context.releaseKeychainFile()
@@ -87,7 +87,7 @@ enum Prompt {
     /// anything else or can't be opened (the caller's open says why). Opened
     /// without blocking: a FIFO swapped in after the check can't hold the
     /// process (and the keychain's file) waiting for a writer.
-    private static func readRegularFile(_ path: String) throws -> SecureBytes? {
+    private static func readIfRegularFile(_ path: String) throws -> SecureBytes? {
         var st = stat()
         guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -95,6 +95,18 @@ enum Prompt {
         defer { close(fd) }
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
         return try readAll(fd, what: path)
+    }
+
+    /// The contents of `path`, which must be a regular file: a FIFO or a
+    /// directory is refused at once (errSecParam, with `hint`), never waited on.
+    static func readRegularFile(_ path: String, limit: Int = Keychain.maximumDataLength, hint: String) throws -> SecureBytes {
+        let shown = Printable.clip(path, max: 256)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(shown): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "\(shown) is not a regular file", hint: hint) }
+        return try readAll(fd, what: shown, limit: limit)
     }
 
     private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {

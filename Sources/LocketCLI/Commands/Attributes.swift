@@ -15,6 +15,15 @@ enum AttributeOptions {
         .protocol, .authenticationType, .port, .path, .accessGroup, .applicationTag, .fingerprint,
     ]
 
+    /// How many items `find` returns: one, `--all`, or `--limit N`.
+    static func matchLimit(_ invocation: Invocation) throws -> MatchLimit {
+        if let text = invocation.value("limit") {
+            guard let n = Int(text), n > 0 else { throw UsageError(message: "--limit needs a positive number", command: "find") }
+            return .count(n)
+        }
+        return invocation.has("all") ? .all : .one
+    }
+
     /// `--class identity`: not a stored class but a view over keys and certificates.
     static func isIdentity(_ invocation: Invocation) -> Bool {
         ["identity", "idnt", "kSecClassIdentity"].contains(invocation.value("class") ?? "")

@@ -9,12 +9,7 @@ extension Commands {
             throw KeychainError(.param, "an identity has no single value to print", hint: "export it with export --format pkcs12 --class identity")
         }
         let query = try AttributeOptions.identityQuery(invocation)
-        var limit = MatchLimit.one
-        if invocation.has("all") { limit = .all }
-        if let text = invocation.value("limit") {
-            guard let n = Int(text), n > 0 else { throw UsageError(message: "--limit needs a positive number", command: "find") }
-            limit = .count(n)
-        }
+        let limit = try AttributeOptions.matchLimit(invocation)
         let found = try context.openKeychain().identities(query, limit: limit)
         let options = ItemPrinter.Options(data: false, ref: invocation.has("show-ref"))
         if context.json {

@@ -86,14 +86,6 @@ extension Commands {
     /// The template: `-i FILE` (a regular file) or standard input.
     private static func readTemplate(_ path: String?, _ context: Context) throws -> [UInt8] {
         guard let path else { return try Prompt.readAll(context.io.stdin, what: "standard input").bytes }
-        // O_NONBLOCK: a FIFO with no writer must fail, not hang.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError(.param, "\(path) is not a regular file", hint: "pipe a template on standard input instead")
-        }
-        return try Prompt.readAll(fd, what: path).bytes
+        return try Prompt.readRegularFile(path, hint: "pipe a template on standard input instead").bytes
     }
 }

@@ -49,12 +49,7 @@ enum Commands {
     static func find(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         if AttributeOptions.isIdentity(invocation) { return try findIdentities(invocation, context) }
         let query = try AttributeOptions.query(invocation)
-        var limit = MatchLimit.one
-        if invocation.has("all") { limit = .all }
-        if let text = invocation.value("limit") {
-            guard let n = Int(text), n > 0 else { throw UsageError(message: "--limit needs a positive number", command: "find") }
-            limit = .count(n)
-        }
+        let limit = try AttributeOptions.matchLimit(invocation)
         let secretOnly = invocation.has("password")
         let withData = secretOnly || invocation.has("show-data")
         let keychain = try context.openKeychain()

@@ -37,7 +37,7 @@ extension Commands {
             throw usage("--application-password-stdin reads standard input; give the data with -i/--in FILE")
         }
         let input = try readKeyUseInput(invocation.value("in"), context)
-        let signature = try invocation.value("signature").map { try readRegularFile($0, limit: 1 << 16).bytes }
+        let signature = try invocation.value("signature").map { try Prompt.readRegularFile($0, limit: 1 << 16, hint: pipeInstead).bytes }
         let query = try keyUseQuery(invocation)
 
         // Read first, then open: the keychain is held only while the key is used.
@@ -97,18 +97,8 @@ extension Commands {
     /// a plaintext to encrypt).
     private static func readKeyUseInput(_ path: String?, _ context: Context) throws -> SecureBytes {
         guard let path, path != "-" else { return try Prompt.readAll(context.io.stdin, what: "standard input") }
-        return try readRegularFile(path, limit: Keychain.maximumDataLength)
+        return try Prompt.readRegularFile(path, hint: pipeInstead)
     }
 
-    private static func readRegularFile(_ path: String, limit: Int) throws -> SecureBytes {
-        let shown = Printable.clip(path, max: 256)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(shown): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError(.param, "\(shown) is not a regular file", hint: "pipe the data on standard input instead")
-        }
-        return try Prompt.readAll(fd, what: shown, limit: limit)
-    }
+    private static let pipeInstead = "pipe the data on standard input instead"
 }

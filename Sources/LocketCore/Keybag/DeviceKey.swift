@@ -8,7 +8,7 @@ enum DeviceKey {
 
     /// The device key, or nil when the secret file does not exist.
     static func load(secretPath: String, machineIDPath: String = "/etc/machine-id") throws -> SecureBytes? {
-        guard let secret = try FileIO.readSecret(secretPath, expected: secretLength) else { return nil }
+        guard let secret = try FileIO.readSecret(secretPath, expected: secretLength, what: "the device secret") else { return nil }
         var context = KeyDerivation.Context("locket.device.v1")
         if let id = try? FileIO.readSmall(machineIDPath, limit: 256) {
             context.append(id.filter { $0 != 0x0a })

@@ -28,7 +28,7 @@ struct DeviceIdentity {
     /// This machine's device for the keychain, nil when it never enrolled.
     static func load(keychainID: [UInt8], environment: Environment) throws -> DeviceIdentity? {
         let file = try path(keychainID: keychainID, environment: environment)
-        guard let stored = try FileIO.readSecret(file, expected: size) else { return nil }
+        guard let stored = try FileIO.readSecret(file, expected: size, what: "the enrolled device's key") else { return nil }
         let id = stored.withUnsafeBytes { BigEndian.int64(Array($0.prefix(8))) }
         return try DeviceIdentity(id: id, secretKey: stored.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.dropFirst(8))) })
     }

@@ -93,27 +93,11 @@ struct RemoteCache {
     /// (errSecIO) when it is a link, not a regular file, not the user's own,
     /// or writable by others, as every file locket reads in its state directory.
     static func read(_ path: String) throws -> [UInt8]? {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw KeychainError(.io, "cannot read the offline cache \(path): \(String(cString: strerror(errno)))")
-        }
+        guard let (fd, size) = try FileIO.openPrivate(path, what: "the offline cache") else { return nil }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.io, "the offline cache \(path) is not a regular file") }
-        guard st.st_uid == geteuid() else { throw KeychainError(.io, "the offline cache \(path) belongs to another user (uid \(st.st_uid))") }
-        guard st.st_mode & 0o077 == 0 else {
-            throw KeychainError(.io, "the offline cache \(path) is open to other users (mode \(String(st.st_mode & 0o777, radix: 8)))")
-        }
-        guard st.st_size <= limit else { throw KeychainError(.io, "the offline cache \(path) is larger than \(limit) bytes") }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw KeychainError(.io, "cannot read the offline cache \(path)") }
-            done += n
-        }
+        guard size <= limit else { throw KeychainError(.io, "the offline cache \(path) is larger than \(limit) bytes") }
+        var out = [UInt8](repeating: 0, count: size)
+        guard out.withUnsafeMutableBytes({ FileIO.readExactly(fd, into: $0) }) else { throw KeychainError(.io, "cannot read the offline cache \(path)") }
         return out
     }
 

@@ -48,22 +48,48 @@ enum FileIO {
         return out
     }
 
-    /// Reads a secret of exactly `expected` bytes into guarded memory; nil when absent.
-    static func readSecret(_ path: String, expected: Int) throws -> SecureBytes? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// Opens `path` for reading when it is this user's own private regular
+    /// file (no link followed, no FIFO waited on); nil when it does not exist.
+    /// `what` names it in the refusals ("the offline cache"). The caller closes the descriptor.
+    static func openPrivate(_ path: String, what: String) throws -> (fd: Int32, size: Int)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw KeychainError(.io, "cannot read \(path): \(errnoText())")
+            throw KeychainError(.io, "cannot read \(what) \(path): \(errnoText())")
         }
-        defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.io, "\(path) is not a regular file") }
-        guard st.st_mode & 0o077 == 0 else {
-            throw KeychainError(.io, "\(path) is readable or writable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it")
+        let refusal: String? =
+            if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG { "\(what) \(path) is not a regular file" }
+            else if st.st_uid != geteuid() { "\(what) \(path) belongs to another user (uid \(st.st_uid))" }
+            else if st.st_mode & 0o077 != 0 { "\(what) \(path) is open to other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it" }
+            else { nil }
+        if let refusal {
+            close(fd)
+            throw KeychainError(.io, refusal)
         }
+        return (fd, Int(st.st_size))
+    }
+
+    /// Fills `buffer` from `fd`, retrying short reads; false at an early end or an error.
+    static func readExactly(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let n = read(fd, buffer.baseAddress! + done, buffer.count - done)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return true
+    }
+
+    /// Reads a secret of exactly `expected` bytes into guarded memory; nil when absent.
+    static func readSecret(_ path: String, expected: Int, what: String) throws -> SecureBytes? {
+        guard let (fd, size) = try openPrivate(path, what: what) else { return nil }
+        defer { close(fd) }
         let out = SecureBytes(count: expected)
-        let got = out.withUnsafeMutableBytes { read(fd, $0.baseAddress, expected) }
-        guard got == expected, st.st_size == expected else { throw KeychainError(.decode, "\(path) is not a \(expected)-byte device secret") }
+        guard size == expected, out.withUnsafeMutableBytes({ readExactly(fd, into: $0) }) else {
+            throw KeychainError(.decode, "\(what) \(path) is not \(expected) bytes long")
+        }
         return out
     }
 
@@ -78,22 +104,7 @@ enum FileIO {
 
     /// Replaces `path` atomically (temporary file and rename), mode 0600.
     static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
-        let temporary = path + ".tmp.\(getpid())"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temporary): \(errnoText())") }
-        do {
-            try writeAll(fd, bytes, path: temporary)
-            close(fd)
-        } catch {
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw KeychainError(.io, "cannot replace \(path): \(errnoText())")
-        }
+        try writeAtomically(path, in: AT_FDCWD, bytes, path: path)
     }
 
     /// `writeAtomically` inside an open directory: `name` is replaced by

@@ -223,4 +223,36 @@ final class EndToEndDeviceBindingTests: EndToEndCase {
         for code in PC.migratable { XCTAssertEqual(read(code).out, "secret-\(code)\n") }
         XCTAssertEqual(read("cku").status, 36)
     }
+
+    // MARK: - A device secret someone else could have written
+
+    /// The device secret is read only when it is this user's own private regular
+    /// file: a copy others can write, another user's file, or a FIFO put in its
+    /// place is refused with one errSecIO line (the FIFO without waiting for a writer).
+    func testADeviceSecretOthersControlIsRefused() throws {
+        ok("lock", "--all")
+        XCTAssertEqual(read("dk").out, "secret-dk\n", "the always class opens with the device key alone")
+        func refused(_ problem: String, file: StaticString = #filePath, line: UInt = #line) {
+            let result = read("dk")
+            XCTAssertEqual(result.status, 220, "errSecIO expected: \(result.summary)", file: file, line: line)
+            assertError(result, "errSecIO", -36, file: file, line: line)
+            XCTAssertTrue(result.err.contains(deviceSecret) && result.err.contains(problem), result.err, file: file, line: line)
+            XCTAssertEqual(result.out, "", file: file, line: line)
+        }
+        XCTAssertEqual(chmod(deviceSecret, 0o644), 0)
+        refused("open to other users")
+        XCTAssertEqual(chmod(deviceSecret, 0o600), 0)
+        if geteuid() == 0 {
+            XCTAssertEqual(chown(deviceSecret, 65534, 65534), 0)
+            refused("belongs to another user (uid 65534)")
+            XCTAssertEqual(chown(deviceSecret, 0, 0), 0)
+        }
+        let saved = deviceSecret + ".saved"
+        XCTAssertEqual(rename(deviceSecret, saved), 0)
+        XCTAssertEqual(mkfifo(deviceSecret, 0o600), 0)
+        refused("not a regular file")
+        XCTAssertEqual(unlink(deviceSecret), 0)
+        XCTAssertEqual(rename(saved, deviceSecret), 0)
+        XCTAssertEqual(read("dk").out, "secret-dk\n", "nothing was changed by the refusals")
+    }
 }
