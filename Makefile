@@ -99,6 +99,12 @@ build: deps
 # (SharedPostgres, docs/REMOTE.md "Tests"), each test in its own database.
 # In parallel XCTest shows a test's output only when it fails, so the
 # reliability figures go to .build/reliability.log and are printed at the end.
+# Nor does it tell a skipped test from a passed one (console or --xunit-output):
+# Tests/xctest-report runs each `swift test` with -v, keeps every test's output
+# in .build/xctest.log (.build/xctest-remote.log for the remote run), shows on
+# the console what a run without -v would, and ends with one line
+# "N passed, N failed, N skipped" and each skipped test with its reason. Both
+# runs go ahead even if the first fails; the summary's status is make's.
 FUZZ_SECONDS ?= 60
 TEST_FLAGS ?= --parallel --num-workers 4
 # The suites that also run against a remote keychain (SPEC §17), run a second
@@ -108,13 +114,14 @@ REMOTE_CONFORMANCE = LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
 # tests' debug build (many small jobs) run side by side: on 2 cores that is
 # about half a minute less than one after the other (issue 12).
 test: deps test-deps
-	rm -f .build/reliability.log
+	rm -f .build/reliability.log .build/xctest.log* .build/xctest-remote.log*
 	$(MAKE) --no-print-directory build & release=$$!; \
 	$(SWIFT) build --build-tests; tests=$$?; \
 	wait $$release && [ $$tests -eq 0 ]
-	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS)
-	LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
+	-LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS)
+	-LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest-remote.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
 	@cat .build/reliability.log 2>/dev/null || true
+	@Tests/xctest-report summary .build/xctest.log .build/xctest-remote.log
 
 fuzz:
 	fuzz/run $(FUZZ_SECONDS)
