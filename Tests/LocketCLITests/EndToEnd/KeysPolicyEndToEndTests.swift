@@ -44,6 +44,33 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         assertError(expect(35, "update", "--class", "keys", "--tag", "ne", "--set", "extractable=true"), "errSecReadOnlyAttr", -25309)
     }
 
+    /// find -w of a certificate or key prints its DER, byte for byte, into a
+    /// pipe; at a terminal it refuses (binary, as export --format der does)
+    /// and names the text form.
+    func testFindPasswordGivesDERToAPipeAndRefusesATerminal() throws {
+        expect(0, "import", key("leaf.p12"), "--passphrase-stdin", "--tag", "der", input: .text(Self.keyPassphrase + "\n"))
+        let der = openssl(["x509", "-in", key("leaf.pem"), "-outform", "DER"]).stdout
+        XCTAssertEqual(expect(0, "find", "--class", "cert", "--label", "leaf.example.com", "-w", "-n").stdout, der)
+        XCTAssertEqual(expect(0, "find", "--class", "cert", "--label", "leaf.example.com", "-w").stdout, der + [0x0a])
+        let pkcs8 = expect(0, "find", "--class", "keys", "--tag", "der", "-w", "-n").stdout
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("found.der"), contents: Data(pkcs8)))
+        XCTAssertEqual(openssl(["pkey", "-inform", "DER", "-in", key("found.der"), "-pubout"]).out, opensslPublicKey(key("leaf.key")))
+
+        for (args, named) in [(["find", "--class", "cert", "--label", "leaf.example.com", "-w"], "--class cert"),
+                              (["find", "--class", "keys", "--tag", "der", "-w"], "--class keys")] {
+            let screen = TerminalDriver.run(binary, args, answers: [], environment: sandbox.environment)
+            XCTAssertFalse(screen.timedOut, screen.summary)
+            XCTAssertEqual(screen.status, 206, screen.summary)
+            XCTAssertTrue(screen.out.contains("is not written to a terminal (errSecParam -50)"), screen.out)
+            XCTAssertTrue(screen.out.contains("export --format pem \(named)"), screen.out)
+            XCTAssertFalse(screen.out.contains("\u{FFFD}"), "binary reached the terminal: \(screen.out)")
+        }
+        // Text forms still reach a terminal.
+        let attributes = TerminalDriver.run(binary, ["find", "--class", "cert", "--label", "leaf.example.com"], answers: [],
+                                            environment: sandbox.environment)
+        XCTAssertEqual(attributes.status, 0, attributes.summary)
+    }
+
     func testSameCertificateTwiceIsDuplicateAndARenewedOneIsASecondItem() throws {
         expect(0, "import", key("leaf.pem"))
         let again = expect(45, "import", key("leaf.pem"))
