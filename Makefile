@@ -57,10 +57,11 @@ deps:
 # ECIES, sealed boxes, bcrypt_pbkdf), from Debian when neither python3 on PATH
 # nor Debian's has them; for the ssh-agent tests, ssh, ssh-add and a loopback
 # sshd (openssh-client, openssh-server); strace (the read path writes nothing,
-# SPEC §11). Tests that need one skip when it is missing.
+# SPEC §11); groff (the man page renders without a warning). Tests that need
+# one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
