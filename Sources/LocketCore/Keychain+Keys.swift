@@ -115,7 +115,7 @@ extension Keychain {
     }
 
     /// errSecDataNotAvailable for a key whose value never leaves the keychain.
-    static func requireExtractable(_ item: Item) throws {
+    public static func requireExtractable(_ item: Item) throws {
         guard item.isExtractable else {
             throw KeychainError(.dataNotAvailable, "the key '\(Printable.clip(String(decoding: item[.label], as: UTF8.self)))' was added non-extractable: it can be used but never leaves the keychain")
         }

@@ -65,6 +65,10 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
             XCTAssertTrue(screen.out.contains("export --format pem \(named)"), screen.out)
             XCTAssertFalse(screen.out.contains("\u{FFFD}"), "binary reached the terminal: \(screen.out)")
         }
+        // What the search would say comes first: no such item, or a key that never leaves (README's tour).
+        let missing = TerminalDriver.run(binary, ["find", "--class", "cert", "--label", "no-such-cert", "-w"], answers: [],
+                                         environment: sandbox.environment)
+        XCTAssertEqual(missing.status, 44, missing.summary)
         // Text forms still reach a terminal.
         let attributes = TerminalDriver.run(binary, ["find", "--class", "cert", "--label", "leaf.example.com"], answers: [],
                                             environment: sandbox.environment)

@@ -194,11 +194,13 @@ final class AccessControlTerminalTests: XCTestCase {
                        "--access-control", "when-unlocked:user-presence"])
         for command in ["find --class keys --label kept-in -w", "find --class keys --label kept-in -g",
                         "export --format pem --class keys --label kept-in"] {
-            // Into a file, as DER is read (find -w keeps binary off the terminal).
-            let refused = try atTerminal("$L \(command) > \(home.path)/out", answers: [password])
+            let refused = try atTerminal("$L \(command)", answers: [password])
             XCTAssertEqual(refused.status, 28, "\(command): \(refused.screen)")
             XCTAssertTrue(refused.screen.contains("errSecDataNotAvailable -25316"), "\(command): \(refused.screen)")
             XCTAssertFalse(refused.screen.contains("Keychain password for"), "\(command) asked for a proof: \(refused.screen)")
+            let intoFile = try atTerminal("$L \(command) > \(home.path)/out", answers: [password])
+            XCTAssertEqual(intoFile.status, 28, "\(command) > out: \(intoFile.screen)")
+            XCTAssertFalse(intoFile.screen.contains("Keychain password for"), "\(command) > out asked for a proof: \(intoFile.screen)")
             // Without a terminal: the refusal, not errSecInteractionNotAllowed (which would say a terminal could help).
             try expect(28, command.split(separator: " ").map(String.init))
         }
