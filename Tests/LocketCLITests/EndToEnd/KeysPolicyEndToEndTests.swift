@@ -118,7 +118,7 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         // --accessible: a key file's items take the protection class asked for.
         makeKey("p256", "afu.key")
         makeLeaf(key: "afu.key", cert: "afu.pem", cn: "afu.example.com")
-        FileManager.default.createFile(atPath: key("afu.both"), contents: Data(keyFileBytes("afu.key") + keyFileBytes("afu.pem")))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("afu.both"), contents: Data(keyFileBytes("afu.key") + keyFileBytes("afu.pem"))))
         expect(0, "import", key("afu.both"), "--accessible", "after-first-unlock", "--tag", "afu")
         XCTAssertEqual(expect(0, "find", "--class", "keys", "--tag", "afu").fields["accessible"], "after-first-unlock")
         ok("lock")
@@ -143,16 +143,16 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         assertError(wrong, "errSecAuthFailed", -25293)
         // Truncated.
         let p12 = keyFileBytes("leaf.p12")
-        FileManager.default.createFile(atPath: key("short.p12"), contents: Data(p12.prefix(p12.count / 2)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("short.p12"), contents: Data(p12.prefix(p12.count / 2))))
         XCTAssertEqual(locket(["import", key("short.p12"), "--format", "pkcs12", "--passphrase-stdin"], input: .text(Self.keyPassphrase + "\n")).status, 93)
         // A certificate whose key is not the file's.
         makeKey("p256", "other.key")
-        FileManager.default.createFile(atPath: key("mismatch.pem"), contents: Data(keyFileBytes("other.key") + keyFileBytes("leaf.pem")))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("mismatch.pem"), contents: Data(keyFileBytes("other.key") + keyFileBytes("leaf.pem"))))
         assertError(locket(["import", key("mismatch.pem")]), "errSecParam", -50)
         // 10 MB of garbage.
         var garbage = [UInt8](repeating: 0, count: 10 * 1024 * 1024)
         for i in garbage.indices { garbage[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) }
-        FileManager.default.createFile(atPath: key("garbage"), contents: Data(garbage))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("garbage"), contents: Data(garbage)))
         let junk = locket(["import", key("garbage")])
         XCTAssertEqual(junk.status, 93, junk.summary)
         XCTAssertEqual(junk.errLines.filter { $0.hasPrefix("locket: error:") }.count, 1)
