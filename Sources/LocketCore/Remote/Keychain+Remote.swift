@@ -109,7 +109,7 @@ extension Keychain {
     /// `maxStale` (µs): when the server is unreachable, read the offline
     /// cache if it is no older (docs/REMOTE.md); nil: never. With it, a
     /// server that does not answer is given `offlineConnectTimeout` seconds
-    /// to, not the helper's 10, unless the URL sets `connect_timeout`.
+    /// to answer, not the helper's 10, unless the URL sets `connect_timeout`.
     public static func open(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
                             environment: Environment, extendSession: Bool = true, acceptRollback: Bool = false,
                             maxStale: Int64? = nil) throws -> Keychain {
