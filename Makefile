@@ -57,10 +57,11 @@ deps:
 # ECIES, sealed boxes, bcrypt_pbkdf), from Debian when neither python3 on PATH
 # nor Debian's has them; for the ssh-agent tests, ssh, ssh-add and a loopback
 # sshd (openssh-client, openssh-server); strace (the read path writes nothing,
-# SPEC §11). Tests that need one skip when it is missing.
+# SPEC §11); groff (the man page renders without a warning). Tests that need
+# one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
@@ -99,6 +100,12 @@ build: deps
 # (SharedPostgres, docs/REMOTE.md "Tests"), each test in its own database.
 # In parallel XCTest shows a test's output only when it fails, so the
 # reliability figures go to .build/reliability.log and are printed at the end.
+# Nor does it tell a skipped test from a passed one (console or --xunit-output):
+# Tests/xctest-report runs each `swift test` with -v, keeps every test's output
+# in .build/xctest.log (.build/xctest-remote.log for the remote run), shows on
+# the console what a run without -v would, and ends with one line
+# "N passed, N failed, N skipped" and each skipped test with its reason. Both
+# runs go ahead even if the first fails; the summary's status is make's.
 FUZZ_SECONDS ?= 60
 TEST_FLAGS ?= --parallel --num-workers 4
 # The suites that also run against a remote keychain (SPEC §17), run a second
@@ -108,13 +115,14 @@ REMOTE_CONFORMANCE = LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
 # tests' debug build (many small jobs) run side by side: on 2 cores that is
 # about half a minute less than one after the other (issue 12).
 test: deps test-deps
-	rm -f .build/reliability.log
+	rm -f .build/reliability.log .build/xctest.log* .build/xctest-remote.log*
 	$(MAKE) --no-print-directory build & release=$$!; \
 	$(SWIFT) build --build-tests; tests=$$?; \
 	wait $$release && [ $$tests -eq 0 ]
-	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS)
-	LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
+	-LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS)
+	-LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest-remote.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
 	@cat .build/reliability.log 2>/dev/null || true
+	@Tests/xctest-report summary .build/xctest.log .build/xctest-remote.log
 
 fuzz:
 	fuzz/run $(FUZZ_SECONDS)

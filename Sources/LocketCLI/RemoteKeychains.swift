@@ -76,7 +76,10 @@ extension Context {
     /// remote one. The agent opens it afresh for every request, so a remote
     /// keychain is a helper and a connection per request, and the database
     /// password (from the login keychain) is read again each time: the
-    /// agent holds no connection and no secret between requests.
+    /// agent holds no connection and no secret between requests. With
+    /// `--max-stale`, a request made while the server is unreachable is
+    /// answered from the offline cache as `find -w` is (after-first-unlock
+    /// keys only), without the notice: a refusal is the agent's one line.
     func agentKeySource() throws -> KeychainKeySource {
         let caller = try self.caller()
         let environment = self.environment
@@ -87,14 +90,15 @@ extension Context {
             try RemoteLocation.isURL(spec) || (access(path, F_OK) != 0 && RemoteRegistry.lookup(spec, environment: environment) != nil)
         } ?? false
         guard let spec, isRemote else { return KeychainKeySource(path: path, caller: caller, environment: environment) }
-        // A bad URL stops the agent before it listens.
+        // A bad URL or --max-stale stops the agent before it listens.
         if RemoteLocation.isURL(spec) { _ = try RemoteLocation(url: spec) }
+        let maxStale = try maxStale()
         return KeychainKeySource(name: spec, caller: caller, environment: environment) { caller, environment, extendSession in
             guard let (location, password) = try Context.remoteKeychain(spec, registeredToo: true, environment: environment) else {
                 throw KeychainError(.noSuchKeychain, "no keychain named \(Printable.clip(spec))")
             }
             return try Keychain.open(remote: location, caller: caller, databasePassword: password, environment: environment,
-                                     extendSession: extendSession)
+                                     extendSession: extendSession, maxStale: maxStale)
         }
     }
 }

@@ -78,8 +78,8 @@ extension Keychain {
     /// The first key `query` matches, opened inside the engine whether or
     /// not it is extractable: for the key-use commands (SPEC §13), which
     /// use it and never hand its private part out.
-    func storedKey(_ query: Query) throws -> (item: Item, key: AsymmetricKey) {
-        let item = try openOne(query, .key)
+    func storedKey(_ query: Query, exportable: Bool = false) throws -> (item: Item, key: AsymmetricKey) {
+        let item = try openOne(query, .key, exportable: exportable)
         guard let data = item.data else { throw KeychainError(.decode, "a key's value could not be opened") }
         let key = item[.keyClass] == Array("private".utf8)
             ? try AsymmetricKey(pkcs8: data)
@@ -99,8 +99,7 @@ extension Keychain {
     /// The first key `query` matches, to export: errSecDataNotAvailable for a
     /// key added non-extractable.
     public func exportableKey(_ query: Query) throws -> (item: Item, key: AsymmetricKey) {
-        let (item, key) = try storedKey(query)
-        try Keychain.requireExtractable(item)
+        let (item, key) = try storedKey(query, exportable: true)
         var shown = item
         shown.data = nil
         return (shown, key)
@@ -116,17 +115,27 @@ extension Keychain {
     }
 
     /// errSecDataNotAvailable for a key whose value never leaves the keychain.
-    static func requireExtractable(_ item: Item) throws {
+    public static func requireExtractable(_ item: Item) throws {
         guard item.isExtractable else {
             throw KeychainError(.dataNotAvailable, "the key '\(Printable.clip(String(decoding: item[.label], as: UTF8.self)))' was added non-extractable: it can be used but never leaves the keychain")
         }
     }
 
-    /// The first item of `itemClass` that `query` matches, its value opened.
-    private func openOne(_ query: Query, _ itemClass: ItemClass) throws -> Item {
+    /// errSecDataNotAvailable when a key `query` matches (within `limit`)
+    /// was added non-extractable, found with its attributes alone: the proof
+    /// its access control needs is never asked for a value that would be
+    /// refused anyway.
+    func refuseNonExtractable(_ query: Query, limit: MatchLimit) throws {
+        for item in try rows(query, limit: limit, data: false) { try Keychain.requireExtractable(item) }
+    }
+
+    /// The first item of `itemClass` that `query` matches, its value opened;
+    /// with `exportable`, errSecDataNotAvailable first for a non-extractable key.
+    private func openOne(_ query: Query, _ itemClass: ItemClass, exportable: Bool = false) throws -> Item {
         guard query.itemClass == itemClass else { throw KeychainError(.param, "the query is not for \(itemClass.name) items") }
         let found = try transaction(write: false) { () throws -> [Item] in
             try refreshFormat()
+            if exportable { try refuseNonExtractable(query, limit: .one) }
             let found = try rows(query, limit: .one, data: true)
             if found.isEmpty { try checkKeysCurrent() }
             // A key opened to use it is a read of its secret (SPEC §17 audit), even if it never leaves the engine.

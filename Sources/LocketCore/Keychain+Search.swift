@@ -8,6 +8,7 @@ extension Keychain {
         let found = try transaction(write: false) { () throws -> [Item] in
             try refreshFormat()
             do {
+                if returnData && query.itemClass == .key { try refuseNonExtractable(query, limit: limit) }
                 let found = try rows(query, limit: limit, data: returnData)
                 if found.isEmpty { try checkKeysCurrent() }
                 if returnData, let remote { try remote.audit(found.map(\.persistentRef), "read") }
@@ -23,9 +24,6 @@ extension Keychain {
                 throw KeychainError(.notAvailable, "\(remote.location.url) is unreachable and no after-first-unlock item in its offline cache matches")
             }
             throw KeychainError(.itemNotFound)
-        }
-        if returnData && query.itemClass == .key {
-            for item in found { try Keychain.requireExtractable(item) }
         }
         return found
     }

@@ -133,6 +133,23 @@ final class DriftTests: XCTestCase {
         }
     }
 
+    /// groff renders the page without a warning (a word it can't break, a
+    /// line it can't adjust, an unknown request), at its default width and
+    /// at the terminal widths man(1) commonly uses.
+    func testManPageRendersWithoutGroffWarnings() throws {
+        guard Scratch.sh("command -v groff >/dev/null 2>&1") == 0 else {
+            throw XCTSkip("groff is not installed (Debian package groff-base; make test-deps installs it)")
+        }
+        let directory = try Scratch.directory()
+        defer { _ = Scratch.sh("rm -rf '\(directory)'") }
+        for width in ["", "-rLL=80n", "-rLL=100n", "-rLL=120n"] {
+            let status = Scratch.sh("groff -man -Tutf8 -ww -z \(width) '\(Repo.root)/man/locket.1' 2>'\(directory)/warnings'")
+            let warnings = try Repo.read(directory + "/warnings", absolute: true)
+            XCTAssertEqual(status, 0, "groff failed \(width)")
+            XCTAssert(warnings.isEmpty, "groff -man -Tutf8 -ww -z \(width) man/locket.1:\n\(warnings)")
+        }
+    }
+
     // MARK: - Help
 
     /// `locket help CMD` lists every option of CMD and the global ones, and
@@ -339,7 +356,7 @@ private struct ManPage {
 
     private static let escapes: [(String, String)] = [
         ("\\-", "-"), ("\\e", "\\"), ("\\(aq", "'"), ("\\(dq", "\""), ("\\(lq", "\""), ("\\(rq", "\""),
-        ("\\(em", "-"), ("\\(en", "-"), ("\\&", ""), ("\\%", ""), ("\\ ", " "), ("\\~", " "), ("\\|", ""), ("\\^", ""),
+        ("\\(em", "-"), ("\\(en", "-"), ("\\&", ""), ("\\%", ""), ("\\:", ""), ("\\ ", " "), ("\\~", " "), ("\\|", ""), ("\\^", ""),
     ]
 
     private static func unescape(_ line: String) -> String {

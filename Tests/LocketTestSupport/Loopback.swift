@@ -23,4 +23,53 @@ public enum Loopback {
         guard bound else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EADDRINUSE) }
         return Int(UInt16(bigEndian: address.sin_port))
     }
+
+    /// A port on 127.0.0.1 that neither accepts nor refuses a connection, as
+    /// a host that drops packets: a listener whose accept queue (backlog 0)
+    /// is full and never read, so the kernel drops every new SYN and a
+    /// client waits for its own timeout. `port` 0: any free port.
+    public final class BlackHole {
+        public let port: Int
+        private var descriptors: [Int32] = []
+
+        public init(port wanted: Int = 0) throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard listener >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE) }
+            descriptors.append(listener)
+            var on: Int32 = 1
+            setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(wanted).bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let listening = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, $0, &length) == 0
+                }
+            }
+            guard listening else {
+                let code = errno
+                descriptors.forEach { _ = Glibc.close($0) }
+                throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EADDRINUSE)
+            }
+            port = Int(UInt16(bigEndian: address.sin_port))
+            // Fill the queue: connections the kernel completes and nobody accepts.
+            for _ in 0..<2 {
+                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+                guard client >= 0 else { continue }
+                descriptors.append(client)
+                _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } }
+            }
+            usleep(200_000)
+        }
+
+        deinit { close() }
+
+        /// Closes the listener and the connections that fill its queue.
+        public func close() {
+            descriptors.forEach { _ = Glibc.close($0) }
+            descriptors = []
+        }
+    }
 }

@@ -53,6 +53,14 @@ enum Commands {
         let secretOnly = invocation.has("password")
         let withData = secretOnly || invocation.has("show-data")
         let keychain = try context.openKeychain()
+        // A key's or certificate's value is DER: binary, kept off a terminal as export keeps der; a
+        // pipe or file gets the bytes. What the search would say (no such item, locked, a key that
+        // never leaves) is said first, from the attributes: no proof is asked for either refusal.
+        if secretOnly && !context.json && (query.itemClass == .key || query.itemClass == .certificate) && Prompt.isTerminal(1) {
+            for item in try keychain.search(query, limit: limit) { try Keychain.requireExtractable(item) }
+            throw KeychainError(.param, "a \(query.itemClass.name)'s value is DER, binary, and is not written to a terminal",
+                                hint: "redirect standard output, or print PEM with export --format pem --class \(query.itemClass == .key ? "keys" : "cert")")
+        }
         let items = try AccessPrompt.run(keychain, invocation, context) { try keychain.search(query, limit: limit, returnData: withData) }
         let options = ItemPrinter.Options(data: withData, ref: invocation.has("show-ref"))
         let many = limit != .one

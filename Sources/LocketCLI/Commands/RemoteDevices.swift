@@ -62,21 +62,13 @@ extension Commands {
 
     private static func listDevices(_ devices: [Keychain.RemoteDevice], _ context: Context) throws {
         if context.json {
-            var w = JSONWriter()
-            w.beginArray()
-            for device in devices {
-                w.beginObject()
+            return writeJSONArray(devices, context) { device, w in
                 w.key("id"); w.int(device.id)
                 w.key("name"); w.string(device.name)
                 w.key("state"); w.string(device.state)
                 w.key("groups"); w.beginArray(); for group in device.groups { w.string(group) }; w.endArray()
                 w.key("thisMachine"); w.bool(device.isThisMachine)
-                w.endObject()
             }
-            w.endArray()
-            context.out.bytes(w.bytes)
-            context.out.text("\n")
-            return
         }
         for device in devices {
             let groups = device.groups.isEmpty ? "-" : device.groups.map { Printable.clip($0) }.joined(with: ",")
@@ -86,26 +78,32 @@ extension Commands {
 
     private static func listAudit(_ entries: [Keychain.AuditEntry], _ context: Context) throws {
         if context.json {
-            var w = JSONWriter()
-            w.beginArray()
-            for entry in entries {
-                w.beginObject()
+            return writeJSONArray(entries, context) { entry, w in
                 w.key("id"); w.int(entry.id)
                 w.key("device"); w.int(entry.device)
                 w.key("deviceName"); w.string(entry.deviceName)
                 w.key("ref"); w.string(Hex.encode(entry.item))
                 w.key("operation"); w.string(entry.operation)
                 w.key("at"); w.string(AuditTime.format(entry.at))
-                w.endObject()
             }
-            w.endArray()
-            context.out.bytes(w.bytes)
-            context.out.text("\n")
-            return
         }
         for entry in entries {
             context.out.line("\(AuditTime.format(entry.at))\t\(entry.device)\t\(Printable.clip(entry.deviceName))\t\(entry.operation)\t\(Hex.encode(entry.item))")
         }
+    }
+
+    /// `--json` of a listing: one array, an object per row (`fields` writes its keys), then a newline.
+    private static func writeJSONArray<Row>(_ rows: [Row], _ context: Context, fields: (Row, inout JSONWriter) -> Void) {
+        var w = JSONWriter()
+        w.beginArray()
+        for row in rows {
+            w.beginObject()
+            fields(row, &w)
+            w.endObject()
+        }
+        w.endArray()
+        context.out.bytes(w.bytes)
+        context.out.text("\n")
     }
 }
 

@@ -7,6 +7,12 @@ import LocketSupport
 /// (`--max-stale`), and the next contact with the server appends the reads
 /// it answered to the audit and wipes it if this device was revoked.
 extension Keychain {
+    /// Seconds a server is given to answer (libpq's `connect_timeout`) when
+    /// the offline cache stands by (`--max-stale`): a host that drops
+    /// packets would otherwise hold the read for the helper's default 10 s.
+    /// A URL's own `connect_timeout` wins.
+    public static let offlineConnectTimeout = 2
+
     /// When the snapshot this keychain reads was taken (µs since 1970), nil when it reads the server.
     public var offlineSince: Int64? { remote?.offline?.syncedAt }
 

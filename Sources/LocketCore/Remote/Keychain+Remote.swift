@@ -107,15 +107,21 @@ extension Keychain {
     /// generation mirror when the session holds the blind-index key; an older
     /// one fails with errSecDecode (reason `.rolledBack`) unless `acceptRollback`.
     /// `maxStale` (µs): when the server is unreachable, read the offline
-    /// cache if it is no older (docs/REMOTE.md); nil: never.
+    /// cache if it is no older (docs/REMOTE.md); nil: never. With it, a
+    /// server that does not answer is given `offlineConnectTimeout` seconds
+    /// to answer, not the helper's 10, unless the URL sets `connect_timeout`.
     public static func open(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
                             environment: Environment, extendSession: Bool = true, acceptRollback: Bool = false,
                             maxStale: Int64? = nil) throws -> Keychain {
         try Sodium.ready()
         umask(0o077)
+        var reach = location
+        if maxStale != nil && location.value("connect_timeout") == nil {
+            reach.parameters.append(("connect_timeout", String(offlineConnectTimeout)))
+        }
         let store: RemoteStore
         do {
-            store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
+            store = try RemoteStore(reach, password: databasePassword?.bytes, environment: environment)
         } catch let error as KeychainError where error.code == .notAvailable && maxStale != nil {
             return try openOffline(location, caller: caller, environment: environment, maxStale: maxStale!, extendSession: extendSession,
                                    cause: error)

@@ -79,7 +79,7 @@ final class EndToEndAtRestTests: EndToEndCase {
         makeCA(cn: "ISSUER-aTr3st-9a9a")
         makeKey("p256", "k.key")
         makeLeaf(key: "k.key", cert: "k.pem", cn: "CN-aTr3st-8b8b", email: "mail-aTr3st-6d6d@example.com")
-        FileManager.default.createFile(atPath: key("both.pem"), contents: Data(keyFileBytes("k.key") + keyFileBytes("k.pem")))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("both.pem"), contents: Data(keyFileBytes("k.key") + keyFileBytes("k.pem"))))
         expect(0, "import", key("both.pem"), "--tag", "TAG-aTr3st-7c7c")
         // The private scalar, as openssl prints it.
         let text = openssl(["ec", "-in", key("k.key"), "-noout", "-text"]).out

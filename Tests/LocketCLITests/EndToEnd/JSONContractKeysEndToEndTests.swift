@@ -25,7 +25,7 @@ extension EndToEndJSONContractTests {
     func testKeysCertificatesAndIdentities() throws {
         makeKey("p256", "j.key")
         makeLeaf(key: "j.key", cert: "j.pem", cn: "json.example.com")
-        FileManager.default.createFile(atPath: key("j.both"), contents: Data(keyFileBytes("j.key") + keyFileBytes("j.pem")))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("j.both"), contents: Data(keyFileBytes("j.key") + keyFileBytes("j.pem"))))
         let report = try json("import", key("j.both"), "--tag", "json")
         assertShape(report, Self.keyFileReport)
         let key = try json("find", "--class", "keys", "--tag", "json")

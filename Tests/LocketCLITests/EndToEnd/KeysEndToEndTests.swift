@@ -17,7 +17,7 @@ final class EndToEndKeysTests: EndToEndCase {
             makeLeaf(key: "\(kind).key", cert: "\(kind).pem", cn: "\(kind).example.com")
             // One PEM file holding the key and its certificate.
             let both = keyFileBytes("\(kind).key") + keyFileBytes("\(kind).pem")
-            FileManager.default.createFile(atPath: key("\(kind).both"), contents: Data(both))
+            XCTAssertTrue(FileManager.default.createFile(atPath: key("\(kind).both"), contents: Data(both)))
             let imported = expect(0, "import", key("\(kind).both"), "--tag", "com.example.\(kind)")
             XCTAssertTrue(imported.out.contains("imported 2 items from a pem file"), imported.summary)
 
@@ -46,7 +46,7 @@ final class EndToEndKeysTests: EndToEndCase {
             XCTAssertEqual(opensslPublicKey(key("\(kind).out.key")), opensslPublicKey(key("\(kind).key")))
             expect(0, "export", "--format", "pkcs12", "--tag", "com.example.\(kind)", "--passphrase-stdin", "-o", key("\(kind).out.p12"),
                    input: .text("export pass\n"))
-            FileManager.default.createFile(atPath: key("pass2"), contents: Data("export pass".utf8))
+            XCTAssertTrue(FileManager.default.createFile(atPath: key("pass2"), contents: Data("export pass".utf8)))
             let info = openssl(["pkcs12", "-info", "-in", key("\(kind).out.p12"), "-passin", "file:" + key("pass2"), "-nodes"])
             XCTAssertTrue(info.out.contains("BEGIN PRIVATE KEY") && info.out.contains("BEGIN CERTIFICATE"), info.summary)
             let ssh = expect(0, "export", "--format", "openssh", "--tag", "com.example.\(kind)")
@@ -87,7 +87,7 @@ final class EndToEndKeysTests: EndToEndCase {
     func testGenerateStoresTheKeyAndPrintsItsPublicKey() throws {
         for type in ["ed25519", "x25519", "p256", "p384", "p521", "rsa2048", "rsa3072", "rsa4096"] {
             let generated = expect(0, "key", "generate", "--type", type, "--tag", "gen.\(type)")
-            FileManager.default.createFile(atPath: key("\(type).pub"), contents: Data(generated.stdout))
+            XCTAssertTrue(FileManager.default.createFile(atPath: key("\(type).pub"), contents: Data(generated.stdout)))
             XCTAssertEqual(opensslPublicKey(key("\(type).pub"), isPublic: true), generated.out, "openssl reads the PEM (\(type))")
             XCTAssertEqual(expect(0, "key", "public", "--tag", "gen.\(type)").out, generated.out)
             if type != "x25519" {

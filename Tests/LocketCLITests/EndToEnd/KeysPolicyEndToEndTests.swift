@@ -44,6 +44,37 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         assertError(expect(35, "update", "--class", "keys", "--tag", "ne", "--set", "extractable=true"), "errSecReadOnlyAttr", -25309)
     }
 
+    /// find -w of a certificate or key prints its DER, byte for byte, into a
+    /// pipe; at a terminal it refuses (binary, as export --format der does)
+    /// and names the text form.
+    func testFindPasswordGivesDERToAPipeAndRefusesATerminal() throws {
+        expect(0, "import", key("leaf.p12"), "--passphrase-stdin", "--tag", "der", input: .text(Self.keyPassphrase + "\n"))
+        let der = openssl(["x509", "-in", key("leaf.pem"), "-outform", "DER"]).stdout
+        XCTAssertEqual(expect(0, "find", "--class", "cert", "--label", "leaf.example.com", "-w", "-n").stdout, der)
+        XCTAssertEqual(expect(0, "find", "--class", "cert", "--label", "leaf.example.com", "-w").stdout, der + [0x0a])
+        let pkcs8 = expect(0, "find", "--class", "keys", "--tag", "der", "-w", "-n").stdout
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("found.der"), contents: Data(pkcs8)))
+        XCTAssertEqual(openssl(["pkey", "-inform", "DER", "-in", key("found.der"), "-pubout"]).out, opensslPublicKey(key("leaf.key")))
+
+        for (args, named) in [(["find", "--class", "cert", "--label", "leaf.example.com", "-w"], "--class cert"),
+                              (["find", "--class", "keys", "--tag", "der", "-w"], "--class keys")] {
+            let screen = TerminalDriver.run(binary, args, answers: [], environment: sandbox.environment)
+            XCTAssertFalse(screen.timedOut, screen.summary)
+            XCTAssertEqual(screen.status, 206, screen.summary)
+            XCTAssertTrue(screen.out.contains("is not written to a terminal (errSecParam -50)"), screen.out)
+            XCTAssertTrue(screen.out.contains("export --format pem \(named)"), screen.out)
+            XCTAssertFalse(screen.out.contains("\u{FFFD}"), "binary reached the terminal: \(screen.out)")
+        }
+        // What the search would say comes first: no such item, or a key that never leaves (README's tour).
+        let missing = TerminalDriver.run(binary, ["find", "--class", "cert", "--label", "no-such-cert", "-w"], answers: [],
+                                         environment: sandbox.environment)
+        XCTAssertEqual(missing.status, 44, missing.summary)
+        // Text forms still reach a terminal.
+        let attributes = TerminalDriver.run(binary, ["find", "--class", "cert", "--label", "leaf.example.com"], answers: [],
+                                            environment: sandbox.environment)
+        XCTAssertEqual(attributes.status, 0, attributes.summary)
+    }
+
     func testSameCertificateTwiceIsDuplicateAndARenewedOneIsASecondItem() throws {
         expect(0, "import", key("leaf.pem"))
         let again = expect(45, "import", key("leaf.pem"))
@@ -87,7 +118,7 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         // --accessible: a key file's items take the protection class asked for.
         makeKey("p256", "afu.key")
         makeLeaf(key: "afu.key", cert: "afu.pem", cn: "afu.example.com")
-        FileManager.default.createFile(atPath: key("afu.both"), contents: Data(keyFileBytes("afu.key") + keyFileBytes("afu.pem")))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("afu.both"), contents: Data(keyFileBytes("afu.key") + keyFileBytes("afu.pem"))))
         expect(0, "import", key("afu.both"), "--accessible", "after-first-unlock", "--tag", "afu")
         XCTAssertEqual(expect(0, "find", "--class", "keys", "--tag", "afu").fields["accessible"], "after-first-unlock")
         ok("lock")
@@ -112,16 +143,16 @@ final class EndToEndKeysPolicyTests: EndToEndCase {
         assertError(wrong, "errSecAuthFailed", -25293)
         // Truncated.
         let p12 = keyFileBytes("leaf.p12")
-        FileManager.default.createFile(atPath: key("short.p12"), contents: Data(p12.prefix(p12.count / 2)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("short.p12"), contents: Data(p12.prefix(p12.count / 2))))
         XCTAssertEqual(locket(["import", key("short.p12"), "--format", "pkcs12", "--passphrase-stdin"], input: .text(Self.keyPassphrase + "\n")).status, 93)
         // A certificate whose key is not the file's.
         makeKey("p256", "other.key")
-        FileManager.default.createFile(atPath: key("mismatch.pem"), contents: Data(keyFileBytes("other.key") + keyFileBytes("leaf.pem")))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("mismatch.pem"), contents: Data(keyFileBytes("other.key") + keyFileBytes("leaf.pem"))))
         assertError(locket(["import", key("mismatch.pem")]), "errSecParam", -50)
         // 10 MB of garbage.
         var garbage = [UInt8](repeating: 0, count: 10 * 1024 * 1024)
         for i in garbage.indices { garbage[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) }
-        FileManager.default.createFile(atPath: key("garbage"), contents: Data(garbage))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key("garbage"), contents: Data(garbage)))
         let junk = locket(["import", key("garbage")])
         XCTAssertEqual(junk.status, 93, junk.summary)
         XCTAssertEqual(junk.errLines.filter { $0.hasPrefix("locket: error:") }.count, 1)

@@ -11,7 +11,7 @@ extension EndToEndCase {
         let dir = sandbox.root + "/keys"
         if !FileManager.default.fileExists(atPath: dir) {
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            FileManager.default.createFile(atPath: dir + "/pass", contents: Data(Self.keyPassphrase.utf8), attributes: [.posixPermissions: 0o600])
+            XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/pass", contents: Data(Self.keyPassphrase.utf8), attributes: [.posixPermissions: 0o600]))
         }
         return dir
     }
@@ -53,8 +53,8 @@ extension EndToEndCase {
     func makeLeaf(key keyName: String, cert: String, cn: String, email: String = "leaf@example.com") {
         makeCA()
         openssl(["req", "-new", "-key", key(keyName), "-out", key(cert + ".csr"), "-subj", "/O=Locket E2E/CN=\(cn)"])
-        FileManager.default.createFile(atPath: key(cert + ".ext"),
-                                       contents: Data("basicConstraints=CA:FALSE\nsubjectAltName=email:\(email)\n".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: key(cert + ".ext"),
+                                                     contents: Data("basicConstraints=CA:FALSE\nsubjectAltName=email:\(email)\n".utf8)))
         openssl(["x509", "-req", "-in", key(cert + ".csr"), "-CA", key("ca.pem"), "-CAkey", key("ca.key"), "-CAcreateserial",
                  "-out", key(cert), "-days", "30", "-extfile", key(cert + ".ext")])
     }
@@ -79,7 +79,7 @@ extension EndToEndCase {
             publicKey = openssl(["rsa", "-in", key(keyName), "-RSAPublicKey_out", "-outform", "DER"]).stdout
         } else {
             let spki = openssl(["pkey", "-in", key(keyName), "-pubout", "-outform", "DER"]).stdout
-            FileManager.default.createFile(atPath: key(keyName + ".spki"), contents: Data(spki))
+            XCTAssertTrue(FileManager.default.createFile(atPath: key(keyName + ".spki"), contents: Data(spki)))
             let listing = openssl(["asn1parse", "-inform", "DER", "-in", key(keyName + ".spki")]).out
             let last = listing.split(separator: "\n").last { $0.contains("BIT STRING") }!
             let offset = Int(last.split(separator: ":")[0].trimmingCharacters(in: .whitespaces))!

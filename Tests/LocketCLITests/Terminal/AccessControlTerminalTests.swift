@@ -185,6 +185,38 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertFalse(refused.out.contains("child-ran"), refused.summary)
     }
 
+    /// A key added non-extractable with access control: find -w, find -g and
+    /// export refuse it (errSecDataNotAvailable) before any proof is asked
+    /// for, at a terminal or from stdin; a proof is never spent on a value
+    /// that would not be returned. Using the key still asks.
+    func testANonExtractableKeyIsRefusedBeforeItsProofIsAskedFor() throws {
+        try expect(0, ["key", "generate", "--type", "ed25519", "--label", "kept-in", "--non-extractable",
+                       "--access-control", "when-unlocked:user-presence"])
+        for command in ["find --class keys --label kept-in -w", "find --class keys --label kept-in -g",
+                        "export --format pem --class keys --label kept-in"] {
+            let refused = try atTerminal("$L \(command)", answers: [password])
+            XCTAssertEqual(refused.status, 28, "\(command): \(refused.screen)")
+            XCTAssertTrue(refused.screen.contains("errSecDataNotAvailable -25316"), "\(command): \(refused.screen)")
+            XCTAssertFalse(refused.screen.contains("Keychain password for"), "\(command) asked for a proof: \(refused.screen)")
+            let intoFile = try atTerminal("$L \(command) > \(home.path)/out", answers: [password])
+            XCTAssertEqual(intoFile.status, 28, "\(command) > out: \(intoFile.screen)")
+            XCTAssertFalse(intoFile.screen.contains("Keychain password for"), "\(command) > out asked for a proof: \(intoFile.screen)")
+            // Without a terminal: the refusal, not errSecInteractionNotAllowed (which would say a terminal could help).
+            try expect(28, command.split(separator: " ").map(String.init))
+        }
+        let used = try atTerminal("$L key public --label kept-in --openssh", answers: [password])
+        XCTAssertEqual(used.status, 0, used.screen)
+        XCTAssertTrue(used.screen.contains("Keychain password for"), used.screen)
+
+        // An application password from stdin is not even checked: a wrong one meets the same refusal.
+        try expect(0, ["key", "generate", "--type", "p256", "--label", "app-kept", "--non-extractable",
+                       "--access-control", "after-first-unlock:application-password", "--application-password-stdin"],
+                   input: .text("right-app-pw\n"))
+        let wrong = try expect(28, ["find", "--class", "keys", "--label", "app-kept", "-w", "--application-password-stdin"],
+                               input: .text("wrong-app-pw\n"))
+        XCTAssertTrue(wrong.err.contains("errSecDataNotAvailable -25316"), wrong.err)
+    }
+
     /// Keys (SPEC §12) take access control at key generate and import: the
     /// private key then needs the proof wherever it is read (key public reads it).
     func testKeyGenerateAndImportTakeAccessControl() throws {

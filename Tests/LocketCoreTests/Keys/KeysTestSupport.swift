@@ -79,9 +79,9 @@ final class KeysFixture {
     init() throws {
         dir = NSTemporaryDirectory() + "locket-keys-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        FileManager.default.createFile(atPath: passFile, contents: Data(passphrase.utf8), attributes: [.posixPermissions: 0o600])
+        XCTAssertTrue(FileManager.default.createFile(atPath: passFile, contents: Data(passphrase.utf8), attributes: [.posixPermissions: 0o600]))
         let script = "#!/bin/sh\ncat '\(passFile)'\n"
-        FileManager.default.createFile(atPath: dir + "/askpass", contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/askpass", contents: Data(script.utf8), attributes: [.posixPermissions: 0o700]))
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -91,7 +91,7 @@ final class KeysFixture {
     func read(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(name)))) }
 
     func write(_ name: String, _ bytes: [UInt8]) throws {
-        FileManager.default.createFile(atPath: path(name), contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+        XCTAssertTrue(FileManager.default.createFile(atPath: path(name), contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
     }
 
     var pass: SecureBytes { SecureBytes(copying: Array(passphrase.utf8)) }

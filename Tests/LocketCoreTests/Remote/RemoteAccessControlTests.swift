@@ -10,27 +10,14 @@ import XCTest
 /// with user presence on a remote keychain crashed (a file's statement on
 /// the remote backend).
 final class RemoteAccessControlTests: XCTestCase {
-    private var machines: [TemporaryKeychain] = []
+    private let machines = RemoteMachines()
 
-    override func tearDown() {
-        for machine in machines { machine.remove() }
-        machines = []
-    }
+    override func tearDown() { machines.removeAll() }
 
     /// A keychain made on a first machine, and a second one unlocked, enrolled and approved.
     func twoMachines() throws -> (TemporaryKeychain, TemporaryKeychain) {
-        let server = try SharedPostgres.running()
-        let database = try server.makeDatabase()
-        let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
-                                      helper: try PostgresServer.helperPath())
-        let first = try TemporaryKeychain(remote: location)
-        machines.append(first)
-        let second = try TemporaryKeychain(joining: location)
-        machines.append(second)
-        try second.unlock()
-        let id = try second.open().enroll(name: "second")
-        try first.open().approve(device: id, groups: [Keychain.defaultAccessGroup])
-        return (first, second)
+        let (first, location, _) = try machines.created()
+        return (first, try machines.enrolled(location, name: "second", approvedBy: first).machine)
     }
 
     func add(_ machine: TemporaryKeychain, _ account: String, _ control: AccessControl, applicationPassword: String? = nil) throws {

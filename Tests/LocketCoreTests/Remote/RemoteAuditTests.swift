@@ -6,12 +6,12 @@ import XCTest
 /// and only those, appends (device, item reference, operation, time) in the
 /// reading transaction; the owner lists it; the table refuses changes.
 final class RemoteAuditTests: PostgresTestCase {
+    private let machines = RemoteMachines()
+
+    override func tearDown() { machines.removeAll() }
+
     func testEveryReadOfASecretAndOnlyThoseIsRecorded() throws {
-        let server = try running()
-        let database = try server.makeDatabase()
-        let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
-                                      helper: try PostgresServer.helperPath())
-        let admin = try TemporaryKeychain(remote: location)
+        let (admin, _, database) = try machines.created()
         let keychain = try admin.open()
         let one = try keychain.add(genp("s", "one"), data: secret("x"))
         let two = try keychain.add(genp("s", "two"), data: secret("y"))
@@ -27,7 +27,7 @@ final class RemoteAuditTests: PostgresTestCase {
         XCTAssertEqual(Set(rows.map(\.device)), [try XCTUnwrap(keychain.deviceID)])
         XCTAssertEqual(try keychain.audit(since: Int64(Date().timeIntervalSince1970 * 1_000_000) + 60_000_000), [])
         // As the server holds it, the audit can't be rewritten by locket's role.
-        let connection = try server.connect(database: database)
+        let connection = try running().connect(database: database)
         XCTAssertThrowsError(try connection.execute("DELETE FROM locket.audit"))
         XCTAssertThrowsError(try connection.execute("UPDATE locket.audit SET operation = 'add'"))
         XCTAssertEqual(try connection.execute("SELECT count(*) FROM locket.audit")[0][0].int, 3)

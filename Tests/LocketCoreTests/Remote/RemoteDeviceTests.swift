@@ -7,25 +7,15 @@ import XCTest
 /// the server holds it with the device's own secret key; a revoked device's
 /// keys open nothing written after the revocation.
 final class RemoteDeviceTests: PostgresTestCase {
-    func created() throws -> (TemporaryKeychain, RemoteLocation, String) {
-        let server = try running()
-        let database = try server.makeDatabase()
-        let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
-                                      helper: try PostgresServer.helperPath())
-        return (try TemporaryKeychain(remote: location), location, database)
-    }
+    private let machines = RemoteMachines()
 
-    func joined(_ location: RemoteLocation) throws -> (TemporaryKeychain, Int64) {
-        let machine = try TemporaryKeychain(joining: location)
-        try machine.unlock()
-        return (machine, try machine.open().enroll(name: "b"))
-    }
+    override func tearDown() { machines.removeAll() }
 
     func testADeviceOpensOnlyItsGroupsByTheKeysItCanUnwrap() throws {
-        let (admin, location, database) = try created()
+        let (admin, location, database) = try machines.created()
         try admin.open().add(genp("s", "one", group: "g1"), data: secret("secret-one"))
         try admin.open().add(genp("s", "two", group: "g2"), data: secret("secret-two"))
-        let (device, id) = try joined(location)
+        let (device, id) = try machines.enrolled(location, name: "b")
         try admin.open().approve(device: id, groups: ["g1"])
 
         // Through the engine: g1 opens, g2 is refused as not approved.
@@ -58,9 +48,9 @@ final class RemoteDeviceTests: PostgresTestCase {
     }
 
     func testRevokingRotatesTheGroupAndReSealsItsItemsInOneTransaction() throws {
-        let (admin, location, database) = try created()
+        let (admin, location, database) = try machines.created()
         try admin.open().add(genp("s", "one", group: "g1"), data: secret("before"))
-        let (device, id) = try joined(location)
+        let (device, id) = try machines.enrolled(location, name: "b")
         try admin.open().approve(device: id, groups: ["g1"])
         XCTAssertEqual(try device.open().search(query(.genericPassword, [.account: "one"]), returnData: true)[0].secretString, "before")
         let connection = try running().connect(database: database)
@@ -92,9 +82,9 @@ final class RemoteDeviceTests: PostgresTestCase {
     }
 
     func testDevicesListsStatesGroupsAndThisMachine() throws {
-        let (admin, location, _) = try created()
+        let (admin, location, _) = try machines.created()
         try admin.open().add(genp("s", "one", group: "g1"), data: secret("x"))
-        let (device, id) = try joined(location)
+        let (device, id) = try machines.enrolled(location, name: "b")
         var listed = try device.open().devices()
         XCTAssertEqual(listed.map(\.state), ["approved", "pending"])
         XCTAssertEqual(listed.map(\.isThisMachine), [false, true])

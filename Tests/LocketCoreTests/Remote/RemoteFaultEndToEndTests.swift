@@ -214,7 +214,7 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
     /// The command, SIGKILLed `after` seconds unless it ended first.
     static func killed(_ sandbox: Sandbox, _ arguments: [String], _ secret: String?, after delay: Double) -> RunResult {
         let input = sandbox.root + "/input-\(UInt32.random(in: 0...UInt32.max))"
-        FileManager.default.createFile(atPath: input, contents: Data((secret ?? "").utf8), attributes: [.posixPermissions: 0o600])
+        XCTAssertTrue(FileManager.default.createFile(atPath: input, contents: Data((secret ?? "").utf8), attributes: [.posixPermissions: 0o600]))
         defer { unlink(input) }
         let binary = LocketBinary.path ?? "/nonexistent"
         let started = Date()

@@ -10,31 +10,19 @@ import XCTest
 /// refuses it with errSecDecode, at open when unlocked and at unlock, and
 /// reads nothing (no audit row, no secret). A database of the shared server.
 final class RemoteHeaderTests: XCTestCase {
-    private var machines: [TemporaryKeychain] = []
+    private let machines = RemoteMachines()
 
-    override func tearDown() {
-        for machine in machines { machine.remove() }
-        machines = []
-    }
+    override func tearDown() { machines.removeAll() }
 
     /// A keychain with one item in a new database; the creating machine, a
     /// second machine (unlocked, enrolled, approved), the location and an
     /// admin connection to the database.
     func made() throws -> (TemporaryKeychain, TemporaryKeychain, RemoteLocation, RemoteConnection) {
-        let server = try SharedPostgres.running()
-        let database = try server.makeDatabase()
-        let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
-                                      helper: try PostgresServer.helperPath())
-        let first = try TemporaryKeychain(remote: location)
-        machines.append(first)
+        let (first, location, database) = try machines.created()
         try first.open().add(genp("svc", "alice"), data: secret("one"))
-        let second = try TemporaryKeychain(joining: location)
-        machines.append(second)
-        try second.unlock()
-        let id = try second.open().enroll(name: "second")
-        try first.open().approve(device: id, groups: [Keychain.defaultAccessGroup])
+        let second = try machines.enrolled(location, name: "second", approvedBy: first).machine
         XCTAssertEqual(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true).map(\.secretString), ["one"])
-        return (first, second, location, try server.connect(database: database))
+        return (first, second, location, try SharedPostgres.running().connect(database: database))
     }
 
     func meta(_ admin: RemoteConnection) throws -> [String: [UInt8]] {
@@ -81,8 +69,7 @@ final class RemoteHeaderTests: XCTestCase {
         try assertRefused(first, admin)
         try assertRefused(second, admin)
         // A machine unlocking now gets nothing into its session.
-        let third = try TemporaryKeychain(joining: location)
-        machines.append(third)
+        let third = try machines.joining(location)
         XCTAssertThrowsError(try third.unlock()) { XCTAssertEqual(($0 as? KeychainError)?.code, .decode, "\($0)") }
         XCTAssertFalse(try third.open().isUnlocked)
         // Put back, everything opens again.
@@ -95,8 +82,7 @@ final class RemoteHeaderTests: XCTestCase {
         let (first, _, location, admin) = try made()
         try setMeta(admin, "kdf", KDFParameters(cost: .weakForTests).encoded)
         try assertRefused(first, admin)
-        let other = try TemporaryKeychain(joining: location)
-        machines.append(other)
+        let other = try machines.joining(location)
         XCTAssertThrowsError(try other.unlock()) { XCTAssertEqual(($0 as? KeychainError)?.code, .decode, "\($0)") }
         // Parameters at the floor but not the keychain's: the MAC catches them on an unlocked machine.
         try setMeta(admin, "kdf", KDFParameters(cost: .interactive).encoded)
@@ -120,11 +106,7 @@ final class RemoteHeaderTests: XCTestCase {
         let (first, second, _, admin) = try made()
         let older = try meta(admin)
         // A revocation moves the header on (generation 2): keys were replaced.
-        let third = try TemporaryKeychain(joining: first.remote!)
-        machines.append(third)
-        try third.unlock()
-        let id = try third.open().enroll(name: "third")
-        try first.open().approve(device: id, groups: [Keychain.defaultAccessGroup])
+        let id = try machines.enrolled(try XCTUnwrap(first.remote), name: "third", approvedBy: first).id
         try first.open().revoke(device: id)
         XCTAssertEqual(try first.open().generation, 2)
         XCTAssertEqual(try second.open().search(query(.genericPassword, [.service: "svc"])).count, 1, "the second machine sees generation 2")

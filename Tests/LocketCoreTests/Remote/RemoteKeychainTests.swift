@@ -13,32 +13,14 @@ import Glibc
 /// secret. The SecItem semantics themselves are the query, uniqueness and
 /// update suites, run against a remote keychain (KeychainTestCase.alsoRemote).
 final class RemoteKeychainTests: PostgresTestCase {
-    /// A remote keychain in a new database, created on a first machine; the machine and the database name.
-    func created() throws -> (TemporaryKeychain, RemoteLocation, String) {
-        let server = try running()
-        let database = try server.makeDatabase()
-        let location = RemoteLocation(url: "postgres:///\(database)", parameters: server.socketParameters(database: database),
-                                      helper: try PostgresServer.helperPath())
-        return (try TemporaryKeychain(remote: location), location, database)
-    }
+    private let machines = RemoteMachines()
 
-    /// Another machine: its own device secret and session, the same database;
-    /// with `admin`, unlocked, enrolled and approved by it for `groups`.
-    func machine(_ location: RemoteLocation, approvedBy admin: TemporaryKeychain? = nil,
-                 groups: [String] = [Keychain.defaultAccessGroup]) throws -> TemporaryKeychain {
-        let machine = try TemporaryKeychain(joining: location)
-        if let admin {
-            try machine.unlock()
-            let id = try machine.open().enroll(name: "machine")
-            try admin.open().approve(device: id, groups: groups)
-        }
-        return machine
-    }
+    override func tearDown() { machines.removeAll() }
 
     func testASecondMachineIsLockedUntilThePasswordAndThenReadsTheFirstMachinesItems() throws {
-        let (first, location, _) = try created()
+        let (first, location, _) = try machines.created()
         try first.open().add(genp("svc", "alice"), data: secret("one"))
-        let second = try machine(location)
+        let second = try machines.joining(location)
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .interactionNotAllowed)
         }
@@ -67,7 +49,7 @@ final class RemoteKeychainTests: PostgresTestCase {
     }
 
     func testThisDeviceOnlyClassesAreRefusedWithTheirReason() throws {
-        let (first, _, _) = try created()
+        let (first, _, _) = try machines.created()
         let keychain = try first.open()
         for pclass in ProtectionClass.allCases where pclass.thisDeviceOnly {
             XCTAssertThrowsError(try keychain.add(genp("svc", pclass.name, accessible: pclass), data: secret("x"))) { error in
@@ -84,7 +66,7 @@ final class RemoteKeychainTests: PostgresTestCase {
     }
 
     func testWhatOnlyAFileDoesIsRefusedAndChangesNothing() throws {
-        let (first, _, _) = try created()
+        let (first, _, _) = try machines.created()
         let keychain = try first.open()
         try keychain.add(genp("svc", "a"), data: secret("one"))
         XCTAssertThrowsError(try keychain.changePassword(old: secret("correct horse"), new: secret("new horse"))) { error in
@@ -99,14 +81,11 @@ final class RemoteKeychainTests: PostgresTestCase {
     }
 
     func testCreatingTwiceAndOpeningAnEmptyDatabaseAreRefused() throws {
-        let (first, location, _) = try created()
+        let (first, location, _) = try machines.created()
         XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("p"), kdf: .interactive, environment: first.environment)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .duplicateKeychain)
         }
-        let server = try running()
-        let empty = try server.makeDatabase()
-        let nowhere = RemoteLocation(url: "postgres:///\(empty)", parameters: server.socketParameters(database: empty),
-                                     helper: try PostgresServer.helperPath())
+        let nowhere = try RemoteMachines.newLocation()
         XCTAssertThrowsError(try Keychain.open(remote: nowhere, environment: first.environment)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .noSuchKeychain)
         }
@@ -116,9 +95,9 @@ final class RemoteKeychainTests: PostgresTestCase {
     /// rewriting one shared item, conflicting on it: every add is there, the
     /// shared item is whole (serializable transactions retried on conflict).
     func testConcurrentMachinesLoseNothing() throws {
-        let (first, location, _) = try created()
+        let (first, location, _) = try machines.created()
         try first.open().add(genp("shared", "last"), data: secret("none"))
-        nonisolated(unsafe) let machines = [first] + (try (0..<2).map { _ in try self.machine(location, approvedBy: first) })
+        nonisolated(unsafe) let machines = [first] + (try (0..<2).map { _ in try self.machines.enrolled(location, approvedBy: first).machine })
         let rounds = 15
         nonisolated(unsafe) var failures: [String] = []
         let lock = NSLock()
@@ -143,7 +122,7 @@ final class RemoteKeychainTests: PostgresTestCase {
         }
         // The shared item's comment and secret come from the same write.
         let shared = try keychain.search(query(.genericPassword, [.service: "shared"]), returnData: true)[0]
-        let comment: String = shared.string(.comment) ?? "?"
+        let comment = shared.string(.comment)
         XCTAssertEqual(shared.secretString, "\(comment)-r\(rounds - 1)")
     }
 
@@ -152,7 +131,7 @@ final class RemoteKeychainTests: PostgresTestCase {
     /// holds none of the names, attribute values, groups' items or secrets
     /// stored, plain or hex.
     func testADumpOfTheDatabaseHoldsNoNameAndNoSecret() throws {
-        let (first, location, database) = try created()
+        let (first, location, database) = try machines.created()
         let marker = "m\(UInt32.random(in: 0...UInt32.max))"
         let values = ["svc-\(marker)", "acct-\(marker)", "label-\(marker)", "comment-\(marker)", "secret-\(marker)",
                       "server-\(marker).example", "changed-\(marker)", "moved-secret-\(marker)"]
@@ -160,7 +139,7 @@ final class RemoteKeychainTests: PostgresTestCase {
         try keychain.add(genp(values[0], values[1], [.label: values[2], .comment: values[3]]), data: secret(values[4]))
         try keychain.add(inet([.server: bytes(values[5]), .account: bytes(values[1])]), data: secret(values[4]))
         try keychain.update(query(.genericPassword, [.service: values[0]]), changes: [.comment: bytes(values[6])], data: secret(values[7]))
-        try machine(location).unlock()
+        try machines.joining(location).unlock()
         let dump = try running().dump(database)
         XCTAssertNotNil(dump.range(of: Data("locket.items".utf8)), "the dump holds the tables")
         for value in values {

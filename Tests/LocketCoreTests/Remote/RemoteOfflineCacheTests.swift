@@ -164,4 +164,81 @@ final class RemoteOfflineCacheTests: XCTestCase {
         XCTAssert(run.err.contains("revoked"), run.summary)
         XCTAssertEqual(try cacheFiles(second), [])
     }
+
+    /// The ssh-agent honours --max-stale as find -w does: with the server
+    /// down it lists and signs with after-first-unlock keys from the cache,
+    /// audited at the next contact; without --max-stale it serves none.
+    func testTheSSHAgentServesKeysFromTheCacheWithinMaxStale() throws {
+        let tools = ["ssh-add", "ssh-keygen"].compactMap { tool in
+            ["/usr/bin/\(tool)", "/usr/local/bin/\(tool)"].first(where: FileManager.default.isExecutableFile(atPath:))
+        }
+        guard tools.count == 2 else { throw XCTSkip("ssh-add or ssh-keygen is not installed (make test-deps installs openssh-client)") }
+        let server = try PostgresServer()
+        defer { server.stop() }
+        let first = try machine()
+        let url = try newKeychain(first, server)
+        var run = try locket(first, ["-k", url, "key", "generate", "--type", "ed25519", "--label", "offline-deploy",
+                                     "--accessible", "after-first-unlock"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "key", "public", "--label", "offline-deploy", "--openssh"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        let openssh = run.out.split(separator: " ").prefix(2).joined(separator: " ")
+        let publicKey = first.root + "/deploy.pub", message = first.root + "/message"
+        XCTAssertTrue(FileManager.default.createFile(atPath: publicKey, contents: Data((openssh + "\n").utf8)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: message, contents: Data("signed offline".utf8)))
+        run = try locket(first, ["-k", url, "keychain", "sync"])
+        XCTAssert(run.out.hasPrefix("1 after-first-unlock item cached"), run.summary)
+        let readsOnline = try auditReads(first, url)
+
+        try server.stopServer(mode: "immediate")
+        var restarted = false
+        defer { if !restarted { try? server.start() } }
+        run = try locket(first, ["-k", url, "--max-stale", "1h", "ssh-agent", "--", tools[0], "-L"])
+        XCTAssertEqual(run.status, 0, run.summary)
+        XCTAssertEqual(run.out, "\(openssh) offline-deploy\n", run.summary)
+        run = try locket(first, ["-k", url, "--max-stale", "1h", "ssh-agent", "--", tools[1], "-Y", "sign", "-f", publicKey, "-n", "file", message])
+        XCTAssertEqual(run.status, 0, run.summary)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: message + ".sig"), run.summary)
+        run = try locket(first, ["-k", url, "ssh-agent", "--", tools[0], "-L"])
+        XCTAssertNotEqual(run.status, 0, "no offline keys unless asked: \(run.summary)")
+        XCTAssertFalse(run.out.contains(openssh), run.summary)
+
+        try server.start()
+        restarted = true
+        XCTAssertGreaterThan(try auditReads(first, url), readsOnline, "the agent's offline reads reach the audit")
+    }
+
+    /// With --max-stale, a server that drops packets (a loopback port whose
+    /// accept queue is full) is given 2 s, not libpq's 10, before the cache
+    /// answers; a URL's own connect_timeout wins.
+    func testWithMaxStaleAServerThatDropsPacketsIsGivenTwoSeconds() throws {
+        let server = try PostgresServer()
+        defer { server.stop() }
+        let first = try machine()
+        let passfile = first.root + "/pgpass"
+        XCTAssertTrue(FileManager.default.createFile(atPath: passfile, contents: Data("127.0.0.1:\(server.port):*:\(PostgresServer.user):\(server.password)\n".utf8),
+                                                     attributes: [.posixPermissions: 0o600]))
+        let url = "postgres://\(PostgresServer.user)@127.0.0.1:\(server.port)/\(try server.makeDatabase())?sslrootcert=\(server.caCertificate)&passfile=\(passfile)"
+        var run = try locket(first, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-offline\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "add", "-s", "dropped-svc", "--accessible", "after-first-unlock", "-w"], input: .text("cached-Vt4"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        let patient = url + "&connect_timeout=4"
+        for keychain in [url, patient] {
+            run = try locket(first, ["-k", keychain, "keychain", "sync"])
+            XCTAssertEqual(run.status, 0, run.summary)
+        }
+
+        try server.stopServer(mode: "immediate")
+        defer { try? server.start() }
+        let hole = try Loopback.BlackHole(port: server.port)
+        defer { hole.close() }
+        run = try locket(first, ["-k", url, "--max-stale", "1h", "find", "-s", "dropped-svc", "-w"])
+        XCTAssertEqual(run.out, "cached-Vt4\n", run.summary)
+        XCTAssertGreaterThanOrEqual(run.duration, 1.9, "it waited for the connection to time out: \(run.summary)")
+        XCTAssertLessThan(run.duration, 8, "2 s, not the helper's default 10: \(run.summary)")
+        run = try locket(first, ["-k", patient, "--max-stale", "1h", "find", "-s", "dropped-svc", "-w"])
+        XCTAssertEqual(run.out, "cached-Vt4\n", run.summary)
+        XCTAssertGreaterThanOrEqual(run.duration, 3.9, "the URL's connect_timeout=4 wins: \(run.summary)")
+    }
 }

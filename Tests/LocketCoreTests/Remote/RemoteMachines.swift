@@ -1,0 +1,48 @@
+import LocketCore
+import XCTest
+
+/// The "machines" of an engine test on a remote keychain (SPEC §17): each a
+/// `TemporaryKeychain` with its own environment (device secret, session)
+/// on one database of the run's shared server. `Machines` is the command
+/// line's counterpart. Every machine made is removed by `removeAll()`, which
+/// a suite calls from `tearDown`.
+final class RemoteMachines {
+    private var made: [TemporaryKeychain] = []
+
+    /// A new, empty database of the shared server, as a location (over the socket).
+    static func newLocation() throws -> RemoteLocation { try SharedPostgres.newKeychainLocation() }
+
+    /// A keychain created on a first machine in a new database; the machine, the location and the database's name.
+    func created() throws -> (machine: TemporaryKeychain, location: RemoteLocation, database: String) {
+        let location = try Self.newLocation()
+        let database = try XCTUnwrap(location.value("dbname"))
+        return (try kept(TemporaryKeychain(remote: location)), location, database)
+    }
+
+    /// Another machine of the keychain at `location`: nothing unlocked.
+    func joining(_ location: RemoteLocation) throws -> TemporaryKeychain {
+        try kept(TemporaryKeychain(joining: location))
+    }
+
+    /// Another machine, unlocked and enrolled as `name`; with `admin`,
+    /// approved by it for `groups`. The machine and its device id.
+    func enrolled(_ location: RemoteLocation, name: String = "machine", approvedBy admin: TemporaryKeychain? = nil,
+                  groups: [String] = [Keychain.defaultAccessGroup]) throws -> (machine: TemporaryKeychain, id: Int64) {
+        let machine = try joining(location)
+        try machine.unlock()
+        let id = try machine.open().enroll(name: name)
+        if let admin { try admin.open().approve(device: id, groups: groups) }
+        return (machine, id)
+    }
+
+    /// Locks and deletes every machine made.
+    func removeAll() {
+        for machine in made { machine.remove() }
+        made = []
+    }
+
+    private func kept(_ machine: TemporaryKeychain) -> TemporaryKeychain {
+        made.append(machine)
+        return machine
+    }
+}
