@@ -62,7 +62,7 @@ enum KeyDerivation {
         init(_ label: StaticString) {
             bytes = []
             bytes.reserveCapacity(64)
-            append(Array(UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount)))
+            append(UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount))
         }
 
         mutating func append<Bytes: Collection<UInt8>>(_ field: Bytes) {
@@ -71,7 +71,24 @@ enum KeyDerivation {
             bytes.append(contentsOf: field)
         }
 
-        mutating func append(_ string: String) { append(string.utf8) }
+        mutating func append(_ string: String) {
+            // Through its contiguous bytes: the generic path over a UTF8View
+            // went a byte at a time.
+            var string = string
+            string.withUTF8 { append($0) }
+        }
+
+        /// `field` behind a one-byte tag 1, or the tag 0 alone for nil: the
+        /// same bytes as appending `[1] + field` or `[0]`, without making them.
+        mutating func append(tagged field: [UInt8]?) {
+            guard let field else { return append(CollectionOfOne(UInt8(0))) }
+            BigEndian.append(UInt32(field.count + 1), to: &bytes)
+            bytes.append(1)
+            bytes.append(contentsOf: field)
+        }
+
+        /// Makes room for `count` more bytes at once (a context of many fields).
+        mutating func reserve(_ count: Int) { bytes.reserveCapacity(bytes.count + count) }
 
         /// How many bytes are encoded so far (for `truncate`).
         var count: Int { bytes.count }
@@ -86,7 +103,11 @@ enum KeyDerivation {
             return copy
         }
 
-        func with(_ string: String) -> Context { with(string.utf8) }
+        func with(_ string: String) -> Context {
+            var copy = self
+            copy.append(string)
+            return copy
+        }
 
         /// Overwrites the encoded inputs (when one of them is key material).
         mutating func wipe() { LocketSupport.wipe(&bytes) }

@@ -97,6 +97,9 @@ final class GuardedArena: @unchecked Sendable {
     private struct State {
         var chunks: [UInt] = []
         var free: [UInt] = []
+        /// The newest region's slots not handed out yet: from `fresh` to `freshEnd`.
+        var fresh: UInt = 0
+        var freshEnd: UInt = 0
     }
 
     private init(slotSize: Int, slotsPerChunk: Int, maximumChunks: Int) {
@@ -109,17 +112,25 @@ final class GuardedArena: @unchecked Sendable {
     /// A zeroed slot, or nil when the arena is full or no region could be made.
     func allocate() -> UnsafeMutableRawPointer? {
         let address: UInt? = state.withLock { state in
+            // Wiped by `free` (the rest of a slot is never written).
             if let slot = state.free.popLast() { return slot }
-            guard state.chunks.count < maximumChunks else { return nil }
-            try? Sodium.ready()
-            let size = slotSize * slotsPerChunk
-            guard let region = sodium_malloc(size) else { return nil }
-            sodium_memzero(region, size)
-            let base = UInt(bitPattern: region)
-            state.chunks.append(base)
-            state.free.reserveCapacity(slotsPerChunk * maximumChunks)
-            for i in stride(from: slotsPerChunk - 1, through: 1, by: -1) { state.free.append(base + UInt(i * slotSize)) }
-            return base
+            if state.fresh == state.freshEnd {
+                guard state.chunks.count < maximumChunks else { return nil }
+                try? Sodium.ready()
+                let size = slotSize * slotsPerChunk
+                guard let region = sodium_malloc(size) else { return nil }
+                state.chunks.append(UInt(bitPattern: region))
+                state.free.reserveCapacity(slotsPerChunk * maximumChunks)
+                state.fresh = UInt(bitPattern: region)
+                state.freshEnd = state.fresh + UInt(size)
+            }
+            // sodium_malloc fills a region with a canary byte: each slot is
+            // zeroed when first handed out, not the whole region at once (a
+            // lookup uses a few of a region's slots).
+            let slot = state.fresh
+            state.fresh += UInt(slotSize)
+            sodium_memzero(UnsafeMutableRawPointer(bitPattern: slot), slotSize)
+            return slot
         }
         return address.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }
     }

@@ -69,6 +69,11 @@ struct Header {
     /// The MAC of every row but the MAC itself, in name order.
     func mac(_ key: SecureBytes) -> SecureBytes {
         var context = KeyDerivation.Context("locket.header.v1")
+        // Room for every field at once: grown row by row, the buffer was copied again and again.
+        var size = 16
+        for (name, value) in meta { size += 8 + name.utf8.count + value.count }
+        for (name, row) in keybag { size += 14 + name.utf8.count + (row.kek?.count ?? 0) + (row.device?.count ?? 0) }
+        context.reserve(size)
         let names = meta.keys.filter { $0 != Header.macName }.sorted()
         // The counts first: no row of one table can pass for a row of the other.
         context.append(String(names.count) + "/" + String(keybag.count))
@@ -80,8 +85,8 @@ struct Header {
             let row = keybag[name]!
             context.append(name)
             // A one-byte tag tells NULL from an empty blob.
-            context.append(row.kek.map { [1] + $0 } ?? [0])
-            context.append(row.device.map { [1] + $0 } ?? [0])
+            context.append(tagged: row.kek)
+            context.append(tagged: row.device)
         }
         return KeyDerivation.derive(key, context)
     }

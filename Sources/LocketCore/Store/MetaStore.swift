@@ -47,7 +47,9 @@ extension Dictionary where Key == String, Value == [UInt8] {
 enum MetaStore {
     /// Reads every meta and keybag row.
     static func read(_ db: Database) throws -> Header {
-        var header = Header(meta: [:], keybag: [:])
+        // Sized for a header as this release writes it (12 meta rows, 10
+        // keybag rows): growing from empty rehashed each table four times.
+        var header = Header(meta: Dictionary(minimumCapacity: 16), keybag: Dictionary(minimumCapacity: 16))
         let m = try db.prepare("SELECT name, value FROM meta")
         while try m.step() { header.meta[m.text(0)] = m.blob(1) }
         let k = try db.prepare("SELECT class, kek, device FROM keybag")
