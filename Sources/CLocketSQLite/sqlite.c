@@ -6,7 +6,7 @@
 
 sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
 
-/* The "locket" VFS: SQLite's unix VFS with two changes, both to the WAL file.
+/* The "locket" VFS: SQLite's unix VFS with three changes, all to the WAL file.
  *
  * 1. A WAL file that already exists is opened without SQLITE_OPEN_CREATE. The
  * unix VFS fsyncs the directory after the first sync of any journal it was
@@ -31,7 +31,10 @@ sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT;
  * zeroing was lost is replayed harmlessly (its frames are already in the
  * database). Smaller truncations (at a commit) are skipped: the frames beyond
  * a commit are invalid already. A larger WAL (a big import) is truncated as
- * SQLite asks, so its space is given back. */
+ * SQLite asks, so its space is given back.
+ *
+ * 3. A sync of the WAL with nothing written since its last sync is skipped
+ * (see wal_sync). */
 static sqlite3_vfs locket_vfs;
 static int (*unix_open)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *);
 
@@ -43,6 +46,9 @@ typedef struct {
     sqlite3_file *real;
     /* The end of the furthest write this connection made. */
     sqlite3_int64 written;
+    /* Nothing was written or truncated since the last sync, made with these flags. */
+    int synced;
+    int synced_flags;
 } wal_file;
 
 static sqlite3_io_methods wal_methods;
@@ -55,6 +61,7 @@ static int wal_read(sqlite3_file *file, void *buffer, int amount, sqlite3_int64 
 }
 static int wal_write(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
     wal_file *wal = (wal_file *)file;
+    wal->synced = 0;
     int rc = wal->real->pMethods->xWrite(wal->real, buffer, amount, offset);
     if (rc == SQLITE_OK && offset + amount > wal->written) wal->written = offset + amount;
     return rc;
@@ -76,8 +83,12 @@ static int wal_truncate(sqlite3_file *file, sqlite3_int64 size) {
     wal_file *wal = (wal_file *)file;
     sqlite3_int64 now = 0;
     int rc = wal->real->pMethods->xFileSize(wal->real, &now);
-    if (rc != SQLITE_OK || now > KEPT_WAL_BYTES) return wal->real->pMethods->xTruncate(wal->real, size);
+    if (rc != SQLITE_OK || now > KEPT_WAL_BYTES) {
+        wal->synced = 0;
+        return wal->real->pMethods->xTruncate(wal->real, size);
+    }
     if (size > 0 || now == 0) return SQLITE_OK;
+    wal->synced = 0;
     /* The header first: from here on the WAL is empty. A connection that
      * wrote no frame leaves the rest as the last writer left it. */
     rc = wal_zero(wal->real, 0, now < WAL_HEADER_BYTES ? now : WAL_HEADER_BYTES);
@@ -85,7 +96,18 @@ static int wal_truncate(sqlite3_file *file, sqlite3_int64 size) {
     return rc;
 }
 
-static int wal_sync(sqlite3_file *file, int flags) { return real_of(file)->pMethods->xSync(real_of(file), flags); }
+/* A sync with nothing written since the last one is skipped: the checkpoint
+ * syncs the WAL before copying it into the database, but with
+ * synchronous=FULL the commit has just synced every frame, and a second
+ * fdatasync only costs the disk a cache flush. */
+static int wal_sync(sqlite3_file *file, int flags) {
+    wal_file *wal = (wal_file *)file;
+    if (wal->synced && wal->synced_flags == flags) return SQLITE_OK;
+    int rc = wal->real->pMethods->xSync(wal->real, flags);
+    wal->synced = rc == SQLITE_OK;
+    wal->synced_flags = flags;
+    return rc;
+}
 static int wal_file_size(sqlite3_file *file, sqlite3_int64 *size) { return real_of(file)->pMethods->xFileSize(real_of(file), size); }
 static int wal_lock(sqlite3_file *file, int level) { return real_of(file)->pMethods->xLock(real_of(file), level); }
 static int wal_unlock(sqlite3_file *file, int level) { return real_of(file)->pMethods->xUnlock(real_of(file), level); }
@@ -107,6 +129,7 @@ static int locket_vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *fil
     wal_file *wal = (wal_file *)file;
     wal->real = (sqlite3_file *)(wal + 1);
     wal->written = 0;
+    wal->synced = 0;
     int rc = unix_open(vfs, name, wal->real, flags, out);
     /* SQLite calls xClose only on a file whose pMethods is set. */
     wal->base.pMethods = rc == SQLITE_OK && wal->real->pMethods != NULL ? &wal_methods : NULL;

@@ -86,6 +86,30 @@ final class ReadPathEndToEndTests: EndToEndCase {
         XCTAssertEqual(ReliabilityDatabase.integrity(keychain), "ok")
     }
 
+    /// SPEC §7: an acknowledged write is on disk. The order a write's system
+    /// calls must keep: every frame synced before the checkpoint writes the
+    /// database, the database synced after its last write, and the WAL
+    /// emptied only after that. Three syncs in all (the WAL's header, the
+    /// commit, the database): the VFS skips the checkpoint's second sync of
+    /// a WAL nothing was written to since the commit's.
+    func testAWriteSyncsItsFramesBeforeTheCheckpointAndEmptiesTheWALAfter() throws {
+        let calls = try writesToKeychainFiles(["add", "-s", "durable", "-a", "acct", "--data-file", "-"], input: .text("s"))
+        func isWAL(_ call: String) -> Bool { call.contains(keychain + "-wal>") }
+        func isMain(_ call: String) -> Bool { call.contains(keychain + ">") }
+        func isSync(_ call: String) -> Bool { call.contains("fsync(") || call.contains("fdatasync(") }
+        func isWrite(_ call: String) -> Bool { call.contains("pwrite64(") || call.contains(" write(") }
+        XCTAssertEqual(calls.filter(isSync).count, 3, calls.joined(separator: "\n"))
+        let firstMainWrite = try XCTUnwrap(calls.firstIndex { isMain($0) && isWrite($0) }, "the checkpoint wrote nothing")
+        let lastFrame = try XCTUnwrap(calls[..<firstMainWrite].lastIndex { isWAL($0) && isWrite($0) }, "no frame before the checkpoint")
+        XCTAssertTrue(calls[lastFrame..<firstMainWrite].contains { isWAL($0) && isSync($0) },
+                      "the database was written before the WAL's frames were synced: \(calls)")
+        let lastMainWrite = try XCTUnwrap(calls.lastIndex { isMain($0) && isWrite($0) })
+        let mainSync = try XCTUnwrap(calls[lastMainWrite...].firstIndex { isMain($0) && isSync($0) }, "the checkpoint's writes were not synced")
+        XCTAssertFalse(calls[firstMainWrite..<mainSync].contains { isWAL($0) && isWrite($0) },
+                       "the WAL was emptied before the database was synced: \(calls)")
+        XCTAssertEqual(String(decoding: secret("-s", "durable", "-a", "acct"), as: UTF8.self), "s")
+    }
+
     /// A keychain whose WAL was truncated to nothing (by a release before the
     /// VFS kept its blocks, or by hand) and one whose kept WAL holds a zeroed
     /// header both open, read and write as before.
