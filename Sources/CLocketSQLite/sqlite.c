@@ -9,21 +9,134 @@
 
 sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
 
-/* The "locket" VFS: SQLite's unix VFS, except that a WAL file that already
- * exists is opened without SQLITE_OPEN_CREATE. The unix VFS fsyncs the
- * directory after the first sync of any journal it was asked to create, to
- * make the new directory entry durable; locket keeps its WAL between commands
- * (SQLITE_FCNTL_PERSIST_WAL), so its entry has been durable since the first
- * write, and that directory fsync was paid again by every write command. */
+/* The "locket" VFS: SQLite's unix VFS with three changes, all to the WAL file.
+ *
+ * 1. A WAL file that already exists is opened without SQLITE_OPEN_CREATE. The
+ * unix VFS fsyncs the directory after the first sync of any journal it was
+ * asked to create, to make the new directory entry durable; locket keeps its
+ * WAL between commands (SQLITE_FCNTL_PERSIST_WAL), so its entry has been
+ * durable since the first write, and that directory fsync was paid again by
+ * every write command.
+ *
+ * 2. The WAL keeps its blocks. A writer closes with journal_size_limit=0, so
+ * SQLite, once the WAL is checkpointed and the database synced, truncates it
+ * to zero bytes; the next writer then grew it again from nothing, and each of
+ * its fdatasyncs (the header, the commit) had to commit the file's new size
+ * and blocks through the filesystem's journal. Here a WAL of at most
+ * KEPT_WAL_BYTES is emptied in place instead: its 32-byte header is zeroed
+ * (SQLite then finds no valid frame: the WAL is empty to any reader), and
+ * whatever lies beyond the frames this connection wrote (frames of earlier
+ * commands, invalid under any later header) is zeroed too, so no older page
+ * stays in the file. What remains between them are this connection's frames,
+ * which SQLite has just copied into the database: the file holds nothing the
+ * database does not. Nothing here is synced, as SQLite's own truncation is
+ * not: the checkpoint has already made the database durable, and a WAL whose
+ * zeroing was lost is replayed harmlessly (its frames are already in the
+ * database). Smaller truncations (at a commit) are skipped: the frames beyond
+ * a commit are invalid already. A larger WAL (a big import) is truncated as
+ * SQLite asks, so its space is given back.
+ *
+ * 3. A sync of the WAL with nothing written since its last sync is skipped
+ * (see wal_sync). */
 static sqlite3_vfs locket_vfs;
 static int (*unix_open)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *);
 
+enum { KEPT_WAL_BYTES = 1 << 20, WAL_HEADER_BYTES = 32 };
+
+/* A WAL file: the unix VFS's own file follows this header in the same block. */
+typedef struct {
+    sqlite3_file base;
+    sqlite3_file *real;
+    /* The end of the furthest write this connection made. */
+    sqlite3_int64 written;
+    /* Nothing was written or truncated since the last sync, made with these flags. */
+    int synced;
+    int synced_flags;
+} wal_file;
+
+static sqlite3_io_methods wal_methods;
+
+static sqlite3_file *real_of(sqlite3_file *file) { return ((wal_file *)file)->real; }
+
+static int wal_close(sqlite3_file *file) { return real_of(file)->pMethods->xClose(real_of(file)); }
+static int wal_read(sqlite3_file *file, void *buffer, int amount, sqlite3_int64 offset) {
+    return real_of(file)->pMethods->xRead(real_of(file), buffer, amount, offset);
+}
+static int wal_write(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
+    wal_file *wal = (wal_file *)file;
+    wal->synced = 0;
+    int rc = wal->real->pMethods->xWrite(wal->real, buffer, amount, offset);
+    if (rc == SQLITE_OK && offset + amount > wal->written) wal->written = offset + amount;
+    return rc;
+}
+
+/* Writes zeros over [from, to). */
+static int wal_zero(sqlite3_file *real, sqlite3_int64 from, sqlite3_int64 to) {
+    static const char zeros[65536];
+    while (from < to) {
+        int n = to - from < (sqlite3_int64)sizeof zeros ? (int)(to - from) : (int)sizeof zeros;
+        int rc = real->pMethods->xWrite(real, zeros, n, from);
+        if (rc != SQLITE_OK) return rc;
+        from += n;
+    }
+    return SQLITE_OK;
+}
+
+static int wal_truncate(sqlite3_file *file, sqlite3_int64 size) {
+    wal_file *wal = (wal_file *)file;
+    sqlite3_int64 now = 0;
+    int rc = wal->real->pMethods->xFileSize(wal->real, &now);
+    if (rc != SQLITE_OK || now > KEPT_WAL_BYTES) {
+        wal->synced = 0;
+        return wal->real->pMethods->xTruncate(wal->real, size);
+    }
+    if (size > 0 || now == 0) return SQLITE_OK;
+    wal->synced = 0;
+    /* The header first: from here on the WAL is empty. A connection that
+     * wrote no frame leaves the rest as the last writer left it. */
+    rc = wal_zero(wal->real, 0, now < WAL_HEADER_BYTES ? now : WAL_HEADER_BYTES);
+    if (rc == SQLITE_OK && wal->written > 0 && wal->written < now) rc = wal_zero(wal->real, wal->written, now);
+    return rc;
+}
+
+/* A sync with nothing written since the last one is skipped: the checkpoint
+ * syncs the WAL before copying it into the database, but with
+ * synchronous=FULL the commit has just synced every frame, and a second
+ * fdatasync only costs the disk a cache flush. */
+static int wal_sync(sqlite3_file *file, int flags) {
+    wal_file *wal = (wal_file *)file;
+    if (wal->synced && wal->synced_flags == flags) return SQLITE_OK;
+    int rc = wal->real->pMethods->xSync(wal->real, flags);
+    wal->synced = rc == SQLITE_OK;
+    wal->synced_flags = flags;
+    return rc;
+}
+static int wal_file_size(sqlite3_file *file, sqlite3_int64 *size) { return real_of(file)->pMethods->xFileSize(real_of(file), size); }
+static int wal_lock(sqlite3_file *file, int level) { return real_of(file)->pMethods->xLock(real_of(file), level); }
+static int wal_unlock(sqlite3_file *file, int level) { return real_of(file)->pMethods->xUnlock(real_of(file), level); }
+static int wal_check_reserved_lock(sqlite3_file *file, int *out) {
+    return real_of(file)->pMethods->xCheckReservedLock(real_of(file), out);
+}
+static int wal_file_control(sqlite3_file *file, int op, void *arg) {
+    return real_of(file)->pMethods->xFileControl(real_of(file), op, arg);
+}
+static int wal_sector_size(sqlite3_file *file) { return real_of(file)->pMethods->xSectorSize(real_of(file)); }
+static int wal_device_characteristics(sqlite3_file *file) {
+    return real_of(file)->pMethods->xDeviceCharacteristics(real_of(file));
+}
+
 static int locket_vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *out) {
     struct stat st;
-    if ((flags & SQLITE_OPEN_WAL) && name != NULL && lstat(name, &st) == 0 && S_ISREG(st.st_mode)) {
-        flags &= ~SQLITE_OPEN_CREATE;
-    }
-    return unix_open(vfs, name, file, flags, out);
+    if (!(flags & SQLITE_OPEN_WAL)) return unix_open(vfs, name, file, flags, out);
+    if (name != NULL && lstat(name, &st) == 0 && S_ISREG(st.st_mode)) flags &= ~SQLITE_OPEN_CREATE;
+    wal_file *wal = (wal_file *)file;
+    wal->real = (sqlite3_file *)(wal + 1);
+    wal->written = 0;
+    wal->synced = 0;
+    int rc = unix_open(vfs, name, wal->real, flags, out);
+    /* SQLite calls xClose only on a file whose pMethods is set. */
+    wal->base.pMethods = rc == SQLITE_OK && wal->real->pMethods != NULL ? &wal_methods : NULL;
+    return rc;
 }
 
 /* SQLite's memory. Debian builds SQLite with SQLITE_OMIT_LOOKASIDE, so every
@@ -171,8 +284,26 @@ static void locket_vfs_register(void) {
     locket_vfs = *unix_vfs;
     locket_vfs.zName = "locket";
     locket_vfs.pNext = NULL;
+    /* Room for a WAL file's header before the unix file (sizeof keeps it
+     * 8-byte aligned); other files use the block as the unix VFS would. */
+    locket_vfs.szOsFile = (int)sizeof(wal_file) + unix_vfs->szOsFile;
     unix_open = unix_vfs->xOpen;
     locket_vfs.xOpen = locket_vfs_open;
+    wal_methods = (sqlite3_io_methods){
+        .iVersion = 1,
+        .xClose = wal_close,
+        .xRead = wal_read,
+        .xWrite = wal_write,
+        .xTruncate = wal_truncate,
+        .xSync = wal_sync,
+        .xFileSize = wal_file_size,
+        .xLock = wal_lock,
+        .xUnlock = wal_unlock,
+        .xCheckReservedLock = wal_check_reserved_lock,
+        .xFileControl = wal_file_control,
+        .xSectorSize = wal_sector_size,
+        .xDeviceCharacteristics = wal_device_characteristics,
+    };
     if (sqlite3_vfs_register(&locket_vfs, 0) == SQLITE_OK) locket_vfs_name = "locket";
 }
 

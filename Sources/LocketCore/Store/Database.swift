@@ -119,7 +119,8 @@ final class Database {
         // process's memory, and no -shm is opened or made.
         sqlite3_exec(handle, "PRAGMA locking_mode=EXCLUSIVE", nil, nil, nil)
         // Keep the -wal file between commands: creating and deleting it in
-        // every writing process costs more than the write itself...
+        // every writing process costs more than the write itself (and the
+        // VFS keeps its blocks too: see `transaction`)...
         var persist: Int32 = 1
         sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
         // ...but empty: see `transaction` (journal_size_limit).
@@ -204,10 +205,12 @@ final class Database {
         // exclusive locking has the file open, so its -shm can go.
         if write && depth == 1 {
             unlink(path + Self.staleSharedMemorySuffix)
-            // A writer's WAL is checkpointed and truncated at close, so the
-            // next process has nothing to recover. Set by writers only: a
-            // read leaves nothing in the WAL, and each statement prepared is
-            // paid by every `find`.
+            // A writer's WAL is checkpointed and emptied at close, so the
+            // next process has nothing to recover: SQLite truncates it to
+            // zero, which the "locket" VFS turns into zeroing it in place,
+            // keeping its blocks (CLocketSQLite/sqlite.c). Set by writers
+            // only: a read leaves nothing in the WAL, and each statement
+            // prepared is paid by every `find`.
             sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)
         }
         do {

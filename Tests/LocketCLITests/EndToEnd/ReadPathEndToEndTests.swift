@@ -59,17 +59,68 @@ final class ReadPathEndToEndTests: EndToEndCase {
 
     /// Writers set journal_size_limit (readers don't: it is one statement
     /// less per `find`): each write leaves the WAL checkpointed and empty,
-    /// so the next command has nothing to recover.
+    /// so the next command has nothing to recover. Empty in place (the VFS
+    /// keeps its blocks): a zeroed header, which SQLite reads as no frames,
+    /// and nothing after the last command's frames but zeros.
     func testEveryWriteLeavesAnEmptyWAL() throws {
         let wal = keychain + "-wal"
+        // A large secret first: more frames than the commands after it write.
+        addBytes("-s", "big", "-a", "acct", data: [UInt8](repeating: 0x62, count: 200_000))
         for arguments in [["add", "-s", "w1", "-a", "acct", "--data-file", "-"], ["update", "-s", "w1", "-a", "acct", "--data-file", "-"],
-                          ["delete", "-s", "w1", "-a", "acct"]] {
+                          ["delete", "-s", "w1", "-a", "acct"], ["delete", "-s", "big", "-a", "acct"]] {
             let result = locket(arguments, input: .text("value"))
             XCTAssertEqual(result.status, 0, result.summary)
             var st = stat()
             XCTAssertEqual(lstat(wal, &st), 0, "the WAL is kept between commands")
-            XCTAssertEqual(st.st_size, 0, "locket \(arguments[0]) left \(st.st_size) bytes in the WAL")
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: wal).map { Array($0) })
+            XCTAssertGreaterThan(bytes.count, 32, "locket \(arguments[0]) gave the WAL's blocks back: the next write commits them anew")
+            XCTAssertLessThanOrEqual(bytes.count, 1 << 20, "locket \(arguments[0]) left a WAL larger than the VFS keeps")
+            XCTAssertEqual(Array(bytes.prefix(32)), [UInt8](repeating: 0, count: min(32, bytes.count)),
+                           "locket \(arguments[0]) left a WAL header SQLite would recover frames from")
+            // Frames (a 24-byte header and a page each) up to the first zeroed one, then zeros only.
+            var offset = 32
+            while offset + 24 <= bytes.count && bytes[offset..<offset + 24].contains(where: { $0 != 0 }) { offset += 24 + 4096 }
+            XCTAssertFalse(bytes[min(offset, bytes.count)...].contains { $0 != 0 }, "locket \(arguments[0]) left an older command's frames in the WAL")
         }
+        XCTAssertEqual(String(decoding: secret("-s", "svc", "-a", "acct"), as: UTF8.self), "secret-one")
+        XCTAssertEqual(ReliabilityDatabase.integrity(keychain), "ok")
+    }
+
+    /// SPEC §7: an acknowledged write is on disk. The order a write's system
+    /// calls must keep: every frame synced before the checkpoint writes the
+    /// database, the database synced after its last write, and the WAL
+    /// emptied only after that. Three syncs in all (the WAL's header, the
+    /// commit, the database): the VFS skips the checkpoint's second sync of
+    /// a WAL nothing was written to since the commit's.
+    func testAWriteSyncsItsFramesBeforeTheCheckpointAndEmptiesTheWALAfter() throws {
+        let calls = try writesToKeychainFiles(["add", "-s", "durable", "-a", "acct", "--data-file", "-"], input: .text("s"))
+        func isWAL(_ call: String) -> Bool { call.contains(keychain + "-wal>") }
+        func isMain(_ call: String) -> Bool { call.contains(keychain + ">") }
+        func isSync(_ call: String) -> Bool { call.contains("fsync(") || call.contains("fdatasync(") }
+        func isWrite(_ call: String) -> Bool { call.contains("pwrite64(") || call.contains(" write(") }
+        XCTAssertEqual(calls.filter(isSync).count, 3, calls.joined(separator: "\n"))
+        let firstMainWrite = try XCTUnwrap(calls.firstIndex { isMain($0) && isWrite($0) }, "the checkpoint wrote nothing")
+        let lastFrame = try XCTUnwrap(calls[..<firstMainWrite].lastIndex { isWAL($0) && isWrite($0) }, "no frame before the checkpoint")
+        XCTAssertTrue(calls[lastFrame..<firstMainWrite].contains { isWAL($0) && isSync($0) },
+                      "the database was written before the WAL's frames were synced: \(calls)")
+        let lastMainWrite = try XCTUnwrap(calls.lastIndex { isMain($0) && isWrite($0) })
+        let mainSync = try XCTUnwrap(calls[lastMainWrite...].firstIndex { isMain($0) && isSync($0) }, "the checkpoint's writes were not synced")
+        XCTAssertFalse(calls[firstMainWrite..<mainSync].contains { isWAL($0) && isWrite($0) },
+                       "the WAL was emptied before the database was synced: \(calls)")
+        XCTAssertEqual(String(decoding: secret("-s", "durable", "-a", "acct"), as: UTF8.self), "s")
+    }
+
+    /// A keychain whose WAL was truncated to nothing (by a release before the
+    /// VFS kept its blocks, or by hand) and one whose kept WAL holds a zeroed
+    /// header both open, read and write as before.
+    func testAnEmptiedOrTruncatedWALOpens() throws {
+        let wal = keychain + "-wal"
+        XCTAssertEqual(truncate(wal, 0), 0)
+        XCTAssertEqual(try writesToKeychainFiles(["find", "-s", "svc", "-a", "acct", "-w"]), [])
+        add("-s", "after-truncation", "-a", "acct", secret: "secret-three")
+        XCTAssertEqual(try writesToKeychainFiles(["find", "-s", "after-truncation", "-a", "acct", "-w"]), [])
+        XCTAssertEqual(String(decoding: secret("-s", "after-truncation", "-a", "acct"), as: UTF8.self), "secret-three")
+        XCTAssertEqual(String(decoding: secret("-s", "svc", "-a", "acct"), as: UTF8.self), "secret-one")
     }
 
     func testAStaleSharedMemoryFileIsIgnoredThenRemovedByAWrite() throws {
