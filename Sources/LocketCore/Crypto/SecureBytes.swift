@@ -82,13 +82,25 @@ public final class SecureBytes: @unchecked Sendable {
 /// hundred a `find --all` or a dump may need.
 final class GuardedArena: @unchecked Sendable {
     /// Keys (32 bytes) and other small secrets: 64 per page, up to 512.
-    static let small = GuardedArena(slotSize: 64, slotsPerChunk: 64, maximumChunks: 8)
+    static let small = GuardedArena(slotSize: 64, slotsPerChunk: 64, maximumChunks: 8, offsetInFirstRegion: 0)
     /// Attribute records and short secrets: up to 64.
-    static let medium = GuardedArena(slotSize: 1024, slotsPerChunk: 8, maximumChunks: 8)
+    static let medium = GuardedArena(slotSize: 1024, slotsPerChunk: 8, maximumChunks: 8, offsetInFirstRegion: 64 * 64)
+
+    /// The first chunk of both arenas, from one `sodium_malloc`: a lookup
+    /// takes slots of both, and each guarded region costs six system calls
+    /// (mmap, three mprotect, madvise, mlock) and its own locked pages.
+    private static let firstRegion: UInt? = {
+        try? Sodium.ready()
+        let size = 64 * 64 + 1024 * 8
+        guard let region = sodium_malloc(size) else { return nil }
+        sodium_memzero(region, size)
+        return UInt(bitPattern: region)
+    }()
 
     let slotSize: Int
     private let slotsPerChunk: Int
     private let maximumChunks: Int
+    private let offsetInFirstRegion: Int
     private let state: Mutex<State>
 
     /// Addresses are kept as numbers: the Mutex hands out only Sendable
@@ -99,10 +111,11 @@ final class GuardedArena: @unchecked Sendable {
         var free: [UInt] = []
     }
 
-    private init(slotSize: Int, slotsPerChunk: Int, maximumChunks: Int) {
+    private init(slotSize: Int, slotsPerChunk: Int, maximumChunks: Int, offsetInFirstRegion: Int) {
         self.slotSize = slotSize
         self.slotsPerChunk = slotsPerChunk
         self.maximumChunks = maximumChunks
+        self.offsetInFirstRegion = offsetInFirstRegion
         state = Mutex(State())
     }
 
@@ -111,11 +124,16 @@ final class GuardedArena: @unchecked Sendable {
         let address: UInt? = state.withLock { state in
             if let slot = state.free.popLast() { return slot }
             guard state.chunks.count < maximumChunks else { return nil }
-            try? Sodium.ready()
-            let size = slotSize * slotsPerChunk
-            guard let region = sodium_malloc(size) else { return nil }
-            sodium_memzero(region, size)
-            let base = UInt(bitPattern: region)
+            let base: UInt
+            if state.chunks.isEmpty, let first = GuardedArena.firstRegion {
+                base = first + UInt(offsetInFirstRegion)
+            } else {
+                try? Sodium.ready()
+                let size = slotSize * slotsPerChunk
+                guard let region = sodium_malloc(size) else { return nil }
+                sodium_memzero(region, size)
+                base = UInt(bitPattern: region)
+            }
             state.chunks.append(base)
             state.free.reserveCapacity(slotsPerChunk * maximumChunks)
             for i in stride(from: slotsPerChunk - 1, through: 1, by: -1) { state.free.append(base + UInt(i * slotSize)) }
