@@ -279,6 +279,11 @@ static void locket_vfs_register(void) {
 #if !LOCKET_ADDRESS_SANITIZER
     sqlite3_config(SQLITE_CONFIG_MALLOC, &locket_mem);
 #endif
+    /* No page-cache bulk: Debian's SQLite mallocs room for 20 pages per
+     * connection up front and writes a header into each, 20 fresh heap pages
+     * faulted in; a lookup reads fewer pages than that, each now malloc'd
+     * when read (bench/README.md "Start-up"). */
+    sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
     sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
     if (unix_vfs == NULL) return;
     locket_vfs = *unix_vfs;

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// Shell completion scripts, generated from the command table. The files in
 /// `completions/` are this output; a test fails when they drift.
 public enum Completions {
@@ -240,6 +242,6 @@ public enum Completions {
 
 extension String {
     func replacingAll(_ target: String, _ replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+        replacing(every: target, with: replacement)
     }
 }

@@ -1,3 +1,49 @@
+// The standard library's `firstRange(of:)`, `split(separator:)` with a
+// collection for separator and `contains(_:)` of a string all come from
+// _StringProcessing, and any one call links its regex engine into the static
+// executable: 1.5 MB more to read on a cold start (bench/README.md "Start-up").
+extension Collection where Element: Equatable {
+    /// Where `other` first occurs, element by element (`Character`s in a
+    /// string); nil for an empty `other`, which nothing here searches for.
+    @inlinable
+    public func firstRange<Other: Collection>(matching other: Other) -> Range<Index>? where Other.Element == Element {
+        guard !other.isEmpty else { return nil }
+        var start = startIndex
+        while true {
+            var i = start
+            var j = other.startIndex
+            while j != other.endIndex, i != endIndex, self[i] == other[j] {
+                formIndex(after: &i)
+                other.formIndex(after: &j)
+            }
+            if j == other.endIndex { return start..<i }
+            guard start != endIndex else { return nil }
+            formIndex(after: &start)
+        }
+    }
+
+    /// Whether `other` occurs in this collection.
+    @inlinable
+    public func contains<Other: Collection>(occurrenceOf other: Other) -> Bool where Other.Element == Element {
+        firstRange(matching: other) != nil
+    }
+}
+
+extension String {
+    /// Every occurrence of `target` (not empty) replaced by `replacement`, left to right.
+    public func replacing(every target: String, with replacement: String) -> String {
+        var out = ""
+        var rest = self[...]
+        while let range = rest.firstRange(matching: target) {
+            out.append(contentsOf: rest[..<range.lowerBound])
+            out.append(replacement)
+            rest = rest[range.upperBound...]
+        }
+        out.append(contentsOf: rest)
+        return out
+    }
+}
+
 extension Array where Element == String {
     /// `joined(separator:)`, concrete. The standard library's generic one is
     /// not specialized into locket, and its first call resolves `String`'s

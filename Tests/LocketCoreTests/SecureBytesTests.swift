@@ -28,6 +28,23 @@ final class SecureBytesTests: XCTestCase {
         }
     }
 
+    /// The first chunks of the two arenas share one guarded region: slots of
+    /// both sizes, live at once, must keep to their own bytes.
+    func testSmallAndMediumSlotsNeverOverlap() {
+        var live: [(SecureBytes, UInt8)] = []
+        for i in 0..<200 {
+            let size = i % 3 == 0 ? 1024 : 64
+            let b = SecureBytes(count: size)
+            XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }, "buffer \(i) (\(size) B) not zeroed")
+            let mark = UInt8(truncatingIfNeeded: i + 1)
+            b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: mark) }
+            live.append((b, mark))
+        }
+        for (i, (b, mark)) in live.enumerated() {
+            XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == mark } }, "buffer \(i) (\(b.count) B) overwritten")
+        }
+    }
+
     /// A short value in a large slot: wiping only what was used must still
     /// leave the whole slot zero for the next, longer value.
     func testShortThenLongValueInTheSameSlotSize() {

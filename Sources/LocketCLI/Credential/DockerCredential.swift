@@ -42,7 +42,7 @@ enum DockerCredential {
         init(parsing text: String) throws {
             var rest = Substring(text)
             var scheme = ""
-            if let separator = rest.firstRange(of: "://") {
+            if let separator = rest.firstRange(matching: "://") {
                 scheme = rest[..<separator.lowerBound].lowercased()
                 rest = rest[separator.upperBound...]
             } else if rest.hasPrefix("//") {

@@ -30,7 +30,7 @@ public struct GitCredential: Equatable, Sendable {
     }
 
     private mutating func fillFromURL(_ url: String) {
-        guard let separator = url.firstRange(of: "://") else { return }
+        guard let separator = url.firstRange(matching: "://") else { return }
         if fields["protocol"] == nil { fields["protocol"] = String(url[..<separator.lowerBound]) }
         var rest = url[separator.upperBound...]
         var path: Substring?

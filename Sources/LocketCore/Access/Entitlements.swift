@@ -74,7 +74,7 @@ public struct Entitlements: Sendable, Equatable {
 
         func expand(_ value: String, key: String) throws -> String {
             var out = value
-            for variable in ["$(AppIdentifierPrefix)", "$(TeamIdentifierPrefix)"] where out.contains(variable) {
+            for variable in ["$(AppIdentifierPrefix)", "$(TeamIdentifierPrefix)"] where out.contains(occurrenceOf: variable) {
                 guard let prefix else {
                     throw fail("\(key) uses \(variable) but there is no application-identifier with a team prefix to expand it")
                 }
@@ -168,6 +168,6 @@ struct RawEntitlements: Equatable {
 
 extension String {
     func replacingAll(_ target: String, _ replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+        replacing(every: target, with: replacement)
     }
 }

@@ -82,13 +82,24 @@ public final class SecureBytes: @unchecked Sendable {
 /// hundred a `find --all` or a dump may need.
 final class GuardedArena: @unchecked Sendable {
     /// Keys (32 bytes) and other small secrets: 64 per page, up to 512.
-    static let small = GuardedArena(slotSize: 64, slotsPerChunk: 64, maximumChunks: 8)
+    static let small = GuardedArena(slotSize: 64, slotsPerChunk: 64, maximumChunks: 8, offsetInFirstRegion: 0)
     /// Attribute records and short secrets: up to 64.
-    static let medium = GuardedArena(slotSize: 1024, slotsPerChunk: 8, maximumChunks: 8)
+    static let medium = GuardedArena(slotSize: 1024, slotsPerChunk: 8, maximumChunks: 8, offsetInFirstRegion: 64 * 64)
+
+    /// The first chunk of both arenas, from one `sodium_malloc`: a lookup
+    /// takes slots of both, and each guarded region costs six system calls
+    /// (mmap, three mprotect, madvise, mlock) and its own locked pages.
+    private static let firstRegion: UInt? = {
+        try? Sodium.ready()
+        let size = 64 * 64 + 1024 * 8
+        // Not zeroed here: each slot is, when first handed out.
+        return sodium_malloc(size).map { UInt(bitPattern: $0) }
+    }()
 
     let slotSize: Int
     private let slotsPerChunk: Int
     private let maximumChunks: Int
+    private let offsetInFirstRegion: Int
     private let state: Mutex<State>
 
     /// Addresses are kept as numbers: the Mutex hands out only Sendable
@@ -102,10 +113,11 @@ final class GuardedArena: @unchecked Sendable {
         var freshEnd: UInt = 0
     }
 
-    private init(slotSize: Int, slotsPerChunk: Int, maximumChunks: Int) {
+    private init(slotSize: Int, slotsPerChunk: Int, maximumChunks: Int, offsetInFirstRegion: Int) {
         self.slotSize = slotSize
         self.slotsPerChunk = slotsPerChunk
         self.maximumChunks = maximumChunks
+        self.offsetInFirstRegion = offsetInFirstRegion
         state = Mutex(State())
     }
 
@@ -116,13 +128,18 @@ final class GuardedArena: @unchecked Sendable {
             if let slot = state.free.popLast() { return slot }
             if state.fresh == state.freshEnd {
                 guard state.chunks.count < maximumChunks else { return nil }
-                try? Sodium.ready()
-                let size = slotSize * slotsPerChunk
-                guard let region = sodium_malloc(size) else { return nil }
-                state.chunks.append(UInt(bitPattern: region))
+                let base: UInt
+                if state.chunks.isEmpty, let first = GuardedArena.firstRegion {
+                    base = first + UInt(offsetInFirstRegion)
+                } else {
+                    try? Sodium.ready()
+                    guard let region = sodium_malloc(slotSize * slotsPerChunk) else { return nil }
+                    base = UInt(bitPattern: region)
+                }
+                state.chunks.append(base)
                 state.free.reserveCapacity(slotsPerChunk * maximumChunks)
-                state.fresh = UInt(bitPattern: region)
-                state.freshEnd = state.fresh + UInt(size)
+                state.fresh = base
+                state.freshEnd = base + UInt(slotSize * slotsPerChunk)
             }
             // sodium_malloc fills a region with a canary byte: each slot is
             // zeroed when first handed out, not the whole region at once (a

@@ -10,7 +10,7 @@ public enum Reference {
             KeychainError(.param, "'\(Printable.clip(text))' is not a secret reference: \(why)")
         }
         let bytes = Array(text.utf8)
-        if let range = text.firstRange(of: "://") {
+        if let range = text.firstRange(matching: "://") {
             let scheme = String(text[..<range.lowerBound]).lowercased()
             guard let code = FourCharCodes.protocols[scheme] else { throw bad("unknown scheme '\(Printable.clip(scheme))'") }
             var rest = Substring(text[range.upperBound...])

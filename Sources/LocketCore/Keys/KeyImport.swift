@@ -277,7 +277,7 @@ public enum KeyImport {
         guard let key else {
             let reason = OpenSSL.lastReason() ?? ""
             ERR_clear_error()
-            if reason.contains("unsupported") { throw KeychainError(.param, "the \(block.label.lowercased()) is encrypted with a cipher locket can't read") }
+            if reason.contains(occurrenceOf: "unsupported") { throw KeychainError(.param, "the \(block.label.lowercased()) is encrypted with a cipher locket can't read") }
             throw KeychainError(.authFailed, "the passphrase is not correct for this encrypted \(block.label.lowercased())")
         }
         return try AsymmetricKey(evp: EVPKey(taking: key), isPrivate: true)

@@ -129,7 +129,7 @@ struct URLParts {
         guard !text.isEmpty, !text.contains(where: { $0 < 0x21 || $0 == 0x7f }) else { return nil }
         var rest = text[...]
         let separator = Array("://".utf8)
-        if let range = text.firstRange(of: separator) {
+        if let range = text.firstRange(matching: separator) {
             let scheme = String(decoding: text[..<range.lowerBound], as: UTF8.self).lowercased()
             guard let code = FourCharCodes.protocols[scheme] else { return nil }
             protocolCode = Array(code.utf8)

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// What went wrong on the way to PostgreSQL, before it is turned into a
 /// KeychainError: the SQLSTATE decides retries and the OSStatus.
 enum RemoteFailure: Error {
@@ -32,7 +34,7 @@ enum RemoteFailure: Error {
     var keychainError: KeychainError {
         switch self {
         case .connect(let message):
-            let code: KeychainError.Code = message.contains("password authentication failed") ? .authFailed : .notAvailable
+            let code: KeychainError.Code = message.contains(occurrenceOf: "password authentication failed") ? .authFailed : .notAvailable
             return KeychainError(code, "could not connect to the PostgreSQL server: \(message)")
         case .helperGone:
             return KeychainError(.io, "the PostgreSQL helper stopped unexpectedly; nothing was committed by the open transaction")
