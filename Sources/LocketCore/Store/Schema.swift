@@ -25,8 +25,12 @@ enum Schema {
     /// Format 2's items table, under `name` (the migration builds it aside first).
     /// AUTOINCREMENT: ids are never reused (ThisDeviceOnly items of an earlier
     /// device are told apart by `id <= tdo_boundary`).
-    static func itemsTable(_ name: String) -> String {
-        """
+    /// Format 1 (tests of the migration only) had a digest column per indexed
+    /// attribute between `pk` and `attrs`, and its uniqueness as a constraint.
+    static func itemsTable(_ name: String, format1Columns: [String] = []) -> String {
+        let middle = format1Columns.map { "\($0) INTEGER,\n    " }.joined()
+        let unique = format1Columns.isEmpty ? "" : ",\n    UNIQUE(cls, agrp, pk)"
+        return """
         CREATE TABLE \(name)(
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             ref BLOB NOT NULL UNIQUE,
@@ -34,8 +38,8 @@ enum Schema {
             pdmn TEXT NOT NULL,
             agrp TEXT NOT NULL,
             pk BLOB NOT NULL,
-            attrs BLOB NOT NULL,
-            data BLOB NOT NULL)
+            \(middle)attrs BLOB NOT NULL,
+            data BLOB NOT NULL\(unique))
         """
     }
 
@@ -56,19 +60,7 @@ enum Schema {
         if format == 2 { return metaTables + [itemsTable("items")] + format2Tail }
         let indexColumns = indexedAttributes.map(indexColumn)
         return metaTables + [
-            """
-            CREATE TABLE items(
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                ref BLOB NOT NULL UNIQUE,
-                cls TEXT NOT NULL,
-                pdmn TEXT NOT NULL,
-                agrp TEXT NOT NULL,
-                pk BLOB NOT NULL,
-                \(indexColumns.map { "\($0) INTEGER" }.joined(with: ",\n    ")),
-                attrs BLOB NOT NULL,
-                data BLOB NOT NULL,
-                UNIQUE(cls, agrp, pk))
-            """,
+            itemsTable("items", format1Columns: indexColumns),
             "CREATE INDEX items_pdmn ON items(pdmn, agrp)",
         ] + indexColumns.map {
             // Partial: empty values (NULL digests) are the common case for most
