@@ -113,6 +113,11 @@ extension Keychain {
                 if let allowed = caller.accessGroups, !allowed.contains(group) {
                     waiting.append((item, .notPermitted))
                     try tellSettled()
+                    // A long run of them behind a row still queued: wait for it, so that what is held stays bounded.
+                    if waiting.count - head > 512 {
+                        while let failure = writer.drain() { try settle(failure) }
+                        try tellSettled()
+                    }
                     continue
                 }
                 try authorize(group)
