@@ -81,6 +81,21 @@ extension Keychain {
                 pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
                 ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
                 using inserter: (any ItemInserting)? = nil, control: AccessControl? = nil) throws -> Item {
+        let row = try seal(itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra,
+                           ref: ref, created: created, modified: modified, control: control)
+        try (inserter ?? itemStore.makeInserter()).insert(
+            ref: row.ref, itemClass: itemClass, accessible: pclass, group: group,
+            digests: row.digests, attributes: row.attributes, data: row.data)
+        return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
+                    persistentRef: row.ref, creationDate: row.created, modificationDate: row.modified, data: nil,
+                    availability: .available, accessControl: control)
+    }
+
+    /// One item's row as the store writes it: its digests and sealed values, no secret.
+    func seal(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
+              pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
+              ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
+              control: AccessControl? = nil) throws -> SealedItemRow {
         if remote != nil && pclass.thisDeviceOnly { throw Keychain.notShareable(pclass) }
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
@@ -94,14 +109,11 @@ extension Keychain {
         let (created, modified) = (created ?? now, modified ?? now)
         var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded)
         defer { wipe(&record) }
-        try (inserter ?? itemStore.makeInserter()).insert(
-            ref: ref, itemClass: itemClass, accessible: pclass, group: group,
-            digests: Sealing.digests(try indexKey(), itemClass, attributes),
-            attributes: SecretBox.seal(record, key: attrsKey),
-            data: SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey))
-        return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
-                    persistentRef: ref, creationDate: created, modificationDate: modified, data: nil, availability: .available,
-                    accessControl: control)
+        return SealedItemRow(ref: ref, itemClass: itemClass, accessible: pclass, group: group,
+                             digests: Sealing.digests(try indexKey(), itemClass, attributes),
+                             attributes: SecretBox.seal(record, key: attrsKey),
+                             data: SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey),
+                             created: created, modified: modified)
     }
 
     /// The key that seals `field` of `row`, or why it is not available.
@@ -109,4 +121,20 @@ extension Keychain {
         if let remote { return try remoteFieldKey(remote, row, field) }
         return Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
     }
+}
+
+/// An item's row, sealed and digested, ready for the store: nothing in it is secret.
+struct SealedItemRow {
+    var ref: [UInt8]
+    var itemClass: ItemClass
+    var accessible: ProtectionClass
+    var group: String
+    var digests: ItemStore.Digests
+    var attributes: [UInt8]
+    var data: [UInt8]
+    var created: Int64
+    var modified: Int64
+
+    /// What it holds in memory, roughly (for bounding a queue of rows).
+    var byteCount: Int { ref.count + group.utf8.count + attributes.count + data.count + 16 * digests.index.count + 64 }
 }

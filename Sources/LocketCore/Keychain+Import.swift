@@ -60,7 +60,9 @@ extension Keychain {
     /// alone, or updated with `updateExisting` (its reference and creation
     /// date stay). An item in an access group the caller can't write is
     /// skipped, not an error: an app restores only its own groups. `outcome`
-    /// hears each item's fate, in order, for the importer's report.
+    /// hears each item's fate, in order, for the importer's report; it may
+    /// hear it a few items later than `next` gave the item (the rows are
+    /// written by a second thread while the next items are sealed).
     public func importItems(updateExisting: Bool, next: () throws -> ImportedItem?,
                             outcome: (ImportedItem, ImportOutcome) throws -> Void) throws {
         // Its items stream from the reader: a retried transaction could not read them again.
@@ -72,42 +74,86 @@ extension Keychain {
         try write {
             try database.execute("PRAGMA cache_size=-16384")
             let inserter = try store.prepareInsert()
+            let writer = InsertPipeline(inserter)
+            // Joined before the transaction commits or rolls back, whichever way this ends.
+            defer { writer.stop() }
+            // Items whose outcome is not told yet, in order: sent to the writer, or already decided.
+            var waiting: [(item: ImportedItem, decided: ImportOutcome?)] = []
+            var head = 0
+            var told = 0
+            func tellSettled() throws {
+                let inserted = writer.inserted
+                while head < waiting.count {
+                    let (item, decided) = waiting[head]
+                    if decided == nil {
+                        guard told < inserted else { break }
+                        told += 1
+                    }
+                    head += 1
+                    try outcome(item, decided ?? .added)
+                }
+                if head >= 256 {
+                    waiting.removeFirst(head)
+                    head = 0
+                }
+            }
+            // The writer stopped on the first item not yet told: a duplicate is
+            // resolved here (the writer is idle), anything else ends the import.
+            func settle(_ failure: (error: any Error, rest: [SealedItemRow])) throws {
+                try tellSettled()
+                guard let error = failure.error as? KeychainError, error.code == .duplicateItem else { throw failure.error }
+                let item = waiting[head].item
+                head += 1
+                try outcome(item, try resolveDuplicate(item, updateExisting: updateExisting, using: inserter))
+                writer.resume(failure.rest)
+            }
             while let item = try next() {
                 try checkSize(item.data)
                 let group = item.accessGroup ?? defaultGroup
                 if let allowed = caller.accessGroups, !allowed.contains(group) {
-                    try outcome(item, .notPermitted)
+                    waiting.append((item, .notPermitted))
+                    try tellSettled()
+                    // A long run of them behind a row still queued: wait for it, so that what is held stays bounded.
+                    if waiting.count - head > 512 {
+                        while let failure = writer.drain() { try settle(failure) }
+                        try tellSettled()
+                    }
                     continue
                 }
                 try authorize(group)
-                let pclass = item.accessible ?? .whenUnlocked
-                let attributes = item.attributes
-                func add(ref: [UInt8]?) throws {
-                    _ = try insert(item.itemClass, attributes, group: group, pclass: pclass, data: item.data, extra: item.extra,
-                                   ref: ref, created: item.creationDate, modified: item.modificationDate, using: inserter)
+                let row = try seal(item.itemClass, item.attributes, group: group, pclass: item.accessible ?? .whenUnlocked,
+                                   data: item.data, extra: item.extra, ref: item.persistentRef,
+                                   created: item.creationDate, modified: item.modificationDate)
+                waiting.append((item, nil))
+                while !writer.submit(row) {
+                    if let failure = writer.drain() { try settle(failure) }
                 }
-                do {
-                    try add(ref: item.persistentRef)
-                    try outcome(item, .added)
-                } catch let error as KeychainError where error.code == .duplicateItem {
-                    var query = Query(itemClass: item.itemClass)
-                    for attribute in item.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
-                    query.accessGroup = group
-                    if try rows(query, limit: .one, data: false).isEmpty {
-                        // Not the primary key: the reference is another item's (the same backup restored after an edit).
-                        try add(ref: nil)
-                        try outcome(item, .addedWithNewReference)
-                    } else if updateExisting {
-                        let changes = Dictionary(uniqueKeysWithValues: Attribute.allCases.filter {
-                            item.itemClass.supports($0) && $0.isSealed
-                        }.map { ($0, attributes[$0] ?? []) })
-                        _ = try modify(query, changes: changes, accessGroup: nil, data: item.data, extra: item.extra)
-                        try outcome(item, .updated)
-                    } else {
-                        try outcome(item, .existing)
-                    }
-                }
+                try tellSettled()
             }
+            while let failure = writer.drain() { try settle(failure) }
+            try tellSettled()
         }
+    }
+
+    /// An imported item whose reference or primary key is taken: added with
+    /// a new reference when only the reference is another item's (the same
+    /// backup restored after an edit), else left alone or updated.
+    private func resolveDuplicate(_ item: ImportedItem, updateExisting: Bool, using inserter: ItemStore.Inserter) throws -> ImportOutcome {
+        let group = item.accessGroup ?? defaultGroup
+        let attributes = item.attributes
+        var query = Query(itemClass: item.itemClass)
+        for attribute in item.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+        query.accessGroup = group
+        if try rows(query, limit: .one, data: false).isEmpty {
+            _ = try insert(item.itemClass, attributes, group: group, pclass: item.accessible ?? .whenUnlocked, data: item.data,
+                           extra: item.extra, ref: nil, created: item.creationDate, modified: item.modificationDate, using: inserter)
+            return .addedWithNewReference
+        }
+        guard updateExisting else { return .existing }
+        let changes = Dictionary(uniqueKeysWithValues: Attribute.allCases.filter {
+            item.itemClass.supports($0) && $0.isSealed
+        }.map { ($0, attributes[$0] ?? []) })
+        _ = try modify(query, changes: changes, accessGroup: nil, data: item.data, extra: item.extra)
+        return .updated
     }
 }

@@ -204,13 +204,18 @@ extension Commands {
             try Migration.read(format, input, collect)
         }
         var index = 0
+        var told = 0
         try keychain.importItems(updateExisting: invocation.has("update"), next: {
             guard index < items.count else { return nil }
             defer { index += 1 }
             let m = items[index]
             return ImportedItem(itemClass: m.itemClass, attributes: m.attributes, data: secrets[index],
                                 creationDate: m.creationDate, modificationDate: m.modificationDate)
-        }, outcome: { item, outcome in report.count(item, outcome, origin: report.origins[index - 1]) })
+        }, outcome: { item, outcome in
+            // Outcomes come one per item, in order, but may trail `next` by a few items.
+            report.count(item, outcome, origin: report.origins[told])
+            told += 1
+        })
         report.print(context)
         return 0
     }

@@ -25,7 +25,7 @@ struct BackupHeader {
     /// SENSITIVE level is 1 GiB).
     static let maximumMemLimit: UInt64 = 1 << 30
     static let recipientIDBytes = 4
-    static let sealedKeyBytes = crypto_box_sealbytes() + fileKeyBytes
+    static var sealedKeyBytes: Int { SealedBox.sealBytes + fileKeyBytes }
     static let fileKeyBytes = 32
     static let wrappedKeyBytes = SecretBox.overhead + fileKeyBytes
 
@@ -157,19 +157,13 @@ struct BackupHeader {
         }
         let publicKey = try BackupRecipients.publicKey(secretKey: secretKey)
         let id = BackupHeader.recipientID(publicKey)
-        let fileKey = SecureBytes(count: BackupHeader.fileKeyBytes)
-        func open(_ sealed: [UInt8]) -> Bool {
-            fileKey.withUnsafeMutableBytes { out in
-                secretKey.withUnsafeBytes { sk in
-                    crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed, UInt64(sealed.count),
-                                         publicKey, sk.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
-                }
-            }
-        }
+        func open(_ sealed: [UInt8]) -> SecureBytes? { SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) }
         let matching = entries.filter { $0.id == id }
-        for entry in matching where open(entry.sealedKey) { return fileKey }
+        for entry in matching {
+            if let fileKey = open(entry.sealedKey) { return fileKey }
+        }
         // An entry whose id was altered still opens: say "altered", not "for other recipients".
-        for entry in entries where entry.id != id && open(entry.sealedKey) {
+        for entry in entries where entry.id != id && open(entry.sealedKey) != nil {
             throw KeychainError(.decode, "the backup's header was altered (a recipient entry does not match its key)")
         }
         if !matching.isEmpty { throw KeychainError(.decode, "the backup's header was altered (this key's entry does not open)") }

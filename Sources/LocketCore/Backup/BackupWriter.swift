@@ -54,12 +54,13 @@ public final class BackupWriter {
             guard key.count == BackupRecipients.keyBytes else {
                 throw KeychainError(.param, "an X25519 public key is \(BackupRecipients.keyBytes) bytes, not \(key.count)")
             }
-            var sealed = [UInt8](repeating: 0, count: BackupHeader.sealedKeyBytes)
-            let rc = fileKey.withUnsafeBytes { k in
-                crypto_box_seal(&sealed, k.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(k.count), key)
+            let sealed: [UInt8]
+            do {
+                sealed = try SealedBox.seal(fileKey, to: key)
+            } catch let error as KeychainError where error.code == .param {
+                // libsodium refuses keys of small order (all-zero shared secret).
+                throw KeychainError(.param, "a recipient is not a valid X25519 public key")
             }
-            // libsodium refuses keys of small order (all-zero shared secret).
-            guard rc == 0 else { throw KeychainError(.param, "a recipient is not a valid X25519 public key") }
             entries.append((BackupHeader.recipientID(key), sealed))
         }
         try self.init(fd: fd, fileKey: fileKey, chunkSize: chunkSize) { .recipients(entries) }

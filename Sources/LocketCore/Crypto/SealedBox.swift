@@ -15,7 +15,10 @@ enum SealedBox {
             throw KeychainError(.param, "an X25519 public key is \(crypto_box_publickeybytes()) bytes, not \(publicKey.count)")
         }
         var out = [UInt8](repeating: 0, count: plaintext.count + sealBytes)
-        try Sodium.check(crypto_box_seal(&out, Signer.base(plaintext), UInt64(plaintext.count), publicKey), "sealing failed")
+        // libsodium refuses a key of small order (the shared secret would be all zeros).
+        guard crypto_box_seal(&out, Signer.base(plaintext), UInt64(plaintext.count), publicKey) == 0 else {
+            throw KeychainError(.param, "the X25519 public key is not a usable one (it is of small order)")
+        }
         return out
     }
 

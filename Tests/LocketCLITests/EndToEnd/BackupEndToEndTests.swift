@@ -489,6 +489,99 @@ final class BackupEndToEndTests: EndToEndCase {
         XCTAssertTrue(locket("find", "-s", "svc").out.contains("comment: old comment"))
     }
 
+    /// Items already there scattered among new ones, more of them than the
+    /// import's writer thread queues: each duplicate stops the writer, is
+    /// resolved, and the rows after it follow; every item is counted once,
+    /// and `-U` updates exactly the existing ones.
+    func testExistingItemsAmongNewOnesAreCountedOnce() throws {
+        initKeychain()
+        unlock(timeout: "none")
+        let count = 1_500
+        func item(_ i: Int) throws -> NewItem {
+            var item = NewItem(itemClass: .genericPassword)
+            try item.set(.service, Array("svc-\(i)".utf8))
+            try item.set(.account, Array("acct".utf8))
+            return item
+        }
+        let keychain = try Keychain.open(at: sandbox.loginKeychain, environment: Environment(sandbox.environment))
+        try keychain.addBatch(try (0..<count).map { (item: try item($0), data: SecureBytes(copying: Array("old-\($0)".utf8))) })
+        XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
+                              input: .text("pw\n")).status, 0)
+        // Every third item is deleted (so it imports again); the others stay and
+        // get a new secret, so -U shows which ones it updated.
+        var deleted = 0
+        for i in 0..<count {
+            var query = Query(itemClass: .genericPassword)
+            try query.match(.service, Array("svc-\(i)".utf8))
+            if i % 3 == 0 {
+                deleted += try keychain.delete(query)
+            } else {
+                _ = try keychain.update(query, changes: [:], data: SecureBytes(copying: Array("new-\(i)".utf8)))
+            }
+        }
+        XCTAssertEqual(deleted, count / 3)
+        let kept = count - deleted
+        let skipped = locket("import", "--passphrase-stdin", backup, input: .text("pw\n"))
+        XCTAssertEqual(skipped.out, "imported \(deleted) items, skipped \(kept) (\(kept) already in the keychain; -U updates them)\n",
+                       skipped.summary)
+        XCTAssertEqual(secret("-s", "svc-3", "-a", "acct"), Array("old-3".utf8))
+        XCTAssertEqual(secret("-s", "svc-4", "-a", "acct"), Array("new-4".utf8))
+        let updated = locket("import", "-U", "--passphrase-stdin", backup, input: .text("pw\n"))
+        XCTAssertEqual(updated.out, "imported 0 items, updated \(count), skipped 0\n", updated.summary)
+        XCTAssertEqual(secret("-s", "svc-4", "-a", "acct"), Array("old-4".utf8))
+        XCTAssertEqual(secret("-s", "svc-\(count - 1)", "-a", "acct"), Array("old-\(count - 1)".utf8))
+    }
+
+    /// A SIGKILL at any instant of an import (reading, sealing, the writer
+    /// thread inserting, the commit) leaves the keychain with none of the
+    /// backup's items or with all of them.
+    func testAKilledImportLeavesNoneOrAll() throws {
+        initKeychain()
+        unlock(timeout: "none")
+        let count = 4_000
+        let keychain = try Keychain.open(at: sandbox.loginKeychain, environment: Environment(sandbox.environment))
+        try keychain.addBatch(try (0..<count).map { i in
+            var item = NewItem(itemClass: .genericPassword)
+            try item.set(.service, Array("svc-\(i)".utf8))
+            return (item: item, data: SecureBytes(copying: Array("secret-\(i)".utf8)))
+        })
+        XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
+                              input: .text("pw\n")).status, 0)
+        let passphrase = sandbox.root + "/passphrase"
+        try Data("pw\n".utf8).write(to: URL(fileURLWithPath: passphrase))
+        func importInto(_ name: String, killAfter delay: Double?) -> (killed: Bool, items: Int) {
+            let path = sandbox.root + "/\(name).keychain"
+            initKeychain(path)
+            XCTAssertEqual(locket(["-k", path, "unlock", "--password-stdin", "--timeout", "none"],
+                                  input: .text(EndToEndCase.password + "\n")).status, 0)
+            guard let child = ReliabilityChild.spawn(binary, ["-k", path, "import", "--passphrase-stdin", backup],
+                                                     environment: sandbox.environment, stdin: passphrase) else {
+                XCTFail("cannot spawn locket")
+                return (false, -1)
+            }
+            if let delay {
+                ReliabilityClock.sleep(milliseconds: delay)
+                child.kill()
+            }
+            let exit = child.wait()
+            let dumped = locket(["-k", path, "--json", "dump"])
+            XCTAssertEqual(dumped.status, 0, dumped.summary)
+            return (exit.signal == SIGKILL, dumped.out.split(separator: "\n").filter { $0.contains("\"class\"") }.count)
+        }
+        let start = ReliabilityClock.now()
+        XCTAssertEqual(importInto("whole", killAfter: nil).items, count)
+        let whole = (ReliabilityClock.now() - start) * 1000
+        var killed = 0
+        for trial in 0..<10 {
+            // Spread over the whole import, a little past its end.
+            let result = importInto("killed-\(trial)", killAfter: whole * (Double(trial) + 0.5) / 9)
+            if result.killed { killed += 1 }
+            XCTAssertTrue(result.items == 0 || result.items == count, "trial \(trial): \(result.items) of \(count) items")
+            XCTAssertTrue(result.killed || result.items == count, "trial \(trial) ended without the kill and without its items")
+        }
+        XCTAssertGreaterThan(killed, 0, "no kill landed during the import")
+    }
+
     func testOutputFileIsNotReplacedWithoutForce() throws {
         initKeychain()
         try Data("keep".utf8).write(to: URL(fileURLWithPath: backup))
