@@ -12,20 +12,7 @@ extension Keychain {
             throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
         }
         try checkSize(data)
-        if new.accessible != nil && new.accessControl != nil {
-            // As SecItemAdd with both kSecAttrAccessible and kSecAttrAccessControl.
-            throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
-        }
-        let control = new.accessControl
-        let pclass = control?.protection ?? new.accessible ?? .whenUnlocked
-        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
-            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
-        }
-        if let control, control.needsPresence && !hasPassword {
-            throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
-        }
-        let group = new.accessGroup ?? defaultGroup
-        try authorize(group)
+        let (pclass, control, group) = try placement(accessible: new.accessible, accessControl: new.accessControl, accessGroup: new.accessGroup)
         let attributes = new.storedAttributes
         return try write {
             do {
@@ -49,6 +36,28 @@ extension Keychain {
                 return updated[0]
             }
         }
+    }
+
+    /// Where a new item goes, refused as SecItemAdd refuses: its protection
+    /// class (the access control's, else `accessible`, else when-unlocked),
+    /// its access control, and its access group, which the caller must be
+    /// entitled to write.
+    func placement(accessible: ProtectionClass?, accessControl control: AccessControl?,
+                   accessGroup: String?) throws -> (ProtectionClass, AccessControl?, String) {
+        if accessible != nil && control != nil {
+            // As SecItemAdd with both kSecAttrAccessible and kSecAttrAccessControl.
+            throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
+        }
+        let pclass = control?.protection ?? accessible ?? .whenUnlocked
+        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
+            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
+        }
+        if let control, control.needsPresence && !hasPassword {
+            throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
+        }
+        let group = accessGroup ?? defaultGroup
+        try authorize(group)
+        return (pclass, control, group)
     }
 
     /// Adds many items in one transaction (bulk loading for benchmarks and

@@ -35,19 +35,8 @@ extension Keychain {
 
     private func addKeyItems(_ entries: [(ItemClass, [Attribute: [UInt8]], SecureBytes)], _ options: KeyItemOptions,
                              _ outcome: (KeyFileOutcome) throws -> Void) throws {
-        if options.accessible != nil && options.accessControl != nil {
-            throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
-        }
-        let control = options.accessControl
-        let pclass = control?.protection ?? options.accessible ?? .whenUnlocked
-        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
-            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
-        }
-        if let control, control.needsPresence && !hasPassword {
-            throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
-        }
-        let group = options.accessGroup ?? defaultGroup
-        try authorize(group)
+        let (pclass, control, group) = try placement(accessible: options.accessible, accessControl: options.accessControl,
+                                                     accessGroup: options.accessGroup)
         for (_, _, data) in entries { try checkSize(data) }
         try write {
             let inserter = try itemStore.makeInserter()
