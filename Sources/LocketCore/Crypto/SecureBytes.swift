@@ -8,10 +8,14 @@ public final class SecureBytes: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer?
     /// The number of bytes.
     public let count: Int
+    /// For a view (`slice`): the buffer whose memory it is, kept alive by it
+    /// and released (wiped) by it; nil when the memory is this buffer's own.
+    private let owner: SecureBytes?
 
     /// Zeroed guarded memory of `count` bytes.
     public init(count: Int) {
         self.count = count
+        owner = nil
         // sodium_malloc aborts until sodium_init has run.
         try? Sodium.ready()
         if count == 0 {
@@ -43,8 +47,23 @@ public final class SecureBytes: @unchecked Sendable {
         if let base, let src = raw.baseAddress { base.copyMemory(from: src, byteCount: raw.count) }
     }
 
+    /// `range` of `owner`'s bytes, without a copy: the memory stays guarded
+    /// and is wiped when neither is left.
+    private init(viewing owner: SecureBytes, _ range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= owner.count, "secure slice out of bounds")
+        count = range.count
+        base = range.isEmpty ? nil : owner.base.map { $0 + range.lowerBound }
+        self.owner = owner.owner ?? owner
+    }
+
+    /// The bytes in `range` as a buffer of their own that shares this one's
+    /// memory: an opened record's secret without a second guarded copy.
+    public func slice(_ range: Range<Int>) -> SecureBytes {
+        SecureBytes(viewing: self, range)
+    }
+
     deinit {
-        guard let base else { return }
+        guard owner == nil, let base else { return }
         if !GuardedArena.small.free(base, count: count) && !GuardedArena.medium.free(base, count: count) { sodium_free(base) }
     }
 

@@ -24,21 +24,20 @@ enum DataRecord {
         return out
     }
 
+    /// The secret and metadata as views of `record` (no second guarded copy
+    /// of the secret): the record's memory lives, and is wiped, with them.
     static func decode(_ record: SecureBytes) throws -> (secret: SecureBytes, extra: SecureBytes?) {
-        try record.withUnsafeBytes { r in
-            let bad = KeychainError(.decode, "an item's secret record is malformed")
-            guard let version = r.first else { throw bad }
-            switch version {
-            case 0:
-                return (SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[1...])), nil)
-            case 1:
-                guard let n = BigEndian.read(UInt32.self, r, at: 1).map(Int.init) else { throw bad }
-                guard n <= r.count - 5 else { throw bad }
-                return (SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[5..<(5 + n)])),
-                        SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[(5 + n)...])))
-            default:
-                throw bad
-            }
+        let (version, length) = record.withUnsafeBytes { r in (r.first, BigEndian.read(UInt32.self, r, at: 1).map(Int.init)) }
+        switch version {
+        case 0:
+            return (record.slice(1..<record.count), nil)
+        case 1:
+            guard let n = length, n <= record.count - 5 else { throw malformed }
+            return (record.slice(5..<(5 + n)), record.slice((5 + n)..<record.count))
+        default:
+            throw malformed
         }
     }
+
+    private static var malformed: KeychainError { KeychainError(.decode, "an item's secret record is malformed") }
 }

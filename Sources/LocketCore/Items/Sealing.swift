@@ -58,12 +58,17 @@ enum Sealing {
     /// key, the item class and the persistent reference, so a sealed value only
     /// opens in the row, class and group it was sealed for.
     static func fieldKey(_ groupKey: SecureBytes, _ row: RowIdentity, _ field: Field) -> SecureBytes {
-        // Appended in place: each `with` copied the context (four allocations per key, two keys per row).
-        var context = KeyDerivation.Context("locket.item.v1")
-        context.append(row.itemClass.rawValue)
-        context.append(row.ref)
-        context.append(field.rawValue)
-        return KeyDerivation.derive(groupKey, context)
+        // The Context encoding of these four fields, built on the stack: in an
+        // array it cost as much as the hash itself, two keys per item of a dump.
+        var itemClass = row.itemClass.rawValue
+        var name = field.rawValue
+        return itemClass.withUTF8 { itemClass in
+            name.withUTF8 { name in
+                row.ref.withUnsafeBytes { ref in
+                    KeyDerivation.derive(groupKey, "locket.item.v1", UnsafeRawBufferPointer(itemClass), ref, UnsafeRawBufferPointer(name))
+                }
+            }
+        }
     }
 
     /// The two sealed fields of a row.
