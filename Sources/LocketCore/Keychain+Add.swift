@@ -128,7 +128,7 @@ extension Keychain {
     /// The key that seals `field` of `row`, or why it is not available.
     func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
         if let remote { return try remoteFieldKey(remote, row, field) }
-        return Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
+        return try Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
     }
 }
 

@@ -5,14 +5,14 @@ import XCTest
 /// hashed must stay those of `KeyDerivation.Context`, or every sealed row
 /// written before would stop opening.
 final class FieldKeyTests: XCTestCase {
-    func testFieldKeyIsTheContextDerivation() {
-        let groupKey = SecureBytes(copying: (0..<32).map { UInt8($0 * 7 & 0xff) })
+    func testFieldKeyIsTheContextDerivation() throws {
+        let groupKey = try SecureBytes(copying: (0..<32).map { UInt8($0 * 7 & 0xff) })
         for itemClass in [ItemClass.genericPassword, .internetPassword, .key] {
             for ref in [[UInt8](), [1], (0..<16).map { UInt8($0) }, [UInt8](repeating: 0xEE, count: 300)] {
                 for field in [Sealing.Field.attributes, .data] {
                     let row = Sealing.RowIdentity(itemClass: itemClass, accessible: .whenUnlocked, accessGroup: "g", ref: ref)
                     let context = KeyDerivation.Context("locket.item.v1").with(itemClass.rawValue).with(ref).with(field.rawValue)
-                    XCTAssertEqual(Sealing.fieldKey(groupKey, row, field).bytes, KeyDerivation.derive(groupKey, context).bytes,
+                    XCTAssertEqual(try Sealing.fieldKey(groupKey, row, field).bytes, try KeyDerivation.derive(groupKey, context).bytes,
                                    "\(itemClass) ref of \(ref.count) bytes, \(field)")
                 }
             }
@@ -23,12 +23,12 @@ final class FieldKeyTests: XCTestCase {
     /// copies: the bytes are right, and they stay valid after the record
     /// itself is dropped.
     func testDataRecordDecodeGivesViewsThatOutliveTheRecord() throws {
-        let secret = SecureBytes(copying: Array("s3cret".utf8))
-        let extra = SecureBytes(copying: Array("meta".utf8))
+        let secret = try SecureBytes(copying: Array("s3cret".utf8))
+        let extra = try SecureBytes(copying: Array("meta".utf8))
         var decoded = try DataRecord.decode(DataRecord.encode(secret: secret, extra: extra))
         XCTAssertEqual(decoded.secret.bytes, Array("s3cret".utf8))
         XCTAssertEqual(decoded.extra?.bytes, Array("meta".utf8))
-        for _ in 0..<100 { _ = SecureBytes(count: 40) }
+        for _ in 0..<100 { _ = try SecureBytes(count: 40) }
         XCTAssertEqual(decoded.secret.bytes, Array("s3cret".utf8))
         decoded = try DataRecord.decode(DataRecord.encode(secret: secret, extra: nil))
         XCTAssertEqual(decoded.secret.bytes, Array("s3cret".utf8))
@@ -40,8 +40,8 @@ final class FieldKeyTests: XCTestCase {
     }
 
     /// A slice of a slice points into the first buffer's memory.
-    func testSliceOfASlice() {
-        let whole = SecureBytes(copying: Array(0..<20).map { UInt8($0) })
+    func testSliceOfASlice() throws {
+        let whole = try SecureBytes(copying: Array(0..<20).map { UInt8($0) })
         let inner = whole.slice(5..<15).slice(2..<4)
         XCTAssertEqual(inner.bytes, [7, 8])
         inner.withUnsafeMutableBytes { $0[0] = 0xFF }

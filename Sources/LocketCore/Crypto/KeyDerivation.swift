@@ -5,8 +5,8 @@ import LocketSupport
 /// index. Contexts are domain-separated byte strings built with `Context`.
 enum KeyDerivation {
     /// A 32-byte key derived from `key` for `context`.
-    static func derive(_ key: SecureBytes, _ context: Context) -> SecureBytes {
-        let out = SecureBytes(count: 32)
+    static func derive(_ key: SecureBytes, _ context: Context) throws -> SecureBytes {
+        let out = try SecureBytes(count: 32)
         hash(key, context.bytes, into: out)
         return out
     }
@@ -15,8 +15,8 @@ enum KeyDerivation {
     /// encoded in a stack buffer: no allocation but the key's (a field key per
     /// sealed value opened).
     static func derive(_ key: SecureBytes, _ label: StaticString, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
-                       _ c: UnsafeRawBufferPointer) -> SecureBytes {
-        let out = SecureBytes(count: 32)
+                       _ c: UnsafeRawBufferPointer) throws -> SecureBytes {
+        let out = try SecureBytes(count: 32)
         let label = UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount)
         withUnsafeTemporaryAllocation(byteCount: 16 + label.count + a.count + b.count + c.count, alignment: 8) { message in
             var at = 0
@@ -40,6 +40,22 @@ enum KeyDerivation {
                     _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
                                            m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
                                            k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+        return out
+    }
+
+    /// `digest` keyed by a value that is no secret (a keychain ID): no
+    /// guarded copy of it, so nothing that can fail to allocate.
+    static func digest(id: [UInt8], _ context: Context) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 16)
+        id.withUnsafeBytes { k in
+            context.bytes.withUnsafeBytes { m in
+                out.withUnsafeMutableBytes { o in
+                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
+                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                           k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count)
                 }
             }
         }

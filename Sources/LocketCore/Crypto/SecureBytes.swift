@@ -12,8 +12,9 @@ public final class SecureBytes: @unchecked Sendable {
     /// and released (wiped) by it; nil when the memory is this buffer's own.
     private let owner: SecureBytes?
 
-    /// Zeroed guarded memory of `count` bytes.
-    public init(count: Int) {
+    /// Zeroed guarded memory of `count` bytes; errSecAllocate when the
+    /// process may not have it (its address-space limit, or no memory left).
+    public init(count: Int) throws {
         self.count = count
         owner = nil
         // sodium_malloc aborts until sodium_init has run.
@@ -26,15 +27,22 @@ public final class SecureBytes: @unchecked Sendable {
             // Opened attribute records: a dump opens one per item.
             base = slot
         } else {
-            guard let p = sodium_malloc(count) else { fatalError("locket: out of guarded memory") }
+            guard let p = sodium_malloc(count) else { throw KeychainError(.allocate, "\(count) bytes of guarded memory could not be allocated") }
             sodium_memzero(p, count)
             base = p
         }
     }
 
+    /// No bytes: nothing to allocate, so it cannot fail.
+    public init() {
+        count = 0
+        base = nil
+        owner = nil
+    }
+
     /// A copy of `bytes`.
-    public convenience init<Bytes: Collection<UInt8>>(copying bytes: Bytes) {
-        self.init(count: bytes.count)
+    public convenience init<Bytes: Collection<UInt8>>(copying bytes: Bytes) throws {
+        try self.init(count: bytes.count)
         if let base {
             var i = 0
             for b in bytes { base.storeBytes(of: b, toByteOffset: i, as: UInt8.self); i += 1 }
@@ -42,8 +50,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// A copy of a raw buffer.
-    public convenience init(copying raw: UnsafeRawBufferPointer) {
-        self.init(count: raw.count)
+    public convenience init(copying raw: UnsafeRawBufferPointer) throws {
+        try self.init(count: raw.count)
         if let base, let src = raw.baseAddress { base.copyMemory(from: src, byteCount: raw.count) }
     }
 
@@ -78,8 +86,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// The first `n` bytes as a new buffer.
-    public func prefix(_ n: Int) -> SecureBytes {
-        let out = SecureBytes(count: n)
+    public func prefix(_ n: Int) throws -> SecureBytes {
+        let out = try SecureBytes(count: n)
         if n > 0 { out.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: base!, byteCount: n) } }
         return out
     }

@@ -5,16 +5,16 @@ import LocketSupport
 /// refresh token). Format: a version byte; 0 = the secret follows; 1 = the
 /// secret's length (4 bytes, big-endian), the secret, then the metadata.
 enum DataRecord {
-    static func encode(secret: SecureBytes, extra: SecureBytes?) -> SecureBytes {
+    static func encode(secret: SecureBytes, extra: SecureBytes?) throws -> SecureBytes {
         guard let extra else {
-            let out = SecureBytes(count: 1 + secret.count)
+            let out = try SecureBytes(count: 1 + secret.count)
             out.withUnsafeMutableBytes { o in secret.withUnsafeBytes { s in
                 o[0] = 0
                 if s.count > 0 { (o.baseAddress! + 1).copyMemory(from: s.baseAddress!, byteCount: s.count) }
             } }
             return out
         }
-        let out = SecureBytes(count: 5 + secret.count + extra.count)
+        let out = try SecureBytes(count: 5 + secret.count + extra.count)
         out.withUnsafeMutableBytes { o in secret.withUnsafeBytes { s in extra.withUnsafeBytes { e in
             o[0] = 1
             BigEndian.store(UInt32(s.count), into: o, at: 1)

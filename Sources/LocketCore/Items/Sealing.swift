@@ -57,15 +57,15 @@ enum Sealing {
     /// The key that seals one field of one row: derived from the (class, group)
     /// key, the item class and the persistent reference, so a sealed value only
     /// opens in the row, class and group it was sealed for.
-    static func fieldKey(_ groupKey: SecureBytes, _ row: RowIdentity, _ field: Field) -> SecureBytes {
+    static func fieldKey(_ groupKey: SecureBytes, _ row: RowIdentity, _ field: Field) throws -> SecureBytes {
         // The Context encoding of these four fields, built on the stack: in an
         // array it cost as much as the hash itself, two keys per item of a dump.
         var itemClass = row.itemClass.rawValue
         var name = field.rawValue
-        return itemClass.withUTF8 { itemClass in
-            name.withUTF8 { name in
-                row.ref.withUnsafeBytes { ref in
-                    KeyDerivation.derive(groupKey, "locket.item.v1", UnsafeRawBufferPointer(itemClass), ref, UnsafeRawBufferPointer(name))
+        return try itemClass.withUTF8 { itemClass in
+            try name.withUTF8 { name in
+                try row.ref.withUnsafeBytes { ref in
+                    try KeyDerivation.derive(groupKey, "locket.item.v1", UnsafeRawBufferPointer(itemClass), ref, UnsafeRawBufferPointer(name))
                 }
             }
         }
@@ -80,7 +80,7 @@ enum Sealing {
     }
 
     /// The key of items of `pclass` in `group`, from the class key.
-    static func groupKey(_ classKey: SecureBytes, keychainID: [UInt8], _ pclass: ProtectionClass, _ group: String) -> SecureBytes {
-        KeyDerivation.derive(classKey, KeyDerivation.Context("locket.group.v1").with(keychainID).with(pclass.rawValue).with(group))
+    static func groupKey(_ classKey: SecureBytes, keychainID: [UInt8], _ pclass: ProtectionClass, _ group: String) throws -> SecureBytes {
+        try KeyDerivation.derive(classKey, KeyDerivation.Context("locket.group.v1").with(keychainID).with(pclass.rawValue).with(group))
     }
 }

@@ -56,7 +56,8 @@ final class BackupEndToEndTests: EndToEndCase {
             loaded.count(item.itemClass, classes[i % classes.count])
             batch.append((item, Array("secret-\(i)-\u{1}".utf8) + [0, 0xff]))
         }
-        try keychain.addBatch(batch.lazy.map { (item: $0.0, data: SecureBytes(copying: $0.1)) })
+        // try!: a lazy map cannot throw (a throwing one is the eager map, every secret at once).
+        try keychain.addBatch(batch.lazy.map { (item: $0.0, data: try! SecureBytes(copying: $0.1)) })
     }
 
     /// Keys made by the engine (Ed25519 and P-256 in every protection class,
@@ -326,7 +327,7 @@ final class BackupEndToEndTests: EndToEndCase {
 
     private func readIdentity(_ path: String) throws -> SecureBytes {
         let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        return SecureBytes(copying: try XCTUnwrap(Hex.decode(text)))
+        return try SecureBytes(copying: try XCTUnwrap(Hex.decode(text)))
     }
 
     /// A small backup, and a target keychain that already holds one item.
