@@ -121,7 +121,7 @@ extension Keychain {
         return SealedItemRow(ref: ref, itemClass: itemClass, accessible: pclass, group: group,
                              digests: Sealing.digests(try indexKey(), itemClass, attributes),
                              attributes: SecretBox.seal(record, key: attrsKey),
-                             data: SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey),
+                             data: SecretBox.seal(try DataRecord.encode(secret: data, extra: extra), key: dataKey),
                              created: created, modified: modified)
     }
 

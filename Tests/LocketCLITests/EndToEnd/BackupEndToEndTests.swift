@@ -505,7 +505,7 @@ final class BackupEndToEndTests: EndToEndCase {
             return item
         }
         let keychain = try Keychain.open(at: sandbox.loginKeychain, environment: Environment(sandbox.environment))
-        try keychain.addBatch(try (0..<count).map { (item: try item($0), data: SecureBytes(copying: Array("old-\($0)".utf8))) })
+        try keychain.addBatch(try (0..<count).map { (item: try item($0), data: try SecureBytes(copying: Array("old-\($0)".utf8))) })
         XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
                               input: .text("pw\n")).status, 0)
         // Every third item is deleted (so it imports again); the others stay and
@@ -544,7 +544,7 @@ final class BackupEndToEndTests: EndToEndCase {
         try keychain.addBatch(try (0..<count).map { i in
             var item = NewItem(itemClass: .genericPassword)
             try item.set(.service, Array("svc-\(i)".utf8))
-            return (item: item, data: SecureBytes(copying: Array("secret-\(i)".utf8)))
+            return (item: item, data: try SecureBytes(copying: Array("secret-\(i)".utf8)))
         })
         XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
                               input: .text("pw\n")).status, 0)
