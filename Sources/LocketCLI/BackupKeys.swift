@@ -40,7 +40,7 @@ enum BackupKeys {
         guard hex.count == 2 * BackupRecipients.keyBytes else {
             throw KeychainError(.param, "\(Printable.clip(path, max: 256)) does not hold an X25519 secret key (64 hex digits)")
         }
-        let key = SecureBytes(count: BackupRecipients.keyBytes)
+        let key = try SecureBytes(count: BackupRecipients.keyBytes)
         var ok = true
         key.withUnsafeMutableBytes { out in
             for i in 0..<out.count {

@@ -11,8 +11,8 @@ public enum CLIFuzzEntryPoints {
     /// stream, and what it would have written had the stream ended after each
     /// of the first `endings` chunks (a copy of the filter ends there), so a
     /// fuzzer can check both.
-    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]], endings: Int = 0) -> (whole: [UInt8], endingAfterChunk: [[UInt8]]) {
-        var masker = Masker(secrets: secrets.map { SecureBytes(copying: $0) })
+    public static func mask(secrets: [[UInt8]], chunks: [[UInt8]], endings: Int = 0) throws -> (whole: [UInt8], endingAfterChunk: [[UInt8]]) {
+        var masker = Masker(secrets: try secrets.map { try SecureBytes(copying: $0) })
         var out: [UInt8] = []
         var ended: [[UInt8]] = []
         for (k, chunk) in chunks.enumerated() {

@@ -50,7 +50,7 @@ struct GPGDecrypt {
         }
 
         let limit = Keychain.maximumDataLength
-        var plain = SecureBytes(count: 4096)
+        var plain = try SecureBytes(count: 4096)
         var count = 0
         var errors: [UInt8] = []
         var tooLarge = false
@@ -63,7 +63,7 @@ struct GPGDecrypt {
             if open[0], fds[0].revents != 0 {
                 if count == plain.count {
                     // Grown in guarded memory; the old buffer is wiped when released.
-                    let bigger = SecureBytes(count: min(plain.count * 2, limit + 1))
+                    let bigger = try SecureBytes(count: min(plain.count * 2, limit + 1))
                     bigger.withUnsafeMutableBytes { b in plain.withUnsafeBytes { b.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: count) } }
                     plain = bigger
                 }
@@ -88,6 +88,6 @@ struct GPGDecrypt {
             failureOutput(errors)
             throw KeychainError(.decode, status > 128 ? "gpg was killed by signal \(status - 128)" : "gpg exited with status \(status)")
         }
-        return plain.prefix(count)
+        return try plain.prefix(count)
     }
 }

@@ -15,16 +15,16 @@ enum GitHubActions {
     /// time. Lines are split at CR and LF, as the runner splits; blank lines
     /// are skipped (the runner refuses an empty mask); each line once. Data
     /// is escaped as workflow commands require: `%` as `%25`, CR as `%0D`, LF as `%0A`.
-    static func maskCommands(_ values: [SecureBytes]) -> SecureBytes {
+    static func maskCommands(_ values: [SecureBytes]) throws -> SecureBytes {
         var lines: [SecureBytes] = []
         for value in values {
-            value.withUnsafeBytes { raw in
+            try value.withUnsafeBytes { raw in
                 var start = 0
                 for end in 0...raw.count where end == raw.count || raw[end] == 0x0a || raw[end] == 0x0d {
                     let line = UnsafeRawBufferPointer(rebasing: raw[start..<end])
                     start = end + 1
                     guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
-                    let copy = SecureBytes(copying: line)
+                    let copy = try SecureBytes(copying: line)
                     if !lines.contains(where: { $0.constantTimeEquals(copy) }) { lines.append(copy) }
                 }
             }
@@ -35,7 +35,7 @@ enum GitHubActions {
             size += prefix.count + 1
             line.withUnsafeBytes { for b in $0 { size += b == UInt8(ascii: "%") ? 3 : 1 } }
         }
-        let out = SecureBytes(count: size)
+        let out = try SecureBytes(count: size)
         out.withUnsafeMutableBytes { out in
             var n = 0
             func put(_ b: UInt8) { out[n] = b; n += 1 }
@@ -87,7 +87,7 @@ enum GitHubActions {
         guard !delimiter.isEmpty else { throw KeychainError(.param, "no heredoc delimiter could be found that the values do not contain") }
         var size = 0
         for (name, value) in variables { size += name.utf8.count + 2 + delimiter.count + 1 + value.count + 1 + delimiter.count + 1 }
-        let text = SecureBytes(count: size)
+        let text = try SecureBytes(count: size)
         text.withUnsafeMutableBytes { out in
             var n = 0
             func put<Bytes: Sequence<UInt8>>(_ bytes: Bytes) { for b in bytes { out[n] = b; n += 1 } }

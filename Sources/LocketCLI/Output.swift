@@ -16,20 +16,24 @@ enum ItemPrinter {
     /// `-g` must not leave a String copy of the secret behind. The caller
     /// wipes `out` after use.
     static func text(_ item: Item, _ options: Options, into out: inout ByteWriter) {
+        // `name` is the label with its ": ", one append per field.
         func field(_ name: StaticString, _ value: (inout ByteWriter) -> Void) {
             out.literal(name)
-            out.literal(": ")
             value(&out)
             out.byte(0x0a)
         }
-        field("class") { $0.text(item.itemClass.rawValue) }
+        field("class: ") { $0.text(item.itemClass.rawValue) }
         if item.availability != .available || options.status {
-            field("status") { $0.text(item.availability.rawValue) }
+            field("status: ") { $0.text(item.availability.rawValue) }
         }
-        let values = byCode(item)
+        // Which codes the item has, as bits: a hashed lookup only for those
+        // (a few of a class's dozen or more attributes), and no table per item.
+        // A code past 63 (none yet) is looked up without the mask's help.
+        var present: UInt64 = 0
+        for (attribute, value) in item.attributes where !value.isEmpty && attribute.rawValue < 64 { present |= 1 << attribute.rawValue }
         for attribute in item.itemClass.attributes {
-            let value = values[Int(attribute.rawValue)]
-            if value.isEmpty { continue }
+            if attribute.rawValue < 64 && present & (1 << attribute.rawValue) == 0 { continue }
+            guard let value = item.attributes[attribute], !value.isEmpty else { continue }
             attributeLabels[Int(attribute.rawValue)].withUnsafeBytes { out.raw($0) }
             if attribute.kind == .port {
                 out.text(String(AttributeValue.port(value)))
@@ -41,19 +45,19 @@ enum ItemPrinter {
             out.byte(0x0a)
         }
         var group = item.accessGroup
-        field("access-group") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
-        field("accessible") { $0.text(item.accessible.name) }
-        if let control = item.accessControl { field("access-control") { $0.text(control.text) } }
+        field("access-group: ") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
+        field("accessible: ") { $0.text(item.accessible.name) }
+        if let control = item.accessControl { field("access-control: ") { $0.text(control.text) } }
         if item.availability == .available || item.availability == .invalidated {
-            field("created") { Dates.rfc3339(milliseconds: item.creationDate, into: &$0) }
-            field("modified") { Dates.rfc3339(milliseconds: item.modificationDate, into: &$0) }
+            field("created: ") { Dates.rfc3339(milliseconds: item.creationDate, into: &$0) }
+            field("modified: ") { Dates.rfc3339(milliseconds: item.modificationDate, into: &$0) }
         }
-        if options.ref { field("ref") { hex(item.persistentRef, into: &$0) } }
+        if options.ref { field("ref: ") { hex(item.persistentRef, into: &$0) } }
         if options.data, let data = item.data {
             // Room for the worst case (every byte as \xNN) first: growing
             // mid-secret would leave a copy of its start in a freed block.
             out.reserve(data.count * 4 + 8)
-            field("data") { out in data.withUnsafeBytes { escape($0, into: &out) } }
+            field("data: ") { out in data.withUnsafeBytes { escape($0, into: &out) } }
         }
     }
 
@@ -85,7 +89,14 @@ enum ItemPrinter {
     }
 
     static func hex(_ bytes: [UInt8], into out: inout ByteWriter) {
-        for b in bytes { hex(b, into: &out) }
+        // Digits in a stack buffer, one append: a ref per item of a dump.
+        withUnsafeTemporaryAllocation(byteCount: 2 * bytes.count, alignment: 1) { digits in
+            for (i, b) in bytes.enumerated() {
+                digits[2 * i] = Hex.digit(b >> 4)
+                digits[2 * i + 1] = Hex.digit(b & 0xf)
+            }
+            out.raw(UnsafeRawBufferPointer(digits))
+        }
     }
 
     // MARK: - JSON

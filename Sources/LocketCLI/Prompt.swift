@@ -56,7 +56,7 @@ enum Prompt {
         guard invocation.has("password") else { return nil }
         if !invocation.isBare("password") {
             context.warn("a secret given as an argument is visible to other processes; pipe it on stdin with -w alone")
-            return SecureBytes(copying: Array(invocation.value("password")!.utf8))
+            return try SecureBytes(copying: Array(invocation.value("password")!.utf8))
         }
         context.releaseKeychainFile()
         let fd = context.io.stdin
@@ -72,8 +72,8 @@ enum Prompt {
         // One byte of slack for the trailing newline that is dropped below; add checks the size.
         let all = try readAll(fd, what: "standard input", limit: Keychain.maximumDataLength + 1)
         // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
-        let secret = all.withUnsafeBytes { raw in
-            raw.last == 0x0a ? SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
+        let secret = try all.withUnsafeBytes { raw in
+            raw.last == 0x0a ? try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
         }
         // A closed or /dev/null stdin, or `echo "$UNSET" |`, is a common CI mistake: say so.
         if secret.count == 0 {
@@ -117,7 +117,7 @@ enum Prompt {
     /// Reads a password with echo off at `fd`, after writing `escapedPrompt`
     /// (already made printable by the caller) to `output`.
     static func readTerminal(_ fd: Int32, output: Int32, escapedPrompt prompt: String) throws -> SecureBytes {
-        let buffer = SecureBytes(count: maximumPasswordLength)
+        let buffer = try SecureBytes(count: maximumPasswordLength)
         let n = buffer.withUnsafeMutableBytes {
             locket_read_password(fd, output, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
         }
@@ -125,7 +125,7 @@ enum Prompt {
         case -1: throw KeychainError(.userCanceled)
         case -2: throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes")
         case ..<0: throw KeychainError(.io, "cannot read from the terminal")
-        default: return buffer.prefix(n)
+        default: return try buffer.prefix(n)
         }
     }
 
@@ -152,7 +152,7 @@ enum Prompt {
 
     /// One line (without its newline) into guarded memory.
     static func readLine(_ fd: Int32) throws -> SecureBytes {
-        let buffer = SecureBytes(count: maximumPasswordLength)
+        let buffer = try SecureBytes(count: maximumPasswordLength)
         var used = 0
         var c: UInt8 = 0
         while true {
@@ -165,7 +165,7 @@ enum Prompt {
         }
         c = 0
         if used > 0, buffer.withUnsafeBytes({ $0[used - 1] }) == 0x0d { used -= 1 }
-        return buffer.prefix(used)
+        return try buffer.prefix(used)
     }
 
     /// Everything on `fd`, up to the keychain's limit plus one byte to detect excess.
@@ -173,7 +173,7 @@ enum Prompt {
         // Most secrets fit a pooled 1 KiB slot; a fresh guarded region
         // (mmap, mlock, munlock, munmap) is only for the big ones.
         var capacity = 1024
-        var buffer = SecureBytes(count: capacity)
+        var buffer = try SecureBytes(count: capacity)
         var used = 0
         while true {
             if used == capacity {
@@ -181,7 +181,7 @@ enum Prompt {
                     throw KeychainError(.dataTooLarge, "\(what) is larger than \(limit / 1024 / 1024) MiB")
                 }
                 capacity = min(capacity * 16, limit + 1)
-                let bigger = SecureBytes(count: capacity)
+                let bigger = try SecureBytes(count: capacity)
                 bigger.withUnsafeMutableBytes { dst in buffer.withUnsafeBytes { src in dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: used) } }
                 buffer = bigger
             }
@@ -195,6 +195,6 @@ enum Prompt {
             used += n
             if used > limit { throw KeychainError(.dataTooLarge, "\(what == "standard input" ? "the secret" : what) is larger than \(limit / 1024 / 1024) MiB") }
         }
-        return buffer.prefix(used)
+        return try buffer.prefix(used)
     }
 }

@@ -16,8 +16,8 @@ public enum FuzzEntryPoints {
 
     /// A session record as read from the keyring or the session directory.
     public static func decodeSessionRecord(_ bytes: [UInt8]) {
-        let record = SecureBytes(copying: bytes)
-        _ = SessionKeys.decode(record, header: Array("LKS1".utf8))
+        guard let record = try? SecureBytes(copying: bytes) else { return }
+        _ = try? SessionKeys.decode(record, header: Array("LKS1".utf8))
         _ = SessionKeys.header(record, header: Array("LKS1".utf8))
     }
 

@@ -121,14 +121,14 @@ extension Keychain {
         return SealedItemRow(ref: ref, itemClass: itemClass, accessible: pclass, group: group,
                              digests: Sealing.digests(try indexKey(), itemClass, attributes),
                              attributes: SecretBox.seal(record, key: attrsKey),
-                             data: SecretBox.seal(DataRecord.encode(secret: data, extra: extra), key: dataKey),
+                             data: SecretBox.seal(try DataRecord.encode(secret: data, extra: extra), key: dataKey),
                              created: created, modified: modified)
     }
 
     /// The key that seals `field` of `row`, or why it is not available.
     func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
         if let remote { return try remoteFieldKey(remote, row, field) }
-        return Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
+        return try Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
     }
 }
 

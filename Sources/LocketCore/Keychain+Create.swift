@@ -34,14 +34,14 @@ extension Keychain {
         }
         let id = Sodium.random(16)
         let kdf: KDFParameters? = password == nil ? nil : KDFParameters(cost: cost)
-        let kek = password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
+        let kek = try password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
         guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
-        var (bag, keys) = Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
+        var (bag, keys) = try Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
         // The presence key pairs of access control (SPEC §14), with a password only.
         var presencePublicKeys: [(MetaKey, [UInt8])] = []
         for name in PresenceKeys.names where kdf != nil {
-            let (publicKey, secretKey) = PresenceKeys.generate()
-            bag.wrapPresence(name, secretKey, kek: kek)
+            let (publicKey, secretKey) = try PresenceKeys.generate()
+            try bag.wrapPresence(name, secretKey, kek: kek)
             presencePublicKeys.append((PresenceKeys.publicKeyRow(name), publicKey))
         }
 
@@ -78,7 +78,7 @@ extension Keychain {
             for file in claimed { unlink(file) }
             throw error
         }
-        GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: 1)
+        try GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: 1)
 
         // The creator has just proven the password: start unlocked, as iOS does after setting a passcode.
         if password != nil {

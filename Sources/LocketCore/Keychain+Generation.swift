@@ -43,7 +43,7 @@ extension Keychain {
             if format < Schema.format && migratesOnWrite { try migrate(indexKey: indexKey) }
             let result = try body()
             var after = try MetaStore.read(database)
-            for (name, value) in after.sealed(generation: before.generation + 1, indexKey: rekey ?? indexKey, keychainID: id) {
+            for (name, value) in try after.sealed(generation: before.generation + 1, indexKey: rekey ?? indexKey, keychainID: id) {
                 after.meta[name] = value
             }
             try MetaStore.write(database, named: after.meta.filter { [Header.generationName, Header.keyCheckName, Header.macName].contains($0.key) }
@@ -53,7 +53,7 @@ extension Keychain {
         meta = written.meta
         headerChecked = true
         if let device, !isRolledBack {
-            GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: written.generation)
+            try GenerationMirror(environment: environment, keychainID: id, keychainPath: path, device: device).raise(to: written.generation)
         }
         return result
     }
@@ -92,7 +92,7 @@ extension Keychain {
         if header.isAuthenticated {
             // The MAC can't verify with keys from before a rotation: say which case it is.
             guard header.matches(indexKey: indexKey, keychainID: id) else { throw settled ? keysReplaced : altered }
-            guard header.verify(Header.macKey(indexKey: indexKey, keychainID: id)) else { throw altered }
+            guard try header.verify(try Header.macKey(indexKey: indexKey, keychainID: id)) else { throw altered }
         }
         try checkRollback(header.generation, indexKey: indexKey)
         headerChecked = true
@@ -133,7 +133,7 @@ extension Keychain {
     /// process wrote it) or the mirror is missing (a new device).
     private func checkRollback(_ generation: UInt64, indexKey: SecureBytes) throws {
         guard let device else { return }
-        let mirror = GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device)
+        let mirror = try GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device)
         var seen = mirror.read()
         if generation > 0 && (seen ?? 0) < generation {
             // Under the mirror's lock: a concurrent writer may have raised it meanwhile.
@@ -145,7 +145,7 @@ extension Keychain {
         let now = try database.reading { try MetaStore.read(database) }
         if now.generation >= seen {
             guard now.matches(indexKey: indexKey, keychainID: keybag.keychainID) else { throw keysReplaced }
-            guard now.verify(Header.macKey(indexKey: indexKey, keychainID: keybag.keychainID)) else { throw altered }
+            guard try now.verify(try Header.macKey(indexKey: indexKey, keychainID: keybag.keychainID)) else { throw altered }
             return
         }
         if acceptsRollback {
@@ -190,7 +190,7 @@ extension Keychain {
         }
         guard isRolledBack, let device else { return false }
         let current = try database.reading { try MetaStore.read(database) }.generation
-        GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
+        try GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
         lock(all: true)
         return true
     }

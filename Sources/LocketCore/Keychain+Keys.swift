@@ -18,7 +18,7 @@ extension Keychain {
     /// when every item is there already, errSecDuplicateItem.
     public func addKeyFile(_ file: ImportedItems, options: KeyItemOptions = KeyItemOptions(),
                            outcome: (KeyFileOutcome) throws -> Void = { _ in }) throws {
-        let entries = KeyAttributes.items(of: file, options)
+        let entries = try KeyAttributes.items(of: file, options)
         guard !entries.isEmpty else { throw KeychainError(.param, "the file holds no key or certificate") }
         try addKeyItems(entries, options, outcome)
     }

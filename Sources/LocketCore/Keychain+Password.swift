@@ -41,9 +41,9 @@ extension Keychain {
     /// tells them apart, so they show as unavailable on this device, not damaged.
     func rebind(_ unwrapped: inout SessionKeys, kek: SecureBytes, device: SecureBytes) throws {
         var fresh = SessionKeys()
-        for name in keybag.deviceBoundNames { fresh.set(name, SecureBytes(copying: Sodium.random(32))) }
+        for name in keybag.deviceBoundNames { fresh.set(name, try SecureBytes(copying: Sodium.random(32))) }
         var bag = keybag
-        bag.wrap(fresh, kek: kek, device: device)
+        try bag.wrap(fresh, kek: kek, device: device)
         let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
         let boundary: Int64 = try write {
             let boundary = max(try store.maximumID(), tdoBoundary)
@@ -71,7 +71,7 @@ extension Keychain {
         }
         guard !missing.entries.isEmpty else { return }
         var bag = keybag
-        bag.wrap(missing, kek: nil, device: device)
+        try bag.wrap(missing, kek: nil, device: device)
         try write { try MetaStore.writeKeybag(database, bag) }
         keybag = bag
     }
@@ -182,18 +182,18 @@ extension Keychain {
             kdf = KDFParameters(cost: cost ?? keybag.kdf?.cost ?? .moderate)
             newKEK = try PasswordHash.deriveKEK(password: new, parameters: kdf!)
             if keys[passcodeName] == nil && keybag.rows[passcodeName] == nil {
-                keys.set(passcodeName, SecureBytes(copying: Sodium.random(32)))
+                keys.set(passcodeName, try SecureBytes(copying: Sodium.random(32)))
             }
         } else {
-            newKEK = Keybag.passwordlessKEK(keybag.keychainID)
+            newKEK = try Keybag.passwordlessKEK(keybag.keychainID)
         }
         if rotate {
             try rotateKeys(old: keys, kdf: kdf!, kek: newKEK, presence: presence, publicKeys: publicKeys)
             return 0
         }
         var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: keybag.rows)
-        bag.wrap(keys, kek: newKEK, device: device)
-        for (name, key) in presence { bag.wrapPresence(name, key, kek: newKEK) }
+        try bag.wrap(keys, kek: newKEK, device: device)
+        for (name, key) in presence { try bag.wrapPresence(name, key, kek: newKEK) }
         let removed: Int = try write {
             var removed = 0
             try MetaStore.write(database, publicKeys)
@@ -238,7 +238,7 @@ extension Keychain {
         // A row left wrapped for an older password (see provePresence) is dropped, never a reason to refuse the change.
         if let key = try? keybag.unwrapPresence(PresenceKeys.presenceName, kek: kek) { keys.append((PresenceKeys.presenceName, key)) }
         if keybag.rows[PresenceKeys.currentSetName] != nil {
-            let (publicKey, secretKey) = PresenceKeys.generate()
+            let (publicKey, secretKey) = try PresenceKeys.generate()
             keys.append((PresenceKeys.currentSetName, secretKey))
             publicKeys.append((.currentSetPublicKey, publicKey))
         }

@@ -31,10 +31,10 @@ extension Keychain {
         var old = unwrapped
         for (name, key) in keybag.unwrapWithDevice(device).entries where old[name] == nil { old.set(name, key) }
         var fresh = SessionKeys()
-        for name in Keybag.names { fresh.set(name, SecureBytes(copying: Sodium.random(32))) }
+        for name in Keybag.names { fresh.set(name, try SecureBytes(copying: Sodium.random(32))) }
         var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: [:])
-        bag.wrap(fresh, kek: kek, device: device)
-        for (name, key) in presence { bag.wrapPresence(name, key, kek: kek) }
+        try bag.wrap(fresh, kek: kek, device: device)
+        for (name, key) in presence { try bag.wrapPresence(name, key, kek: kek) }
         let newIndex = fresh[Keybag.indexKeyName]!
 
         // An app's scoped session is not widened to the owner's keys: it is dropped.
@@ -77,7 +77,7 @@ extension Keychain {
                 }
                 let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stored.accessGroup, ref: stored.ref)
                 let cacheKey = pclass.rawValue + "\u{0}" + row.accessGroup
-                let keys = groupKeys[cacheKey] ?? (Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
+                let keys = try groupKeys[cacheKey] ?? (Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
                                                    Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup))
                 groupKeys[cacheKey] = keys
                 let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?)
@@ -91,7 +91,7 @@ extension Keychain {
                         sealedData = stored.withData { Array($0) }
                     } else {
                         let data = try stored.withData { try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .data), what: "a secret") }
-                        sealedData = SecretBox.seal(data, key: Sealing.fieldKey(keys.new, row, .data))
+                        sealedData = SecretBox.seal(data, key: try Sealing.fieldKey(keys.new, row, .data))
                     }
                 } catch let error as KeychainError where error.code == .decode {
                     // Damaged: left as it was, for dump to list and delete to remove.

@@ -87,11 +87,11 @@ extension Keychain {
     /// What an app's unlock keeps is SessionPolicy's call.
     func saveSession(_ unwrapped: SessionKeys, timeout: UInt32,
                      tiers: ProtectionClass.Tiers = .session) throws {
-        var (firstUnlock, whenUnlocked) = SessionPolicy.split(unwrapped, accessGroups: caller.accessGroups,
+        var (firstUnlock, whenUnlocked) = try SessionPolicy.split(unwrapped, accessGroups: caller.accessGroups,
                                                               keychainID: keybag.keychainID)
         // New at every unlock and gone at lock: a presence reuse window (SPEC §14) never outlives the unlock it began in.
         // The owner's only: an app's session holds its group keys and nothing else.
-        if caller.accessGroups == nil { whenUnlocked.set(PresenceKeys.reuseNonceName, SecureBytes(copying: Sodium.random(32))) }
+        if caller.accessGroups == nil { whenUnlocked.set(PresenceKeys.reuseNonceName, try SecureBytes(copying: Sodium.random(32))) }
         if tiers.contains(.afterFirstUnlock) { try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0) }
         if tiers.contains(.whenUnlocked) { try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout) }
     }

@@ -47,8 +47,8 @@ extension Keychain {
 
     public func status() throws -> Status {
         let counts = try countByClass()
-        let whenUnlocked = hasPassword ? session.peek(.whenUnlocked) : nil
-        let firstUnlock = hasPassword ? session.peek(.afterFirstUnlock) : nil
+        let whenUnlocked = hasPassword ? try session.peek(.whenUnlocked) : nil
+        let firstUnlock = hasPassword ? try session.peek(.afterFirstUnlock) : nil
         return Status(path: path, hasPassword: hasPassword,
                       whenUnlocked: !hasPassword || whenUnlocked != nil,
                       afterFirstUnlock: !hasPassword || firstUnlock != nil,

@@ -63,7 +63,7 @@ extension Keychain {
             var sealed = sealedData
             if sealed == nil {
                 guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
-                let dataRecord = DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
+                let dataRecord = try DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
                 var dataKey = try fieldKey(row, .data)
                 if let control = item.accessControl { (access, dataKey) = try sealAccess(control, row, label: Keychain.label(item.attributes)) }
                 sealed = SecretBox.seal(dataRecord, key: dataKey)

@@ -41,6 +41,8 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case readOnlyAttr = -25309
         /// A signature that does not verify (errSecVerifyFailed), as SecKeyVerifySignature reports it.
         case verifyFailed = -67808
+        /// Memory could not be allocated: guarded memory for keys and secrets past the process's limits (errSecAllocate).
+        case allocate = -108
 
         /// Apple's constant name, as `security(1)` prints it.
         public var name: String {
@@ -64,6 +66,7 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
             case .dataNotAvailable: "errSecDataNotAvailable"
             case .readOnlyAttr: "errSecReadOnlyAttr"
             case .verifyFailed: "errSecVerifyFailed"
+            case .allocate: "errSecAllocate"
             }
         }
 
@@ -89,6 +92,7 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
             case .dataNotAvailable: "the contents of this item can't be retrieved"
             case .readOnlyAttr: "the attribute is read-only"
             case .verifyFailed: "the signature does not verify"
+            case .allocate: "failed to allocate memory"
             }
         }
     }

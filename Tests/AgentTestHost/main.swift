@@ -46,7 +46,7 @@ struct DirectoryKeySource: AgentKeySource {
             var bytes = [UInt8](repeating: 0, count: 65_536)
             let n = read(fd, &bytes, bytes.count)
             guard n > 0 else { throw KeychainError(.io, "cannot read \(name)") }
-            let data = SecureBytes(copying: bytes[0..<n])
+            let data = try SecureBytes(copying: bytes[0..<n])
             for i in bytes.indices { bytes[i] = 0 }
             let parsed = try KeyImport.parse(data, format: .openssh, passphrase: { throw KeychainError(.param, "\(name) is encrypted") })
             guard let key = parsed.keys.first?.key else { throw KeychainError(.decode, "\(name) holds no key") }

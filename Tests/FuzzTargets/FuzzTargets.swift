@@ -55,7 +55,7 @@ public enum FuzzTargets {
     /// format detected from the bytes; every passphrase asked for is "pw", the
     /// one the seeds were made with, so that mutations reach the decrypted parts.
     public static func keyFiles(_ bytes: [UInt8]) {
-        _ = try? KeyImport.parse(bytes) { SecureBytes(copying: Array("pw".utf8)) }
+        _ = try? KeyImport.parse(bytes) { try SecureBytes(copying: Array("pw".utf8)) }
     }
 
     /// The first byte picks the decoder; the rest is its input.

@@ -4,8 +4,8 @@ import XCTest
 /// Secrets: exact bytes up to 16 MiB, errSecDataTooLarge above, nothing stored on failure.
 final class DataLimitTests: KeychainTestCase {
     /// `count` bytes of a repeating pattern, in guarded memory.
-    private func blob(_ count: Int) -> SecureBytes {
-        let out = SecureBytes(count: count)
+    private func blob(_ count: Int) throws -> SecureBytes {
+        let out = try SecureBytes(count: count)
         out.withUnsafeMutableBytes { raw in
             for i in stride(from: 0, to: raw.count, by: 4096) { raw[i] = UInt8(truncatingIfNeeded: i / 4096 | 1) }
         }
@@ -32,7 +32,7 @@ final class DataLimitTests: KeychainTestCase {
     }
 
     func testExactly16MiBRoundTrips() throws {
-        let data = blob(Keychain.maximumDataLength)
+        let data = try blob(Keychain.maximumDataLength)
         try keychain.add(genp("svc", "big"), data: data)
         let found = try keychain.search(query(.genericPassword, [.account: "big"]), returnData: true)[0]
         XCTAssertEqual(found.data?.count, Keychain.maximumDataLength)

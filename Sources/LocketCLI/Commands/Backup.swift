@@ -103,7 +103,7 @@ extension Commands {
             return try restore(path == "-" ? try BackupReader(fd: fd, prefix: prefix) : try BackupReader(fd: fd), path, invocation, context)
         }
         let rest = try Prompt.readAll(fd, what: path, limit: KeyImport.maximumInputLength)
-        let data = path == "-" ? joined(Array(prefix.prefix(max(got, 0))), rest) : rest
+        let data = path == "-" ? try joined(Array(prefix.prefix(max(got, 0))), rest) : rest
         guard KeyImport.detectFormat(data) != nil else {
             throw KeychainError(.decode, "\(path) is not a locket backup or a key file (PKCS#12, PEM, DER, OpenSSH)",
                                 hint: "for another tool's export, name its format with --from " + MigrationFormat.allCases.map(\.rawValue).joined(with: "|"))
@@ -123,8 +123,8 @@ extension Commands {
         return got
     }
 
-    private static func joined(_ head: [UInt8], _ rest: SecureBytes) -> SecureBytes {
-        let out = SecureBytes(count: head.count + rest.count)
+    private static func joined(_ head: [UInt8], _ rest: SecureBytes) throws -> SecureBytes {
+        let out = try SecureBytes(count: head.count + rest.count)
         out.withUnsafeMutableBytes { o in
             rest.withUnsafeBytes { r in
                 for (i, b) in head.enumerated() { o[i] = b }
@@ -183,7 +183,7 @@ extension Commands {
             case .item(let m):
                 items.append(MigratedItem(itemClass: m.itemClass, attributes: m.attributes,
                                           creationDate: m.creationDate, modificationDate: m.modificationDate))
-                secrets.append(m.data)
+                try secrets.append(m.data)
                 report.origins.append(m.origin)
             case .skipped(let skip):
                 report.skipped.append((skip.origin, skip.reason))
@@ -209,7 +209,7 @@ extension Commands {
             guard index < items.count else { return nil }
             defer { index += 1 }
             let m = items[index]
-            return ImportedItem(itemClass: m.itemClass, attributes: m.attributes, data: secrets[index],
+            return ImportedItem(itemClass: m.itemClass, attributes: m.attributes, data: try secrets[index],
                                 creationDate: m.creationDate, modificationDate: m.modificationDate)
         }, outcome: { item, outcome in
             // Outcomes come one per item, in order, but may trail `next` by a few items.

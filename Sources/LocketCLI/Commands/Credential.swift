@@ -109,7 +109,7 @@ extension Commands {
             return
         }
         // Only the items whose password is the one git rejected.
-        let given = SecureBytes(copying: Array(password.utf8))
+        let given = try SecureBytes(copying: Array(password.utf8))
         for item in try keychain.search(query, limit: .all, returnData: true) where item.data?.constantTimeEquals(given) == true {
             var exact = Query(itemClass: .internetPassword)
             exact.persistentRef = item.persistentRef

@@ -91,7 +91,7 @@ extension Commands {
             switch source {
             case .plain(let value):
                 plain.append(Environment.Variable(name: nameBytes, value: value))
-                if !inherited { exported.append((name, SecureBytes(copying: value))) }
+                if !inherited { exported.append((name, try SecureBytes(copying: value))) }
             case .reference(let text):
                 guard let reference = text else { throw KeychainError(.param, "\(name) is not valid UTF-8") }
                 let data = try resolve(name, reference, resolver)
@@ -108,7 +108,7 @@ extension Commands {
 
         // The runner learns every injected value before anything could print one.
         if GitHubActions.isRunner(context.environment) {
-            let masks = GitHubActions.maskCommands(secrets.map(\.value) + fileSecrets.map(\.secret))
+            let masks = try GitHubActions.maskCommands(secrets.map(\.value) + fileSecrets.map(\.secret))
             context.out.flush()
             masks.withUnsafeBytes { if $0.count > 0 { context.io.write(1, $0) } }
         }

@@ -44,7 +44,7 @@ extension Commands {
                 size += p.filter == .base64 ? (secret.count + 2) / 3 * 4 : secret.count
             }
         }
-        let rendered = SecureBytes(count: size)
+        let rendered = try SecureBytes(count: size)
         rendered.withUnsafeMutableBytes { out in
             var n = 0
             var k = 0

@@ -40,7 +40,7 @@ enum Commands {
             if invocation.has("print") { printSecret(secret, context, newline: true) }
             return 0
         }
-        let data = try Prompt.secret(context, invocation, confirm: true) ?? SecureBytes(count: 0)
+        let data = try Prompt.secret(context, invocation, confirm: true) ?? SecureBytes()
         try AccessPrompt.run(keychain, invocation, context) { try keychain.add(item, data: data, updateExisting: invocation.has("update")) }
         return 0
     }

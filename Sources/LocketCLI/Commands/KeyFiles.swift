@@ -67,15 +67,15 @@ extension Commands {
             let (item, identity) = try keychain.exportableIdentity(query)
             let passphrase = try Prompt.password(context, prompt: "Passphrase for the PKCS#12 file: ", confirm: true,
                                                  fromStdin: invocation.has("passphrase-stdin"))
-            bytes = SecureBytes(copying: try identity.pkcs12(passphrase: passphrase, friendlyName: String(decoding: item.certificate[.label], as: UTF8.self)))
+            bytes = try SecureBytes(copying: try identity.pkcs12(passphrase: passphrase, friendlyName: String(decoding: item.certificate[.label], as: UTF8.self)))
         } else {
             let itemClass = try ItemClass(parsing: className)
             var query = Query(itemClass: itemClass)
             for (attribute, value) in try exportTerms(invocation, itemClass) { try query.match(attribute, value) }
             query.persistentRef = try invocation.value("ref").map(parseRef)
             switch (itemClass, format) {
-            case (.certificate, "pem"): bytes = SecureBytes(copying: Array(try keychain.certificate(query).certificate.pem.utf8))
-            case (.certificate, "der"): bytes = SecureBytes(copying: try keychain.certificate(query).certificate.der)
+            case (.certificate, "pem"): bytes = try SecureBytes(copying: Array(try keychain.certificate(query).certificate.pem.utf8))
+            case (.certificate, "der"): bytes = try SecureBytes(copying: try keychain.certificate(query).certificate.der)
             case (.key, "pem"): bytes = try keychain.exportableKey(query).key.pkcs8PEM()
             case (.key, "openssh"):
                 let (item, key) = try keychain.exportableKey(query)

@@ -48,14 +48,14 @@ extension Commands {
             try keychain.withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
                 let algorithm = try KeyAlgorithm.named(algorithmName, for: key, operation: operation)
                 switch action {
-                case "sign": return (SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)
-                case "encrypt": return (SecureBytes(copying: try key.encrypt(input, algorithm: algorithm)), algorithm)
+                case "sign": return (try SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)
+                case "encrypt": return (try SecureBytes(copying: try key.encrypt(input, algorithm: algorithm)), algorithm)
                 case "decrypt": return (try key.decrypt(input.bytes, algorithm: algorithm), algorithm)
                 default:
                     guard try key.verify(signature: signature!, for: input.bytes, algorithm: algorithm) else {
                         throw KeychainError(.verifyFailed, "the signature does not verify with this key and \(algorithm.rawValue)")
                     }
-                    return (SecureBytes(count: 0), algorithm)
+                    return (SecureBytes(), algorithm)
                 }
             }
         }

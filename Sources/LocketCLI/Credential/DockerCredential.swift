@@ -122,7 +122,7 @@ enum DockerCredential {
         }
         let serverURL = try member("serverurl").map { String(decoding: $0.bytes(in: request), as: UTF8.self) } ?? ""
         let username = try member("username").map { String(decoding: $0.bytes(in: request), as: UTF8.self) } ?? ""
-        let secret = try member("secret")?.secure(in: request) ?? SecureBytes(count: 0)
+        let secret = try member("secret")?.secure(in: request) ?? SecureBytes()
         guard !serverURL.isEmpty else { throw Failure(message: missingServerURL) }
         guard !username.isEmpty else { throw Failure(message: missingUsername) }
         return Credentials(serverURL: serverURL, username: username, secret: secret)

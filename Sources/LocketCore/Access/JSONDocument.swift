@@ -9,7 +9,7 @@ enum JSONDocument {
     /// Parses a whole JSON document. Of two equal keys in an object the
     /// first is kept, as Foundation's JSONDecoder did.
     static func parse(_ bytes: [UInt8]) throws -> DocumentValue {
-        let input = SecureBytes(copying: bytes)
+        let input = try SecureBytes(copying: bytes)
         let value: JSONValue
         do {
             value = try JSONValue.parse(input, options: JSONValue.Options(maximumDepth: DocumentValue.maximumDepth))

@@ -71,8 +71,8 @@ extension Keychain {
                 proof.presenceKeys[name] = key
                 continue
             }
-            let (publicKey, secretKey) = PresenceKeys.generate()
-            bag.wrapPresence(name, secretKey, kek: kek)
+            let (publicKey, secretKey) = try PresenceKeys.generate()
+            try bag.wrapPresence(name, secretKey, kek: kek)
             missing.append((PresenceKeys.publicKeyRow(name), publicKey))
             proof.presenceKeys[name] = secretKey
         }
@@ -113,7 +113,7 @@ extension Keychain {
             guard let password = proof.applicationPassword else { throw proofNeeded(password: false, application: true, label: label) }
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)
         }
-        return (access, ItemAccess.dataKey(itemSecret: itemSecret, row, applicationKey: applicationKey))
+        return (access, try ItemAccess.dataKey(itemSecret: itemSecret, row, applicationKey: applicationKey))
     }
 
     // MARK: - Opening
@@ -135,26 +135,26 @@ extension Keychain {
         var applicationKey: SecureBytes?
         if let kdf = access.applicationKDF {
             guard let password = proof.applicationPassword else {
-                throw proofNeeded(password: access.control.needsPresence && presenceKey(access) == nil, application: true, label: label)
+                throw proofNeeded(password: try access.control.needsPresence && presenceKey(access) == nil, application: true, label: label)
             }
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)
         }
         let itemSecret: SecureBytes
         if access.control.needsPresence {
-            guard let secretKey = presenceKey(access), let publicKey = access.publicKey else {
+            guard let secretKey = try presenceKey(access), let publicKey = access.publicKey else {
                 throw proofNeeded(password: true, application: access.applicationKDF != nil && proof.applicationPassword == nil, label: label)
             }
             itemSecret = try PresenceKeys.open(access.secret, publicKey: publicKey, secretKey: secretKey)
         } else {
-            itemSecret = SecureBytes(copying: access.secret)
+            itemSecret = try SecureBytes(copying: access.secret)
         }
-        return ItemAccess.dataKey(itemSecret: itemSecret, row, applicationKey: applicationKey)
+        return try ItemAccess.dataKey(itemSecret: itemSecret, row, applicationKey: applicationKey)
     }
 
     /// The presence secret key an item needs, from a proof or the reuse window.
-    private func presenceKey(_ access: ItemAccess) -> SecureBytes? {
+    private func presenceKey(_ access: ItemAccess) throws -> SecureBytes? {
         guard let name = access.control.presenceKeyName else { return nil }
-        if proof.presenceKeys[name] == nil { loadReused() }
+        if proof.presenceKeys[name] == nil { try loadReused() }
         return proof.presenceKeys[name]
     }
 
@@ -175,7 +175,7 @@ extension Keychain {
     /// digest, so the slot's name tells nothing about the terminal.
     private var reuseSlot: String? {
         guard let terminal = proof.terminalSession else { return nil }
-        return "p" + Hex.encode(KeyDerivation.digest(SecureBytes(copying: keybag.keychainID),
+        return "p" + Hex.encode(KeyDerivation.digest(id: keybag.keychainID,
                                                      KeyDerivation.Context("locket.presence.reuse.v1").with(terminal)))
     }
 
@@ -188,19 +188,19 @@ extension Keychain {
         let seconds = presenceReuse
         guard seconds > 0, let slot = reuseSlot, let nonce = keys[PresenceKeys.reuseNonceName] else { return }
         var stored = SessionKeys()
-        for (name, key) in proof.presenceKeys { stored.set(name, Keychain.mask(key, nonce, slot: slot, name: name)) }
+        for (name, key) in proof.presenceKeys { stored.set(name, try Keychain.mask(key, nonce, slot: slot, name: name)) }
         try session.saveSlot(slot, keys: stored, expiresAfter: seconds)
     }
 
     /// Takes the presence keys of this terminal session's reuse window, if one is open.
-    private func loadReused() {
+    private func loadReused() throws {
         guard !proof.reuseLoaded, presenceReuse > 0, let slot = reuseSlot,
               let nonce = keys[PresenceKeys.reuseNonceName] else { return }
         proof.reuseLoaded = true
         guard let stored = session.loadSlot(slot) else { return }
         for (name, key) in stored.entries where PresenceKeys.names.contains(name) && proof.presenceKeys[name] == nil {
             // Masked under an earlier unlock's nonce it unmasks to noise: kept only if it is the keychain's key.
-            let unmasked = Keychain.mask(key, nonce, slot: slot, name: name)
+            let unmasked = try Keychain.mask(key, nonce, slot: slot, name: name)
             if let publicKey = try? BackupRecipients.publicKey(secretKey: unmasked), publicKey == meta[PresenceKeys.publicKeyRow(name)] {
                 proof.presenceKeys[name] = unmasked
             }
@@ -208,9 +208,9 @@ extension Keychain {
     }
 
     /// `key` XOR a mask derived from the reuse nonce for this slot and name (its own inverse).
-    private static func mask(_ key: SecureBytes, _ nonce: SecureBytes, slot: String, name: String) -> SecureBytes {
-        let pad = KeyDerivation.derive(nonce, KeyDerivation.Context("locket.presence.mask.v1").with(slot).with(name))
-        let out = SecureBytes(count: key.count)
+    private static func mask(_ key: SecureBytes, _ nonce: SecureBytes, slot: String, name: String) throws -> SecureBytes {
+        let pad = try KeyDerivation.derive(nonce, KeyDerivation.Context("locket.presence.mask.v1").with(slot).with(name))
+        let out = try SecureBytes(count: key.count)
         out.withUnsafeMutableBytes { o in
             key.withUnsafeBytes { k in pad.withUnsafeBytes { p in for i in 0..<o.count { o[i] = k[i] ^ p[i % p.count] } } }
         }

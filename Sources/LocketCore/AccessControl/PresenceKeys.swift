@@ -23,9 +23,9 @@ enum PresenceKeys {
     }
 
     /// A fresh key pair: (public, secret).
-    static func generate() -> ([UInt8], SecureBytes) {
+    static func generate() throws -> ([UInt8], SecureBytes) {
         var publicKey = [UInt8](repeating: 0, count: Int(crypto_box_PUBLICKEYBYTES))
-        let secretKey = SecureBytes(count: Int(crypto_box_SECRETKEYBYTES))
+        let secretKey = try SecureBytes(count: Int(crypto_box_SECRETKEYBYTES))
         secretKey.withUnsafeMutableBytes { _ = crypto_box_keypair(&publicKey, $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
         return (publicKey, secretKey)
     }
@@ -34,7 +34,7 @@ enum PresenceKeys {
     /// errSecDecode when it was sealed to another key or altered.
     static func open(_ sealed: [UInt8], publicKey: [UInt8], secretKey: SecureBytes) throws -> SecureBytes {
         guard sealed.count > SealedBox.sealBytes else { throw KeychainError(.decode, "an item's access-control record is truncated") }
-        guard let out = SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) else {
+        guard let out = try SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) else {
             throw KeychainError(.decode, "an item's access-control record does not open with this keychain's key")
         }
         return out
@@ -93,7 +93,7 @@ struct ItemAccess: Sendable {
     /// A fresh record for a new secret: a random item secret, sealed to
     /// `publicKey` when the control needs presence. Returns it with the secret.
     static func make(_ control: AccessControl, publicKey: [UInt8]?) throws -> (ItemAccess, SecureBytes) {
-        let itemSecret = SecureBytes(copying: Sodium.random(32))
+        let itemSecret = try SecureBytes(copying: Sodium.random(32))
         let access = ItemAccess(control: control, publicKey: control.needsPresence ? publicKey : nil,
                                 secret: control.needsPresence ? try SealedBox.seal(itemSecret, to: publicKey ?? []) : itemSecret.bytes,
                                 applicationKDF: control.flags.contains(.applicationPassword) ? KDFParameters(cost: .interactive) : nil)
@@ -112,7 +112,7 @@ struct ItemAccess: Sendable {
     /// of the application password. It does not depend on the class key
     /// (the item secret is only reachable through the attribute record,
     /// sealed under it), so a rotation re-seals the attributes and keeps the data.
-    static func dataKey(itemSecret: SecureBytes, _ row: Sealing.RowIdentity, applicationKey: SecureBytes?) -> SecureBytes {
+    static func dataKey(itemSecret: SecureBytes, _ row: Sealing.RowIdentity, applicationKey: SecureBytes?) throws -> SecureBytes {
         var context = KeyDerivation.Context("locket.access.data.v1")
         context.append(row.itemClass.rawValue)
         context.append(row.ref)
@@ -120,6 +120,6 @@ struct ItemAccess: Sendable {
         // Straight from guarded memory, and wiped after: the context holds the application key.
         if let applicationKey { applicationKey.withUnsafeBytes { context.append($0) } } else { context.append([UInt8]()) }
         defer { context.wipe() }
-        return KeyDerivation.derive(itemSecret, context)
+        return try KeyDerivation.derive(itemSecret, context)
     }
 }

@@ -128,8 +128,8 @@ struct BackupHeader {
     }
 
     /// The key the secretstream runs under, derived from the file key.
-    static func streamKey(_ fileKey: SecureBytes) -> SecureBytes {
-        KeyDerivation.derive(fileKey, KeyDerivation.Context("locket backup stream"))
+    static func streamKey(_ fileKey: SecureBytes) throws -> SecureBytes {
+        try KeyDerivation.derive(fileKey, KeyDerivation.Context("locket backup stream"))
     }
 
     /// Opens the file key with a passphrase; errSecAuthFailed when it does not open.
@@ -157,13 +157,13 @@ struct BackupHeader {
         }
         let publicKey = try BackupRecipients.publicKey(secretKey: secretKey)
         let id = BackupHeader.recipientID(publicKey)
-        func open(_ sealed: [UInt8]) -> SecureBytes? { SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) }
+        func open(_ sealed: [UInt8]) throws -> SecureBytes? { try SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) }
         let matching = entries.filter { $0.id == id }
         for entry in matching {
-            if let fileKey = open(entry.sealedKey) { return fileKey }
+            if let fileKey = try open(entry.sealedKey) { return fileKey }
         }
         // An entry whose id was altered still opens: say "altered", not "for other recipients".
-        for entry in entries where entry.id != id && open(entry.sealedKey) != nil {
+        for entry in entries where try entry.id != id && open(entry.sealedKey) != nil {
             throw KeychainError(.decode, "the backup's header was altered (a recipient entry does not match its key)")
         }
         if !matching.isEmpty { throw KeychainError(.decode, "the backup's header was altered (this key's entry does not open)") }

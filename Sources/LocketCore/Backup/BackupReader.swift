@@ -47,7 +47,7 @@ public final class BackupReader {
         self.input = input
         header = try BackupHeader.read(from: input)
         protection = header.publicProtection
-        plain = SecureBytes(count: header.chunkSize)
+        plain = try SecureBytes(count: header.chunkSize)
         cipher = [UInt8](repeating: 0, count: header.chunkSize + SecretStream.overhead)
     }
 
@@ -93,7 +93,7 @@ public final class BackupReader {
                 position += length
             } else {
                 // The record spans chunks: gather it in guarded memory of its own.
-                let whole = SecureBytes(count: length)
+                let whole = try SecureBytes(count: length)
                 try whole.withUnsafeMutableBytes { try readExact($0) }
                 record = try whole.withUnsafeBytes { try BackupRecordCoding.decode($0, number: count + 1) }
             }

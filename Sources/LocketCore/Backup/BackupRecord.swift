@@ -167,13 +167,13 @@ enum BackupRecordCoding {
         }
         let dataLength = Int(try cursor.u32())
         guard dataLength <= Keychain.maximumDataLength else { throw cursor.malformed("its secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
-        let data = SecureBytes(copying: try cursor.bytes(dataLength))
+        let data = try SecureBytes(copying: try cursor.bytes(dataLength))
         var extra: SecureBytes?
         switch try cursor.byte() {
         case 0: break
         case 1:
             let n = Int(try cursor.u32())
-            extra = SecureBytes(copying: try cursor.bytes(n))
+            extra = try SecureBytes(copying: try cursor.bytes(n))
         default: throw cursor.malformed("its metadata flag is neither 0 nor 1")
         }
         guard cursor.atEnd else { throw cursor.malformed("bytes follow its last field") }

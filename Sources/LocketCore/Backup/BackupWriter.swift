@@ -31,7 +31,7 @@ public final class BackupWriter {
         guard parameters.isValid, parameters.memLimit <= BackupHeader.maximumMemLimit else {
             throw KeychainError(.param, "the Argon2id limits are out of range for a backup")
         }
-        let fileKey = SecureBytes(copying: Sodium.random(BackupHeader.fileKeyBytes))
+        let fileKey = try SecureBytes(copying: Sodium.random(BackupHeader.fileKeyBytes))
         let kek = try PasswordHash.deriveKEK(password: passphrase, parameters: parameters)
         let wrapped = SecretBox.seal(fileKey, key: kek)
         try self.init(fd: fd, fileKey: fileKey, chunkSize: chunkSize) { .passphrase(parameters, wrappedKey: wrapped) }
@@ -48,7 +48,7 @@ public final class BackupWriter {
         guard unique.count <= BackupHeader.maximumRecipients else {
             throw KeychainError(.param, "a backup can have at most \(BackupHeader.maximumRecipients) recipients")
         }
-        let fileKey = SecureBytes(copying: Sodium.random(BackupHeader.fileKeyBytes))
+        let fileKey = try SecureBytes(copying: Sodium.random(BackupHeader.fileKeyBytes))
         var entries: [(id: [UInt8], sealedKey: [UInt8])] = []
         for key in unique {
             guard key.count == BackupRecipients.keyBytes else {
@@ -72,10 +72,10 @@ public final class BackupWriter {
         }
         self.fd = fd
         self.chunkSize = chunkSize
-        let streamKey = BackupHeader.streamKey(fileKey)
+        let streamKey = try BackupHeader.streamKey(fileKey)
         let (stream, streamHeader) = try SecretStream.push(key: streamKey)
         self.stream = stream
-        plain = SecureBytes(count: chunkSize)
+        plain = try SecureBytes(count: chunkSize)
         output = [UInt8](repeating: 0, count: 4 + chunkSize + SecretStream.overhead)
         let header = BackupHeader(chunkSize: chunkSize, protection: protection(), streamHeader: streamHeader)
         firstAdditional = header.bytes

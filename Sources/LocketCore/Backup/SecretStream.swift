@@ -15,8 +15,8 @@ final class SecretStream {
 
     private let state: SecureBytes
 
-    private init() {
-        state = SecureBytes(count: crypto_secretstream_xchacha20poly1305_statebytes())
+    private init() throws {
+        state = try SecureBytes(count: crypto_secretstream_xchacha20poly1305_statebytes())
     }
 
     private func withState<R>(_ body: (UnsafeMutablePointer<crypto_secretstream_xchacha20poly1305_state>) throws -> R) rethrows -> R {
@@ -29,7 +29,7 @@ final class SecretStream {
     static func push(key: SecureBytes) throws -> (SecretStream, header: [UInt8]) {
         try Sodium.ready()
         precondition(key.count == keyBytes)
-        let stream = SecretStream()
+        let stream = try SecretStream()
         var header = [UInt8](repeating: 0, count: headerBytes)
         let rc = stream.withState { s in
             key.withUnsafeBytes { k in
@@ -44,7 +44,7 @@ final class SecretStream {
     static func pull(key: SecureBytes, header: [UInt8]) throws -> SecretStream {
         try Sodium.ready()
         precondition(key.count == keyBytes && header.count == headerBytes)
-        let stream = SecretStream()
+        let stream = try SecretStream()
         let rc = stream.withState { s in
             key.withUnsafeBytes { k in
                 crypto_secretstream_xchacha20poly1305_init_pull(s, header, k.baseAddress!.assumingMemoryBound(to: UInt8.self))

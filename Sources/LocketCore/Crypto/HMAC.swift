@@ -36,7 +36,7 @@ public enum HMACAlgorithm: String, Sendable, CaseIterable {
         guard key.count > 0 else { throw KeychainError(.param, "the HMAC key is empty") }
         guard key.count <= Int32.max else { throw KeychainError(.dataTooLarge, "the HMAC key is too long") }
         let md = try OpenSSL.check(digest(), .io, "libcrypto has no \(rawValue)")
-        let out = SecureBytes(count: Int(EVP_MAX_MD_SIZE))
+        let out = try SecureBytes(count: Int(EVP_MAX_MD_SIZE))
         var written: UInt32 = 0
         try key.withUnsafeBytes { k in
             try out.withUnsafeMutableBytes { o in
@@ -46,6 +46,6 @@ public enum HMACAlgorithm: String, Sendable, CaseIterable {
             }
         }
         guard Int(written) == length else { throw KeychainError(.io, "HMAC-\(rawValue) returned \(written) bytes") }
-        return out.prefix(length)
+        return try out.prefix(length)
     }
 }

@@ -5,9 +5,29 @@ import LocketSupport
 /// index. Contexts are domain-separated byte strings built with `Context`.
 enum KeyDerivation {
     /// A 32-byte key derived from `key` for `context`.
-    static func derive(_ key: SecureBytes, _ context: Context) -> SecureBytes {
-        let out = SecureBytes(count: 32)
+    static func derive(_ key: SecureBytes, _ context: Context) throws -> SecureBytes {
+        let out = try SecureBytes(count: 32)
         hash(key, context.bytes, into: out)
+        return out
+    }
+
+    /// `derive(key, Context(label).with(a).with(b).with(c))`, the context
+    /// encoded in a stack buffer: no allocation but the key's (a field key per
+    /// sealed value opened).
+    static func derive(_ key: SecureBytes, _ label: StaticString, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+                       _ c: UnsafeRawBufferPointer) throws -> SecureBytes {
+        let out = try SecureBytes(count: 32)
+        let label = UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount)
+        withUnsafeTemporaryAllocation(byteCount: 16 + label.count + a.count + b.count + c.count, alignment: 8) { message in
+            var at = 0
+            func put(_ field: UnsafeRawBufferPointer) {
+                BigEndian.store(UInt32(field.count), into: message, at: at)
+                if let from = field.baseAddress { (message.baseAddress! + at + 4).copyMemory(from: from, byteCount: field.count) }
+                at += 4 + field.count
+            }
+            put(label); put(a); put(b); put(c)
+            hash(key, UnsafeRawBufferPointer(message), into: out)
+        }
         return out
     }
 
@@ -20,6 +40,22 @@ enum KeyDerivation {
                     _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
                                            m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
                                            k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+        return out
+    }
+
+    /// `digest` keyed by a value that is no secret (a keychain ID): no
+    /// guarded copy of it, so nothing that can fail to allocate.
+    static func digest(id: [UInt8], _ context: Context) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 16)
+        id.withUnsafeBytes { k in
+            context.bytes.withUnsafeBytes { m in
+                out.withUnsafeMutableBytes { o in
+                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
+                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                           k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count)
                 }
             }
         }
@@ -43,13 +79,15 @@ enum KeyDerivation {
     }
 
     private static func hash(_ key: SecureBytes, _ message: [UInt8], into out: SecureBytes) {
+        message.withUnsafeBytes { hash(key, $0, into: out) }
+    }
+
+    private static func hash(_ key: SecureBytes, _ m: UnsafeRawBufferPointer, into out: SecureBytes) {
         key.withUnsafeBytes { k in
-            message.withUnsafeBytes { m in
-                out.withUnsafeMutableBytes { o in
-                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count,
-                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
-                }
+            out.withUnsafeMutableBytes { o in
+                _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count,
+                                       m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                       k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
             }
         }
     }

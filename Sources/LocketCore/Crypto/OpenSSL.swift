@@ -86,7 +86,7 @@ enum OpenSSL {
     static func secureDER(_ what: @autoclosure () -> String, _ encode: Encoder) throws -> SecureBytes {
         let length = Int(encode(nil))
         guard length > 0 else { throw failure(.param, "\(what()) could not be encoded") }
-        let out = SecureBytes(count: length)
+        let out = try SecureBytes(count: length)
         try out.withUnsafeMutableBytes { buffer in
             var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
             guard encode(&p) == length else { throw failure(.param, "\(what()) could not be encoded") }

@@ -80,7 +80,7 @@ public struct KDFParameters: Equatable, Sendable {
 enum PasswordHash {
     /// The key-encryption key for `password`.
     static func deriveKEK(password: SecureBytes, parameters p: KDFParameters) throws -> SecureBytes {
-        let out = SecureBytes(count: 32)
+        let out = try SecureBytes(count: 32)
         let empty: [CChar] = [0]
         let rc: Int32 = out.withUnsafeMutableBytes { o in
             password.withUnsafeBytes { pw in

@@ -28,23 +28,23 @@ enum SealedBox {
 
     /// What `sealed` holds, in guarded memory; nil when it doesn't open with
     /// this key pair (sealed to another key, altered, or too short).
-    static func open(_ sealed: UnsafeRawBufferPointer, publicKey: [UInt8], secretKey: SecureBytes) -> SecureBytes? {
+    static func open(_ sealed: UnsafeRawBufferPointer, publicKey: [UInt8], secretKey: SecureBytes) throws -> SecureBytes? {
         guard sealed.count >= sealBytes, publicKey.count == Int(crypto_box_publickeybytes()),
               secretKey.count == Int(crypto_box_secretkeybytes()), let base = sealed.baseAddress else { return nil }
         let length = sealed.count - sealBytes
         // One byte more than the message, so that an empty one still has an address.
-        let out = SecureBytes(count: length + 1)
+        let out = try SecureBytes(count: length + 1)
         let rc = out.withUnsafeMutableBytes { m in
             secretKey.withUnsafeBytes { sk in
                 crypto_box_seal_open(m.baseAddress!.assumingMemoryBound(to: UInt8.self), base.assumingMemoryBound(to: UInt8.self),
                                      UInt64(sealed.count), publicKey, sk.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
-        return rc == 0 ? out.prefix(length) : nil
+        return rc == 0 ? try out.prefix(length) : nil
     }
 
-    static func open(_ sealed: [UInt8], publicKey: [UInt8], secretKey: SecureBytes) -> SecureBytes? {
-        sealed.withUnsafeBytes { open($0, publicKey: publicKey, secretKey: secretKey) }
+    static func open(_ sealed: [UInt8], publicKey: [UInt8], secretKey: SecureBytes) throws -> SecureBytes? {
+        try sealed.withUnsafeBytes { try open($0, publicKey: publicKey, secretKey: secretKey) }
     }
 
     /// Opens with a stored X25519 private key (`key decrypt`).
@@ -52,7 +52,7 @@ enum SealedBox {
         try Sodium.ready()
         guard ciphertext.count >= sealBytes else { throw KeychainError(.decode, "the sealed box is shorter than \(sealBytes) bytes") }
         let secret = try pkcs8.withUnsafeBytes { try EVPKey(pkcs8: $0) }.rawPrivateKey()
-        guard let out = open(ciphertext, publicKey: key.publicKeyExternalRepresentation, secretKey: secret) else {
+        guard let out = try open(ciphertext, publicKey: key.publicKeyExternalRepresentation, secretKey: secret) else {
             throw KeychainError(.decode, "the sealed box could not be opened with this key (tampered, or sealed to another key)")
         }
         return out

@@ -37,7 +37,7 @@ enum SecretBox {
     /// sealed under another key or altered.
     static func open(_ sealed: UnsafeRawBufferPointer, key: SecureBytes, what: @autoclosure () -> String) throws -> SecureBytes {
         guard sealed.count >= overhead else { throw KeychainError(.decode, "\(what()) is truncated") }
-        let out = SecureBytes(count: sealed.count - overhead)
+        let out = try SecureBytes(count: sealed.count - overhead)
         let rc: Int32 = out.withUnsafeMutableBytes { dst in
             key.withUnsafeBytes { k in
                 let src = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)

@@ -8,10 +8,15 @@ public final class SecureBytes: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer?
     /// The number of bytes.
     public let count: Int
+    /// For a view (`slice`): the buffer whose memory it is, kept alive by it
+    /// and released (wiped) by it; nil when the memory is this buffer's own.
+    private let owner: SecureBytes?
 
-    /// Zeroed guarded memory of `count` bytes.
-    public init(count: Int) {
+    /// Zeroed guarded memory of `count` bytes; errSecAllocate when the
+    /// process may not have it (its address-space limit, or no memory left).
+    public init(count: Int) throws {
         self.count = count
+        owner = nil
         // sodium_malloc aborts until sodium_init has run.
         try? Sodium.ready()
         if count == 0 {
@@ -22,15 +27,22 @@ public final class SecureBytes: @unchecked Sendable {
             // Opened attribute records: a dump opens one per item.
             base = slot
         } else {
-            guard let p = sodium_malloc(count) else { fatalError("locket: out of guarded memory") }
+            guard let p = sodium_malloc(count) else { throw KeychainError(.allocate, "\(count) bytes of guarded memory could not be allocated") }
             sodium_memzero(p, count)
             base = p
         }
     }
 
+    /// No bytes: nothing to allocate, so it cannot fail.
+    public init() {
+        count = 0
+        base = nil
+        owner = nil
+    }
+
     /// A copy of `bytes`.
-    public convenience init<Bytes: Collection<UInt8>>(copying bytes: Bytes) {
-        self.init(count: bytes.count)
+    public convenience init<Bytes: Collection<UInt8>>(copying bytes: Bytes) throws {
+        try self.init(count: bytes.count)
         if let base {
             var i = 0
             for b in bytes { base.storeBytes(of: b, toByteOffset: i, as: UInt8.self); i += 1 }
@@ -38,13 +50,28 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// A copy of a raw buffer.
-    public convenience init(copying raw: UnsafeRawBufferPointer) {
-        self.init(count: raw.count)
+    public convenience init(copying raw: UnsafeRawBufferPointer) throws {
+        try self.init(count: raw.count)
         if let base, let src = raw.baseAddress { base.copyMemory(from: src, byteCount: raw.count) }
     }
 
+    /// `range` of `owner`'s bytes, without a copy: the memory stays guarded
+    /// and is wiped when neither is left.
+    private init(viewing owner: SecureBytes, _ range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= owner.count, "secure slice out of bounds")
+        count = range.count
+        base = range.isEmpty ? nil : owner.base.map { $0 + range.lowerBound }
+        self.owner = owner.owner ?? owner
+    }
+
+    /// The bytes in `range` as a buffer of their own that shares this one's
+    /// memory: an opened record's secret without a second guarded copy.
+    public func slice(_ range: Range<Int>) -> SecureBytes {
+        SecureBytes(viewing: self, range)
+    }
+
     deinit {
-        guard let base else { return }
+        guard owner == nil, let base else { return }
         if !GuardedArena.small.free(base, count: count) && !GuardedArena.medium.free(base, count: count) { sodium_free(base) }
     }
 
@@ -59,8 +86,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// The first `n` bytes as a new buffer.
-    public func prefix(_ n: Int) -> SecureBytes {
-        let out = SecureBytes(count: n)
+    public func prefix(_ n: Int) throws -> SecureBytes {
+        let out = try SecureBytes(count: n)
         if n > 0 { out.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: base!, byteCount: n) } }
         return out
     }

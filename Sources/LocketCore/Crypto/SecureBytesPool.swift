@@ -17,15 +17,15 @@ public final class SecureBytesPool {
     public var count: Int { spans.count }
 
     /// Copies `secret` into the pool; its index is the count before the call.
-    public func append(_ secret: SecureBytes) {
+    public func append(_ secret: SecureBytes) throws {
         if secret.count > Self.chunkSize {
-            chunks.append(secret.withUnsafeBytes { SecureBytes(copying: $0) })
+            chunks.append(try secret.withUnsafeBytes { try SecureBytes(copying: $0) })
             spans.append((chunks.count - 1, 0, secret.count))
             used = Self.chunkSize
             return
         }
         if chunks.isEmpty || used + secret.count > Self.chunkSize {
-            chunks.append(SecureBytes(count: Self.chunkSize))
+            chunks.append(try SecureBytes(count: Self.chunkSize))
             used = 0
         }
         let offset = used
@@ -39,10 +39,10 @@ public final class SecureBytesPool {
     }
 
     /// A copy of the secret at `index`, in guarded memory of its own.
-    public subscript(index: Int) -> SecureBytes {
+    public subscript(index: Int) -> SecureBytes { get throws {
         let span = spans[index]
-        return chunks[span.chunk].withUnsafeBytes { chunk in
-            SecureBytes(copying: UnsafeRawBufferPointer(rebasing: chunk[span.offset..<span.offset + span.count]))
+        return try chunks[span.chunk].withUnsafeBytes { chunk in
+            try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: chunk[span.offset..<span.offset + span.count]))
         }
-    }
+    } }
 }

@@ -275,12 +275,12 @@ public indirect enum JSONValue: Sendable {
     }
 
     /// A string value decoded straight into guarded memory; empty for other types.
-    public func secure(in input: SecureBytes) -> SecureBytes {
-        guard case .string(let start, let end) = self else { return SecureBytes(count: 0) }
-        return input.withUnsafeBytes { r in
+    public func secure(in input: SecureBytes) throws -> SecureBytes {
+        guard case .string(let start, let end) = self else { return SecureBytes() }
+        return try input.withUnsafeBytes { r in
             var n = 0
             JSONValue.decode(r, start, end) { _ in n += 1 }
-            let out = SecureBytes(count: n)
+            let out = try SecureBytes(count: n)
             out.withUnsafeMutableBytes { o in
                 var k = 0
                 JSONValue.decode(r, start, end) { o[k] = $0; k += 1 }

@@ -46,7 +46,7 @@ enum ItemRecord {
     /// passed, so this only fires on a format bug or a future version).
     static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?) {
         try record.withUnsafeBytes { r in
-            let bad = KeychainError(.decode, "an item's attribute record is malformed")
+            var bad: KeychainError { KeychainError(.decode, "an item's attribute record is malformed") }
             guard r.count >= 1, r[0] == version else { throw bad }
             var i = 1
             // Sized for every sealed attribute up front: growing it twice per item was 4 % of a dump.
@@ -71,7 +71,7 @@ enum ItemRecord {
                       let n = BigEndian.read(UInt32.self, r, at: i).map(Int.init) else { throw bad }
                 i += 4
                 guard n <= r.count - i else { throw bad }
-                attributes[attribute] = Array(r[i..<i + n])
+                attributes[attribute] = Array(UnsafeRawBufferPointer(rebasing: r[i..<i + n]))
                 i += n
             }
             guard let created, let modified else { throw bad }

@@ -82,19 +82,19 @@ enum KeyAttributes {
 
     /// The items a parsed key file adds, in file order: keys, then
     /// certificates. Options apply as `KeyItemOptions` says.
-    static func items(of file: ImportedItems, _ options: KeyItemOptions) -> [(ItemClass, [Attribute: [UInt8]], SecureBytes)] {
+    static func items(of file: ImportedItems, _ options: KeyItemOptions) throws -> [(ItemClass, [Attribute: [UInt8]], SecureBytes)] {
         let hasPrivateKey = file.keys.contains { $0.key.keyClass == .private }
         var out: [(ItemClass, [Attribute: [UInt8]], SecureBytes)] = []
         for (i, entry) in file.keys.enumerated() {
             let certificate = file.certificates.first { $0.keyIndex == i }
             let label = options.label ?? entry.label ?? certificate.map { $0.label ?? $0.certificate.defaultLabel }
-            let value = entry.key.pkcs8 ?? SecureBytes(copying: entry.key.subjectPublicKeyInfo)
+            let value = try entry.key.pkcs8 ?? SecureBytes(copying: entry.key.subjectPublicKeyInfo)
             out.append((.key, of(entry.key, label: label, tag: options.tag, extractable: options.extractable), value))
         }
         for entry in file.certificates {
             // With a private key in the file, --label names the identity, not the CA certificates of its chain.
             let label = (entry.keyIndex != nil || !hasPrivateKey ? options.label : nil) ?? entry.label
-            out.append((.certificate, of(entry.certificate, label: label), SecureBytes(copying: entry.certificate.der)))
+            out.append((.certificate, of(entry.certificate, label: label), try SecureBytes(copying: entry.certificate.der)))
         }
         return out
     }

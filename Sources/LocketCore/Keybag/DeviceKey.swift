@@ -13,14 +13,14 @@ enum DeviceKey {
         if let id = try? FileIO.readSmall(machineIDPath, limit: 256) {
             context.append(id.filter { $0 != 0x0a })
         }
-        return KeyDerivation.derive(secret, context)
+        return try KeyDerivation.derive(secret, context)
     }
 
     /// Creates the device secret file if it does not exist yet.
     static func create(secretPath: String) throws {
         if FileIO.exists(secretPath) { return }
         try FileIO.makeDirectories(FileIO.directory(of: secretPath))
-        let secret = SecureBytes(copying: Sodium.random(secretLength))
+        let secret = try SecureBytes(copying: Sodium.random(secretLength))
         // Written whole under a temporary name, then linked into place: a crash
         // never leaves an empty or short device secret behind.
         let temporary = secretPath + ".tmp.\(getpid())"

@@ -28,22 +28,22 @@ struct GenerationMirror {
     let path: String?
     private let key: SecureBytes
 
-    init(environment: Environment, keychainID: [UInt8], keychainPath: String, device: SecureBytes) {
-        self.init(environment: environment, keychainID: keychainID, place: GenerationMirror.absolute(keychainPath), key: device)
+    init(environment: Environment, keychainID: [UInt8], keychainPath: String, device: SecureBytes) throws {
+        try self.init(environment: environment, keychainID: keychainID, place: GenerationMirror.absolute(keychainPath), key: device)
     }
 
     /// The mirror of a remote keychain's header (docs/REMOTE.md), per URL as
     /// a file's is per path, authenticated with `key` (derived from the
     /// keychain's blind-index key: a remote keychain has no device-wrapped key).
-    init(environment: Environment, keychainID: [UInt8], remoteURL: String, key: SecureBytes) {
-        self.init(environment: environment, keychainID: keychainID, place: remoteURL, key: key)
+    init(environment: Environment, keychainID: [UInt8], remoteURL: String, key: SecureBytes) throws {
+        try self.init(environment: environment, keychainID: keychainID, place: remoteURL, key: key)
     }
 
-    private init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) {
-        let name = Hex.encode(keychainID) + "-" + Hex.encode(KeyDerivation.digest(SecureBytes(copying: keychainID),
+    private init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) throws {
+        let name = Hex.encode(keychainID) + "-" + Hex.encode(KeyDerivation.digest(id: keychainID,
                                                                                  KeyDerivation.Context("locket.generation-mirror.path.v1").with(file)).prefix(8))
         path = (try? environment.stateDirectory()).map { $0 + "/locket/" + name + ".generation" }
-        key = KeyDerivation.derive(device, KeyDerivation.Context("locket.generation-mirror.v1").with(keychainID).with(file))
+        key = try KeyDerivation.derive(device, KeyDerivation.Context("locket.generation-mirror.v1").with(keychainID).with(file))
     }
 
     /// `path` made absolute against the working directory, without `.` and

@@ -46,8 +46,8 @@ struct Header {
     // MARK: - Keys
 
     /// The key the header's MAC is made with.
-    static func macKey(indexKey: SecureBytes, keychainID: [UInt8]) -> SecureBytes {
-        KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.header.key.v1").with(keychainID))
+    static func macKey(indexKey: SecureBytes, keychainID: [UInt8]) throws -> SecureBytes {
+        try KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.header.key.v1").with(keychainID))
     }
 
     /// A public check value of the blind-index key: a process whose key gives
@@ -67,7 +67,7 @@ struct Header {
     // MARK: - MAC
 
     /// The MAC of every row but the MAC itself, in name order.
-    func mac(_ key: SecureBytes) -> SecureBytes {
+    func mac(_ key: SecureBytes) throws -> SecureBytes {
         var context = KeyDerivation.Context("locket.header.v1")
         // Room for every field at once: grown row by row, the buffer was copied again and again.
         var size = 16
@@ -88,24 +88,24 @@ struct Header {
             context.append(tagged: row.kek)
             context.append(tagged: row.device)
         }
-        return KeyDerivation.derive(key, context)
+        return try KeyDerivation.derive(key, context)
     }
 
     /// Whether the stored MAC is right for `key`; false when there is none.
-    func verify(_ key: SecureBytes) -> Bool {
+    func verify(_ key: SecureBytes) throws -> Bool {
         guard let stored = meta[Header.macName], stored.count == 32 else { return false }
-        let expected = mac(key)
+        let expected = try mac(key)
         return expected.withUnsafeBytes { e in stored.withUnsafeBytes { Sodium.equal(e, $0) } }
     }
 
     /// The rows a write adds to this header: the next generation, the key
     /// check and the MAC over the result.
-    func sealed(generation: UInt64, indexKey: SecureBytes, keychainID: [UInt8]) -> [(String, [UInt8])] {
+    func sealed(generation: UInt64, indexKey: SecureBytes, keychainID: [UInt8]) throws -> [(String, [UInt8])] {
         var next = self
         next.meta[Header.generationName] = BigEndian.bytes(Int64(bitPattern: generation))
         next.meta[Header.keyCheckName] = Header.keyCheck(indexKey: indexKey, keychainID: keychainID)
         next.meta[Header.macName] = nil
-        let mac = next.mac(Header.macKey(indexKey: indexKey, keychainID: keychainID)).bytes
+        let mac = try next.mac(Header.macKey(indexKey: indexKey, keychainID: keychainID)).bytes
         return [(Header.generationName, next.meta[Header.generationName]!), (Header.keyCheckName, next.meta[Header.keyCheckName]!),
                 (Header.macName, mac)]
     }

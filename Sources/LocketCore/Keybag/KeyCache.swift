@@ -32,8 +32,7 @@ struct KeyCache {
     /// The session key name of a scoped (class, group) key. Group names stay
     /// out of it so that their length never limits the session format.
     static func scopedKeyName(keychainID: [UInt8], _ pclass: ProtectionClass, _ group: String) -> String {
-        let id = SecureBytes(copying: keychainID)
-        return "g" + Hex.encode(KeyDerivation.digest(id, KeyDerivation.Context("locket.scoped.v1").with(pclass.rawValue).with(group)))
+        "g" + Hex.encode(KeyDerivation.digest(id: keychainID, KeyDerivation.Context("locket.scoped.v1").with(pclass.rawValue).with(group)))
     }
 
     func scopedKeyName(_ pclass: ProtectionClass, _ group: String) -> String {
@@ -61,7 +60,7 @@ struct KeyCache {
         }
         let key: SecureBytes
         if let classKey = keys[pclass.rawValue] {
-            key = Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
+            key = try Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
         } else if let scoped = keys[scopedKeyName(pclass, group)] {
             key = scoped
         } else {

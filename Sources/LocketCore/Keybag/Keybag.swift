@@ -45,27 +45,27 @@ struct Keybag {
 
     // MARK: - Wrapping keys
 
-    private func wrapKey(_ kek: SecureBytes, _ name: String) -> SecureBytes {
-        KeyDerivation.derive(kek, KeyDerivation.Context("locket.wrap.kek.v1").with(keychainID).with(name))
+    private func wrapKey(_ kek: SecureBytes, _ name: String) throws -> SecureBytes {
+        try KeyDerivation.derive(kek, KeyDerivation.Context("locket.wrap.kek.v1").with(keychainID).with(name))
     }
 
-    private func deviceBoundWrapKey(_ kek: SecureBytes, _ device: SecureBytes, _ name: String) -> SecureBytes {
-        let first = KeyDerivation.derive(device, KeyDerivation.Context("locket.wrap.bind.v1").with(keychainID).with(name))
-        return KeyDerivation.derive(wrapKey(kek, name), KeyDerivation.Context("locket.wrap.tdo.v1").with(first.bytes))
+    private func deviceBoundWrapKey(_ kek: SecureBytes, _ device: SecureBytes, _ name: String) throws -> SecureBytes {
+        let first = try KeyDerivation.derive(device, KeyDerivation.Context("locket.wrap.bind.v1").with(keychainID).with(name))
+        return try KeyDerivation.derive(wrapKey(kek, name), KeyDerivation.Context("locket.wrap.tdo.v1").with(first.bytes))
     }
 
-    private func deviceWrapKey(_ device: SecureBytes, _ name: String) -> SecureBytes {
-        KeyDerivation.derive(device, KeyDerivation.Context("locket.wrap.device.v1").with(keychainID).with(name))
+    private func deviceWrapKey(_ device: SecureBytes, _ name: String) throws -> SecureBytes {
+        try KeyDerivation.derive(device, KeyDerivation.Context("locket.wrap.device.v1").with(keychainID).with(name))
     }
 
     /// The KEK of a keychain without a password. Such a keychain is as open as
     /// a device without a passcode: only the device-bound classes are protected.
-    static func passwordlessKEK(_ keychainID: [UInt8]) -> SecureBytes {
-        KeyDerivation.derive(SecureBytes(count: 32), KeyDerivation.Context("locket.nopass.v1").with(keychainID))
+    static func passwordlessKEK(_ keychainID: [UInt8]) throws -> SecureBytes {
+        try KeyDerivation.derive(try SecureBytes(count: 32), KeyDerivation.Context("locket.nopass.v1").with(keychainID))
     }
 
     func kek(password: SecureBytes?) throws -> SecureBytes {
-        guard let kdf else { return Keybag.passwordlessKEK(keychainID) }
+        guard let kdf else { return try Keybag.passwordlessKEK(keychainID) }
         guard let password else { throw KeychainError(.authFailed) }
         return try PasswordHash.deriveKEK(password: password, parameters: kdf)
     }
@@ -73,32 +73,32 @@ struct Keybag {
     // MARK: - Creating
 
     /// Fresh random keys for a new keychain, wrapped for `kek` and `device`.
-    static func create(keychainID: [UInt8], kdf: KDFParameters?, kek: SecureBytes, device: SecureBytes) -> (Keybag, SessionKeys) {
+    static func create(keychainID: [UInt8], kdf: KDFParameters?, kek: SecureBytes, device: SecureBytes) throws -> (Keybag, SessionKeys) {
         var bag = Keybag(keychainID: keychainID, kdf: kdf, rows: [:])
         var keys = SessionKeys()
         for name in names {
             if name == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue && kdf == nil { continue }
-            keys.set(name, SecureBytes(copying: Sodium.random(32)))
+            keys.set(name, try SecureBytes(copying: Sodium.random(32)))
         }
-        bag.wrap(keys, kek: kek, device: device)
+        try bag.wrap(keys, kek: kek, device: device)
         return (bag, keys)
     }
 
     /// Re-wraps every key in `keys` (a password change wraps the same class keys anew).
-    mutating func wrap(_ keys: SessionKeys, kek: SecureBytes?, device: SecureBytes?) {
+    mutating func wrap(_ keys: SessionKeys, kek: SecureBytes?, device: SecureBytes?) throws {
         for (name, key) in keys.entries {
             var row = rows[name] ?? KeybagRow()
             let pclass = ProtectionClass(rawValue: name)
             let isAlways = name == Keybag.indexKeyName || pclass?.tier == .always
             if let kek, pclass != .alwaysThisDeviceOnly {
                 if pclass?.thisDeviceOnly == true {
-                    if let device { row.kek = SecretBox.seal(key, key: deviceBoundWrapKey(kek, device, name)) }
+                    if let device { row.kek = SecretBox.seal(key, key: try deviceBoundWrapKey(kek, device, name)) }
                 } else {
-                    row.kek = SecretBox.seal(key, key: wrapKey(kek, name))
+                    row.kek = SecretBox.seal(key, key: try wrapKey(kek, name))
                 }
             }
             if let device, isAlways {
-                row.device = SecretBox.seal(key, key: deviceWrapKey(device, name))
+                row.device = SecretBox.seal(key, key: try deviceWrapKey(device, name))
             }
             rows[name] = row
         }
@@ -108,8 +108,8 @@ struct Keybag {
 
     /// Wraps a presence secret key (PresenceKeys) by the KEK alone: no device
     /// wrap, so only the password opens it.
-    mutating func wrapPresence(_ name: String, _ secretKey: SecureBytes, kek: SecureBytes) {
-        rows[name] = KeybagRow(kek: SecretBox.seal(secretKey, key: wrapKey(kek, name)))
+    mutating func wrapPresence(_ name: String, _ secretKey: SecureBytes, kek: SecureBytes) throws {
+        rows[name] = KeybagRow(kek: SecretBox.seal(secretKey, key: try wrapKey(kek, name)))
     }
 
     /// The presence secret key `name`, nil when the keychain has none (made

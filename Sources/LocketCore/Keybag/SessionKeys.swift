@@ -56,10 +56,10 @@ struct SessionKeys {
         entries.append((name, key))
     }
 
-    func encode(header: [UInt8], timeout: UInt32, lastUse: Int64) -> SecureBytes {
+    func encode(header: [UInt8], timeout: UInt32, lastUse: Int64) throws -> SecureBytes {
         let scopeBytes = encodedScope
         let size = header.count + 13 + entries.reduce(0) { $0 + 1 + $1.name.utf8.count + 32 } + scopeBytes.count
-        let out = SecureBytes(count: size)
+        let out = try SecureBytes(count: size)
         out.withUnsafeMutableBytes { o in
             var i = 0
             func put(_ b: UInt8) { o[i] = b; i += 1 }
@@ -95,8 +95,8 @@ struct SessionKeys {
         }
     }
 
-    static func decode(_ record: SecureBytes, header: [UInt8]) -> (SessionKeys, UInt32)? {
-        record.withUnsafeBytes { r -> (SessionKeys, UInt32)? in
+    static func decode(_ record: SecureBytes, header: [UInt8]) throws -> (SessionKeys, UInt32)? {
+        try record.withUnsafeBytes { r -> (SessionKeys, UInt32)? in
             guard r.count >= header.count + 13, Array(r[0..<header.count]) == header else { return nil }
             var i = header.count
             guard let timeout = BigEndian.read(UInt32.self, r, at: i) else { return nil }
@@ -109,7 +109,7 @@ struct SessionKeys {
                 guard i + n + 32 <= r.count else { return nil }
                 let name = String(decoding: r[i..<i + n], as: UTF8.self)
                 i += n
-                keys.set(name, SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[i..<i + 32])))
+                keys.set(name, try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[i..<i + 32])))
                 i += 32
             }
             if i == r.count { return (keys, timeout) }

@@ -5,7 +5,7 @@
 enum SessionPolicy {
     /// The keys to save for the after-first-unlock tier and the when-unlocked tier.
     static func split(_ unwrapped: SessionKeys, accessGroups: [String]?,
-                      keychainID: [UInt8]) -> (afterFirstUnlock: SessionKeys, whenUnlocked: SessionKeys) {
+                      keychainID: [UInt8]) throws -> (afterFirstUnlock: SessionKeys, whenUnlocked: SessionKeys) {
         var firstUnlock = SessionKeys(), whenUnlocked = SessionKeys()
         guard let groups = accessGroups else {
             for (name, key) in unwrapped.entries {
@@ -25,7 +25,7 @@ enum SessionPolicy {
                 continue
             }
             for group in groups {
-                let key = Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
+                let key = try Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
                 let name = KeyCache.scopedKeyName(keychainID: keychainID, pclass, group)
                 if pclass.tier == .whenUnlocked { whenUnlocked.set(name, key) } else { firstUnlock.set(name, key) }
             }

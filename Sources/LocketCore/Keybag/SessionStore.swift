@@ -52,7 +52,7 @@ public struct SessionStore: Sendable {
     }
 
     private func save(_ slot: String, keys: SessionKeys, timeout: UInt32) throws -> Backend {
-        let record = keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
+        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
         var keyringRefusal: String?
         if forced != .directory {
             let serial = record.withUnsafeBytes { raw in
@@ -117,11 +117,11 @@ public struct SessionStore: Sendable {
 
     private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
         guard let serial = keyringSerial(slot) else { return nil }
-        let buffer = SecureBytes(count: SessionKeys.maximumSize)
+        let buffer = try SecureBytes(count: SessionKeys.maximumSize)
         let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
         guard n > 0, n <= buffer.count else { return nil }
-        let record = buffer.prefix(n)
-        guard let (keys, timeout) = SessionKeys.decode(record, header: Self.magic) else {
+        let record = try buffer.prefix(n)
+        guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
         let now = Clock.seconds()
@@ -147,9 +147,9 @@ public struct SessionStore: Sendable {
               st.st_size > 0, st.st_size <= SessionKeys.maximumSize else {
             throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
         }
-        let buffer = SecureBytes(count: Int(st.st_size))
+        let buffer = try SecureBytes(count: Int(st.st_size))
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n == buffer.count, let (keys, timeout) = SessionKeys.decode(buffer, header: Self.magic) else {
+        guard n == buffer.count, let (keys, timeout) = try SessionKeys.decode(buffer, header: Self.magic) else {
             throw KeychainError(.decode, "the session file \(path) is damaged", reason: .sessionDamaged)
         }
         if timeout > 0 {
@@ -166,11 +166,11 @@ public struct SessionStore: Sendable {
     }
 
     /// What the session of `tier` says, without extending it.
-    func peek(_ tier: ProtectionClass.Tier) -> Info? {
+    func peek(_ tier: ProtectionClass.Tier) throws -> Info? {
         if forced != .directory, let serial = keyringSerial(tier.rawValue) {
-            let buffer = SecureBytes(count: SessionKeys.maximumSize)
+            let buffer = try SecureBytes(count: SessionKeys.maximumSize)
             let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
-            if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(buffer.prefix(n), header: Self.magic) {
+            if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(try buffer.prefix(n), header: Self.magic) {
                 return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
             }
         }
@@ -181,7 +181,7 @@ public struct SessionStore: Sendable {
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0, st.st_size <= SessionKeys.maximumSize else { return nil }
-        let record = SecureBytes(count: Int(st.st_size))
+        let record = try SecureBytes(count: Int(st.st_size))
         let n = record.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n == record.count, let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
         let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))

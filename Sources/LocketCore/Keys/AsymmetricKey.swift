@@ -73,7 +73,7 @@ public struct AsymmetricKey: Sendable {
         // Already the canonical encoding: no re-encoding through libcrypto's encoders (Curve25519PKCS8).
         if let type = der.withUnsafeBytes({ Curve25519PKCS8.split($0)?.type }) {
             let publicKey = try evp.publicExternalRepresentation()
-            self.init(keyClass: .private, keyType: type, sizeInBits: 256, pkcs8: der.withUnsafeBytes { SecureBytes(copying: $0) },
+            self.init(keyClass: .private, keyType: type, sizeInBits: 256, pkcs8: try der.withUnsafeBytes { try SecureBytes(copying: $0) },
                       subjectPublicKeyInfo: Curve25519PKCS8.spki(type, publicKey), publicKeyExternalRepresentation: publicKey)
             return
         }

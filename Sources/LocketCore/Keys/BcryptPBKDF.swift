@@ -18,8 +18,8 @@ struct Blowfish: ~Copyable {
     private let storage: SecureBytes
     private let words: UnsafeMutablePointer<UInt32>
 
-    init() {
-        storage = SecureBytes(count: 1042 * 4)
+    init() throws {
+        storage = try SecureBytes(count: 1042 * 4)
         words = storage.withUnsafeMutableBytes { $0.baseAddress!.bindMemory(to: UInt32.self, capacity: 1042) }
         Blowfish.piDigits.withUnsafeBufferPointer { words.update(from: $0.baseAddress!, count: 1042) }
     }
@@ -88,8 +88,8 @@ enum BcryptPBKDF {
     /// One bcrypt hash of two SHA-512 digests: 64 rounds of the expensive key
     /// schedule, then "OxychromaticBlowfishSwatDynamite" encrypted 64 times;
     /// the eight words come out little-endian.
-    private static func hash(password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
-        let state = Blowfish()
+    private static func hash(password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws {
+        let state = try Blowfish()
         state.expand(key: password, salt: salt)
         for _ in 0..<64 {
             state.expand(key: salt, salt: nil)
@@ -122,9 +122,9 @@ enum BcryptPBKDF {
         }
         let blocks = (length + 31) / 32
         let take = (length + blocks - 1) / blocks
-        let key = SecureBytes(count: length)
+        let key = try SecureBytes(count: length)
         // SHA-512 of the password, of salt || counter, of each round's output, and the two 32-byte accumulators.
-        let scratch = SecureBytes(count: 64 + 64 + 32 + 32)
+        let scratch = try SecureBytes(count: 64 + 64 + 32 + 32)
         var countSalt = [UInt8](salt) + [0, 0, 0, 0]
         try scratch.withUnsafeMutableBytes { s in
             let sha2pass = UnsafeMutableRawBufferPointer(rebasing: s[0..<64])
@@ -132,7 +132,7 @@ enum BcryptPBKDF {
             let output = UnsafeMutableRawBufferPointer(rebasing: s[128..<160])
             let round = UnsafeMutableRawBufferPointer(rebasing: s[160..<192])
             try Sodium.check(crypto_hash_sha512(sha2pass.baseAddress!, password.baseAddress!, UInt64(password.count)), "sha-512")
-            key.withUnsafeMutableBytes { key in
+            try key.withUnsafeMutableBytes { key in
                 for block in 1...blocks {
                     let n = salt.count
                     countSalt[n] = UInt8(block >> 24 & 0xff)
@@ -140,12 +140,12 @@ enum BcryptPBKDF {
                     countSalt[n + 2] = UInt8(block >> 8 & 0xff)
                     countSalt[n + 3] = UInt8(block & 0xff)
                     countSalt.withUnsafeBytes { _ = crypto_hash_sha512(sha2salt.baseAddress!, $0.baseAddress!, UInt64($0.count)) }
-                    hash(password: UnsafeRawBufferPointer(sha2pass), salt: UnsafeRawBufferPointer(sha2salt), into: round)
+                    try hash(password: UnsafeRawBufferPointer(sha2pass), salt: UnsafeRawBufferPointer(sha2salt), into: round)
                     output.copyMemory(from: UnsafeRawBufferPointer(round))
                     if rounds > 1 {
                         for _ in 1..<rounds {
                             _ = crypto_hash_sha512(sha2salt.baseAddress!, round.baseAddress!, 32)
-                            hash(password: UnsafeRawBufferPointer(sha2pass), salt: UnsafeRawBufferPointer(sha2salt), into: round)
+                            try hash(password: UnsafeRawBufferPointer(sha2pass), salt: UnsafeRawBufferPointer(sha2salt), into: round)
                             for j in 0..<32 { output[j] ^= round[j] }
                         }
                     }

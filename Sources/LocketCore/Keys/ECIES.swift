@@ -57,7 +57,7 @@ enum ECIES {
         try OpenSSL.check(EVP_PKEY_derive_set_peer(ctx, peer.pointer), .decode, "the ephemeral public key is not on the curve")
         var length = 0
         try OpenSSL.check(EVP_PKEY_derive(ctx, nil, &length), .param, "ECDH failed")
-        let out = SecureBytes(count: length)
+        let out = try SecureBytes(count: length)
         try out.withUnsafeMutableBytes { buffer in
             try OpenSSL.check(EVP_PKEY_derive(ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), &length), .param, "ECDH failed")
         }
@@ -70,7 +70,7 @@ enum ECIES {
         defer { EVP_KDF_free(kdf) }
         let ctx = try OpenSSL.check(EVP_KDF_CTX_new(kdf), .io, "out of memory")
         defer { EVP_KDF_CTX_free(ctx) }
-        let out = SecureBytes(count: length)
+        let out = try SecureBytes(count: length)
         var info = sharedInfo
         try secret.withUnsafeBytes { z in
             try info.withUnsafeMutableBytes { info in
@@ -117,7 +117,7 @@ enum ECIES {
         let ctx = try OpenSSL.check(EVP_CIPHER_CTX_new(), .io, "out of memory")
         defer { EVP_CIPHER_CTX_free(ctx) }
         try start(ctx, keyAndIV, curve, encrypt: false)
-        let out = SecureBytes(count: body.count + 1)
+        let out = try SecureBytes(count: body.count + 1)
         let ok: Bool = out.withUnsafeMutableBytes { buffer in
             let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
             var n: Int32 = 0
@@ -132,7 +132,7 @@ enum ECIES {
             ERR_clear_error()
             throw KeychainError(.decode, "the ECIES ciphertext could not be decrypted with this key (tampered, or encrypted to another key)")
         }
-        return out.prefix(body.count)
+        return try out.prefix(body.count)
     }
 
     private static func start(_ ctx: OpaquePointer, _ keyAndIV: SecureBytes, _ curve: EllipticCurve, encrypt: Bool) throws {

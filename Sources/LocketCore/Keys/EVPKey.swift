@@ -127,7 +127,7 @@ final class EVPKey {
         try OpenSSL.check(EVP_PKEY_get_bn_param(pointer, name, &bn), .param, "the key has no \(name)")
         defer { BN_clear_free(bn) }
         let digits = Int((BN_num_bits(bn) + 7) / 8)
-        let out = SecureBytes(count: max(width, digits))
+        let out = try SecureBytes(count: max(width, digits))
         try out.withUnsafeMutableBytes { buffer in
             guard BN_bn2binpad(bn, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == buffer.count else {
                 throw OpenSSL.failure(.param, "the key's \(name) could not be encoded")
@@ -138,7 +138,7 @@ final class EVPKey {
 
     /// The raw private key of Ed25519/X25519 (32 bytes), in guarded memory.
     func rawPrivateKey() throws -> SecureBytes {
-        let out = SecureBytes(count: 32)
+        let out = try SecureBytes(count: 32)
         try out.withUnsafeMutableBytes { buffer in
             var length = 32
             try OpenSSL.check(EVP_PKEY_get_raw_private_key(pointer, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), &length), .param, "the private key could not be read")
@@ -180,9 +180,9 @@ enum Digest {
 extension Base64 {
     /// Decodes standard base64, skipping whitespace, into guarded memory;
     /// nil when the text is not base64.
-    static func decodeSecret(_ text: UnsafeRawBufferPointer) -> SecureBytes? {
+    static func decodeSecret(_ text: UnsafeRawBufferPointer) throws -> SecureBytes? {
         try? Sodium.ready()
-        let scratch = SecureBytes(count: text.count / 4 * 3 + 3)
+        let scratch = try SecureBytes(count: text.count / 4 * 3 + 3)
         var length = 0
         let rc = scratch.withUnsafeMutableBytes { out in
             sodium_base642bin(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
@@ -190,12 +190,12 @@ extension Base64 {
                               " \t\r\n", &length, nil, sodium_base64_VARIANT_ORIGINAL)
         }
         guard rc == 0 else { return nil }
-        return scratch.prefix(length)
+        return try scratch.prefix(length)
     }
 
     /// Decodes public base64 (certificates, public keys).
-    static func decode(_ text: String) -> [UInt8]? {
+    static func decode(_ text: String) throws -> [UInt8]? {
         var text = text
-        return text.withUTF8 { decodeSecret(UnsafeRawBufferPointer($0))?.bytes }
+        return try text.withUTF8 { try decodeSecret(UnsafeRawBufferPointer($0))?.bytes }
     }
 }

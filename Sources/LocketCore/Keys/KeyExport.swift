@@ -36,8 +36,8 @@ extension AsymmetricKey {
     /// iterations, AES-256-CBC; read by OpenSSL, Python, Java, Go).
     public func pkcs8PEM(passphrase: SecureBytes? = nil) throws -> SecureBytes {
         let der = try requirePrivate("a PKCS#8 export")
-        guard let passphrase else { return PEM.encodeSecret(label: "PRIVATE KEY", der) }
-        return PEM.encodeSecret(label: "ENCRYPTED PRIVATE KEY", try PKCS12File.encryptPKCS8(self, passphrase: passphrase))
+        guard let passphrase else { return try PEM.encodeSecret(label: "PRIVATE KEY", der) }
+        return try PEM.encodeSecret(label: "ENCRYPTED PRIVATE KEY", try PKCS12File.encryptPKCS8(self, passphrase: passphrase))
     }
 
     /// The private key in OpenSSH's format (`-----BEGIN OPENSSH PRIVATE

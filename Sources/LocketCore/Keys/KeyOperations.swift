@@ -198,7 +198,7 @@ enum RSACipher {
         defer { EVP_PKEY_CTX_free(ctx) }
         var length = 0
         try OpenSSL.check(EVP_PKEY_decrypt(ctx, nil, &length, Signer.base(ciphertext), ciphertext.count), .decode, "the data could not be decrypted")
-        let out = SecureBytes(count: length)
+        let out = try SecureBytes(count: length)
         try out.withUnsafeMutableBytes { buffer in
             // libcrypto's message names the padding check; the caller learns only that it failed.
             guard EVP_PKEY_decrypt(ctx, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, Signer.base(ciphertext), ciphertext.count) == 1 else {
@@ -206,6 +206,6 @@ enum RSACipher {
                 throw KeychainError(.decode, "the data could not be decrypted with this key and \(algorithm.rawValue)")
             }
         }
-        return out.prefix(length)
+        return try out.prefix(length)
     }
 }

@@ -71,7 +71,7 @@ enum OpenSSHKeyFile {
         let plain: SecureBytes
         if cipher.evpName == nil {
             guard kdfName == "none" else { throw KeychainError(.decode, "an unencrypted OpenSSH key with KDF \(kdfName)") }
-            plain = SecureBytes(copying: encrypted)
+            plain = try SecureBytes(copying: encrypted)
         } else {
             guard kdfName == "bcrypt" else { throw KeychainError(.param, "OpenSSH key KDF '\(kdfName)' is not supported (bcrypt)") }
             var options = SSHReader(kdfOptions)
@@ -187,7 +187,7 @@ enum OpenSSHKeyFile {
         case .x25519: _ = try key.sshKeyType()
         }
         let check = UInt32.random(in: .min ... .max)
-        let section = SSHWriter.encodeSecret { w in
+        let section = try SSHWriter.encodeSecret { w in
             w.uint32(check)
             w.uint32(check)
             w.string(type)
@@ -225,7 +225,7 @@ enum OpenSSHKeyFile {
         } else {
             body = section
         }
-        let binary = SSHWriter.encodeSecret { w in
+        let binary = try SSHWriter.encodeSecret { w in
             w.raw(magic)
             w.string(cipher.name)
             w.string(passphrase == nil ? "none" : "bcrypt")
@@ -234,7 +234,7 @@ enum OpenSSHKeyFile {
             w.string(publicBlob)
             body.withUnsafeBytes { w.string($0) }
         }
-        return PEM.encodeSecret(label: pemLabel, binary)
+        return try PEM.encodeSecret(label: pemLabel, binary)
     }
 
     /// AES in the format's modes (GCM: the tag follows the section, checked on decryption).
@@ -243,7 +243,7 @@ enum OpenSSHKeyFile {
         defer { EVP_CIPHER_free(evpCipher) }
         let ctx = try OpenSSL.check(EVP_CIPHER_CTX_new(), .io, "out of memory")
         defer { EVP_CIPHER_CTX_free(ctx) }
-        let out = SecureBytes(count: input.count + 16)
+        let out = try SecureBytes(count: input.count + 16)
         var total: Int32 = 0
         let ok: Bool = try keyAndIV.withUnsafeBytes { k in
             let key = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -269,6 +269,6 @@ enum OpenSSHKeyFile {
             ERR_clear_error()
             throw KeychainError(.authFailed, "the passphrase is not correct for this OpenSSH key")
         }
-        return out.prefix(Int(total))
+        return try out.prefix(Int(total))
     }
 }

@@ -56,7 +56,7 @@ enum PEM {
 
     /// The block's contents, base64-decoded into guarded memory.
     static func decode(_ block: Block, in bytes: UnsafeRawBufferPointer) throws -> SecureBytes {
-        guard let der = Base64.decodeSecret(UnsafeRawBufferPointer(rebasing: bytes[block.body])), der.count > 0 else {
+        guard let der = try Base64.decodeSecret(UnsafeRawBufferPointer(rebasing: bytes[block.body])), der.count > 0 else {
             throw KeychainError(.decode, "PEM block '\(block.label)' is not valid base64")
         }
         return der
@@ -77,11 +77,11 @@ enum PEM {
     }
 
     /// `der` (a private key) as a PEM block in guarded memory.
-    static func encodeSecret(label: String, _ der: SecureBytes) -> SecureBytes {
+    static func encodeSecret(label: String, _ der: SecureBytes) throws -> SecureBytes {
         let head = Array("-----BEGIN \(label)-----\n".utf8)
         let tail = Array("-----END \(label)-----\n".utf8)
         let textCount = (der.count + 2) / 3 * 4
-        let base64 = SecureBytes(count: textCount)
+        let base64 = try SecureBytes(count: textCount)
         der.withUnsafeBytes { src in
             base64.withUnsafeMutableBytes { dst in
                 var o = 0
@@ -89,7 +89,7 @@ enum PEM {
             }
         }
         let lines = (textCount + 63) / 64
-        let out = SecureBytes(count: head.count + textCount + lines + tail.count)
+        let out = try SecureBytes(count: head.count + textCount + lines + tail.count)
         out.withUnsafeMutableBytes { dst in
             base64.withUnsafeBytes { b64 in
                 var o = 0

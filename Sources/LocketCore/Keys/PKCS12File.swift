@@ -33,7 +33,7 @@ enum PKCS12File {
             if PKCS12_verify_mac(p12, nil, 0) == 1 {
                 opened = true
             } else if PKCS12_verify_mac(p12, "", 0) == 1 {
-                password = SecureBytes(count: 1)
+                password = try SecureBytes(count: 1)
                 opened = true
             }
             ERR_clear_error()
@@ -92,7 +92,7 @@ enum PKCS12File {
 
     /// `secret` with a NUL after it, as libcrypto's password arguments need.
     static func cString(_ secret: SecureBytes) throws -> SecureBytes {
-        let out = SecureBytes(count: secret.count + 1)
+        let out = try SecureBytes(count: secret.count + 1)
         try secret.withUnsafeBytes { src in
             guard !src.contains(0) else { throw KeychainError(.param, "a passphrase can't contain a NUL byte") }
             out.withUnsafeMutableBytes { dst in

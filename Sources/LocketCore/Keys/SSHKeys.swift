@@ -69,7 +69,7 @@ extension AsymmetricKey {
     /// A public key from an `authorized_keys`-style line (`TYPE BASE64 [COMMENT]`), and its comment.
     public static func parseOpenSSHPublicKey(_ line: String) throws -> (key: AsymmetricKey, comment: String?) {
         let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-        guard fields.count >= 2, let blob = Base64.decode(String(fields[1])) else { throw KeychainError(.decode, "not an OpenSSH public key line") }
+        guard fields.count >= 2, let blob = try Base64.decode(String(fields[1])) else { throw KeychainError(.decode, "not an OpenSSH public key line") }
         let key = try AsymmetricKey(sshPublicKeyBlob: blob)
         guard try key.sshKeyType() == fields[0] else { throw KeychainError(.decode, "the OpenSSH public key's type does not match its blob") }
         let comment = fields.count > 2 ? String(fields[2]).trimmingTrailingNewlines() : nil

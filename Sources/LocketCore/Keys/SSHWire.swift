@@ -62,10 +62,10 @@ struct SSHWriter {
     private init(_ base: UnsafeMutableRawPointer?) { self.base = base }
 
     /// The encoding in guarded memory.
-    static func encodeSecret(_ body: (inout SSHWriter) throws -> Void) rethrows -> SecureBytes {
+    static func encodeSecret(_ body: (inout SSHWriter) throws -> Void) throws -> SecureBytes {
         var counter = SSHWriter(nil)
         try body(&counter)
-        let out = SecureBytes(count: counter.count)
+        let out = try SecureBytes(count: counter.count)
         try out.withUnsafeMutableBytes { buffer in
             var writer = SSHWriter(buffer.baseAddress)
             try body(&writer)

@@ -37,26 +37,26 @@ enum BitwardenJSON {
             case 1:
                 let body = item["login"] ?? .null
                 login.username = body["username"]?.bytes(in: input) ?? []
-                login.password = body["password"]?.secure(in: input) ?? SecureBytes(count: 0)
-                let totp = body["totp"]?.secure(in: input)
+                login.password = try body["password"]?.secure(in: input) ?? SecureBytes()
+                let totp = try body["totp"]?.secure(in: input)
                 login.totp = (totp?.count ?? 0) > 0 ? totp : nil
                 login.urls = (body["uris"]?.array ?? []).map { $0["uri"]?.bytes(in: input) ?? [] }.filter { !$0.isEmpty }
                 if !notes.isEmpty { login.comment.append(notes) }
             case 2:
                 login.kind = Array("secure note".utf8)
-                login.password = item["notes"]?.secure(in: input) ?? SecureBytes(count: 0)
+                login.password = try item["notes"]?.secure(in: input) ?? SecureBytes()
             case 3:
                 login.kind = Array("credit card".utf8)
                 let card = item["card"] ?? .null
                 login.username = card["cardholderName"]?.bytes(in: input) ?? []
-                login.password = SecureLines.join(card, input, ["cardholderName", "brand", "number", "expMonth", "expYear", "code"])
+                login.password = try SecureLines.join(card, input, ["cardholderName", "brand", "number", "expMonth", "expYear", "code"])
                 if !notes.isEmpty { login.comment.append(notes) }
             case 4:
                 login.kind = Array("identity".utf8)
                 let identity = item["identity"] ?? .null
                 login.username = identity["username"]?.bytes(in: input) ?? []
                 if login.username.isEmpty { login.username = identity["email"]?.bytes(in: input) ?? [] }
-                login.password = SecureLines.join(identity, input, [
+                login.password = try SecureLines.join(identity, input, [
                     "title", "firstName", "middleName", "lastName", "address1", "address2", "address3", "city", "state",
                     "postalCode", "country", "company", "email", "phone", "ssn", "username", "passportNumber", "licenseNumber",
                 ])
@@ -64,7 +64,7 @@ enum BitwardenJSON {
             case 5:
                 login.kind = Array("ssh key".utf8)
                 let key = item["sshKey"] ?? .null
-                login.password = key["privateKey"]?.secure(in: input) ?? SecureBytes(count: 0)
+                login.password = try key["privateKey"]?.secure(in: input) ?? SecureBytes()
                 if !notes.isEmpty { login.comment.append(notes) }
                 login.note("public key", key["publicKey"]?.bytes(in: input) ?? [])
                 login.note("fingerprint", key["keyFingerprint"]?.bytes(in: input) ?? [])
@@ -77,7 +77,7 @@ enum BitwardenJSON {
                 let fieldName = field["name"]?.bytes(in: input) ?? []
                 switch field["type"]?.int(in: input) {
                 case 1:
-                    login.hidden.append((fieldName, field["value"]?.secure(in: input) ?? SecureBytes(count: 0)))
+                    login.hidden.append((fieldName, try field["value"]?.secure(in: input) ?? SecureBytes()))
                 case 3:
                     // A linked field points at the username or password: it has no value of its own.
                     continue
@@ -88,21 +88,21 @@ enum BitwardenJSON {
             if let folder = item["folderId"]?.bytes(in: input), let folderName = folders[String(decoding: folder, as: UTF8.self)] {
                 login.note("folder", folderName)
             }
-            for entry in login.entries() { try emit(entry) }
+            for entry in try login.entries() { try emit(entry) }
         }
     }
 }
 
 /// `name: value` lines built in guarded memory, for entries whose every field is secret (cards, identities).
 enum SecureLines {
-    static func join(_ object: JSONValue, _ input: SecureBytes, _ keys: [String]) -> SecureBytes {
+    static func join(_ object: JSONValue, _ input: SecureBytes, _ keys: [String]) throws -> SecureBytes {
         var parts: [(name: [UInt8], value: SecureBytes)] = []
         for key in keys {
-            guard let value = object[key]?.secure(in: input), value.count > 0 else { continue }
+            guard let value = try object[key]?.secure(in: input), value.count > 0 else { continue }
             parts.append((Array("\(key): ".utf8), value))
         }
         let total = parts.reduce(0) { $0 + $1.name.count + $1.value.count + 1 }
-        let out = SecureBytes(count: max(0, total - 1))
+        let out = try SecureBytes(count: max(0, total - 1))
         out.withUnsafeMutableBytes { o in
             var k = 0
             for (i, part) in parts.enumerated() {

@@ -97,15 +97,15 @@ struct CSV {
     }
 
     /// A field decoded straight into guarded memory (passwords, seeds).
-    func secure(_ field: Field) -> SecureBytes {
-        input.withUnsafeBytes { r in
+    func secure(_ field: Field) throws -> SecureBytes {
+        try input.withUnsafeBytes { r in
             var n = 0
             var i = field.start
             while i < field.end {
                 n += 1
                 i += field.quoted && r[i] == UInt8(ascii: "\"") && i + 1 < field.end && r[i + 1] == UInt8(ascii: "\"") ? 2 : 1
             }
-            let out = SecureBytes(count: n)
+            let out = try SecureBytes(count: n)
             out.withUnsafeMutableBytes { o in
                 var i = field.start, k = 0
                 while i < field.end {
@@ -160,7 +160,7 @@ struct CSVTable {
 
     func bytes(_ row: CSV.Row, _ column: String) -> [UInt8] { field(row, column).map(csv.bytes) ?? [] }
 
-    func secure(_ row: CSV.Row, _ column: String) -> SecureBytes { field(row, column).map(csv.secure) ?? SecureBytes(count: 0) }
+    func secure(_ row: CSV.Row, _ column: String) throws -> SecureBytes { try field(row, column).map(csv.secure) ?? SecureBytes() }
 
     /// Why a row can't be read, or nil.
     func problem(_ row: CSV.Row) -> String? {

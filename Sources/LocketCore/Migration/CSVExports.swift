@@ -60,13 +60,13 @@ enum CSVExports {
             var login = Login(origin: origin)
             login.title = title
             login.username = table.bytes(row, "username")
-            login.password = table.secure(row, "password")
-            let totp = table.secure(row, totpColumn)
+            login.password = try table.secure(row, "password")
+            let totp = try table.secure(row, totpColumn)
             login.totp = totp.count > 0 ? totp : nil
             let notes = table.bytes(row, "notes")
             if !notes.isEmpty { login.comment.append(notes) }
             fill(row, &login)
-            for entry in login.entries() { try emit(entry) }
+            for entry in try login.entries() { try emit(entry) }
         }
     }
 }

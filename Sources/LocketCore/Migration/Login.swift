@@ -10,7 +10,7 @@ struct Login {
     var username: [UInt8] = []
     /// URLs in source order; the first with a known scheme and a host makes an internet password.
     var urls: [[UInt8]] = []
-    var password: SecureBytes = SecureBytes(count: 0)
+    var password: SecureBytes = SecureBytes()
     /// An `otpauth://` URI or a bare base32 seed.
     var totp: SecureBytes?
     /// Text the source shows openly: notes, visible custom fields, folder, tags.
@@ -35,7 +35,7 @@ struct Login {
     /// The items this entry becomes: the login itself, then a one-time-code
     /// item when it has a TOTP seed, then one item per hidden field; or the
     /// reason it can't be imported.
-    func entries() -> [MigrationEntry] {
+    func entries() throws -> [MigrationEntry] {
         func skip(_ reason: String) -> [MigrationEntry] { [.skipped(MigrationSkip(origin: origin, reason: reason))] }
         for (what, value) in [("name", title), ("username", username), ("kind", kind), ("service", service ?? [])] {
             guard String(validating: value, as: UTF8.self) != nil else { return skip("its \(what) is not valid UTF-8") }
@@ -85,7 +85,7 @@ struct Login {
 
         let account = attributes[.account] ?? []
         let label = attributes[.label] ?? []
-        func companion(service: [UInt8], label suffix: String, kind: String, data: SecureBytes, origin what: String) -> MigrationEntry {
+        func companion(service: [UInt8], label suffix: String, kind: String, data: SecureBytes, origin what: String) throws -> MigrationEntry {
             var item = MigrationItem(itemClass: .genericPassword, attributes: [
                 .service: service, .label: label + Array(suffix.utf8), .description: Array(kind.utf8),
             ].merging(account.isEmpty ? [:] : [.account: account]) { $1 }, data: data, origin: "\(origin) (\(what))")
@@ -94,15 +94,15 @@ struct Login {
             return .item(item)
         }
         if let totp, totp.count > 0 {
-            out.append(companion(service: Array("otp:".utf8) + name, label: " (one-time code)", kind: "one-time code",
-                                 data: OTPAuth.uri(totp, title: label, account: account), origin: "one-time code"))
+            out.append(try companion(service: Array("otp:".utf8) + name, label: " (one-time code)", kind: "one-time code",
+                                 data: try OTPAuth.uri(totp, title: label, account: account), origin: "one-time code"))
         }
         for field in hidden {
             guard String(validating: field.name, as: UTF8.self) != nil, field.name.count < 1024 else {
                 out += skip("a hidden field's name is not valid UTF-8 or too long")
                 continue
             }
-            out.append(companion(service: Array("field:".utf8) + name + [UInt8(ascii: ":")] + field.name,
+            out.append(try companion(service: Array("field:".utf8) + name + [UInt8(ascii: ":")] + field.name,
                                  label: ": " + String(decoding: field.name, as: UTF8.self), kind: "hidden field",
                                  data: field.value, origin: "field '\(Printable.clip(String(decoding: field.name, as: UTF8.self)))'"))
         }
@@ -178,20 +178,20 @@ struct URLParts {
 /// KeePass accept those) becomes `otpauth://totp/LABEL?secret=SEED&issuer=TITLE`;
 /// anything else (`steam://...`) is kept as written.
 enum OTPAuth {
-    static func uri(_ seed: SecureBytes, title: [UInt8], account: [UInt8]) -> SecureBytes {
-        seed.withUnsafeBytes { raw -> SecureBytes in
+    static func uri(_ seed: SecureBytes, title: [UInt8], account: [UInt8]) throws -> SecureBytes {
+        try seed.withUnsafeBytes { raw throws -> SecureBytes in
             var trimmed = raw.filter { $0 != 0x20 && $0 != 0x0a && $0 != 0x0d && $0 != 0x09 && $0 != UInt8(ascii: "-") }
             let prefix = Array("otpauth://".utf8)
             defer { wipe(&trimmed) }
             let isBase32 = !trimmed.isEmpty && trimmed.allSatisfy {
                 ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x32 && $0 <= 0x37) || $0 == UInt8(ascii: "=")
             }
-            guard isBase32, !raw.starts(with: prefix) else { return SecureBytes(copying: raw) }
+            guard isBase32, !raw.starts(with: prefix) else { return try SecureBytes(copying: raw) }
             var label = PercentEncoding.encode(title)
             if !account.isEmpty { label += Array("%3A".utf8) + PercentEncoding.encode(account) }
             let head = Array("otpauth://totp/".utf8) + label + Array("?secret=".utf8)
             let tail = title.isEmpty ? [] : Array("&issuer=".utf8) + PercentEncoding.encode(title)
-            let out = SecureBytes(count: head.count + trimmed.count + tail.count)
+            let out = try SecureBytes(count: head.count + trimmed.count + tail.count)
             out.withUnsafeMutableBytes { o in
                 var i = 0
                 for b in head { o[i] = b; i += 1 }

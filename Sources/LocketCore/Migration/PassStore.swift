@@ -39,7 +39,7 @@ public enum PassStore {
                 try body(.skipped(MigrationSkip(origin: name, reason: error.message)))
                 return
             }
-            for entry in entry(name: name, content: content).entries() { try body(deduplicator.check(entry)) }
+            for entry in try entry(name: name, content: content).entries() { try body(deduplicator.check(entry)) }
         } skipped: { relative, reason in
             try body(.skipped(MigrationSkip(origin: relative, reason: reason)))
         }
@@ -79,10 +79,10 @@ public enum PassStore {
 
     /// What one decrypted entry becomes: `name` is its path in the store
     /// without `.gpg` (`web/github.com/alice`).
-    static func entry(name: String, content: SecureBytes) -> Login {
+    static func entry(name: String, content: SecureBytes) throws -> Login {
         var login = Login(origin: name)
         login.title = Array(name.utf8)
-        content.withUnsafeBytes { r in
+        try content.withUnsafeBytes { r in
             var lines: [Range<Int>] = []
             var i = 0
             while i <= r.count {
@@ -94,14 +94,14 @@ public enum PassStore {
                 if j >= r.count { break }
                 i = j + 1
             }
-            login.password = SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[lines[0]]))
+            login.password = try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: r[lines[0]]))
             var rest = Array(lines.dropFirst())
             while let last = rest.last, last.isEmpty { rest.removeLast() }
             let otpauth = Array("otpauth://".utf8)
             for range in rest {
                 let line = UnsafeRawBufferPointer(rebasing: r[range])
                 if line.starts(with: otpauth), login.totp == nil {
-                    login.totp = SecureBytes(copying: line)
+                    login.totp = try SecureBytes(copying: line)
                     continue
                 }
                 if let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < 32 {
@@ -118,7 +118,7 @@ public enum PassStore {
                         continue
                     }
                     if ["otpauth", "totp", "otp"].contains(key), login.totp == nil, value.starts(with: otpauth) {
-                        login.totp = SecureBytes(copying: value)
+                        login.totp = try SecureBytes(copying: value)
                         continue
                     }
                 }

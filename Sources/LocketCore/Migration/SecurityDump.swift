@@ -51,7 +51,7 @@ enum SecurityDump {
             for line in lines {
                 let t = text(line)
                 if expecting == .data {
-                    let data = PrintBuffer.secure(t)
+                    let data = try PrintBuffer.secure(t)
                     block?.data = data
                     block?.dataMalformed = data == nil
                     expecting = .nothing
@@ -204,10 +204,10 @@ enum PrintBuffer {
     }
 
     /// A value decoded straight into guarded memory (the data line).
-    static func secure(_ t: UnsafeRawBufferPointer) -> SecureBytes? {
+    static func secure(_ t: UnsafeRawBufferPointer) throws -> SecureBytes? {
         var n = 0
         guard decode(t, { _ in n += 1 }) else { return nil }
-        let out = SecureBytes(count: n)
+        let out = try SecureBytes(count: n)
         var k = 0
         out.withUnsafeMutableBytes { o in _ = decode(t) { o[k] = $0; k += 1 } }
         return out

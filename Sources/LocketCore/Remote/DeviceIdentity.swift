@@ -17,7 +17,7 @@ struct DeviceIdentity {
     }
 
     /// A fresh key pair (the id comes from the database).
-    static func generateSecretKey() -> SecureBytes { SecureBytes(copying: Sodium.random(32)) }
+    static func generateSecretKey() throws -> SecureBytes { try SecureBytes(copying: Sodium.random(32)) }
 
     init(id: Int64, secretKey: SecureBytes) throws {
         self.id = id
@@ -30,14 +30,14 @@ struct DeviceIdentity {
         let file = try path(keychainID: keychainID, environment: environment)
         guard let stored = try FileIO.readSecret(file, expected: size, what: "the enrolled device's key") else { return nil }
         let id = stored.withUnsafeBytes { BigEndian.int64(Array($0.prefix(8))) }
-        return try DeviceIdentity(id: id, secretKey: stored.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.dropFirst(8))) })
+        return try DeviceIdentity(id: id, secretKey: stored.withUnsafeBytes { try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.dropFirst(8))) })
     }
 
     /// Keeps the device in the local state; errSecDuplicateKeychain when one is there.
     func save(keychainID: [UInt8], environment: Environment) throws {
         let file = try DeviceIdentity.path(keychainID: keychainID, environment: environment)
         try FileIO.makeDirectories(FileIO.directory(of: file))
-        let stored = SecureBytes(count: DeviceIdentity.size)
+        let stored = try SecureBytes(count: DeviceIdentity.size)
         stored.withUnsafeMutableBytes { out in
             let id = BigEndian.bytes(self.id)
             for i in 0..<8 { out[i] = id[i] }
@@ -54,7 +54,7 @@ struct DeviceIdentity {
     /// Opens a group key sealed to this device; errSecDecode when it doesn't open.
     func open(_ sealed: [UInt8]) throws -> SecureBytes {
         guard sealed.count == SealedBox.sealBytes + 32 else { throw KeychainError(.decode, "a wrapped group key has the wrong size") }
-        guard let key = SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) else {
+        guard let key = try SealedBox.open(sealed, publicKey: publicKey, secretKey: secretKey) else {
             throw KeychainError(.decode, "a group key wrapped for this device does not open: the database was altered")
         }
         return key

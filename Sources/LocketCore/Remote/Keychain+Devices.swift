@@ -22,8 +22,8 @@ extension Keychain {
     func remoteFieldKey(_ remote: RemoteStore, _ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
         let classGroupKey = try cache.groupKey(row.accessible, row.accessGroup)
         let groupKey = try remote.groupKey(row.accessGroup)
-        let mixed = classGroupKey.withUnsafeBytes { KeyDerivation.derive(groupKey, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
-        return Sealing.fieldKey(mixed, row, field)
+        let mixed = try classGroupKey.withUnsafeBytes { try KeyDerivation.derive(groupKey, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
+        return try Sealing.fieldKey(mixed, row, field)
     }
 
     private func requireRemote(_ what: String) throws -> RemoteStore {
@@ -41,7 +41,7 @@ extension Keychain {
     public func enroll(name: String) throws -> Int64 {
         let remote = try requireRemote("enrolling")
         if let device = remote.device { throw KeychainError(.duplicateItem, "this machine is already device \(device.id)") }
-        let secretKey = DeviceIdentity.generateSecretKey()
+        let secretKey = try DeviceIdentity.generateSecretKey()
         let publicKey = try BackupRecipients.publicKey(secretKey: secretKey)
         let id: Int64 = try remote.transaction { _ in
             guard let id = try remote.execute(RemoteStatements.enrollDevice, [.bytes(publicKey), .text(name)]).first?[0].int else {
@@ -129,7 +129,7 @@ extension Keychain {
                            try SecretBox.open(data, key: try fieldKey(identity, .data), what: "an item's secret")))
         }
         _ = try remote.execute(RemoteStatements.advanceGroup, [.text(group)])
-        let key = SecureBytes(copying: Sodium.random(32))
+        let key = try SecureBytes(copying: Sodium.random(32))
         for member in members {
             guard let device = member[0].int, let publicKey = member[1].bytes else { continue }
             try remote.execute(RemoteStatements.wrapGroupKey, [.text(group), .int(device), .bytes(DeviceIdentity.seal(key, to: publicKey))])

@@ -33,7 +33,7 @@ extension Keychain {
         guard let device = remote.device else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(remote.location.url)", reason: .notEnrolled)
         }
-        let key = RemoteCache.key(indexKey: try indexKey(), keychainID: keybag.keychainID)
+        let key = try RemoteCache.key(indexKey: try indexKey(), keychainID: keybag.keychainID)
         let path = try RemoteCache.path(url: remote.location.url, environment: environment)
         let started = Clock.milliseconds() * 1000
         let snapshot: RemoteCache? = try remote.transaction { transaction in

@@ -61,14 +61,14 @@ extension Keychain {
         let kek = try PasswordHash.deriveKEK(password: password, parameters: kdf)
         var bag = Keybag(keychainID: id, kdf: kdf, rows: [:])
         var keys = SessionKeys()
-        for name in RemoteStore.keyNames { keys.set(name, SecureBytes(copying: Sodium.random(32))) }
-        bag.wrap(keys, kek: kek, device: nil)
+        for name in RemoteStore.keyNames { keys.set(name, try SecureBytes(copying: Sodium.random(32))) }
+        try bag.wrap(keys, kek: kek, device: nil)
         // The presence key pairs of access control (SPEC §14), made now: the
         // header is written once here, where a file makes them at first use.
         var presence: [(String, [UInt8])] = []
         for name in PresenceKeys.names {
-            let (publicKey, secretKey) = PresenceKeys.generate()
-            bag.wrapPresence(name, secretKey, kek: kek)
+            let (publicKey, secretKey) = try PresenceKeys.generate()
+            try bag.wrapPresence(name, secretKey, kek: kek)
             presence.append((PresenceKeys.publicKeyRow(name).rawValue, publicKey))
         }
         let header = [(MetaKey.format.rawValue, BigEndian.bytes(Schema.format)), (MetaKey.id.rawValue, id),
@@ -76,7 +76,7 @@ extension Keychain {
         guard let indexKey = keys[Keybag.indexKeyName] else { throw KeychainError(.io, "no blind-index key was made") }
         let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
         try RemoteSchema.prepare(store.connection)
-        let deviceKey = DeviceIdentity.generateSecretKey()
+        let deviceKey = try DeviceIdentity.generateSecretKey()
         let devicePublicKey = try BackupRecipients.publicKey(secretKey: deviceKey)
         var deviceID: Int64 = 0
         try store.transaction { transaction in
@@ -98,7 +98,7 @@ extension Keychain {
                                     keybag: bag, meta: Dictionary(uniqueKeysWithValues: header.filter { !$0.0.hasPrefix(RemoteStore.keybagPrefix) }))
         // The creator has just proven the password: start unlocked, as a file keychain does.
         try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
-        keychain.remoteMirror(indexKey: indexKey).raise(to: 1)
+        try keychain.remoteMirror(indexKey: indexKey).raise(to: 1)
     }
 
     /// Opens the keychain in the database at `location` for `caller` and

@@ -41,17 +41,17 @@ extension Keychain {
         // A header without a MAC is refused, not taken as unauthenticated: every
         // remote keychain was made with one, and a server could strip it.
         guard header.isAuthenticated, header.matches(indexKey: indexKey, keychainID: id),
-              header.verify(Header.macKey(indexKey: indexKey, keychainID: id)) else {
+              try header.verify(try Header.macKey(indexKey: indexKey, keychainID: id)) else {
             throw KeychainError(.decode, "the keychain's header in \(remote.location.url) does not authenticate; the database was altered")
         }
-        let mirror = remoteMirror(indexKey: indexKey)
+        let mirror = try remoteMirror(indexKey: indexKey)
         var seen = mirror.read()
         if (seen ?? 0) < header.generation { seen = mirror.raise(to: header.generation) }
         if let seen, seen > header.generation {
             // Another process of this machine may have committed a newer header
             // since this one was read (the mirror follows a commit): look again.
             let now = Keychain.remoteHeader(try remote.transaction { try remote.readMeta($0) })
-            let current = now.isAuthenticated && now.matches(indexKey: indexKey, keychainID: id)
+            let current = try now.isAuthenticated && now.matches(indexKey: indexKey, keychainID: id)
                 && now.verify(Header.macKey(indexKey: indexKey, keychainID: id))
             if !(current && now.generation >= seen) {
                 guard acceptsRollback else { throw rolledBack(header.generation, seen: seen) }
@@ -62,9 +62,9 @@ extension Keychain {
     }
 
     /// This machine's record of the highest header generation seen at this URL.
-    func remoteMirror(indexKey: SecureBytes) -> GenerationMirror {
-        let key = KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.remote.generation-mirror.v1").with(keybag.keychainID))
-        return GenerationMirror(environment: environment, keychainID: keybag.keychainID, remoteURL: remote?.location.url ?? path, key: key)
+    func remoteMirror(indexKey: SecureBytes) throws -> GenerationMirror {
+        let key = try KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.remote.generation-mirror.v1").with(keybag.keychainID))
+        return try GenerationMirror(environment: environment, keychainID: keybag.keychainID, remoteURL: remote?.location.url ?? path, key: key)
     }
 
     /// Inside the open transaction: reads and checks the header as it is now,
@@ -82,7 +82,7 @@ extension Keychain {
 
     /// After the commit of a header written at `generation`.
     func raiseRemoteMirror(to generation: UInt64) throws {
-        remoteMirror(indexKey: try indexKey()).raise(to: generation)
+        try remoteMirror(indexKey: try indexKey()).raise(to: generation)
         meta[.generation] = BigEndian.bytes(Int64(bitPattern: generation))
     }
 
@@ -101,7 +101,7 @@ extension Keychain {
         isRolledBack = false
         try authenticateRemote(remoteHeader, indexKey: indexKey)
         guard isRolledBack else { return false }
-        remoteMirror(indexKey: indexKey).set(remoteHeader.generation)
+        try remoteMirror(indexKey: indexKey).set(remoteHeader.generation)
         lock(all: true)
         return true
     }

@@ -59,8 +59,8 @@ struct RemoteCache {
     }
 
     /// The sealing key: needs the blind-index key, so this machine's session.
-    static func key(indexKey: SecureBytes, keychainID: [UInt8]) -> SecureBytes {
-        KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.remote.cache.v1").with(keychainID))
+    static func key(indexKey: SecureBytes, keychainID: [UInt8]) throws -> SecureBytes {
+        try KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.remote.cache.v1").with(keychainID))
     }
 
     // MARK: - The file

@@ -108,7 +108,7 @@ extension RemoteStore {
         }
         if let key = try heldGroupKeys(device)[group] { return key }
         if try execute("SELECT 1 FROM locket.groups WHERE agrp = $1", [.text(group)]).isEmpty {
-            let key = SecureBytes(copying: Sodium.random(32))
+            let key = try SecureBytes(copying: Sodium.random(32))
             try execute(RemoteStatements.createGroup, [.text(group)])
             try execute(RemoteStatements.wrapGroupKey, [.text(group), .int(device.id), .bytes(DeviceIdentity.seal(key, to: device.publicKey))])
             groupKeys?[group] = key

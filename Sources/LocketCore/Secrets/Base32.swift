@@ -32,7 +32,7 @@ enum Base32 {
         }
         guard [0, 2, 4, 5, 7].contains(characters % 8) else { throw Invalid(reason: "a length no base32 encoder makes") }
         if padding > 0, (characters + padding) % 8 != 0 { throw Invalid(reason: "the wrong amount of padding") }
-        let out = SecureBytes(count: characters * 5 / 8)
+        let out = try SecureBytes(count: characters * 5 / 8)
         out.withUnsafeMutableBytes { out in
             var buffer: UInt64 = 0
             var bits = 0

@@ -39,7 +39,7 @@ public struct OneTimePassword {
         var length = data.count
         data.withUnsafeBytes { while length > 0, [0x20, 0x09, 0x0a, 0x0d].contains($0[length - 1]) { length -= 1 } }
         guard length <= OneTimePassword.maximumLength else { throw bad("it is longer than \(OneTimePassword.maximumLength) bytes") }
-        let uri = data.prefix(length)
+        let uri = try data.prefix(length)
         self.uri = uri
 
         var kind: Kind?
@@ -161,7 +161,7 @@ public struct OneTimePassword {
         guard let range = counterRange else { throw KeychainError(.param, "only an hotp URI has a counter") }
         guard counter < UInt64.max else { throw KeychainError(.param, "the hotp counter is at its maximum and can't advance") }
         let next = Array(String(counter + 1).utf8)
-        let out = SecureBytes(count: uri.count - range.count + next.count)
+        let out = try SecureBytes(count: uri.count - range.count + next.count)
         uri.withUnsafeBytes { old in
             out.withUnsafeMutableBytes { new in
                 var n = 0
@@ -181,7 +181,7 @@ private func lowercased(_ c: UInt8) -> UInt8 {
 /// Percent-decoding (and `+` as a space, as in form-encoded queries) into
 /// guarded memory: the secret parameter goes through here.
 private func percentDecoded(_ raw: UnsafeRawBufferPointer, _ bad: (String) -> KeychainError) throws -> SecureBytes {
-    let out = SecureBytes(count: raw.count)
+    let out = try SecureBytes(count: raw.count)
     var n = 0
     try out.withUnsafeMutableBytes { out in
         var i = 0
@@ -200,7 +200,7 @@ private func percentDecoded(_ raw: UnsafeRawBufferPointer, _ bad: (String) -> Ke
             n += 1
         }
     }
-    return out.prefix(n)
+    return try out.prefix(n)
 }
 
 /// A parameter that is not secret, decoded to text; nil when malformed.

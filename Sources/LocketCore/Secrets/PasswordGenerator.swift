@@ -47,7 +47,7 @@ public enum PasswordGenerator {
         }
         try Sodium.ready()
         let characters = charset.characters
-        let out = SecureBytes(count: length)
+        let out = try SecureBytes(count: length)
         out.withUnsafeMutableBytes { out in
             for i in 0..<length { out[i] = characters[Int(randombytes_uniform(UInt32(characters.count)))] }
         }

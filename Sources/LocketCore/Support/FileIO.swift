@@ -86,7 +86,7 @@ enum FileIO {
     static func readSecret(_ path: String, expected: Int, what: String) throws -> SecureBytes? {
         guard let (fd, size) = try openPrivate(path, what: what) else { return nil }
         defer { close(fd) }
-        let out = SecureBytes(count: expected)
+        let out = try SecureBytes(count: expected)
         guard size == expected, out.withUnsafeMutableBytes({ readExactly(fd, into: $0) }) else {
             throw KeychainError(.decode, "\(what) \(path) is not \(expected) bytes long")
         }

@@ -56,7 +56,8 @@ final class BackupEndToEndTests: EndToEndCase {
             loaded.count(item.itemClass, classes[i % classes.count])
             batch.append((item, Array("secret-\(i)-\u{1}".utf8) + [0, 0xff]))
         }
-        try keychain.addBatch(batch.lazy.map { (item: $0.0, data: SecureBytes(copying: $0.1)) })
+        // try!: a lazy map cannot throw (a throwing one is the eager map, every secret at once).
+        try keychain.addBatch(batch.lazy.map { (item: $0.0, data: try! SecureBytes(copying: $0.1)) })
     }
 
     /// Keys made by the engine (Ed25519 and P-256 in every protection class,
@@ -326,7 +327,7 @@ final class BackupEndToEndTests: EndToEndCase {
 
     private func readIdentity(_ path: String) throws -> SecureBytes {
         let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        return SecureBytes(copying: try XCTUnwrap(Hex.decode(text)))
+        return try SecureBytes(copying: try XCTUnwrap(Hex.decode(text)))
     }
 
     /// A small backup, and a target keychain that already holds one item.
@@ -504,7 +505,7 @@ final class BackupEndToEndTests: EndToEndCase {
             return item
         }
         let keychain = try Keychain.open(at: sandbox.loginKeychain, environment: Environment(sandbox.environment))
-        try keychain.addBatch(try (0..<count).map { (item: try item($0), data: SecureBytes(copying: Array("old-\($0)".utf8))) })
+        try keychain.addBatch(try (0..<count).map { (item: try item($0), data: try SecureBytes(copying: Array("old-\($0)".utf8))) })
         XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
                               input: .text("pw\n")).status, 0)
         // Every third item is deleted (so it imports again); the others stay and
@@ -543,7 +544,7 @@ final class BackupEndToEndTests: EndToEndCase {
         try keychain.addBatch(try (0..<count).map { i in
             var item = NewItem(itemClass: .genericPassword)
             try item.set(.service, Array("svc-\(i)".utf8))
-            return (item: item, data: SecureBytes(copying: Array("secret-\(i)".utf8)))
+            return (item: item, data: try SecureBytes(copying: Array("secret-\(i)".utf8)))
         })
         XCTAssertEqual(locket(["export", "--format", "backup", "-o", backup, "--passphrase-stdin", "--kdf", "interactive"],
                               input: .text("pw\n")).status, 0)

@@ -40,7 +40,8 @@ final class EndToEndFormatMigrationCrashTests: EndToEndCase {
                 item.attributes[.account] = Array("acct-\(i % 5)".utf8)
                 if i % 4 == 0 { item.attributes[.comment] = Array("comment \(i)".utf8) }
             }
-            return (item: item, data: SecureBytes(copying: Array("secret-\(i)".utf8)))
+            // try!: a lazy map cannot throw (a throwing one is the eager map, every secret at once).
+            return (item: item, data: try! SecureBytes(copying: Array("secret-\(i)".utf8)))
         })
         for i in (Self.itemCount - 3)..<Self.itemCount where i % 3 != 0 {
             var query = Query(itemClass: .genericPassword)

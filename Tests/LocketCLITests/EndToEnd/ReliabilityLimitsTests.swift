@@ -222,7 +222,7 @@ final class EndToEndReliabilityLimitsTests: EndToEndCase {
                     var item = NewItem(itemClass: .genericPassword)
                     try item.set(.service, Array("bulk-\(i)".utf8))
                     try item.set(.account, Array("bulk".utf8))
-                    batch.append((item, SecureBytes(copying: Array("secret-\(i)".utf8))))
+                    batch.append((item, try SecureBytes(copying: Array("secret-\(i)".utf8))))
                 }
                 try keychain.addBatch(batch)
             }

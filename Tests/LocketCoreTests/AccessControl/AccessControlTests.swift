@@ -69,7 +69,7 @@ final class AccessControlTests: KeychainTestCase {
         }()
         XCTAssertEqual(rows.count, 2)
         let classKey = try XCTUnwrap(held[ProtectionClass.whenUnlocked.rawValue])
-        let groupKey = Sealing.groupKey(classKey, keychainID: thief.keybag.keychainID, .whenUnlocked, "default")
+        let groupKey = try Sealing.groupKey(classKey, keychainID: thief.keybag.keychainID, .whenUnlocked, "default")
         for row in rows {
             let identity = Sealing.RowIdentity(itemClass: .genericPassword, accessible: .whenUnlocked, accessGroup: "default", ref: row[0]!)
             let attributes = try row[1]!.withUnsafeBytes { try SecretBox.open($0, key: Sealing.fieldKey(groupKey, identity, .attributes), what: "attrs") }
@@ -78,7 +78,7 @@ final class AccessControlTests: KeychainTestCase {
             XCTAssertThrowsError(try data.withUnsafeBytes { try SecretBox.open($0, key: Sealing.fieldKey(groupKey, identity, .data), what: "data") })
             for (name, key) in held.entries {
                 XCTAssertThrowsError(try PresenceKeys.open(access.secret, publicKey: access.publicKey!, secretKey: key), name)
-                let guess = ItemAccess.dataKey(itemSecret: key, identity, applicationKey: nil)
+                let guess = try ItemAccess.dataKey(itemSecret: key, identity, applicationKey: nil)
                 XCTAssertThrowsError(try data.withUnsafeBytes { try SecretBox.open($0, key: guess, what: "data") }, name)
             }
 
@@ -129,32 +129,32 @@ final class AccessControlTests: KeychainTestCase {
     func testApplicationPassword() throws {
         let control = AccessControl(protection: .afterFirstUnlock, flags: [.applicationPassword])
         XCTAssertEqual(proofRequest(try add("app", control))?.applicationPassword, true, "add needs the application password")
-        keychain.applicationPassword = secret("per-item")
+        keychain.applicationPassword = try secret("per-item")
         try add("app", control, secret: "app-secret")
         let reader = try temporary.open()
         XCTAssertEqual(proofRequest(try read("app", in: reader)), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
-        reader.applicationPassword = secret("not it")
+        reader.applicationPassword = try secret("not it")
         XCTAssertKeychainError(.authFailed, try read("app", in: reader))
-        reader.applicationPassword = secret("per-item")
+        reader.applicationPassword = try secret("per-item")
         XCTAssertEqual(try read("app", in: reader), "app-secret")
 
         // Attributes change without the password; a new secret needs it.
         let other = try temporary.open()
         XCTAssertEqual(try other.update(query(.genericPassword, [.account: "app"]), changes: [.comment: bytes("c")]), 1)
         XCTAssertNotNil(proofRequest(try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))))
-        other.applicationPassword = secret("per-item")
+        other.applicationPassword = try secret("per-item")
         try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))
         XCTAssertEqual(try read("app", in: reader), "new")
     }
 
     func testBothKindsOfProofTogether() throws {
-        keychain.applicationPassword = secret("per-item")
+        keychain.applicationPassword = try secret("per-item")
         try add("both", AccessControl(protection: .whenUnlocked, flags: [.userPresence, .applicationPassword]), secret: "two")
         let reader = try temporary.open()
         XCTAssertEqual(proofRequest(try read("both", in: reader)), AccessRequest(keychainPassword: true, applicationPassword: true, label: "svc"))
         try reader.provePresence(password: secret(temporary.password!))
         XCTAssertEqual(proofRequest(try read("both", in: reader))?.applicationPassword, true)
-        reader.applicationPassword = secret("per-item")
+        reader.applicationPassword = try secret("per-item")
         XCTAssertEqual(try read("both", in: reader), "two")
     }
 
@@ -169,7 +169,7 @@ final class AccessControlTests: KeychainTestCase {
         let opened = try bare.open()
         XCTAssertKeychainError(.notAvailable, try add("up", presence, in: opened))
         XCTAssertKeychainError(.notAvailable, try add("pcs", AccessControl(protection: .whenUnlocked, flags: [.passwordCurrentSet]), in: opened))
-        opened.applicationPassword = secret("fine")
+        opened.applicationPassword = try secret("fine")
         XCTAssertNoThrow(try add("app", AccessControl(protection: .whenUnlocked, flags: [.applicationPassword]), in: opened))
     }
 
@@ -188,7 +188,7 @@ final class AccessControlTests: KeychainTestCase {
     func testPresenceRowsLeftForAnOlderPasswordAreReplaced() throws {
         try add("up", presence)
         var bag = keychain.keybag
-        bag.wrapPresence(PresenceKeys.presenceName, SecureBytes(copying: Sodium.random(32)), kek: SecureBytes(copying: Sodium.random(32)))
+        try bag.wrapPresence(PresenceKeys.presenceName, SecureBytes(copying: Sodium.random(32)), kek: SecureBytes(copying: Sodium.random(32)))
         try keychain.write { try MetaStore.writeKeybag(keychain.database, bag) }
         let later = try temporary.open()
         XCTAssertNoThrow(try later.changePassword(old: secret(temporary.password!), new: secret("second")))

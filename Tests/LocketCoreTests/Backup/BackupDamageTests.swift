@@ -4,7 +4,7 @@ import XCTest
 /// Issue 15: a damaged, truncated or reordered backup, a wrong passphrase or
 /// another recipient's backup never reads to its end, and says why.
 final class BackupDamageTests: XCTestCase {
-    private let passphrase = SecureBytes(copying: Array("hunter2 but longer".utf8))
+    private let passphrase = try! SecureBytes(copying: Array("hunter2 but longer".utf8))
 
     /// A small backup of several 1 KiB chunks (records span chunks).
     private func smallBackup(recipients: [[UInt8]]? = nil, records: Int = 3) throws -> [UInt8] {
@@ -14,8 +14,8 @@ final class BackupDamageTests: XCTestCase {
         let writer = try recipients.map { try BackupWriter(fd: fd, recipients: $0, chunkSize: 1024) }
             ?? BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF(), chunkSize: 1024)
         for i in 0..<records {
-            var record = SampleRecords.record(i)
-            record.data = SecureBytes(copying: (0..<600).map { UInt8(truncatingIfNeeded: $0 + i) })
+            var record = try SampleRecords.record(i)
+            record.data = try SecureBytes(copying: (0..<600).map { UInt8(truncatingIfNeeded: $0 + i) })
             try writer.append(record)
         }
         try writer.finish()
@@ -197,7 +197,7 @@ final class BackupDamageTests: XCTestCase {
     /// left out and named.
     func testUnknownClassAndAttributesFromANewerWriter() throws {
         var head: [UInt8] = []
-        let record = SampleRecords.record(0)
+        let record = try SampleRecords.record(0)
         BackupRecordCoding.encodeHead(record, into: &head)
         var body = Array(head.dropFirst(4)) + record.data.bytes + [0]
         if let extra = record.extra { body.removeLast(); body += [1, 0, 0, 0, UInt8(extra.count)] + extra.bytes }

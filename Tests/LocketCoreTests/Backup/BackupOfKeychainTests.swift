@@ -19,7 +19,7 @@ final class BackupOfKeychainTests: KeychainTestCase {
         let file = TemporaryFile()
         defer { file.remove() }
         let fd = file.create()
-        let passphrase = secret("backup passphrase")
+        let passphrase = try secret("backup passphrase")
         let writer = try BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF())
         for item in items { try writer.append(BackupRecord(item: item, data: try XCTUnwrap(item.data))) }
         try writer.finish()

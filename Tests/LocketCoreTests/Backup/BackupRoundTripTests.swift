@@ -29,7 +29,7 @@ final class BackupRoundTripTests: XCTestCase {
         var start = clock.now
         let writer = try makeWriter(fd)
         for i in 0..<count {
-            let record = SampleRecords.record(i)
+            let record = try SampleRecords.record(i)
             start = clock.now
             try writer.append(record)
             spent += clock.now - start
@@ -57,10 +57,10 @@ final class BackupRoundTripTests: XCTestCase {
             let next = try reader.next()
             spent += clock.now - start
             guard let record = next else { break }
-            if i < 3 || i % 97 == 0 { SampleRecords.assertEqual(SampleRecords.record(i), record, "record \(i)") }
+            if i < 3 || i % 97 == 0 { SampleRecords.assertEqual(try SampleRecords.record(i), record, "record \(i)") }
             else {
                 // Cheaper check for the rest, still every field that varies.
-                let expected = SampleRecords.record(i)
+                let expected = try SampleRecords.record(i)
                 if record.attributes != expected.attributes || !record.data.constantTimeEquals(expected.data)
                     || record.persistentRef != expected.persistentRef || record.extra?.bytes != expected.extra?.bytes
                     || record.accessible != expected.accessible || record.accessGroup != expected.accessGroup
@@ -96,7 +96,7 @@ final class BackupRoundTripTests: XCTestCase {
     }
 
     func testHundredThousandRecordsThroughAPassphrase() throws {
-        let passphrase = SecureBytes(copying: Array("correct horse battery staple".utf8))
+        let passphrase = try SecureBytes(copying: Array("correct horse battery staple".utf8))
         let figures = try roundTrip(count: BackupRoundTripTests.count, write: {
             try BackupWriter(fd: $0, passphrase: passphrase, cost: weakKDF())
         }, open: { reader in
@@ -132,19 +132,19 @@ final class BackupRoundTripTests: XCTestCase {
             let reader = try BackupReader(bytes: file.bytes)
             XCTAssertEqual(reader.protection, .recipients(count: 3))
             try reader.open(secretKey: key.secretKey)
-            SampleRecords.assertEqual(SampleRecords.record(1), try XCTUnwrap(reader.next()), "record")
+            SampleRecords.assertEqual(try SampleRecords.record(1), try XCTUnwrap(reader.next()), "record")
             XCTAssertNil(try reader.next())
         }
     }
 
     /// The largest secret, split across many small chunks, and an empty backup.
     func testLargestSecretAcrossChunksAndAnEmptyBackup() throws {
-        let passphrase = SecureBytes(copying: Array("pw".utf8))
+        let passphrase = try SecureBytes(copying: Array("pw".utf8))
         let file = TemporaryFile()
         defer { file.remove() }
         var fd = file.create()
-        var big = SampleRecords.record(2)
-        big.data = SecureBytes(copying: SampleRecords.bytes(Keychain.maximumDataLength) { UInt8(truncatingIfNeeded: $0 >> 3) })
+        var big = try SampleRecords.record(2)
+        big.data = try SecureBytes(copying: SampleRecords.bytes(Keychain.maximumDataLength) { UInt8(truncatingIfNeeded: $0 >> 3) })
         var writer = try BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF(), chunkSize: 4096)
         try writer.append(SampleRecords.record(0))
         try writer.append(big)
@@ -153,9 +153,9 @@ final class BackupRoundTripTests: XCTestCase {
         close(fd)
         var reader = try BackupReader(bytes: file.bytes)
         try reader.open(passphrase: passphrase)
-        SampleRecords.assertEqual(SampleRecords.record(0), try XCTUnwrap(reader.next()), "first")
+        SampleRecords.assertEqual(try SampleRecords.record(0), try XCTUnwrap(reader.next()), "first")
         SampleRecords.assertEqual(big, try XCTUnwrap(reader.next()), "big")
-        SampleRecords.assertEqual(SampleRecords.record(3), try XCTUnwrap(reader.next()), "last")
+        SampleRecords.assertEqual(try SampleRecords.record(3), try XCTUnwrap(reader.next()), "last")
         XCTAssertNil(try reader.next())
 
         fd = file.create()
@@ -175,17 +175,17 @@ final class BackupRoundTripTests: XCTestCase {
         let fd = file.create()
         defer { close(fd) }
         let writer = try BackupWriter(fd: fd, passphrase: SecureBytes(copying: [1]), cost: weakKDF())
-        var record = SampleRecords.record(0)
+        var record = try SampleRecords.record(0)
         record.attributes[.server] = Array("x".utf8)
         XCTAssertThrowsError(try writer.append(record)) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
-        record = SampleRecords.record(0)
+        record = try SampleRecords.record(0)
         record.attributes[.accessGroup] = Array("g".utf8)
         XCTAssertThrowsError(try writer.append(record)) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
-        record = SampleRecords.record(0)
-        record.data = SecureBytes(count: Keychain.maximumDataLength + 1)
+        record = try SampleRecords.record(0)
+        record.data = try SecureBytes(count: Keychain.maximumDataLength + 1)
         XCTAssertThrowsError(try writer.append(record)) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
         for accessible in ProtectionClass.allCases.filter(\.thisDeviceOnly) {
-            record = SampleRecords.record(0)
+            record = try SampleRecords.record(0)
             record.accessible = accessible
             XCTAssertThrowsError(try writer.append(record), accessible.name) {
                 XCTAssertTrue(($0 as? KeychainError)?.message.contains("never leaves this device") == true)

@@ -7,7 +7,7 @@ import XCTest
 enum SampleRecords {
     static let migratable: [ProtectionClass] = ProtectionClass.allCases.filter { !$0.thisDeviceOnly }
 
-    static func record(_ i: Int) -> BackupRecord {
+    static func record(_ i: Int) throws -> BackupRecord {
         let inet = i % 3 == 1
         var attributes: [Attribute: [UInt8]] = [.account: Array("user\(i)@example.com".utf8)]
         if inet {
@@ -27,8 +27,8 @@ enum SampleRecords {
         if i % 17 == 0 { attributes[.creator] = Array("abcd".utf8); attributes[.type] = Array("note".utf8) }
         attributes = attributes.filter { !$0.value.isEmpty }
         let secretLength = i % 100 == 0 ? 0 : (i % 29 == 0 ? 1500 + i % 300 : 8 + i % 40)
-        let data = SecureBytes(copying: bytes(secretLength) { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
-        let extra: SecureBytes? = i % 6 == 0 ? SecureBytes(copying: Array("password_expiry_utc=\(1_700_000_000 + i)\n".utf8)) : nil
+        let data = try SecureBytes(copying: bytes(secretLength) { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) })
+        let extra: SecureBytes? = i % 6 == 0 ? try SecureBytes(copying: Array("password_expiry_utc=\(1_700_000_000 + i)\n".utf8)) : nil
         return BackupRecord(itemClass: inet ? .internetPassword : .genericPassword,
                             accessible: migratable[i % migratable.count],
                             accessGroup: i % 10 == 0 ? "TEAM1234.com.example.shared" : "default",
@@ -99,6 +99,6 @@ func weakKDF() -> KDFCost { .weakForTests }
 
 /// A random X25519 secret key and its public key.
 func recipientKeyPair() throws -> (publicKey: [UInt8], secretKey: SecureBytes) {
-    let secretKey = SecureBytes(copying: (0..<32).map { _ in UInt8.random(in: 0...255) })
+    let secretKey = try SecureBytes(copying: (0..<32).map { _ in UInt8.random(in: 0...255) })
     return (try BackupRecipients.publicKey(secretKey: secretKey), secretKey)
 }

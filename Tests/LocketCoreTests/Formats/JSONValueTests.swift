@@ -5,7 +5,7 @@ import XCTest
 /// (entitlements, vault exports, docker credentials) rely on differently.
 final class JSONValueTests: XCTestCase {
     func parse(_ text: String, _ options: JSONValue.Options = JSONValue.Options()) throws -> (JSONValue, SecureBytes) {
-        let input = SecureBytes(copying: Array(text.utf8))
+        let input = try SecureBytes(copying: Array(text.utf8))
         return (try JSONValue.parse(input, options: options), input)
     }
 

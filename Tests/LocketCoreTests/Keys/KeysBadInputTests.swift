@@ -43,7 +43,7 @@ final class KeysBadInputTests: XCTestCase {
     @discardableResult
     func parseQuietly(_ bytes: [UInt8], format: KeyFileFormat? = nil, _ context: String) -> KeychainError? {
         do {
-            _ = try KeyImport.parse(bytes, format: format, passphrase: { self.f.pass })
+            _ = try KeyImport.parse(bytes, format: format, passphrase: { try self.f.pass })
             return nil
         } catch let error as KeychainError {
             XCTAssertFalse(error.description.contains("error:"), "\(context): \(error)")

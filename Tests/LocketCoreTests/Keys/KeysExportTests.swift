@@ -40,7 +40,7 @@ final class KeysExportTests: XCTestCase {
             try f.write(name + ".enc.pem", encrypted.bytes)
             XCTAssertEqual(try opensslPublicDER(name + ".enc.pem", passin: true), key.subjectPublicKeyInfo, name)
             // And locket reads its own export.
-            let back = try KeyImport.parse(encrypted, passphrase: { self.f.pass })
+            let back = try KeyImport.parse(encrypted, passphrase: { try self.f.pass })
             XCTAssertEqual(back.keys[0].key.pkcs8?.bytes, key.pkcs8?.bytes)
         }
         // PBES2 with PBKDF2-HMAC-SHA256 and AES-256-CBC, as documented.
@@ -88,12 +88,12 @@ final class KeysExportTests: XCTestCase {
             try Tools.must("chmod", ["700", f.path("askwrong")])
             XCTAssertNotEqual(try Tools.run("ssh-keygen", ["-y", "-f", f.path(name + ".ssh.enc")], environment: askWrong).status, 0, name)
             // And locket reads both back.
-            let back = try KeyImport.parse(try f.read(name + ".ssh.enc"), passphrase: { self.f.pass })
+            let back = try KeyImport.parse(try f.read(name + ".ssh.enc"), passphrase: { try self.f.pass })
             XCTAssertEqual(back.keys[0].key.pkcs8?.bytes, key.pkcs8?.bytes, name)
             XCTAssertEqual(back.keys[0].label, "exported")
         }
         // The encrypted export is aes256-ctr with bcrypt, 16 rounds, as ssh-keygen writes.
-        let items = try KeyImport.parse(try f.read("ed25519.ssh.enc"), passphrase: { self.f.pass })
+        let items = try KeyImport.parse(try f.read("ed25519.ssh.enc"), passphrase: { try self.f.pass })
         XCTAssertEqual(items.keys.count, 1)
         assertKeychainError(.param) { try Self.keys["x25519"]!.openSSHPrivateKey() }
     }
@@ -119,10 +119,10 @@ final class KeysExportTests: XCTestCase {
         XCTAssertEqual(back.keys[0].key.applicationLabel, key.applicationLabel)
         XCTAssertEqual(Set(back.certificates.map { $0.certificate.sha256Fingerprint }), Set([leaf.sha256Fingerprint, ca.sha256Fingerprint]))
         // locket reads its own export; the friendly name is the certificate's label.
-        let mine = try KeyImport.parse(p12, passphrase: { self.f.pass })
+        let mine = try KeyImport.parse(p12, passphrase: { try self.f.pass })
         XCTAssertEqual(mine.keys[0].label, "Identity Test")
         XCTAssertEqual(mine.certificates.first?.keyIndex, 0)
-        assertKeychainError(.authFailed) { try KeyImport.parse(p12, passphrase: { SecureBytes(copying: Array("wrong".utf8)) }) }
+        assertKeychainError(.authFailed) { try KeyImport.parse(p12, passphrase: { try SecureBytes(copying: Array("wrong".utf8)) }) }
         assertKeychainError(.param) { try identity.pkcs12(passphrase: SecureBytes(count: 0)) }
     }
 }

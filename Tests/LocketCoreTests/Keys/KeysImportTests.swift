@@ -31,7 +31,7 @@ final class KeysImportTests: XCTestCase {
         let answer: String
         init(_ answer: String) { self.answer = answer }
         func callback() -> () throws -> SecureBytes {
-            { self.calls += 1; return SecureBytes(copying: Array(self.answer.utf8)) }
+            { self.calls += 1; return try SecureBytes(copying: Array(self.answer.utf8)) }
         }
     }
 

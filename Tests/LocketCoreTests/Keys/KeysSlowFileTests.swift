@@ -64,7 +64,7 @@ final class KeysSlowFileTests: XCTestCase {
     func testPKCS12MACIterationsAreCheckedBeforeAnyPassphraseIsTried() throws {
         let made = try pkcs12("mac.p12", [])
         // The file imports as made (100000 iterations everywhere).
-        XCTAssertEqual(try KeyImport.parse(made, passphrase: { SecureBytes(copying: Array(self.f.passphrase.utf8)) }).keys.count, 1)
+        XCTAssertEqual(try KeyImport.parse(made, passphrase: { try SecureBytes(copying: Array(self.f.passphrase.utf8)) }).keys.count, 1)
         assertRefusedAtOnce(replacing(Self.modest, with: Self.absurd, in: made, expected: 3),
                             mentioning: ["PKCS#12", "8388607", "2000000"])
     }
@@ -75,7 +75,7 @@ final class KeysSlowFileTests: XCTestCase {
         let bytes = replacing(Self.modest, with: Self.absurd, in: made, expected: 2)
         let started = Date()
         let error = assertKeychainError(.decode) {
-            try KeyImport.parse(bytes, passphrase: { SecureBytes(copying: Array(self.f.passphrase.utf8)) })
+            try KeyImport.parse(bytes, passphrase: { try SecureBytes(copying: Array(self.f.passphrase.utf8)) })
         }
         XCTAssertLessThan(Date().timeIntervalSince(started), 2)
         XCTAssertTrue(error?.message.contains("8388607") ?? false, "\(String(describing: error))")
@@ -86,7 +86,7 @@ final class KeysSlowFileTests: XCTestCase {
         let made = try pkcs12("bag.p12", ["-nomac", "-certpbe", "NONE"])
         let bytes = replacing(Self.modest, with: Self.absurd, in: made, expected: 1)
         let error = assertKeychainError(.decode) {
-            try KeyImport.parse(bytes, passphrase: { SecureBytes(copying: Array(self.f.passphrase.utf8)) })
+            try KeyImport.parse(bytes, passphrase: { try SecureBytes(copying: Array(self.f.passphrase.utf8)) })
         }
         XCTAssertTrue(error?.message.contains("8388607") ?? false, "\(String(describing: error))")
     }
@@ -95,10 +95,10 @@ final class KeysSlowFileTests: XCTestCase {
         try Tools.must("openssl", ["pkcs8", "-topk8", "-in", f.path("p256.key"), "-v2", "aes-256-cbc", "-iter", "100000",
                                    "-passout", "file:" + f.passFile, "-outform", "DER", "-out", f.path("k8.der")])
         let made = try f.read("k8.der")
-        XCTAssertEqual(try KeyImport.parse(made, passphrase: { SecureBytes(copying: Array(self.f.passphrase.utf8)) }).keys.count, 1)
+        XCTAssertEqual(try KeyImport.parse(made, passphrase: { try SecureBytes(copying: Array(self.f.passphrase.utf8)) }).keys.count, 1)
         let bytes = replacing(Self.modest, with: Self.absurd, in: made, expected: 1)
         let error = assertKeychainError(.decode) {
-            try KeyImport.parse(bytes, passphrase: { SecureBytes(copying: Array(self.f.passphrase.utf8)) })
+            try KeyImport.parse(bytes, passphrase: { try SecureBytes(copying: Array(self.f.passphrase.utf8)) })
         }
         XCTAssertTrue(error?.message.contains("8388607") ?? false, "\(String(describing: error))")
     }

@@ -94,7 +94,7 @@ final class KeysFixture {
         XCTAssertTrue(FileManager.default.createFile(atPath: path(name), contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
     }
 
-    var pass: SecureBytes { SecureBytes(copying: Array(passphrase.utf8)) }
+    var pass: SecureBytes { get throws { try SecureBytes(copying: Array(passphrase.utf8)) } }
 
     /// `openssl genpkey` for `kind`: rsa2048, p256, p384, p521, ed25519, x25519; PKCS#8 PEM at `name`.
     func genpkey(_ kind: String, _ name: String) throws {

@@ -10,7 +10,7 @@ enum MigrationFixtures {
     }
 
     static func bytes(_ name: String) throws -> SecureBytes {
-        SecureBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))))
+        try SecureBytes(copying: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))))
     }
 }
 

@@ -24,7 +24,7 @@ final class RemoteAccessControlTests: XCTestCase {
         var item = try genp("svc", account)
         item.accessControl = control
         let keychain = try machine.open()
-        keychain.applicationPassword = applicationPassword.map(secret)
+        keychain.applicationPassword = try applicationPassword.map(secret)
         try keychain.add(item, data: secret("guarded-\(account)"))
     }
 
@@ -54,9 +54,9 @@ final class RemoteAccessControlTests: XCTestCase {
         try add(first, "app", AccessControl(protection: .afterFirstUnlock, flags: [.applicationPassword]), applicationPassword: "app pw")
         let keychain = try second.open()
         XCTAssertEqual(proofRequest(try read(keychain, "app")), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
-        keychain.applicationPassword = secret("not it")
+        keychain.applicationPassword = try secret("not it")
         XCTAssertThrowsError(try read(keychain, "app")) { XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed, "\($0)") }
-        keychain.applicationPassword = secret("app pw")
+        keychain.applicationPassword = try secret("app pw")
         XCTAssertEqual(try read(keychain, "app"), "guarded-app")
     }
 

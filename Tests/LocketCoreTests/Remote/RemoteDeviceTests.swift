@@ -42,7 +42,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let classGroupKey = try keychain.cache.groupKey(.whenUnlocked, "g2")
         for wrap in wraps {
             guard let key = try? identity.open(wrap[1].bytes ?? []) else { continue }
-            let mixed = classGroupKey.withUnsafeBytes { KeyDerivation.derive(key, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
+            let mixed = try classGroupKey.withUnsafeBytes { try KeyDerivation.derive(key, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
             XCTAssertThrowsError(try SecretBox.open(g2[3].bytes ?? [], key: Sealing.fieldKey(mixed, row, .data), what: "g2"))
         }
     }
@@ -73,7 +73,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let item = try connection.execute("SELECT ref, data FROM locket.items")[0]
         let row = Sealing.RowIdentity(itemClass: .genericPassword, accessible: .whenUnlocked, accessGroup: "g1", ref: item[0].bytes ?? [])
         let mixed = try keychain.cache.groupKey(.whenUnlocked, "g1").withUnsafeBytes {
-            KeyDerivation.derive(kept, KeyDerivation.Context("locket.remote.group.v1").with($0))
+            try KeyDerivation.derive(kept, KeyDerivation.Context("locket.remote.group.v1").with($0))
         }
         XCTAssertThrowsError(try SecretBox.open(item[1].bytes ?? [], key: Sealing.fieldKey(mixed, row, .data), what: "after"))
         XCTAssertThrowsError(try admin.open().revoke(device: id)) { error in

@@ -109,7 +109,7 @@ final class TemporaryKeychain {
 
 // MARK: - Building items and queries
 
-func secret(_ text: String) -> SecureBytes { SecureBytes(copying: Array(text.utf8)) }
+func secret(_ text: String) throws -> SecureBytes { try SecureBytes(copying: Array(text.utf8)) }
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 

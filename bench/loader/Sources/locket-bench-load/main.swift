@@ -21,7 +21,7 @@ if args.count == 3 && args[1] == "--create" {
     var c: UInt8 = 0
     while read(0, &c, 1) == 1 && c != 0x0a { line.append(c) }
     do {
-        try Keychain.create(at: args[2], password: SecureBytes(copying: line), kdf: .weakForTests, environment: .process)
+        try Keychain.create(at: args[2], password: try SecureBytes(copying: line), kdf: .weakForTests, environment: .process)
     } catch {
         fail("locket-bench-load: \(error)", 1)
     }
@@ -43,7 +43,8 @@ do {
             try! item.set(.service, Array("service-\(n)".utf8))
             try! item.set(.account, Array("bench".utf8))
             try! item.set(.comment, Array("comment-\(n)".utf8))
-            return (item: item, data: SecureBytes(copying: Array("secret-\(n)".utf8)))
+            // try!: a lazy map cannot throw (a throwing one is the eager map, every secret at once).
+            return (item: item, data: try! SecureBytes(copying: Array("secret-\(n)".utf8)))
         }
         try keychain.addBatch(items)
         i = end + 1
