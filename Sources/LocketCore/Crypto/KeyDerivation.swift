@@ -33,30 +33,22 @@ enum KeyDerivation {
 
     /// A 16-byte keyed digest, used for primary keys and blind indexes.
     static func digest(_ key: SecureBytes, _ context: Context) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 16)
-        key.withUnsafeBytes { k in
-            context.bytes.withUnsafeBytes { m in
-                out.withUnsafeMutableBytes { o in
-                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
-                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
-                }
-            }
-        }
-        return out
+        key.withUnsafeBytes { digest(keyedBy: $0, context) }
     }
 
     /// `digest` keyed by a value that is no secret (a keychain ID): no
     /// guarded copy of it, so nothing that can fail to allocate.
     static func digest(id: [UInt8], _ context: Context) -> [UInt8] {
+        id.withUnsafeBytes { digest(keyedBy: $0, context) }
+    }
+
+    private static func digest(keyedBy key: UnsafeRawBufferPointer, _ context: Context) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 16)
-        id.withUnsafeBytes { k in
-            context.bytes.withUnsafeBytes { m in
-                out.withUnsafeMutableBytes { o in
-                    _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
-                                           m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
-                                           k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count)
-                }
+        context.bytes.withUnsafeBytes { m in
+            out.withUnsafeMutableBytes { o in
+                _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 16,
+                                       m.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(m.count),
+                                       key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count)
             }
         }
         return out
