@@ -34,8 +34,7 @@ extension Keychain {
         }
         let id = Sodium.random(16)
         let kdf: KDFParameters? = password == nil ? nil : KDFParameters(cost: cost)
-        let kek = try password.map { try? PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
-        guard let kek else { throw KeychainError(.io, "not enough memory for the password hash") }
+        let kek = try password.map { try PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
         var (bag, keys) = try Keybag.create(keychainID: id, kdf: kdf, kek: kek, device: device)
         // The presence key pairs of access control (SPEC §14), with a password only.
         var presencePublicKeys: [(MetaKey, [UInt8])] = []

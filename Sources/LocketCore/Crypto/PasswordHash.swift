@@ -94,7 +94,8 @@ enum PasswordHash {
                 }
             }
         }
-        if rc != 0 { throw KeychainError(.io, "not enough memory for the password hash") }
+        // Argon2id's only failure with valid parameters: its memory could not be had.
+        if rc != 0 { throw KeychainError(.allocate, "not enough memory for the password hash (Argon2id needs \(p.memLimit >> 20) MiB)") }
         return out
     }
 }

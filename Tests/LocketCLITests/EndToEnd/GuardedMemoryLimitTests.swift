@@ -40,4 +40,17 @@ final class EndToEndGuardedMemoryLimitTests: EndToEndCase {
         XCTAssertEqual(after.stdout, before.stdout, "the keychain changed")
         XCTAssertEqual(secret("-s", "kept", "-a", "a"), [1, 2, 3])
     }
+
+    /// The password hash's memory (Argon2id's 64 MiB at `--kdf interactive`)
+    /// refused by the limit is errSecAllocate too, and `init` leaves no keychain.
+    func testAPasswordHashBeyondTheLimitIsErrSecAllocateAndNoKeychainIsMade() throws {
+        // `--version` runs under 32 MiB; Argon2id's 64 MiB can't fit in it.
+        XCTAssertEqual(limited(32 << 10, ["--version"], input: .devNull).status, 0, "the binary does not start under 32 MiB")
+        let run = limited(32 << 10, ["init", "--password-stdin", "--kdf", "interactive"], input: .text("pw\n"))
+        XCTAssertNil(run.signal, "killed by a signal: \(run.summary)")
+        XCTAssertEqual(run.status, 148, run.summary)
+        XCTAssertEqual(run.err.split(separator: "\n").count, 1, "one line: \(run.summary)")
+        XCTAssertTrue(run.err.contains("Argon2id needs 64 MiB") && run.err.hasSuffix(" (errSecAllocate -108)\n"), run.summary)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.loginKeychain), "a keychain was left behind")
+    }
 }
