@@ -26,7 +26,13 @@ SWIFT ?= swift
 # flags, so objects built without function sections would stay.
 RELEASE_FLAGS = -c release --scratch-path .build/ordered -Xswiftc -static-executable \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
-	-Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/link/startup.order -Xlinker --no-warn-symbol-ordering
+	-Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/link/startup.order -Xlinker --no-warn-symbol-ordering \
+	$(LARGE_FOLIO_FLAGS)
+# The first code run is locket_entry, which advises the hot code (from the
+# 2 MiB-aligned first symbol of the order to its last) and the data into
+# large folios (Sources/CLocketSystem/entry.c, bench/README.md "Large folios");
+# segments 2 MiB aligned, so that code starts a folio of the file.
+LARGE_FOLIO_FLAGS = $(if $(filter x86_64,$(shell uname -m)),-Xlinker -z -Xlinker max-page-size=0x200000 -Xlinker -e -Xlinker locket_entry)
 BIN = .build/release/locket
 # The PostgreSQL helper links libpq dynamically (Debian ships no static
 # libpgcommon/libpgport, and libpq needs GSSAPI and LDAP), so it is built apart
@@ -87,6 +93,8 @@ test-deps:
 
 # Only the executable: not the tests' support target nor the agent's test host.
 build: deps
+	@# SwiftPM relinks for a changed source, not for a changed order file.
+	@if [ link/startup.order -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
 	install -D -m 0755 .build/ordered/release/locket $(BIN)
 	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres

@@ -6,8 +6,10 @@ import Glibc
 #endif
 
 /// What the release binary's start-up costs depends on (SPEC §11,
-/// bench/README.md "Start-up"): a static executable, without the standard
-/// library's regex engine, and one guarded region for a lookup's secrets.
+/// bench/README.md "Start-up" and "Large folios"): a static executable,
+/// without the standard library's regex engine, its common code advised into
+/// large folios before anything runs, and one guarded region for a lookup's
+/// secrets.
 final class StartupEndToEndTests: EndToEndCase {
     /// The debug build is dynamically linked and unordered: only the release build is pinned.
     private func releaseBinary() throws -> String {
@@ -51,5 +53,55 @@ final class StartupEndToEndTests: EndToEndCase {
         XCTAssertEqual(String(decoding: result.stdout, as: UTF8.self), "secret-one\n")
         let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").filter { $0.contains("mlock(") }
         XCTAssertEqual(calls.count, 1, "\(calls)")
+    }
+
+    /// The entry stub (Sources/CLocketSystem/entry.c) has to advise the hot
+    /// code before its first fault, and that code has to start a 2 MiB folio
+    /// of its own: a range read in small folios stays small until evicted.
+    func testHotCodeIsAdvisedIntoLargeFoliosBeforeAnythingRuns() throws {
+        let path = try releaseBinary()
+        let elf = try XCTUnwrap(FileManager.default.contents(atPath: path).map { [UInt8]($0) })
+        func integer(_ offset: Int, _ size: Int) -> Int {
+            (0..<size).reduce(0) { $0 | Int(elf[offset + $1]) << (8 * $1) }
+        }
+        let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
+        let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
+        guard listing.status == 0, !listing.stdout.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
+        var symbols: [String: Int] = [:]
+        for line in String(decoding: listing.stdout, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, let address = Int(fields[0], radix: 16) { symbols[String(fields[2])] = address }
+        }
+        let (hot, hotEnd, entry) = (try XCTUnwrap(symbols["locket_hot_text"]), try XCTUnwrap(symbols["locket_hot_text_end"]),
+                                    try XCTUnwrap(symbols["locket_entry"]))
+        let folio = 2 << 20
+        let advisedEnd = (hotEnd + folio - 1) / folio * folio
+        XCTAssertEqual(integer(24, 8), entry, "the ELF entry point is not locket_entry")
+        XCTAssertEqual(hot % folio, 0, "locket_hot_text is not 2 MiB aligned in memory")
+        XCTAssertGreaterThan(hotEnd, hot, "link/startup.order does not end with locket_hot_text_end")
+        XCTAssertFalse((hot..<advisedEnd).contains(entry), "the entry stub's own fault would read hot code in small folios")
+
+        // The file offset of the hot code: its segment's offset plus its place in it.
+        let (programHeaders, entrySize, count) = (integer(32, 8), integer(54, 2), integer(56, 2))
+        let offsets = (0..<count).map { programHeaders + $0 * entrySize }.compactMap { header -> Int? in
+            let (type, offset, address, size) = (integer(header, 4), integer(header + 8, 8), integer(header + 16, 8), integer(header + 32, 8))
+            return type == 1 && (address..<address + size).contains(hot) ? offset + hot - address : nil
+        }
+        XCTAssertEqual(offsets.count, 1)
+        XCTAssertEqual((offsets.first ?? 1) % folio, 0, "the hot code does not start a 2 MiB folio of the file")
+
+        // Nothing runs before the advice: the first two system calls after execve.
+        let strace = try SystemTool.require("strace", for: "watching the release binary's first system calls")
+        let log = sandbox.home + "/strace-entry.log"
+        defer { unlink(log) }
+        let result = Spawn.run(strace, ["-qq", "-o", log, path, "--version"], environment: sandbox.environment, input: .devNull, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 0, result.summary)
+        let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        let range = "madvise(0x\(String(hot, radix: 16)), \(advisedEnd - hot), "
+        XCTAssertGreaterThan(calls.count, 3, "\(calls)")
+        guard calls.count > 3 else { return }
+        XCTAssertTrue(calls[0].hasPrefix("execve("), calls[0])
+        XCTAssertTrue(calls[1].hasPrefix(range + "MADV_RANDOM)"), calls[1])
+        XCTAssertTrue(calls[2].hasPrefix(range + "MADV_HUGEPAGE)"), calls[2])
     }
 }
