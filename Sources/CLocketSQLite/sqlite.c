@@ -27,7 +27,9 @@ sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT;
  * (SQLite then finds no valid frame: the WAL is empty to any reader), and
  * whatever lies beyond the frames this connection wrote (frames of earlier
  * commands, invalid under any later header) is zeroed too, so no older page
- * stays in the file. What remains between them are this connection's frames,
+ * stays in the file: up to the first zero frame header, as the tail beyond
+ * is zero already (a crash that loses an emptying can leave stale frames
+ * past that point; they stay invalid, as in any SQLite WAL). What remains between them are this connection's frames,
  * which SQLite has just copied into the database: the file holds nothing the
  * database does not. Nothing here is synced, as SQLite's own truncation is
  * not: the checkpoint has already made the database durable, and a WAL whose
@@ -70,6 +72,27 @@ static int wal_write(sqlite3_file *file, const void *buffer, int amount, sqlite3
     return rc;
 }
 
+/* The end of the older commands' frames that follow `from`, a frame
+ * boundary, in a WAL of `end` bytes whose frames are `frame` bytes: each
+ * emptying leaves zeros after the frames it kept, so the first frame whose
+ * header is zero ends them. Zeroing only those keeps a small write from
+ * rewriting (and the next one from syncing) the whole zero tail that one
+ * large write left, as it did every time. */
+static int wal_stale_end(sqlite3_file *real, sqlite3_int64 from, sqlite3_int64 end, sqlite3_int64 frame,
+                         sqlite3_int64 *stale) {
+    static const unsigned char zero_header[24];
+    unsigned char header[24];
+    sqlite3_int64 at = from;
+    while (at + (sqlite3_int64)sizeof header <= end) {
+        int rc = real->pMethods->xRead(real, header, sizeof header, at);
+        if (rc != SQLITE_OK) return rc;
+        if (memcmp(header, zero_header, sizeof header) == 0) break;
+        at += frame;
+    }
+    *stale = at < end ? at : end;
+    return SQLITE_OK;
+}
+
 /* Writes zeros over [from, to). */
 static int wal_zero(sqlite3_file *real, sqlite3_int64 from, sqlite3_int64 to) {
     static const char zeros[65536];
@@ -92,11 +115,25 @@ static int wal_truncate(sqlite3_file *file, sqlite3_int64 size) {
     }
     if (size > 0 || now == 0) return SQLITE_OK;
     wal->synced = 0;
+    /* The frame size, from the header about to be zeroed: a page size of
+     * 512 to 65536 (stored as 1) after the 24-byte frame header. */
+    unsigned char header[WAL_HEADER_BYTES];
+    sqlite3_int64 frame = 0;
+    if (now >= WAL_HEADER_BYTES && wal->real->pMethods->xRead(wal->real, header, WAL_HEADER_BYTES, 0) == SQLITE_OK) {
+        uint32_t page = (uint32_t)header[8] << 24 | (uint32_t)header[9] << 16 | (uint32_t)header[10] << 8 | header[11];
+        if (page == 1) page = 65536;
+        if (page >= 512 && page <= 65536 && (page & (page - 1)) == 0) frame = 24 + (sqlite3_int64)page;
+    }
     /* The header first: from here on the WAL is empty. A connection that
      * wrote no frame leaves the rest as the last writer left it. */
     rc = wal_zero(wal->real, 0, now < WAL_HEADER_BYTES ? now : WAL_HEADER_BYTES);
-    if (rc == SQLITE_OK && wal->written > 0 && wal->written < now) rc = wal_zero(wal->real, wal->written, now);
-    return rc;
+    if (rc != SQLITE_OK || wal->written <= 0 || wal->written >= now) return rc;
+    sqlite3_int64 stale = now;
+    if (frame > 0 && (wal->written - WAL_HEADER_BYTES) % frame == 0) {
+        rc = wal_stale_end(wal->real, wal->written, now, frame, &stale);
+        if (rc != SQLITE_OK) return rc;
+    }
+    return wal_zero(wal->real, wal->written, stale);
 }
 
 /* A sync with nothing written since the last one is skipped: the checkpoint

@@ -86,6 +86,27 @@ final class ReadPathEndToEndTests: EndToEndCase {
         XCTAssertEqual(ReliabilityDatabase.integrity(keychain), "ok")
     }
 
+    /// The tail of zeros one large write leaves behind is zeroed once, by
+    /// the write after it: later small writes zero only their header (and
+    /// any frames of a larger write just before them), not the whole tail
+    /// again, which the next write's first sync then had to flush.
+    func testASmallWriteZeroesOnlyTheFramesBeforeIt() throws {
+        let wal = keychain + "-wal"
+        addBytes("-s", "big", "-a", "acct", data: [UInt8](repeating: 0x62, count: 200_000))
+        add("-s", "small-1", "-a", "acct", secret: "one")
+        let size = try XCTUnwrap(FileManager.default.contents(atPath: wal)?.count)
+        XCTAssertGreaterThan(size, 150_000, "the large write did not grow the WAL")
+        let calls = try writesToKeychainFiles(["add", "-s", "small-2", "-a", "acct", "--data-file", "-"], input: .text("two"))
+        let mainSync = try XCTUnwrap(calls.lastIndex { $0.contains(keychain + ">") && $0.contains("sync(") }, "\(calls)")
+        let emptying = calls[mainSync...].filter { $0.contains(keychain + "-wal>") && $0.contains("write") }
+        let zeroed = emptying.compactMap { call in call.split(separator: "=").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+        XCTAssertEqual(zeroed.count, emptying.count, "\(emptying)")
+        XCTAssertLessThan(zeroed.reduce(0, +), 32 + 8 * (24 + 4096), "the emptying rewrote the WAL's zero tail: \(emptying)")
+        XCTAssertTrue(emptying.first?.contains(", 32, 0)") ?? false, "the header is not zeroed first: \(emptying)")
+        XCTAssertEqual(String(decoding: secret("-s", "small-2", "-a", "acct"), as: UTF8.self), "two")
+        XCTAssertEqual(ReliabilityDatabase.integrity(keychain), "ok")
+    }
+
     /// SPEC §7: an acknowledged write is on disk. The order a write's system
     /// calls must keep: every frame synced before the checkpoint writes the
     /// database, the database synced after its last write, and the WAL
