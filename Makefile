@@ -27,12 +27,15 @@ SWIFT ?= swift
 RELEASE_FLAGS = -c release --scratch-path .build/ordered -Xswiftc -static-executable \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
 	-Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/link/startup.order -Xlinker --no-warn-symbol-ordering \
-	$(LARGE_FOLIO_FLAGS)
+	$(LARGE_FOLIO_FLAGS) $(START_UP_FLAGS)
 # The first code run is locket_entry, which advises the hot code (from the
 # 2 MiB-aligned first symbol of the order to its last) and the data into
 # large folios (Sources/CLocketSystem/entry.c, bench/README.md "Large folios");
 # segments 2 MiB aligned, so that code starts a folio of the file.
 LARGE_FOLIO_FLAGS = $(if $(filter x86_64,$(shell uname -m)),-Xlinker -z -Xlinker max-page-size=0x200000 -Xlinker -e -Xlinker locket_entry)
+# libcrypto's CPU probe (a dozen CPUID traps on a VM) waits for its first use
+# instead of running in every process (Sources/CLocketSystem/crypto_probe.c).
+START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup
 BIN = .build/release/locket
 # The PostgreSQL helper links libpq dynamically (Debian ships no static
 # libpgcommon/libpgport, and libpq needs GSSAPI and LDAP), so it is built apart

@@ -104,4 +104,55 @@ final class StartupEndToEndTests: EndToEndCase {
         XCTAssertTrue(calls[1].hasPrefix(range + "MADV_RANDOM)"), calls[1])
         XCTAssertTrue(calls[2].hasPrefix(range + "MADV_HUGEPAGE)"), calls[2])
     }
+
+    /// libcrypto's CPU probe runs at its first use, not at every start-up
+    /// (Sources/CLocketSystem/crypto_probe.c): read at the process's exit,
+    /// its capability vector is empty after `--version` and filled after a
+    /// P-256 key is made, so key commands still get the accelerated code.
+    func testLibcryptoProbesTheCPUOnlyWhenUsed() throws {
+        let path = try releaseBinary()
+        let python = try SystemTool.require("python3", for: "reading the release binary's memory at exit")
+        let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
+        let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
+        let line = String(decoding: listing.stdout, as: UTF8.self).split(separator: "\n").first { $0.hasSuffix(" OPENSSL_ia32cap_P") }
+        guard let address = line?.split(separator: " ").first.map(String.init) else { throw XCTSkip("\(path) has no symbol table (stripped)") }
+        // Stops the command at its exit (PTRACE_O_TRACEEXIT), memory still
+        // mapped, and prints the vector's 16 bytes in hex.
+        let script = """
+            import ctypes, os, signal, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+            pid = os.fork()
+            if pid == 0:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+                libc.ptrace(0, 0, None, None)
+                os.execv(sys.argv[2], sys.argv[2:])
+            os.waitpid(pid, 0)
+            libc.ptrace(0x4200, pid, None, ctypes.c_void_p(0x40))
+            libc.ptrace(7, pid, None, None)
+            while True:
+                _, status = os.waitpid(pid, 0)
+                if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                    break
+                sig = os.WSTOPSIG(status)
+                if sig == signal.SIGTRAP and status >> 16 == 6:
+                    with open(f"/proc/{pid}/mem", "rb") as mem:
+                        mem.seek(int(sys.argv[1], 16))
+                        print(mem.read(16).hex())
+                    sig = 0
+                libc.ptrace(7, pid, None, ctypes.c_void_p(0 if sig == signal.SIGTRAP else sig))
+            sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+            """
+        func capabilities(_ arguments: [String]) -> String {
+            let result = Spawn.run(python, ["-c", script, address, path] + arguments, environment: sandbox.environment,
+                                   input: .devNull, timeout: Self.timeout)
+            XCTAssertEqual(result.status, 0, result.summary)
+            return String(decoding: result.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        initKeychain()
+        XCTAssertEqual(capabilities(["--version"]), String(repeating: "0", count: 32), "libcrypto probed the CPU at start-up")
+        let probed = capabilities(["key", "generate", "--type", "p256", "--label", "probe"])
+        XCTAssertEqual(probed.count, 32)
+        XCTAssertNotEqual(probed, String(repeating: "0", count: 32), "a P-256 key was made without libcrypto's CPU probe")
+    }
 }
