@@ -50,6 +50,24 @@ final class LockTests: KeychainTestCase {
         XCTAssertEqual(try locked.search(query(.genericPassword, [.account: "open"])).count, 1)
     }
 
+    /// Several queries in one transaction (exec and inject): each gets what
+    /// its own `search` would, a locked item and a missing one included.
+    func testABatchSearchGivesEachQueryItsOwnAnswer() throws {
+        try addGenp("svc", "locked", secret: "l", accessible: .whenUnlocked)
+        try addGenp("svc", "open", secret: "o", accessible: .afterFirstUnlock)
+        let locked = try relock(all: false)
+        let results = try locked.search([query(.genericPassword, [.account: "open"]), query(.genericPassword, [.account: "locked"]),
+                                         query(.genericPassword, [.account: "nobody"]), query(.genericPassword, [.account: "open"])],
+                                        returnData: true)
+        XCTAssertEqual(results.count, 4)
+        for index in [0, 3] {
+            XCTAssertEqual(try results[index].get().first?.data?.bytes, Array("o".utf8), "query \(index)")
+        }
+        XCTAssertKeychainError(.interactionNotAllowed, try results[1].get())
+        XCTAssertKeychainError(.itemNotFound, try results[2].get())
+        XCTAssertKeychainError(.param, try locked.search([query(.genericPassword, [.account: "open"])], limit: .count(0)))
+    }
+
     func testAddAndUpdateOfALockedClassAreInteractionNotAllowed() throws {
         try addGenp("svc", "alice", secret: "a")
         let locked = try relock(all: false)

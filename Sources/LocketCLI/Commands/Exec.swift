@@ -82,6 +82,10 @@ extension Commands {
 
         // Every reference resolves before anything starts; one failure starts nothing.
         let resolver = SecretResolver(context)
+        resolver.prefetch(plan.order.compactMap { name -> String? in
+            if case .reference(let text)? = plan.sources[name]?.source { return text }
+            return nil
+        } + fileReferences.map(\.reference))
         var secrets: [(name: String, value: SecureBytes)] = []
         var plain: [Environment.Variable] = []
         var exported: [(name: String, value: SecureBytes)] = []

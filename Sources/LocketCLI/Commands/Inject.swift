@@ -26,6 +26,10 @@ extension Commands {
         // Resolve everything first; size the output exactly, so no buffer
         // holding a secret is ever grown (and its old block left unwiped).
         let resolver = SecretResolver(context)
+        resolver.prefetch(template.pieces.compactMap { piece -> String? in
+            if case .placeholder(let p) = piece { return p.reference }
+            return nil
+        })
         var secrets: [SecureBytes] = []
         var size = 0
         for piece in template.pieces {

@@ -54,6 +54,24 @@ final class EndToEndExecTests: EndToEndCase {
         XCTAssertEqual(result.out, "\(Self.token)\nnpm-secret\n\(Self.token)\n")
     }
 
+    /// All references are looked up in one transaction, before the child
+    /// starts: the keychain file is opened once, not once per reference
+    /// (each opening also parses its schema again: bench/README.md, "exec").
+    func testEveryReferenceIsLookedUpInOneOpeningOfTheKeychain() throws {
+        let strace = try SystemTool.require("strace", for: "counting the keychain's openings")
+        add("-s", "npm", "-a", "ci", secret: "npm-secret")
+        add("-s", "pypi", "-a", "ci", secret: "pypi-secret")
+        let log = sandbox.home + "/strace-exec.log"
+        defer { unlink(log) }
+        let arguments = ["exec", "--env", "A=github/deploy", "--env", "B=npm/ci", "--env", "C=pypi/ci", "--", "printenv", "A", "B", "C"]
+        let result = Spawn.run(strace, ["-qq", "-e", "trace=openat", "-o", log, binary] + arguments,
+                               environment: sandbox.environment, input: .devNull, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertEqual(String(decoding: result.stdout, as: UTF8.self), "\(Self.token)\nnpm-secret\npypi-secret\n")
+        let opens = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").filter { $0.contains(sandbox.loginKeychain + "\"") }
+        XCTAssertEqual(opens.count, 1, "\(opens)")
+    }
+
     func testPercentTwoFEscapesASlashInNames() {
         add("-s", "ci/github", "-a", "bot/one", secret: "slashed")
         add("-s", "ci", "-a", "github", secret: "not this one")
