@@ -64,6 +64,17 @@ void locket_disable_core_dumps(void) {
     none.rlim_max = saved_core_limit_valid ? saved_core_limit.rlim_max : 0;
     (void)setrlimit(RLIMIT_CORE, &none);
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* A crash report is a core dump by other means: where the Swift runtime
+     * finds swift-backtrace (next to a toolchain, as in Swift's own container
+     * images, or named by SWIFT_BACKTRACE) it catches these signals and has
+     * that program print the crashed process's registers and stack, to
+     * standard output by default, where `TOKEN=$(locket find -w ...)` would
+     * capture them. One query when the runtime took none; else all go back
+     * to the kernel's default. */
+    struct sigaction current;
+    if (sigaction(SIGSEGV, NULL, &current) == 0 && current.sa_handler == SIG_DFL) return;
+    static const int crash_signals[] = {SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP};
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) (void)signal(crash_signals[i], SIG_DFL);
 }
 
 void locket_prepare_exec(void) {

@@ -21,7 +21,8 @@ long locket_keyctl_unlink(int32_t key, int32_t keyring);
 int32_t locket_key_spec_user_keyring(void);
 uint32_t locket_key_permissions(void);
 
-/// Turns off core dumps for this process (PR_SET_DUMPABLE 0, RLIMIT_CORE 0).
+/// Turns off core dumps for this process (PR_SET_DUMPABLE 0, RLIMIT_CORE 0)
+/// and the Swift runtime's crash reports (its signal handlers, if it took any).
 void locket_disable_core_dumps(void);
 
 /// Undoes, for a child about to be exec'd, what locket set for itself: the

@@ -72,6 +72,23 @@ final class EndToEndExecTests: EndToEndCase {
         XCTAssertEqual(opens.count, 1, "\(opens)")
     }
 
+    /// Where the Swift runtime finds swift-backtrace (here named by
+    /// SWIFT_BACKTRACE; next to a toolchain it finds one itself) it catches
+    /// the crash signals to have it print registers and stack: locket, which
+    /// refuses core dumps, gives those signals back to the kernel. Seen from
+    /// the child of `exec --mask`, while locket holds the secret.
+    func testTheRuntimesCrashReporterIsTurnedOff() throws {
+        let result = exec(0, ["--mask", "--env", "T=github/deploy", "--", "sh", "-c", "grep '^SigCgt:' /proc/$PPID/status"],
+                          environment: ["SWIFT_BACKTRACE": "enable=yes,swift-backtrace=/bin/true"])
+        let field = try XCTUnwrap(result.out.split(separator: "\t").last, result.out)
+        let caught = try XCTUnwrap(UInt64(field.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), result.out)
+        // SIGQUIT is caught again, by the filter, to pass it on to the child.
+        for (name, signal) in [("SIGILL", SIGILL), ("SIGTRAP", SIGTRAP), ("SIGABRT", SIGABRT), ("SIGBUS", SIGBUS),
+                               ("SIGFPE", SIGFPE), ("SIGSEGV", SIGSEGV)] {
+            XCTAssertEqual(caught >> UInt64(signal - 1) & 1, 0, "locket catches \(name): \(result.out)")
+        }
+    }
+
     func testPercentTwoFEscapesASlashInNames() {
         add("-s", "ci/github", "-a", "bot/one", secret: "slashed")
         add("-s", "ci", "-a", "github", secret: "not this one")
