@@ -29,9 +29,10 @@ sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT;
  * commands, invalid under any later header) is zeroed too, so no older page
  * stays in the file: up to the first zero frame header, as the tail beyond
  * is zero already (a crash that loses an emptying can leave stale frames
- * past that point; they stay invalid, as in any SQLite WAL). What remains between them are this connection's frames,
- * which SQLite has just copied into the database: the file holds nothing the
- * database does not. Nothing here is synced, as SQLite's own truncation is
+ * past that point; they stay invalid, as in any SQLite WAL). What remains
+ * between them are this connection's frames, which SQLite has just copied
+ * into the database: the file holds nothing the database does not.
+ * Nothing here is synced, as SQLite's own truncation is
  * not: the checkpoint has already made the database durable, and a WAL whose
  * zeroing was lost is replayed harmlessly (its frames are already in the
  * database). Smaller truncations (at a commit) are skipped: the frames beyond
