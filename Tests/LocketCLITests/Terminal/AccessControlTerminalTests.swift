@@ -90,7 +90,7 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertEqual(none.status, 0, none.screen)
         XCTAssertEqual(count("Keychain password for", in: none.screen), 2, none.screen)
 
-        try expect(0, ["settings", "--presence-reuse", "5"])
+        XCTAssertEqual(try atTerminal("$L settings --presence-reuse 5", answers: [password]).status, 0)
         let reused = try atTerminal("\(find) && \(find) && sleep 6 && \(find)", answers: [password, password])
         XCTAssertEqual(reused.status, 0, reused.screen)
         XCTAssertEqual(count("reused-secret", in: reused.screen), 3, reused.screen)
@@ -103,6 +103,32 @@ final class AccessControlTerminalTests: XCTestCase {
                                     answers: [password, password])
         XCTAssertEqual(locked.status, 0, locked.screen)
         XCTAssertEqual(count("Keychain password for", in: locked.screen), 2, locked.screen)
+    }
+
+    /// Issue 31, item 2: lengthening the reuse window needs the keychain
+    /// password at the terminal, locked or not; without a terminal it is
+    /// errSecInteractionNotAllowed and nothing changes; shortening is free.
+    func testLengtheningTheReuseWindowAsksForThePassword() throws {
+        func reuse() throws -> Int? { try expect(0, ["--json", "settings"]).jsonObject()["presenceReuse"] as? Int }
+        let refused = try expect(36, ["settings", "--timeout", "60", "--presence-reuse", "300"])
+        XCTAssertTrue(refused.err.contains("errSecInteractionNotAllowed -25308"), refused.err)
+        XCTAssertTrue(refused.err.contains("locket: hint: a longer presence reuse window needs the keychain password"), refused.err)
+        XCTAssertEqual(try reuse(), 0)
+        XCTAssertEqual(try expect(0, ["--json", "settings"]).jsonObject()["timeout"] as? Int, 300, "a refused command changed the timeout")
+        try expect(0, ["lock"])
+        try expect(36, ["settings", "--presence-reuse", "300"])
+        XCTAssertEqual(try reuse(), 0, "widened while locked")
+
+        let wrong = try atTerminal("$L settings --presence-reuse 300", answers: ["not-the-password"])
+        XCTAssertEqual(wrong.status, 51, wrong.screen)
+        XCTAssertEqual(try reuse(), 0)
+        let right = try atTerminal("$L settings --presence-reuse 300", answers: [password])
+        XCTAssertEqual(right.status, 0, right.screen)
+        XCTAssertTrue(right.screen.contains("locket settings needs the keychain password to lengthen the presence reuse window"), right.screen)
+        XCTAssertEqual(try reuse(), 300)
+
+        try expect(0, ["settings", "--presence-reuse", "20"])
+        XCTAssertEqual(try reuse(), 20)
     }
 
     func testPasswdInvalidatesPasswordCurrentSetButNotUserPresence() throws {
