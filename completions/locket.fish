@@ -226,7 +226,7 @@ complete -c locket -n '__fish_seen_subcommand_from key' -s i -l in -r -F -d 'rea
 complete -c locket -n '__fish_seen_subcommand_from key' -s o -l out -r -F -d 'write the result to FILE, created with mode 600, instead of standard output'
 complete -c locket -n '__fish_seen_subcommand_from key' -s f -l force -d 'with -o, replace FILE if it exists'
 complete -c locket -n '__fish_seen_subcommand_from key' -l signature -r -F -d 'verify: the signature to check (a regular file)'
-complete -c locket -n '__fish_seen_subcommand_from ssh-agent' -s a -l socket -r -F -d 'listen at SOCKET, which must not exist (default: a new private directory in $XDG_RUNTIME_DIR or /tmp)'
+complete -c locket -n '__fish_seen_subcommand_from ssh-agent' -s a -l socket -r -F -d 'listen at SOCKET, which must not exist (default: a new private directory in $XDG_RUNTIME_DIR if it is yours alone, else /dev/shm)'
 complete -c locket -n '__fish_seen_subcommand_from ssh-agent' -s s -l sh -d 'print Bourne shell commands (the default unless $SHELL ends in csh)'
 complete -c locket -n '__fish_seen_subcommand_from ssh-agent' -s c -l csh -d 'print C shell commands'
 complete -c locket -n '__fish_seen_subcommand_from ssh-agent' -s D -l foreground -d 'stay in the foreground instead of detaching'
