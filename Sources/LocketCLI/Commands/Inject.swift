@@ -89,7 +89,7 @@ extension Commands {
 
     /// The template: `-i FILE` (a regular file) or standard input.
     private static func readTemplate(_ path: String?, _ context: Context) throws -> [UInt8] {
-        guard let path else { return try Prompt.readAll(context.io.stdin, what: "standard input").bytes }
-        return try Prompt.readRegularFile(path, hint: "pipe a template on standard input instead").bytes
+        guard let path else { return try Prompt.readAll(context.io.stdin, what: "standard input", contents: "the template").bytes }
+        return try Prompt.readRegularFile(path, contents: "the template", hint: "pipe a template on standard input instead").bytes
     }
 }

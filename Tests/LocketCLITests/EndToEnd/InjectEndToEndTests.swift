@@ -18,6 +18,21 @@ final class EndToEndInjectTests: EndToEndCase {
 
     var output: String { sandbox.root + "/rendered.env" }
 
+    /// Issue 31: a template over 16 MiB is refused naming the template (it
+    /// said "the secret is larger than 16 MiB"), from stdin or -i.
+    func testATooLargeTemplateIsNamed() throws {
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: (16 << 20) + 1)
+        let piped = locket(["inject"], input: .bytes(big))
+        assertError(piped, "errSecDataTooLarge", -25302)
+        XCTAssertTrue(piped.err.contains("the template is larger than 16 MiB"), piped.err)
+        let path = sandbox.root + "/big.tmpl"
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(big)))
+        let named = locket(["inject", "-i", path])
+        assertError(named, "errSecDataTooLarge", -25302)
+        XCTAssertTrue(named.err.contains("the template \(path) is larger than 16 MiB"), named.err)
+        XCTAssertFalse(piped.err.contains("secret") || named.err.contains("secret"), piped.err + named.err)
+    }
+
     func testManyReferences() {
         let template = """
             # a config file
