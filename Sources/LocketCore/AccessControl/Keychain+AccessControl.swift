@@ -116,7 +116,9 @@ extension Keychain {
     /// A new access record for an item's secret and the key that seals it;
     /// inside the add's (or update's) write transaction. Sealing to a presence
     /// key needs only its public key; an application password must be given.
-    func sealAccess(_ control: AccessControl, _ row: Sealing.RowIdentity, label: String?) throws -> (ItemAccess, SecureBytes) {
+    /// `publicHalf`: a private key's public key, kept in the record outside the proof.
+    func sealAccess(_ control: AccessControl, _ row: Sealing.RowIdentity, label: String?,
+                    publicHalf: [UInt8]? = nil) throws -> (ItemAccess, SecureBytes) {
         var publicKey: [UInt8]?
         if let name = control.presenceKeyName {
             guard hasPassword else {
@@ -128,7 +130,7 @@ extension Keychain {
             guard publicKey?.count == 32 else { throw proofNeeded(password: true, application: false, label: label) }
         }
         var applicationKey: SecureBytes?
-        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey)
+        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey, publicHalf: publicHalf)
         if let kdf = access.applicationKDF {
             guard let password = proof.applicationPassword else { throw proofNeeded(password: false, application: true, label: label) }
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)

@@ -230,7 +230,9 @@ final class AccessControlTerminalTests: XCTestCase {
             // Without a terminal: the refusal, not errSecInteractionNotAllowed (which would say a terminal could help).
             try expect(28, command.split(separator: " ").map(String.init))
         }
-        let used = try atTerminal("$L key public --label kept-in --openssh", answers: [password])
+        // Its public key is free (issue 31); a use of the private key asks.
+        try expect(0, ["key", "public", "--label", "kept-in", "--openssh"])
+        let used = try atTerminal("printf m | $L key sign --label kept-in --algorithm ed25519 > /dev/null", answers: [password])
         XCTAssertEqual(used.status, 0, used.screen)
         XCTAssertTrue(used.screen.contains("Keychain password for"), used.screen)
 
@@ -249,12 +251,16 @@ final class AccessControlTerminalTests: XCTestCase {
         let generated = try expect(0, ["key", "generate", "--type", "ed25519", "--label", "ac-key",
                                        "--access-control", "when-unlocked:user-presence", "--openssh"])
         XCTAssertTrue(generated.out.hasPrefix("ssh-ed25519 "), generated.summary)
-        try expect(36, ["key", "public", "--label", "ac-key", "--openssh"])
-        let shown = try atTerminal("$L key public --label ac-key --openssh --prompt 'show the signing key'", answers: [password])
+        // Issue 31: the public key is not the protected part (Apple gives it out
+        // freely): key public needs no terminal, no password; the private key does.
+        XCTAssertEqual(try expect(0, ["key", "public", "--label", "ac-key", "--openssh"]).out, generated.out)
+        let shown = try atTerminal("$L key public --label ac-key --openssh --prompt 'show the signing key'", answers: [])
         XCTAssertEqual(shown.status, 0, shown.screen)
-        XCTAssertTrue(shown.screen.contains("show the signing key"), shown.screen)
+        XCTAssertFalse(shown.screen.contains("Keychain password for"), "key public asked for the password: \(shown.screen)")
         XCTAssertTrue(shown.screen.contains(generated.out.trimmingCharacters(in: .whitespacesAndNewlines)), shown.screen)
         XCTAssertTrue(try expect(0, ["find", "--class", "keys", "--label", "ac-key"]).out.contains("access-control: when-unlocked:user-presence"))
+        try expect(36, ["find", "--class", "keys", "--label", "ac-key", "-w"])
+        try expect(36, ["export", "--format", "openssh", "--label", "ac-key"])
 
         // Every use asks: key sign fails without a terminal and signs with the password.
         let message = home.appendingPathComponent("message").path
@@ -279,6 +285,10 @@ final class AccessControlTerminalTests: XCTestCase {
         try expect(51, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("wrong\n"))
         let der = try expect(0, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("key-app-pw\n"))
         XCTAssertGreaterThan(der.stdout.count, 40, der.summary)
+        // Its public key needs no application password either; signing does.
+        let opensslPublic = Spawn.run("/usr/bin/openssl", ["pkey", "-in", pem, "-pubout"], environment: environment, input: .devNull, timeout: 30)
+        XCTAssertEqual(try expect(0, ["key", "public", "--label", "imp"]).out, opensslPublic.out)
+        try expect(36, ["key", "sign", "--label", "imp", "--algorithm", "ed25519", "-i", message])
     }
 
     func testTheRefusalsOfAdd() throws {

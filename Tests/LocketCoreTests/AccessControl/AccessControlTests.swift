@@ -261,4 +261,32 @@ final class AccessControlTests: KeychainTestCase {
         XCTAssertKeychainError(.notAvailable, try bare.open().setPresenceReuse(60))
         XCTAssertNoThrow(try bare.open().setPresenceReuse(0))
     }
+
+    /// Issue 31: a key's public half is not what its access control protects
+    /// (Apple's SecKeyCopyPublicKey asks for nothing): `publicKey` gives it
+    /// without a proof, locked classes aside; the private key still needs one.
+    func testAPrivateKeysPublicHalfNeedsNoProof() throws {
+        for (type, control) in [(KeyGenerationType.ed25519, presence),
+                                (.p256, AccessControl(protection: .afterFirstUnlock, flags: [.passwordCurrentSet])),
+                                (.x25519, AccessControl(protection: .whenUnlocked, flags: [.applicationPassword]))] {
+            var options = KeyItemOptions()
+            options.label = "key-\(type.rawValue)"
+            options.accessControl = control
+            let maker = try temporary.open()
+            maker.applicationPassword = try secret("app-pw")
+            let generated = try maker.generateKey(type, options: options).publicKey
+            let keyQuery = try query(.key, [.label: "key-\(type.rawValue)"])
+            let opened = try temporary.open()
+            XCTAssertEqual(try opened.publicKey(keyQuery).key.subjectPublicKeyInfo, generated.subjectPublicKeyInfo, type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.withKey(keyQuery, needsPrivate: true) { _, key in key.pkcs8 != nil }), type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.exportableKey(keyQuery)), type.rawValue)
+        }
+        // The proof still opens the private key.
+        let proven = try temporary.open()
+        try proven.provePresence(password: secret(temporary.password!))
+        XCTAssertTrue(try proven.withKey(query(.key, [.label: "key-ed25519"]), needsPrivate: true) { _, key in key.pkcs8 != nil })
+        // Locked is locked: the public half is sealed with the item's attributes.
+        try temporary.lock(all: false)
+        XCTAssertKeychainError(.interactionNotAllowed, try temporary.open().publicKey(query(.key, [.label: "key-ed25519"])))
+    }
 }
