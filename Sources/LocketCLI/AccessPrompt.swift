@@ -91,7 +91,7 @@ enum AccessPrompt {
         if invocation?.has("presence-reuse") == true {
             return "\(command) needs the keychain password to lengthen the presence reuse window"
         }
-        let verb = ["update": " wants to change ", "key": " wants to use "][context.commandName ?? ""] ?? " wants to read "
+        let verb = ["update": " wants to change ", "key": " wants to use ", "export": " wants to export "][context.commandName ?? ""] ?? " wants to read "
         return command + verb + "\(label), which needs user presence"
     }
 

@@ -6,15 +6,15 @@ extension Commands {
     /// `locket inject [-i TEMPLATE] [-o FILE [-f]]`: every reference is
     /// resolved before anything is written; one failure writes nothing.
     static func inject(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        if invocation.has("force") && !invocation.has("out-file") {
-            throw UsageError(message: "-f/--force needs -o/--out-file", command: "inject")
+        if invocation.has("force") && !invocation.has("out") {
+            throw UsageError(message: "-f/--force needs -o/--out", command: "inject")
         }
-        let output = invocation.value("out-file")
+        let output = invocation.value("out")
         // Refuse early, before the keychain is opened; the write itself checks again.
         if let output, !invocation.has("force"), PrivateFile.exists(output) {
             throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
-        let source = try readTemplate(invocation.value("in-file"), context)
+        let source = try readTemplate(invocation.value("in"), context)
         let template: Template
         do {
             template = try Template(parsing: source)
@@ -76,7 +76,7 @@ extension Commands {
     }
 
     private static func templateName(_ invocation: Invocation) -> String {
-        invocation.value("in-file") ?? "template"
+        invocation.value("in") ?? "template"
     }
 
     /// A secret placed as is in a text file must be text: UTF-8 without NUL.

@@ -114,7 +114,8 @@ final class EndToEndInjectTests: EndToEndCase {
 
         // An existing file is refused before the keychain is even read, and stays as it was.
         writeFile(output, "old\n", mode: 0o644)
-        let refused = expect(206, "inject", "-i", template, "-o", output)
+        // Long, the same spellings as export's and key's (issue 30).
+        let refused = expect(206, "inject", "--in", template, "--out", output)
         XCTAssertTrue(refused.err.contains("exists"), refused.err)
         XCTAssertTrue(refused.err.contains("--force"), refused.err)
         XCTAssertEqual(readText(output), "old\n")
@@ -147,7 +148,7 @@ final class EndToEndInjectTests: EndToEndCase {
         XCTAssertTrue(result.err.contains("not a regular file"), result.err)
         XCTAssertLessThan(result.duration, 5, "a FIFO made inject wait")
         expect(220, "inject", "-i", sandbox.root + "/absent")
-        assertUsage(locket("inject", "-f"), mentions: ["-f/--force", "-o/--out-file"])
+        assertUsage(locket("inject", "-f"), mentions: ["-f/--force", "-o/--out"])
     }
 
     func testEmptyTemplateWarns() {

@@ -261,6 +261,13 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertTrue(try expect(0, ["find", "--class", "keys", "--label", "ac-key"]).out.contains("access-control: when-unlocked:user-presence"))
         try expect(36, ["find", "--class", "keys", "--label", "ac-key", "-w"])
         try expect(36, ["export", "--format", "openssh", "--label", "ac-key"])
+        // At a terminal the export asks, as find -w does; -l and -g as everywhere (issue 30).
+        let exported = try atTerminal("$L export --format openssh -l ac-key -g default --prompt 'back up the signing key'",
+                                      answers: [password])
+        XCTAssertEqual(exported.status, 0, exported.screen)
+        XCTAssertTrue(exported.screen.contains("back up the signing key\r\nKeychain password for "), exported.screen)
+        XCTAssertTrue(exported.screen.contains("BEGIN OPENSSH PRIVATE KEY"), exported.screen)
+        XCTAssertEqual(try expect(0, ["key", "public", "-l", "ac-key", "-g", "default", "--openssh"]).out, generated.out)
 
         // Every use asks: key sign fails without a terminal and signs with the password.
         let message = home.appendingPathComponent("message").path
