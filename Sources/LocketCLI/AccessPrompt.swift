@@ -88,7 +88,10 @@ enum AccessPrompt {
         if invocation?.has("access-control") == true {
             return "\(command) needs the keychain password to set up user presence in this keychain"
         }
-        let verb = ["update": " wants to change ", "key": " wants to use "][context.commandName ?? ""] ?? " wants to read "
+        if invocation?.has("presence-reuse") == true {
+            return "\(command) needs the keychain password to lengthen the presence reuse window"
+        }
+        let verb = ["update": " wants to change ", "key": " wants to use ", "export": " wants to export "][context.commandName ?? ""] ?? " wants to read "
         return command + verb + "\(label), which needs user presence"
     }
 

@@ -36,7 +36,7 @@ extension CommandTable {
                        "authentication type (inet): default, http-basic, ... or a four-character code"),
             OptionSpec("port", "P", .value("PORT"), "port (inet), 0-65535"),
             OptionSpec("path", "p", .value("PATH"), "path (inet)"),
-            OptionSpec("access-group", accessGroupShort ? "g" : nil, .value("GROUP"), "access group"),
+            accessGroupShort ? keyAccessGroup : OptionSpec("access-group", nil, .value("GROUP"), "access group (no -g here: -g is --show-data)"),
             tag, hash,
         ]
     }
@@ -62,7 +62,11 @@ extension CommandTable {
     static let tag = OptionSpec("tag", nil, .value("TAG"), "application tag of a key (keys, identity): the name keys are found by")
     static let hash = OptionSpec("hash", nil, .value("SHA256"), "SHA-256 fingerprint of a certificate (cert, identity), hexadecimal")
     static let keyLabel = OptionSpec("label", "l", .value("LABEL"), "label (default: the file's name for the key, else the certificate's common name)")
-    static let keyAccessGroup = OptionSpec("access-group", nil, .value("GROUP"), "access group")
+    static let keyAccessGroup = OptionSpec("access-group", "g", .value("GROUP"), "access group")
+    /// inject, export and key write their result the same way.
+    static let outFile = OptionSpec("out", "o", .value("FILE"), completion: .file,
+                                    "write to FILE, created with mode 600, instead of standard output")
+    static let force = OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")
     static let accessible = OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
                                        "protection class: " + ProtectionClass.allCases.map { $0.name }.joined(with: ", ") + " (default when-unlocked)")
     static let nonExtractable = OptionSpec("non-extractable", nil, .flag, "private keys can be used but never leave the keychain (export, find -w refuse)")

@@ -137,29 +137,25 @@ public enum CommandTable {
         ("inject", {
             CommandSpec(name: "inject", usage: "[-i TEMPLATE] [-o FILE [-f]]",
                         summary: "render a template, replacing {{ locket:REF }} with secrets",
-                        options: [OptionSpec("in-file", "i", .value("TEMPLATE"), completion: .file,
+                        options: [OptionSpec("in", "i", .value("TEMPLATE"), completion: .file,
                                              "read the template from TEMPLATE (default: standard input)"),
-                                  OptionSpec("out-file", "o", .value("FILE"), completion: .file,
-                                             "write to FILE, created with mode 600, instead of standard output"),
-                                  OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists")],
+                                  outFile, force],
                         conflicts: [], operands: false, run: Commands.inject)
         }),
         ("export", {
-            CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [-o FILE [-f]] [--passphrase-stdin]",
+            CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [--access-group GROUP] [-o FILE [-f]] [--passphrase-stdin] [--prompt TEXT] [--application-password-stdin]",
                         summary: "write a backup of every item that may leave this device, or one certificate, key or identity",
                         options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup", "pem", "der", "openssh", "pkcs12"] },
                                              "backup (locket's encrypted backup), pem or der (a certificate; pem with --class keys: PKCS#8), openssh (a key), pkcs12 (an identity)"),
-                                  OptionSpec("out", "o", .value("FILE"), completion: .file,
-                                             "write to FILE, created with mode 600, instead of standard output"),
-                                  OptionSpec("force", "f", .flag, "with -o, replace FILE if it exists"),
+                                  outFile, force,
                                   OptionSpec("recipient", nil, .value("KEY"), repeatable: true, completion: .file,
                                              "seal to this X25519 public key (64 hex digits, or a file holding them) instead of a passphrase"),
                                   passphraseStdin, kdf,
                                   OptionSpec("class", nil, .value("CLASS"), completion: .values { ["keys", "cert", "identity"] },
                                              "what to export: keys, cert or identity (default: from --format)"),
-                                  OptionSpec("label", nil, .value("LABEL"), "the item with this label"), tag, hash, ref,
-                                  keyAccessGroup],
-                        conflicts: [], operands: false, run: Commands.export)
+                                  OptionSpec("label", "l", .value("LABEL"), "the item with this label"), tag, hash, ref,
+                                  keyAccessGroup, prompt, applicationPasswordStdin],
+                        conflicts: [("passphrase-stdin", "application-password-stdin")], operands: false, run: Commands.export)
         }),
         ("import", {
             CommandSpec(name: "import", usage: "[--from FORMAT] [-U] [--passphrase-stdin] [--identity FILE] [--format FORMAT] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] [--label LABEL] [--tag TAG] [FILE|DIR|-]",

@@ -85,30 +85,44 @@ enum GitHubActions {
             }
         }
         guard !delimiter.isEmpty else { throw KeychainError(.param, "no heredoc delimiter could be found that the values do not contain") }
-        var size = 0
-        for (name, value) in variables { size += name.utf8.count + 2 + delimiter.count + 1 + value.count + 1 + delimiter.count + 1 }
-        let text = try SecureBytes(count: size)
-        text.withUnsafeMutableBytes { out in
-            var n = 0
-            func put<Bytes: Sequence<UInt8>>(_ bytes: Bytes) { for b in bytes { out[n] = b; n += 1 } }
-            for (name, value) in variables {
-                put(name.utf8); put("<<".utf8); put(delimiter); put([0x0a])
-                value.withUnsafeBytes { put($0) }
-                put([0x0a]); put(delimiter); put([0x0a])
-            }
-        }
         // O_NONBLOCK: a FIFO put there must not hang the job; no O_CREAT: the runner makes the file.
-        let fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        // Read as well as written: its last byte decides whether a newline goes
+        // first (a file we may only write gets one, which the runner skips).
+        var fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 && errno == EACCES { fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw KeychainError(.io, "cannot open $GITHUB_ENV (\(path)): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
             throw KeychainError(.io, "$GITHUB_ENV (\(path)) is not a regular file")
         }
+        // An earlier step's `printf 'A=1' >> $GITHUB_ENV` leaves its line open:
+        // the header would join it and the runner would read the value's own
+        // lines as assignments. The newline goes in the same write as the rest.
+        let closesLine = st.st_size > 0 && GitHubActions.lastByte(fd, size: st.st_size) != 0x0a
+        var size = closesLine ? 1 : 0
+        for (name, value) in variables { size += name.utf8.count + 2 + delimiter.count + 1 + value.count + 1 + delimiter.count + 1 }
+        let text = try SecureBytes(count: size)
+        text.withUnsafeMutableBytes { out in
+            var n = 0
+            func put<Bytes: Sequence<UInt8>>(_ bytes: Bytes) { for b in bytes { out[n] = b; n += 1 } }
+            if closesLine { put([0x0a]) }
+            for (name, value) in variables {
+                put(name.utf8); put("<<".utf8); put(delimiter); put([0x0a])
+                value.withUnsafeBytes { put($0) }
+                put([0x0a]); put(delimiter); put([0x0a])
+            }
+        }
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard written == size else {
             throw KeychainError(.io, "cannot append to $GITHUB_ENV (\(path)): \(written < 0 ? String(cString: strerror(errno)) : "short write")")
         }
+    }
+
+    /// The file's last byte; nil when it can't be read (then a newline goes first, which the runner skips).
+    private static func lastByte(_ fd: Int32, size: off_t) -> UInt8? {
+        var byte: UInt8 = 0
+        return pread(fd, &byte, 1, size - 1) == 1 ? byte : nil
     }
 
     private static func occurs(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Bool {

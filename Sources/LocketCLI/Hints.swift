@@ -43,6 +43,9 @@ enum Hints {
         case .notApproved(let group)?:
             return "an approved device of the group runs 'locket \(context.keychainArgument)keychain approve DEVICE --groups \(Printable.clip(group))'"
         case .proofNeeded(let request)?:
+            if context.commandName == "settings" {
+                return "a longer presence reuse window needs the keychain password: run the command at a terminal (a shorter one needs nothing)"
+            }
             return request.keychainPassword
                 ? "the item has access control (user presence): run the command at a terminal to give the keychain password"
                 : "give the application password at a terminal or with --application-password-stdin"

@@ -47,7 +47,7 @@ enum Prompt {
             // A FIFO or a device may wait for its writer, stdin for a slow
             // producer: wait without the keychain's file.
             context.releaseKeychainFile()
-            if path == "-" { return try readAll(context.io.stdin, what: "standard input") }
+            if path == "-" { return try readAll(context.io.stdin, what: "standard input", contents: "the secret") }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(String(cString: strerror(errno)))") }
             defer { close(fd) }
@@ -70,7 +70,7 @@ enum Prompt {
         }
         try waitForInput(fd, what: "secret", milliseconds: context.io.implicitStdinWait)
         // One byte of slack for the trailing newline that is dropped below; add checks the size.
-        let all = try readAll(fd, what: "standard input", limit: Keychain.maximumDataLength + 1)
+        let all = try readAll(fd, what: "standard input", contents: "the secret", limit: Keychain.maximumDataLength + 1)
         // One trailing newline is the shell's, not the secret's (`echo s | locket add -w`).
         let secret = try all.withUnsafeBytes { raw in
             raw.last == 0x0a ? try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw.dropLast())) : all
@@ -99,14 +99,14 @@ enum Prompt {
 
     /// The contents of `path`, which must be a regular file: a FIFO or a
     /// directory is refused at once (errSecParam, with `hint`), never waited on.
-    static func readRegularFile(_ path: String, limit: Int = Keychain.maximumDataLength, hint: String) throws -> SecureBytes {
+    static func readRegularFile(_ path: String, contents: String? = nil, limit: Int = Keychain.maximumDataLength, hint: String) throws -> SecureBytes {
         let shown = Printable.clip(path, max: 256)
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw KeychainError(.io, "cannot read \(shown): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "\(shown) is not a regular file", hint: hint) }
-        return try readAll(fd, what: shown, limit: limit)
+        return try readAll(fd, what: shown, contents: contents.map { "\($0) \(shown)" }, limit: limit)
     }
 
     private static func readTerminal(_ fd: Int32, prompt: String) throws -> SecureBytes {
@@ -168,8 +168,12 @@ enum Prompt {
         return try buffer.prefix(used)
     }
 
-    /// Everything on `fd`, up to the keychain's limit plus one byte to detect excess.
-    static func readAll(_ fd: Int32, what: String, limit: Int = Keychain.maximumDataLength) throws -> SecureBytes {
+    /// Everything on `fd`, up to the keychain's limit plus one byte to detect
+    /// excess. `what` is where it comes from (for a read error), `contents`
+    /// what it is (for the size error: "the template is larger than ..."),
+    /// by default `what`.
+    static func readAll(_ fd: Int32, what: String, contents: String? = nil, limit: Int = Keychain.maximumDataLength) throws -> SecureBytes {
+        let tooLarge = KeychainError(.dataTooLarge, "\(contents ?? what) is larger than \(limit / 1024 / 1024) MiB")
         // Most secrets fit a pooled 1 KiB slot; a fresh guarded region
         // (mmap, mlock, munlock, munmap) is only for the big ones.
         var capacity = 1024
@@ -177,9 +181,7 @@ enum Prompt {
         var used = 0
         while true {
             if used == capacity {
-                guard capacity <= limit else {
-                    throw KeychainError(.dataTooLarge, "\(what) is larger than \(limit / 1024 / 1024) MiB")
-                }
+                guard capacity <= limit else { throw tooLarge }
                 capacity = min(capacity * 16, limit + 1)
                 let bigger = try SecureBytes(count: capacity)
                 bigger.withUnsafeMutableBytes { dst in buffer.withUnsafeBytes { src in dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: used) } }
@@ -193,7 +195,7 @@ enum Prompt {
             }
             if n == 0 { break }
             used += n
-            if used > limit { throw KeychainError(.dataTooLarge, "\(what == "standard input" ? "the secret" : what) is larger than \(limit / 1024 / 1024) MiB") }
+            if used > limit { throw tooLarge }
         }
         return try buffer.prefix(used)
     }

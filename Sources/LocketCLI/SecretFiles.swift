@@ -6,10 +6,11 @@ import LocketSupport
 /// `exec --file NAME=REF`: each secret in a mode-600 file, in a private
 /// mode-700 directory on tmpfs that locket removes when the command exits.
 ///
-/// Where: `$XDG_RUNTIME_DIR/locket-exec-UID/` when that is tmpfs, else
-/// `/dev/shm/locket-exec-UID/`. Both may be shared with other users, so
-/// nothing there is trusted: the parent must be a directory owned by this
-/// user with no access for others, and each run makes its own directory
+/// Where: `$XDG_RUNTIME_DIR/locket-exec-UID/` when that is tmpfs and the
+/// user's alone (`RuntimeDirectory`), else `/dev/shm/locket-exec-UID/`.
+/// /dev/shm is shared with other users, so nothing there is trusted: the
+/// parent must be a directory owned by this user with no access for
+/// others, and each run makes its own directory
 /// with mkdtemp(3) (a new name, never an existing one). The directory's
 /// name records who made it: `PIDNS.PID.STARTTIME.XXXXXX` (pid namespace,
 /// process id, start time in clock ticks since boot), so that a later run
@@ -62,44 +63,14 @@ final class SecretFiles {
 
     // MARK: - Where
 
-    /// The tmpfs directories that may hold the parent, in order of preference.
-    private static func bases(_ environment: Environment) throws -> [String] {
-        var out: [String] = []
-        if let runtime = try environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { out.append(runtime) }
-        out.append("/dev/shm")
-        return out
-    }
-
-    private static func parentName() -> String { "locket-exec-\(geteuid())" }
-
-    /// tmpfs and ramfs keep files in memory only (statfs(2) magic numbers).
-    private static func isMemoryFilesystem(_ path: String) -> Bool {
-        let type = locket_filesystem_type(path)
-        return type == 0x0102_1994 || type == 0x8584_58f6
-    }
-
-    /// The parent directory, made if needed, and checked to be private.
+    /// The parent of the private directories: `locket-exec-UID` in a trusted
+    /// `$XDG_RUNTIME_DIR` on tmpfs, else in /dev/shm (RuntimeDirectory).
     private static func parent(_ environment: Environment) throws -> String {
-        guard let base = try bases(environment).first(where: isMemoryFilesystem) else {
-            throw KeychainError(.io, "no tmpfs for --file: neither $XDG_RUNTIME_DIR nor /dev/shm is a memory file system",
-                                hint: "set XDG_RUNTIME_DIR to a tmpfs directory of yours")
-        }
-        let parent = base + "/" + parentName()
-        if mkdir(parent, 0o700) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(parent): \(errnoText())")
-        }
-        // Another user may have made this name first: use it only if it is ours alone.
-        guard isPrivateDirectory(parent) else {
-            throw KeychainError(.io, "\(parent) is not a directory private to this user (it must be owned by you, mode 700); locket puts no secret there",
-                                hint: "remove it, or set XDG_RUNTIME_DIR to a tmpfs directory of yours")
-        }
-        return parent
+        try RuntimeDirectory.privateParent(environment, name: parentPrefix, memoryOnly: true)
     }
 
-    private static func isPrivateDirectory(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR && st.st_uid == geteuid() && st.st_mode & 0o077 == 0
-    }
+    private static let parentPrefix = "locket-exec"
+    private static func parentName() -> String { "\(parentPrefix)-\(geteuid())" }
 
     private static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

@@ -112,7 +112,8 @@ extension Keychain {
         var dataKey = try fieldKey(row, .data)
         var access: ItemAccess?
         if let control {
-            (access, dataKey) = try sealAccess(control, row, label: Keychain.label(attributes))
+            (access, dataKey) = try sealAccess(control, row, label: Keychain.label(attributes),
+                                               publicHalf: Keychain.publicHalf(itemClass, attributes, data))
         }
         let now = Clock.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)

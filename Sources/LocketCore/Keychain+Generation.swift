@@ -179,19 +179,30 @@ extension Keychain {
     /// purpose opens again. The owner's act; with a password, only with it
     /// (counted as unlock counts). Returns whether the keychain was rolled
     /// back; if it was, the session is cleared, since its keys may be newer
-    /// than the file's.
+    /// than the file's. The password given then unlocks it, as `unlock`
+    /// with the default timeout would, so the next command does not ask again.
     @discardableResult
     public func acceptRollback(password: SecureBytes?) throws -> Bool {
         try requireOwner("accepting an older copy of the keychain")
-        if remote != nil { return try acceptRemoteRollback(password: password) }
+        if remote != nil {
+            let accepted = try acceptRemoteRollback(password: password)
+            if let password { try unlockRemote(password: password, timeout: nil) }
+            return accepted
+        }
+        var checked: (kek: SecureBytes, keys: SessionKeys)?
         if hasPassword {
             guard let password else { throw KeychainError(.authFailed) }
-            _ = try checkPassword(password)
+            checked = try checkPassword(password)
         }
-        guard isRolledBack, let device else { return false }
-        let current = try database.reading { try MetaStore.read(database) }.generation
-        try GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
-        lock(all: true)
-        return true
+        var accepted = false
+        if isRolledBack, let device {
+            let current = try database.reading { try MetaStore.read(database) }.generation
+            try GenerationMirror(environment: environment, keychainID: keybag.keychainID, keychainPath: path, device: device).set(current)
+            lock(all: true)
+            isRolledBack = false
+            accepted = true
+        }
+        if let checked { try unlock(checked: checked, timeout: nil) }
+        return accepted
     }
 }

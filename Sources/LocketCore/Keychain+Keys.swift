@@ -77,8 +77,10 @@ extension Keychain {
     }
 
     /// The public key of the first key `query` matches (`key public`): never
-    /// refused, a non-extractable private key's public half is public.
+    /// refused, a non-extractable private key's public half is public, and
+    /// one behind access control needs no proof for it (`keptPublicHalf`).
     public func publicKey(_ query: Query) throws -> (item: Item, key: AsymmetricKey) {
+        if let kept = try keptPublicHalf(query) { return kept }
         let (item, key) = try storedKey(query)
         var shown = item
         shown.data = nil

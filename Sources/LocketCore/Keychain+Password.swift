@@ -11,7 +11,12 @@ extension Keychain {
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
         if remote != nil { return try unlockRemote(password: password, timeout: timeout) }
-        let checked = try checkPassword(password)
+        try unlock(checked: try checkPassword(password), timeout: timeout)
+    }
+
+    /// Unlocks with a password `checkPassword` accepted (restore reuses its
+    /// check rather than hash the password twice).
+    func unlock(checked: (kek: SecureBytes, keys: SessionKeys), timeout: UInt32?) throws {
         let kek = checked.kek
         var unwrapped = checked.keys
         if device == nil {

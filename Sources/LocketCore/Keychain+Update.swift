@@ -65,7 +65,10 @@ extension Keychain {
                 guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
                 let dataRecord = try DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
                 var dataKey = try fieldKey(row, .data)
-                if let control = item.accessControl { (access, dataKey) = try sealAccess(control, row, label: Keychain.label(item.attributes)) }
+                if let control = item.accessControl {
+                    (access, dataKey) = try sealAccess(control, row, label: Keychain.label(item.attributes),
+                                                       publicHalf: Keychain.publicHalf(item.itemClass, item.attributes, secret))
+                }
                 sealed = SecretBox.seal(dataRecord, key: dataKey)
             }
             var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now, access: access?.encoded)

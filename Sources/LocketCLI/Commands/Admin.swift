@@ -52,13 +52,15 @@ extension Commands {
     static func settings(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
         if invocation.has("timeout") || invocation.has("presence-reuse") {
-            if let text = invocation.value("timeout") { try keychain.setDefaultTimeout(try parseTimeout(text, command: "settings")) }
+            let timeout = try invocation.value("timeout").map { try parseTimeout($0, command: "settings") }
+            // First, so that a refusal (a longer window needs the password) changes nothing.
             if let text = invocation.value("presence-reuse") {
                 guard let seconds = UInt32(text), seconds <= Keychain.maximumPresenceReuse else {
                     throw UsageError(message: "--presence-reuse needs 0 to \(Keychain.maximumPresenceReuse) seconds", command: "settings")
                 }
-                try keychain.setPresenceReuse(seconds)
+                try AccessPrompt.run(keychain, invocation, context) { try keychain.setPresenceReuse(seconds) }
             }
+            if let timeout { try keychain.setDefaultTimeout(timeout) }
             return 0
         }
         let timeout = keychain.defaultTimeout

@@ -12,6 +12,9 @@ extension Commands {
         for option in ["class", "label", "tag", "hash", "ref", "access-group"] where invocation.has(option) {
             throw UsageError(message: "--\(option) picks one item to export as pem, der, openssh or pkcs12; a backup holds every item", command: "export")
         }
+        for option in ["prompt", "application-password-stdin"] where invocation.has(option) {
+            throw UsageError(message: "--\(option) is for a key or identity with access control; a backup leaves such items out", command: "export")
+        }
         if invocation.has("force") && !invocation.has("out") {
             throw UsageError(message: "-f/--force needs -o/--out", command: "export")
         }

@@ -50,7 +50,8 @@ extension Commands {
     private static func dockerStore(_ context: Context) throws {
         let request = try dockerRequest(context)
         let credentials = try DockerCredential.parseStore(request)
-        let url = try DockerCredential.ServerURL(parsing: credentials.serverURL.trimmingBlanks())
+        // As given: docker's Store trims nothing, and "  host" is no host.
+        let url = try DockerCredential.ServerURL(parsing: credentials.serverURL)
         var item = NewItem(itemClass: .internetPassword)
         let query = try url.query()
         for (attribute, value) in query.attributes { try item.set(attribute, value) }

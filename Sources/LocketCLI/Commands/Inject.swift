@@ -6,15 +6,15 @@ extension Commands {
     /// `locket inject [-i TEMPLATE] [-o FILE [-f]]`: every reference is
     /// resolved before anything is written; one failure writes nothing.
     static func inject(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        if invocation.has("force") && !invocation.has("out-file") {
-            throw UsageError(message: "-f/--force needs -o/--out-file", command: "inject")
+        if invocation.has("force") && !invocation.has("out") {
+            throw UsageError(message: "-f/--force needs -o/--out", command: "inject")
         }
-        let output = invocation.value("out-file")
+        let output = invocation.value("out")
         // Refuse early, before the keychain is opened; the write itself checks again.
         if let output, !invocation.has("force"), PrivateFile.exists(output) {
             throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
-        let source = try readTemplate(invocation.value("in-file"), context)
+        let source = try readTemplate(invocation.value("in"), context)
         let template: Template
         do {
             template = try Template(parsing: source)
@@ -76,7 +76,7 @@ extension Commands {
     }
 
     private static func templateName(_ invocation: Invocation) -> String {
-        invocation.value("in-file") ?? "template"
+        invocation.value("in") ?? "template"
     }
 
     /// A secret placed as is in a text file must be text: UTF-8 without NUL.
@@ -89,7 +89,7 @@ extension Commands {
 
     /// The template: `-i FILE` (a regular file) or standard input.
     private static func readTemplate(_ path: String?, _ context: Context) throws -> [UInt8] {
-        guard let path else { return try Prompt.readAll(context.io.stdin, what: "standard input").bytes }
-        return try Prompt.readRegularFile(path, hint: "pipe a template on standard input instead").bytes
+        guard let path else { return try Prompt.readAll(context.io.stdin, what: "standard input", contents: "the template").bytes }
+        return try Prompt.readRegularFile(path, contents: "the template", hint: "pipe a template on standard input instead").bytes
     }
 }

@@ -31,7 +31,8 @@ extension Commands {
             if let group = invocation.value("access-group") { try query.match(.accessGroup, Array(group.utf8)) }
             query.persistentRef = try invocation.value("ref").map(parseRef)
             let keychain = try context.openKeychain()
-            // The public half comes from the stored private key: a key with access control asks for its proof.
+            // A key with access control keeps its public half outside the proof; one added
+            // before that was kept gives it only from the private key, with the proof.
             let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.publicKey(query) }
             try printPublicKey(item, publicKey, invocation, context)
         default:

@@ -96,7 +96,7 @@ extension Commands {
     /// hangs) or standard input, up to 16 MiB, in guarded memory (it may be
     /// a plaintext to encrypt).
     private static func readKeyUseInput(_ path: String?, _ context: Context) throws -> SecureBytes {
-        guard let path, path != "-" else { return try Prompt.readAll(context.io.stdin, what: "standard input") }
+        guard let path, path != "-" else { return try Prompt.readAll(context.io.stdin, what: "standard input", contents: "the data") }
         return try Prompt.readRegularFile(path, hint: pipeInstead)
     }
 

@@ -23,7 +23,7 @@ public enum SSHAgentCommand {
                     summary: "serve the keychain's SSH keys to ssh, ssh-keygen -Y and git",
                     options: [
                         OptionSpec("socket", "a", .value("SOCKET"), completion: .file,
-                                   "listen at SOCKET, which must not exist (default: a new private directory in $XDG_RUNTIME_DIR or /tmp)"),
+                                   "listen at SOCKET, which must not exist (default: a new private directory in $XDG_RUNTIME_DIR if it is yours alone, else /dev/shm)"),
                         OptionSpec("sh", "s", .flag, "print Bourne shell commands (the default unless $SHELL ends in csh)"),
                         OptionSpec("csh", "c", .flag, "print C shell commands"),
                         OptionSpec("foreground", "D", .flag, "stay in the foreground instead of detaching"),
@@ -62,7 +62,10 @@ extension Commands {
         if let path = invocation.value("socket") {
             socket = try AgentSocket(path: path)
         } else {
-            socket = try AgentSocket.makePrivate(under: context.environment.agentSocketParent())
+            // $XDG_RUNTIME_DIR only when it is this user's alone: in one that others can write,
+            // they could swap the socket's directory and answer ssh-add themselves.
+            socket = try AgentSocket.makePrivate(under: RuntimeDirectory.privateParent(context.environment, name: "locket-agent",
+                                                                                       memoryOnly: false))
         }
         defer { socket.close() }
         let report: (AgentEvent) -> Void = { context.err("locket ssh-agent: \(AgentEventText.line($0))") }

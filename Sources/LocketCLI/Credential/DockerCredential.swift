@@ -39,7 +39,16 @@ enum DockerCredential {
         /// The path without its leading slash, as locket stores paths.
         var path: String
 
+        /// Refusals carry Go's words (`invalid character " " in host name`),
+        /// as docker's helpers print them, without Go's `parse "URL":` prefix.
         init(parsing text: String) throws {
+            if text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) {
+                throw Failure(message: "net/url: invalid control character in URL")
+            }
+            // Go drops a fragment, so the helpers that parse URLs would answer
+            // for the host; docker's own config and the helpers that key by the
+            // whole string keep `host#x` apart from `host`. It names no registry.
+            if text.contains("#") { throw Failure(message: "invalid server URL: it has a fragment (#)") }
             var rest = Substring(text)
             var scheme = ""
             if let separator = rest.firstRange(matching: "://") {
@@ -52,33 +61,41 @@ enum DockerCredential {
                 throw Failure(message: "unsupported scheme: \(scheme.prefix(40))")
             }
             secure = scheme != "http"
-            if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+            if let end = rest.firstIndex(of: "?") { rest = rest[..<end] }
             var authority = rest
             var path: Substring = ""
             if let slash = rest.firstIndex(of: "/") {
                 authority = rest[..<slash]
                 path = rest[rest.index(after: slash)...]
             }
-            if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+            if let at = authority.lastIndex(of: "@") {
+                guard ServerURL.isValidUserinfo(authority[..<at]) else { throw Failure(message: "net/url: invalid userinfo") }
+                authority = authority[authority.index(after: at)...]
+            }
             var host = authority
             var port: Substring?
-            if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            if authority.hasPrefix("[") {
+                guard let close = authority.firstIndex(of: "]") else { throw Failure(message: "missing ']' in host") }
                 host = authority[authority.index(after: authority.startIndex)..<close]
                 let after = authority[authority.index(after: close)...]
-                if after.hasPrefix(":") { port = after.dropFirst() } else if !after.isEmpty { throw Failure(message: "invalid server URL") }
-            } else if let colon = authority.lastIndex(of: ":") {
-                host = authority[..<colon]
-                port = authority[authority.index(after: colon)...]
-            }
-            guard !host.isEmpty else { throw Failure(message: "no hostname in URL") }
-            if let port, !port.isEmpty {
-                guard port.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(port), n <= 65535 else {
-                    throw Failure(message: "invalid port in server URL")
+                if !after.isEmpty {
+                    guard ServerURL.isValidOptionalPort(after) else { throw Failure(message: "invalid port \"\(after.prefix(40))\" after host") }
+                    port = after.dropFirst()
                 }
+            } else if let colon = authority.lastIndex(of: ":") {
+                let colonPort = authority[colon...]
+                guard ServerURL.isValidOptionalPort(colonPort) else { throw Failure(message: "invalid port \"\(colonPort.prefix(40))\" after host") }
+                host = authority[..<colon]
+                port = colonPort.dropFirst()
+            }
+            let name = try ServerURL.hostName(host)
+            guard !name.isEmpty else { throw Failure(message: "no hostname in URL") }
+            if let port, !port.isEmpty {
+                guard let n = Int(port), n <= 65535 else { throw Failure(message: "invalid port in server URL") }
                 self.port = String(n)
             }
             guard let decoded = ServerURL.percentDecode(path) else { throw Failure(message: "invalid escape in server URL path") }
-            self.host = String(host)
+            self.host = name
             self.path = decoded
         }
 

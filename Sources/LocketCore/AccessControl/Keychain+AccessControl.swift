@@ -10,6 +10,9 @@ struct ProofState {
     var applicationPassword: SecureBytes?
     /// The caller's terminal session, when it has one (for the reuse window).
     var terminalSession: String?
+    /// Whether the keychain password was checked in this process
+    /// (`provePresence`), not merely found in a reuse window.
+    var passwordProven = false
     /// Whether the reuse window was looked at already.
     var reuseLoaded = false
 }
@@ -43,14 +46,30 @@ extension Keychain {
         return UInt32(clamping: min(BigEndian.int64(stored), Int64(Keychain.maximumPresenceReuse)))
     }
 
-    /// Stores the reuse window (0 ... 300 seconds).
+    /// Stores the reuse window (0 ... 300 seconds). Shortening it is always
+    /// allowed; lengthening it needs the keychain password proven in this
+    /// process (`provePresence`): errSecInteractionNotAllowed with
+    /// `.proofNeeded` without it, errSecNotAvailable on a keychain without a
+    /// password, which has no proof to give.
     public func setPresenceReuse(_ seconds: UInt32) throws {
         try requireOwner("changing settings")
         guard seconds <= Keychain.maximumPresenceReuse else {
             throw KeychainError(.param, "the presence reuse window is at most \(Keychain.maximumPresenceReuse) seconds")
         }
         try requireFile("changing settings")
-        try write { try MetaStore.write(database, [(.presenceReuse, BigEndian.bytes(Int64(seconds)))]) }
+        try write {
+            // A wider window is a weaker policy: a process that could set it
+            // without the password would widen it and wait for the user's
+            // next proof. Compared with the file's value, not the one read at open.
+            let stored = try MetaStore.value(database, .presenceReuse).flatMap { $0.count == 8 ? BigEndian.int64($0) : nil } ?? 0
+            if Int64(seconds) > stored && !proof.passwordProven {
+                guard hasPassword else {
+                    throw KeychainError(.notAvailable, "the presence reuse window serves user presence, which needs a keychain with a password")
+                }
+                throw proofNeeded(password: true, application: false, label: nil)
+            }
+            try MetaStore.write(database, [(.presenceReuse, BigEndian.bytes(Int64(seconds)))])
+        }
     }
 
     /// Proves presence with the keychain password: checked as every password
@@ -62,6 +81,7 @@ extension Keychain {
             throw KeychainError(.notAvailable, "user presence needs a keychain with a password")
         }
         let kek = remote != nil ? try checkRemotePassword(password).kek : try checkPassword(password).kek
+        proof.passwordProven = true
         var bag = keybag
         var missing: [(MetaKey, [UInt8])] = []
         for name in PresenceKeys.names {
@@ -96,7 +116,9 @@ extension Keychain {
     /// A new access record for an item's secret and the key that seals it;
     /// inside the add's (or update's) write transaction. Sealing to a presence
     /// key needs only its public key; an application password must be given.
-    func sealAccess(_ control: AccessControl, _ row: Sealing.RowIdentity, label: String?) throws -> (ItemAccess, SecureBytes) {
+    /// `publicHalf`: a private key's public key, kept in the record outside the proof.
+    func sealAccess(_ control: AccessControl, _ row: Sealing.RowIdentity, label: String?,
+                    publicHalf: [UInt8]? = nil) throws -> (ItemAccess, SecureBytes) {
         var publicKey: [UInt8]?
         if let name = control.presenceKeyName {
             guard hasPassword else {
@@ -108,7 +130,7 @@ extension Keychain {
             guard publicKey?.count == 32 else { throw proofNeeded(password: true, application: false, label: label) }
         }
         var applicationKey: SecureBytes?
-        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey)
+        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey, publicHalf: publicHalf)
         if let kdf = access.applicationKDF {
             guard let password = proof.applicationPassword else { throw proofNeeded(password: false, application: true, label: label) }
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)

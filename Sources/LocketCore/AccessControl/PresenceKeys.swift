@@ -47,7 +47,13 @@ enum PresenceKeys {
 /// it), and the Argon2id parameters of the application password.
 ///
 /// `version (1) | flags (1) | public key (32, with presence) | secret
-/// (80 sealed, or 32) | salt (16), ops (8), mem (8) (with an application password)`
+/// (80 sealed, or 32) | salt (16), ops (8), mem (8) (with an application
+/// password) | the key's public half (the rest, with flag 8)`
+///
+/// Flag 8 (issue 31): a private key's SubjectPublicKeyInfo, kept here, outside
+/// the proof, so that `key public` gives it freely, as Apple does; a release
+/// before it reads such a record as malformed. Keys added before it have
+/// none, and their public key still needs the proof.
 struct ItemAccess: Sendable {
     private static let version: UInt8 = 1
     var control: AccessControl
@@ -56,21 +62,27 @@ struct ItemAccess: Sendable {
     /// The item secret, sealed to `publicKey`, or as is.
     var secret: [UInt8]
     var applicationKDF: KDFParameters?
+    /// A private key's public half (SubjectPublicKeyInfo DER), readable without the proof.
+    var publicHalf: [UInt8]?
 
     private static let bits: [(AccessControl.Flag, UInt8)] = [(.userPresence, 1), (.passwordCurrentSet, 2), (.applicationPassword, 4)]
+    private static let publicHalfBit: UInt8 = 8
 
     var encoded: [UInt8] {
-        var out: [UInt8] = [ItemAccess.version, ItemAccess.bits.reduce(0) { control.flags.contains($1.0) ? $0 | $1.1 : $0 }]
+        var flags = ItemAccess.bits.reduce(0) { control.flags.contains($1.0) ? $0 | $1.1 : $0 }
+        if publicHalf != nil { flags |= ItemAccess.publicHalfBit }
+        var out: [UInt8] = [ItemAccess.version, flags]
         if let publicKey { out += publicKey }
         out += secret
         if let applicationKDF { out += applicationKDF.encoded }
+        if let publicHalf { out += publicHalf }
         return out
     }
 
     /// Decodes a record for an item of `protection`; errSecDecode when malformed.
     init(encoded b: [UInt8], protection: ProtectionClass) throws {
         let bad = KeychainError(.decode, "an item's access-control record is malformed")
-        guard b.count >= 2, b[0] == ItemAccess.version, b[1] & ~7 == 0 else { throw bad }
+        guard b.count >= 2, b[0] == ItemAccess.version, b[1] & ~15 == 0 else { throw bad }
         let flags = Set(ItemAccess.bits.filter { b[1] & $0.1 != 0 }.map(\.0))
         control = AccessControl(protection: protection, flags: flags)
         var i = 2
@@ -83,8 +95,13 @@ struct ItemAccess: Sendable {
             secret = Array(b[i..<i + 32]); i += 32
         }
         if flags.contains(.applicationPassword) {
-            guard b.count == i + 32, let kdf = KDFParameters(encoded: Array(b[i...])) else { throw bad }
+            guard b.count >= i + 32, let kdf = KDFParameters(encoded: Array(b[i..<i + 32])) else { throw bad }
             applicationKDF = kdf
+            i += 32
+        }
+        if b[1] & ItemAccess.publicHalfBit != 0 {
+            guard i < b.count else { throw bad }
+            publicHalf = Array(b[i...])
         } else if i != b.count {
             throw bad
         }
@@ -92,19 +109,21 @@ struct ItemAccess: Sendable {
 
     /// A fresh record for a new secret: a random item secret, sealed to
     /// `publicKey` when the control needs presence. Returns it with the secret.
-    static func make(_ control: AccessControl, publicKey: [UInt8]?) throws -> (ItemAccess, SecureBytes) {
+    static func make(_ control: AccessControl, publicKey: [UInt8]?, publicHalf: [UInt8]? = nil) throws -> (ItemAccess, SecureBytes) {
         let itemSecret = try SecureBytes(copying: Sodium.random(32))
         let access = ItemAccess(control: control, publicKey: control.needsPresence ? publicKey : nil,
                                 secret: control.needsPresence ? try SealedBox.seal(itemSecret, to: publicKey ?? []) : itemSecret.bytes,
-                                applicationKDF: control.flags.contains(.applicationPassword) ? KDFParameters(cost: .interactive) : nil)
+                                applicationKDF: control.flags.contains(.applicationPassword) ? KDFParameters(cost: .interactive) : nil,
+                                publicHalf: publicHalf)
         return (access, itemSecret)
     }
 
-    private init(control: AccessControl, publicKey: [UInt8]?, secret: [UInt8], applicationKDF: KDFParameters?) {
+    private init(control: AccessControl, publicKey: [UInt8]?, secret: [UInt8], applicationKDF: KDFParameters?, publicHalf: [UInt8]?) {
         self.control = control
         self.publicKey = publicKey
         self.secret = secret
         self.applicationKDF = applicationKDF
+        self.publicHalf = publicHalf
     }
 
     /// The key that seals the item's data: from the item secret, bound to the

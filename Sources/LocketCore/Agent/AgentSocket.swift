@@ -119,12 +119,3 @@ public final class AgentSocket {
         if let directory { rmdir(directory) }
     }
 }
-
-extension Environment {
-    /// Where the agent makes its private socket directory: `$XDG_RUNTIME_DIR`
-    /// (per-user tmpfs) when it is an absolute path, else `/tmp`.
-    public func agentSocketParent() throws -> String {
-        if let runtime = try self["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime }
-        return "/tmp"
-    }
-}

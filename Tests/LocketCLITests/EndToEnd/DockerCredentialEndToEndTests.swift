@@ -110,6 +110,39 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
         XCTAssertEqual(try helper("get", "https://").out, "no hostname in URL\n")
     }
 
+    /// Issue 31: a server URL is read as docker's helpers read it (Go's
+    /// net/url, registryurl.Parse): a host with a blank or another character
+    /// no host has, a control character, a bad port: refused, never taken
+    /// for another host. A fragment is refused too (Go would drop it, but
+    /// docker's own config keys `host#x` apart from `host`). Blanks around
+    /// the whole request are the protocol's: docker's Get trims them.
+    func testServerURLsDockerRefusesAreRefused() throws {
+        try store("registry.example.com", "alice", "secret-a")
+        for (url, message) in [("https://  registry.example.com", #"invalid character " " in host name"#),
+                               ("//  registry.example.com", #"invalid character " " in host name"#),
+                               ("regi stry.example.com", #"invalid character " " in host name"#),
+                               ("registry.example.com#x", "invalid server URL: it has a fragment (#)"),
+                               ("https://registry.example.com/v2/#x", "invalid server URL: it has a fragment (#)"),
+                               ("registry.example.com\u{7f}", "net/url: invalid control character in URL"),
+                               ("registry%2eexample.com", #"invalid URL escape "%2e""#),
+                               ("registry.example.com:50x0", #"invalid port ":50x0" after host"#),
+                               ("https://a b@registry.example.com", "net/url: invalid userinfo")] {
+            let result = try helper("get", url)
+            XCTAssertEqual(result.status, 1, url)
+            XCTAssertEqual(result.out, message + "\n", url)
+        }
+        // store takes its ServerURL as given (docker's Store trims nothing): "  host" is no host.
+        let padded = try helper("store", #"{"ServerURL": "  registry.example.com", "Username": "mallory", "Secret": "m"}"#)
+        XCTAssertEqual(padded.status, 1, padded.summary)
+        XCTAssertEqual(padded.out, #"invalid character " " in host name"# + "\n")
+        XCTAssertEqual(try get("registry.example.com")?["Username"], "alice")
+        // Around the whole get request, blanks are framing, as for docker.
+        XCTAssertEqual(try get("  registry.example.com\n")?["Secret"], "secret-a")
+        // A host Go reads through its escapes is that host.
+        try store("r\u{e9}gistry.example", "bob", "secret-b")
+        XCTAssertEqual(try get("https://r%C3%A9gistry.example")?["Secret"], "secret-b")
+    }
+
     func testListShowsDockerCredentialsOnly() throws {
         let empty = try helper("list", "unused")
         XCTAssertEqual(empty.status, 0, empty.summary)

@@ -137,6 +137,23 @@ final class EndToEndExecFilesTests: EndToEndCase {
         }
     }
 
+    /// Issue 31, item 3: a tmpfs `$XDG_RUNTIME_DIR` that others may write
+    /// (or a link to one) is not used; the files go to /dev/shm's private parent.
+    func testARuntimeDirectoryOthersCanWriteIsNotUsed() throws {
+        let link = runtime + "-link"
+        XCTAssertEqual(symlink(runtime, link), 0)
+        defer { unlink(link) }
+        XCTAssertEqual(chmod(runtime, 0o777), 0)
+        for given in [runtime!, link] {
+            let result = locket(["exec", "--file", "TF=github/deploy", "--", "sh", "-c", #"printf '%s' "$TF""#],
+                                environment: ["XDG_RUNTIME_DIR": given])
+            XCTAssertEqual(result.status, 0, result.summary)
+            XCTAssertTrue(result.out.hasPrefix("/dev/shm/locket-exec-\(geteuid())/"), "\(given): \(result.out)")
+            XCTAssertFalse(fileExists(parent), "\(given): a directory was made in it")
+            chmod(runtime, 0o700)
+        }
+    }
+
     // MARK: - Signals
 
     /// Starts `exec --file TF=...` whose command prints its pid and the path, then sleeps.

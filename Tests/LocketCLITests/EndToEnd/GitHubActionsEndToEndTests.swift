@@ -95,6 +95,30 @@ final class EndToEndGitHubActionsTests: EndToEndCase {
         XCTAssertEqual(try Self.runnerParse(XCTUnwrap(FileManager.default.contents(atPath: githubEnv))).map(\.1), ["tok-123"])
     }
 
+    /// Issue 31, item 1: a step that wrote `printf 'A=1' >> $GITHUB_ENV` left
+    /// no newline at the end; the heredoc header must not join that line,
+    /// or the runner reads the secret's own lines as assignments.
+    func testGitHubEnvWithoutAFinalNewlineKeepsEachValueWhole() throws {
+        let hostile = "harmless\nLD_PRELOAD=/tmp/evil.so\nPATH=/tmp/evil"
+        add("-s", "hostile", "-a", "x", secret: hostile)
+        writeFile(githubEnv, "EARLIER=no newline after me", mode: 0o644)
+        let result = locket(["exec", "--github-env", "--env", "T=hostile/x"], environment: runner)
+        XCTAssertEqual(result.status, 0, result.summary)
+        let text = try XCTUnwrap(readText(githubEnv))
+        XCTAssertTrue(text.hasPrefix("EARLIER=no newline after me\nT<<ghadelimiter_"), text)
+        let variables = try Self.runnerParse(Data(text.utf8))
+        XCTAssertEqual(variables.map(\.0), ["EARLIER", "T"], text)
+        XCTAssertEqual(variables.last?.1, hostile)
+
+        // A file that ends in a newline, or is empty, gets none added.
+        writeFile(githubEnv, "", mode: 0o644)
+        XCTAssertEqual(locket(["exec", "--github-env", "--env", "T=hostile/x"], environment: runner).status, 0)
+        XCTAssertTrue(try XCTUnwrap(readText(githubEnv)).hasPrefix("T<<ghadelimiter_"))
+        writeFile(githubEnv, "A=1\n", mode: 0o644)
+        XCTAssertEqual(locket(["exec", "--github-env", "--env", "T=hostile/x"], environment: runner).status, 0)
+        XCTAssertTrue(try XCTUnwrap(readText(githubEnv)).hasPrefix("A=1\nT<<ghadelimiter_"))
+    }
+
     func testGitHubEnvRefusals() {
         writeFile(githubEnv, "KEEP=1\n", mode: 0o644)
         let outside = locket(["exec", "--github-env", "--env", "T=github/deploy"], environment: ["GITHUB_ENV": githubEnv])

@@ -18,6 +18,21 @@ final class EndToEndInjectTests: EndToEndCase {
 
     var output: String { sandbox.root + "/rendered.env" }
 
+    /// Issue 31: a template over 16 MiB is refused naming the template (it
+    /// said "the secret is larger than 16 MiB"), from stdin or -i.
+    func testATooLargeTemplateIsNamed() throws {
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: (16 << 20) + 1)
+        let piped = locket(["inject"], input: .bytes(big))
+        assertError(piped, "errSecDataTooLarge", -25302)
+        XCTAssertTrue(piped.err.contains("the template is larger than 16 MiB"), piped.err)
+        let path = sandbox.root + "/big.tmpl"
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(big)))
+        let named = locket(["inject", "-i", path])
+        assertError(named, "errSecDataTooLarge", -25302)
+        XCTAssertTrue(named.err.contains("the template \(path) is larger than 16 MiB"), named.err)
+        XCTAssertFalse(piped.err.contains("secret") || named.err.contains("secret"), piped.err + named.err)
+    }
+
     func testManyReferences() {
         let template = """
             # a config file
@@ -99,7 +114,8 @@ final class EndToEndInjectTests: EndToEndCase {
 
         // An existing file is refused before the keychain is even read, and stays as it was.
         writeFile(output, "old\n", mode: 0o644)
-        let refused = expect(206, "inject", "-i", template, "-o", output)
+        // Long, the same spellings as export's and key's (issue 30).
+        let refused = expect(206, "inject", "--in", template, "--out", output)
         XCTAssertTrue(refused.err.contains("exists"), refused.err)
         XCTAssertTrue(refused.err.contains("--force"), refused.err)
         XCTAssertEqual(readText(output), "old\n")
@@ -132,7 +148,7 @@ final class EndToEndInjectTests: EndToEndCase {
         XCTAssertTrue(result.err.contains("not a regular file"), result.err)
         XCTAssertLessThan(result.duration, 5, "a FIFO made inject wait")
         expect(220, "inject", "-i", sandbox.root + "/absent")
-        assertUsage(locket("inject", "-f"), mentions: ["-f/--force", "-o/--out-file"])
+        assertUsage(locket("inject", "-f"), mentions: ["-f/--force", "-o/--out"])
     }
 
     func testEmptyTemplateWarns() {

@@ -62,7 +62,6 @@ final class EndToEndRollbackTests: EndToEndCase {
         let restored = restore()
         XCTAssertEqual(restored.status, 0, restored.summary)
         XCTAssertEqual(restored.err, "", restored.summary)
-        unlock()
         XCTAssertEqual(secret("-s", "gone"), Array("deleted-secret".utf8), "accepted on purpose: the copy is the keychain now")
         XCTAssertEqual(secret("-s", "kept"), Array("kept-secret".utf8))
     }
@@ -112,7 +111,37 @@ final class EndToEndRollbackTests: EndToEndCase {
         XCTAssertEqual(try copyOfKeychain(), old, "nothing is written to an older copy before it is accepted")
         assertRolledBack(locket(["find", "-s", "svc"]))
         XCTAssertEqual(restore().status, 0)
-        XCTAssertEqual(locket(["find", "-s", "svc"]).status, 36, "accepting forgets the session: unlock again")
+        XCTAssertEqual(secret("-s", "svc"), Array("v".utf8), "the password restore took unlocks the copy")
+    }
+
+    /// Issue 30, point 5: restore took the password and still left the
+    /// keychain locked, so the next command asked again. It unlocks with the
+    /// password it was given, as `unlock` would: the copy's keys, its
+    /// default timeout; and a command without a password stays as it was.
+    func testRestoreUnlocksWithThePasswordItWasGiven() throws {
+        initKeychain()
+        add("-s", "svc", secret: "v")
+        ok("settings", "--timeout", "120")
+        let old = try copyOfKeychain()
+        add("-s", "later", secret: "l")
+        ok("settings", "--timeout", "3600")
+        putBack(old)
+        ok("lock", "--all")
+        let restored = restore()
+        XCTAssertEqual(restored.status, 0, restored.summary)
+        XCTAssertEqual(restored.err, "", restored.summary)
+        let status = statusJSON()
+        XCTAssertEqual(status["whenUnlocked"] as? String, "unlocked", "\(status)")
+        XCTAssertEqual(status["afterFirstUnlock"] as? String, "unlocked", "\(status)")
+        XCTAssertEqual(status["timeout"] as? Int, 120, "the copy's own timeout: \(status)")
+        XCTAssertLessThanOrEqual(status["secondsUntilAutoLock"] as? Int ?? .max, 120, "\(status)")
+        XCTAssertEqual(secret("-s", "svc"), Array("v".utf8))
+        assertError(locket(["find", "-s", "later"]), "errSecItemNotFound", -25300)
+
+        // Nothing to accept: the password still unlocks, as it was checked.
+        ok("lock")
+        XCTAssertEqual(restore().status, 0)
+        XCTAssertEqual(secret("-s", "svc"), Array("v".utf8))
     }
 
     func testRestoreOfACurrentKeychainChangesNothingAndSaysSo() throws {

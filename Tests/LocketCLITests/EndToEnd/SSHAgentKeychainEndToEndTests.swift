@@ -222,7 +222,10 @@ final class SSHAgentKeychainEndToEndTests: EndToEndCase {
         XCTAssertNotEqual(blocked.status, 0, blocked.summary)
         XCTAssertTrue(blocked.err.contains("Permission denied"), blocked.summary)
 
-        chmod(String(agent.socket[..<agent.socket.lastIndex(of: "/")!]), 0o755)
+        // The socket's directory and its parent, locket-agent-UID.
+        let directory = String(agent.socket[..<agent.socket.lastIndex(of: "/")!])
+        chmod(String(directory[..<directory.lastIndex(of: "/")!]), 0o755)
+        chmod(directory, 0o755)
         chmod(agent.socket, 0o666)
         let refused = LocalAccounts.run(as: other, sshAdd, ["-L"], environment: env)
         XCTAssertNotEqual(refused.status, 0, refused.summary)

@@ -58,6 +58,15 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
                   environment: ["PATH": "/usr/bin:/bin", "SSH_AUTH_SOCK": socket], input: .devNull, timeout: 30)
     }
 
+    /// What agents left in the runtime directory: its entries, the kept
+    /// parent `locket-agent-UID` counted by what is in it.
+    private func leftInRuntime() throws -> [String] {
+        let run = scratch + "/run", parent = "locket-agent-\(geteuid())"
+        return try FileManager.default.contentsOfDirectory(atPath: run).flatMap { name in
+            name == parent ? try FileManager.default.contentsOfDirectory(atPath: run + "/" + parent) : [name]
+        }
+    }
+
     private func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
@@ -90,7 +99,7 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         let lines = result.out.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.first?.trimmingCharacters(in: .whitespaces), String(keys.names.count), result.summary)
         let socket = String(try XCTUnwrap(lines.first { $0.hasPrefix("sock=") }).dropFirst(5))
-        XCTAssertTrue(socket.hasPrefix(scratch + "/run/locket-agent."), socket)
+        XCTAssertTrue(socket.hasPrefix(scratch + "/run/locket-agent-\(geteuid())/locket-agent."), socket)
         XCTAssertTrue(lines.contains("pid=unset"), result.summary)
         XCTAssertFalse(exists(socket), "the socket outlived the command")
         XCTAssertFalse(exists(String(socket[..<socket.lastIndex(of: "/")!])), "the directory outlived the command")
@@ -107,7 +116,7 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         let result = agent(["--", "/nonexistent/program"])
         XCTAssertEqual(result.status, 127, result.summary)
         XCTAssertTrue(result.err.contains("cannot run /nonexistent/program"), result.summary)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [])
+        XCTAssertEqual(try leftInRuntime(), [])
     }
 
     /// SIGTERM to locket goes on to COMMAND; COMMAND's exit ends the agent.
@@ -122,7 +131,7 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         XCTAssertTrue(process.wait(timeout: 20), process.summary)
         XCTAssertEqual(process.status, 3, process.summary)
         XCTAssertTrue(process.out.contains("got-term"), process.summary)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [])
+        XCTAssertEqual(try leftInRuntime(), [])
     }
 
     // MARK: - -s, -c, detaching
@@ -189,20 +198,20 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
             usleep(UInt32.random(in: 0...30_000, using: &rng))
             kill(process.pid, SIGTERM)
             XCTAssertTrue(process.wait(timeout: 20), process.summary)
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [], "round \(round): \(process.summary)")
+            XCTAssertEqual(try leftInRuntime(), [], "round \(round): \(process.summary)")
         }
     }
 
     // MARK: - the socket
 
-    func testTheSocketIsPrivateInXDGRuntimeDirOrTmp() throws {
+    func testTheSocketIsPrivateInXDGRuntimeDirOrDevShm() throws {
         for runtime in [scratch + "/run", nil] {
             var env = environment
             env["XDG_RUNTIME_DIR"] = runtime
             let running = try RunningAgent(keys: keys, environment: env)
             defer { running.stop() }
             let directory = String(running.socket[..<running.socket.lastIndex(of: "/")!])
-            XCTAssertTrue(directory.hasPrefix((runtime ?? "/tmp") + "/locket-agent."), directory)
+            XCTAssertTrue(directory.hasPrefix((runtime ?? "/dev/shm") + "/locket-agent-\(geteuid())/locket-agent."), directory)
             var st = stat()
             XCTAssertEqual(lstat(directory, &st), 0)
             XCTAssertEqual(st.st_mode & 0o7777, 0o700)
@@ -210,6 +219,34 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
             XCTAssertEqual(lstat(running.socket, &st), 0)
             XCTAssertEqual(st.st_mode & S_IFMT, S_IFSOCK)
             XCTAssertEqual(st.st_mode & 0o7777, 0o600)
+        }
+    }
+
+    /// Issue 31, item 3: an `$XDG_RUNTIME_DIR` that someone else could write
+    /// or swap (mode 777, a symbolic link, inside a directory others can
+    /// write, another user's) is not used: the socket goes to /dev/shm, and
+    /// nothing is made in the given directory.
+    func testAnXDGRuntimeDirThatIsNotTheUsersAloneIsNotUsed() throws {
+        let open = scratch + "/open", opened = scratch + "/open/run", link = scratch + "/link", theirs = scratch + "/theirs"
+        XCTAssertEqual(mkdir(open, 0o700), 0)
+        XCTAssertEqual(chmod(open, 0o777), 0)
+        XCTAssertEqual(mkdir(opened, 0o700), 0)
+        XCTAssertEqual(symlink(scratch + "/run", link), 0)
+        var cases = [("mode 777", scratch + "/run", { chmod(self.scratch + "/run", 0o777) }), ("inside a directory anyone may write", opened, { 0 }),
+                     ("a symbolic link", link, { 0 }), ("a symbolic link with a slash", link + "/", { 0 })]
+        if geteuid() == 0 {
+            XCTAssertEqual(mkdir(theirs, 0o700), 0)
+            XCTAssertEqual(chown(theirs, 4242, 4242), 0)
+            cases.append(("another user's", theirs, { 0 }))
+        }
+        for (what, runtime, prepare) in cases {
+            XCTAssertEqual(prepare(), 0)
+            let running = try RunningAgent(keys: keys, environment: environment.merging(["XDG_RUNTIME_DIR": runtime]) { $1 })
+            defer { running.stop() }
+            XCTAssertTrue(running.socket.hasPrefix("/dev/shm/locket-agent-\(geteuid())/locket-agent."), "\(what): \(running.socket)")
+            XCTAssertEqual(try sshAdd(running.socket).status, 0, what)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: runtime), [], "\(what): something was made in it")
+            chmod(scratch + "/run", 0o700)
         }
     }
 
@@ -240,7 +277,7 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
             XCTAssertEqual(result.status, 2, "\(arguments): \(result.summary)")
             XCTAssertTrue(result.err.hasPrefix("locket: error: "), result.summary)
             XCTAssertTrue(result.err.contains("usage: locket ssh-agent [-a SOCKET] [-s | -c] [-D] [-- COMMAND [ARG]...]"), result.summary)
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [], "\(arguments) left a socket")
+            XCTAssertEqual(try leftInRuntime(), [], "\(arguments) left a socket")
         }
     }
 
@@ -252,7 +289,7 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
             let result = agent(["-e", path, "--", "true"])
             XCTAssertNotEqual(result.status, 0, result.summary)
             XCTAssertTrue(result.err.hasPrefix("locket: error: "), result.summary)
-            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch + "/run"), [], "a socket was made")
+            XCTAssertEqual(try leftInRuntime(), [], "a socket was made")
         }
     }
 
@@ -275,7 +312,9 @@ final class SSHAgentProcessEndToEndTests: XCTestCase {
         XCTAssertTrue(blocked.err.contains("Permission denied"), blocked.summary)
         XCTAssertEqual(running.errLines, [], "the agent heard from a client it should never have seen")
 
+        // The socket's directory and its parent, locket-agent-UID.
         let directory = String(running.socket[..<running.socket.lastIndex(of: "/")!])
+        chmod(String(directory[..<directory.lastIndex(of: "/")!]), 0o755)
         chmod(directory, 0o755)
         chmod(running.socket, 0o666)
         let refused = LocalAccounts.run(as: other, sshAdd, ["-L"], environment: env)

@@ -106,8 +106,8 @@ final class RunningAgent {
         return errLines
     }
 
-    /// SIGTERM first, so the agent removes its socket and directory (in /tmp
-    /// when XDG_RUNTIME_DIR is unset); SIGKILL if it does not stop.
+    /// SIGTERM first, so the agent removes its socket and directory (in
+    /// /dev/shm when XDG_RUNTIME_DIR is unset or not private); SIGKILL if it does not stop.
     func stop() {
         if !process.hasExited {
             kill(process.pid, SIGTERM)

@@ -90,7 +90,7 @@ final class AccessControlTerminalTests: XCTestCase {
         XCTAssertEqual(none.status, 0, none.screen)
         XCTAssertEqual(count("Keychain password for", in: none.screen), 2, none.screen)
 
-        try expect(0, ["settings", "--presence-reuse", "5"])
+        XCTAssertEqual(try atTerminal("$L settings --presence-reuse 5", answers: [password]).status, 0)
         let reused = try atTerminal("\(find) && \(find) && sleep 6 && \(find)", answers: [password, password])
         XCTAssertEqual(reused.status, 0, reused.screen)
         XCTAssertEqual(count("reused-secret", in: reused.screen), 3, reused.screen)
@@ -103,6 +103,32 @@ final class AccessControlTerminalTests: XCTestCase {
                                     answers: [password, password])
         XCTAssertEqual(locked.status, 0, locked.screen)
         XCTAssertEqual(count("Keychain password for", in: locked.screen), 2, locked.screen)
+    }
+
+    /// Issue 31, item 2: lengthening the reuse window needs the keychain
+    /// password at the terminal, locked or not; without a terminal it is
+    /// errSecInteractionNotAllowed and nothing changes; shortening is free.
+    func testLengtheningTheReuseWindowAsksForThePassword() throws {
+        func reuse() throws -> Int? { try expect(0, ["--json", "settings"]).jsonObject()["presenceReuse"] as? Int }
+        let refused = try expect(36, ["settings", "--timeout", "60", "--presence-reuse", "300"])
+        XCTAssertTrue(refused.err.contains("errSecInteractionNotAllowed -25308"), refused.err)
+        XCTAssertTrue(refused.err.contains("locket: hint: a longer presence reuse window needs the keychain password"), refused.err)
+        XCTAssertEqual(try reuse(), 0)
+        XCTAssertEqual(try expect(0, ["--json", "settings"]).jsonObject()["timeout"] as? Int, 300, "a refused command changed the timeout")
+        try expect(0, ["lock"])
+        try expect(36, ["settings", "--presence-reuse", "300"])
+        XCTAssertEqual(try reuse(), 0, "widened while locked")
+
+        let wrong = try atTerminal("$L settings --presence-reuse 300", answers: ["not-the-password"])
+        XCTAssertEqual(wrong.status, 51, wrong.screen)
+        XCTAssertEqual(try reuse(), 0)
+        let right = try atTerminal("$L settings --presence-reuse 300", answers: [password])
+        XCTAssertEqual(right.status, 0, right.screen)
+        XCTAssertTrue(right.screen.contains("locket settings needs the keychain password to lengthen the presence reuse window"), right.screen)
+        XCTAssertEqual(try reuse(), 300)
+
+        try expect(0, ["settings", "--presence-reuse", "20"])
+        XCTAssertEqual(try reuse(), 20)
     }
 
     func testPasswdInvalidatesPasswordCurrentSetButNotUserPresence() throws {
@@ -204,7 +230,9 @@ final class AccessControlTerminalTests: XCTestCase {
             // Without a terminal: the refusal, not errSecInteractionNotAllowed (which would say a terminal could help).
             try expect(28, command.split(separator: " ").map(String.init))
         }
-        let used = try atTerminal("$L key public --label kept-in --openssh", answers: [password])
+        // Its public key is free (issue 31); a use of the private key asks.
+        try expect(0, ["key", "public", "--label", "kept-in", "--openssh"])
+        let used = try atTerminal("printf m | $L key sign --label kept-in --algorithm ed25519 > /dev/null", answers: [password])
         XCTAssertEqual(used.status, 0, used.screen)
         XCTAssertTrue(used.screen.contains("Keychain password for"), used.screen)
 
@@ -223,12 +251,23 @@ final class AccessControlTerminalTests: XCTestCase {
         let generated = try expect(0, ["key", "generate", "--type", "ed25519", "--label", "ac-key",
                                        "--access-control", "when-unlocked:user-presence", "--openssh"])
         XCTAssertTrue(generated.out.hasPrefix("ssh-ed25519 "), generated.summary)
-        try expect(36, ["key", "public", "--label", "ac-key", "--openssh"])
-        let shown = try atTerminal("$L key public --label ac-key --openssh --prompt 'show the signing key'", answers: [password])
+        // Issue 31: the public key is not the protected part (Apple gives it out
+        // freely): key public needs no terminal, no password; the private key does.
+        XCTAssertEqual(try expect(0, ["key", "public", "--label", "ac-key", "--openssh"]).out, generated.out)
+        let shown = try atTerminal("$L key public --label ac-key --openssh --prompt 'show the signing key'", answers: [])
         XCTAssertEqual(shown.status, 0, shown.screen)
-        XCTAssertTrue(shown.screen.contains("show the signing key"), shown.screen)
+        XCTAssertFalse(shown.screen.contains("Keychain password for"), "key public asked for the password: \(shown.screen)")
         XCTAssertTrue(shown.screen.contains(generated.out.trimmingCharacters(in: .whitespacesAndNewlines)), shown.screen)
         XCTAssertTrue(try expect(0, ["find", "--class", "keys", "--label", "ac-key"]).out.contains("access-control: when-unlocked:user-presence"))
+        try expect(36, ["find", "--class", "keys", "--label", "ac-key", "-w"])
+        try expect(36, ["export", "--format", "openssh", "--label", "ac-key"])
+        // At a terminal the export asks, as find -w does; -l and -g as everywhere (issue 30).
+        let exported = try atTerminal("$L export --format openssh -l ac-key -g default --prompt 'back up the signing key'",
+                                      answers: [password])
+        XCTAssertEqual(exported.status, 0, exported.screen)
+        XCTAssertTrue(exported.screen.contains("back up the signing key\r\nKeychain password for "), exported.screen)
+        XCTAssertTrue(exported.screen.contains("BEGIN OPENSSH PRIVATE KEY"), exported.screen)
+        XCTAssertEqual(try expect(0, ["key", "public", "-l", "ac-key", "-g", "default", "--openssh"]).out, generated.out)
 
         // Every use asks: key sign fails without a terminal and signs with the password.
         let message = home.appendingPathComponent("message").path
@@ -253,6 +292,10 @@ final class AccessControlTerminalTests: XCTestCase {
         try expect(51, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("wrong\n"))
         let der = try expect(0, ["find", "--class", "keys", "--label", "imp", "-w", "--application-password-stdin"], input: .text("key-app-pw\n"))
         XCTAssertGreaterThan(der.stdout.count, 40, der.summary)
+        // Its public key needs no application password either; signing does.
+        let opensslPublic = Spawn.run("/usr/bin/openssl", ["pkey", "-in", pem, "-pubout"], environment: environment, input: .devNull, timeout: 30)
+        XCTAssertEqual(try expect(0, ["key", "public", "--label", "imp"]).out, opensslPublic.out)
+        try expect(36, ["key", "sign", "--label", "imp", "--algorithm", "ed25519", "-i", message])
     }
 
     func testTheRefusalsOfAdd() throws {

@@ -201,6 +201,7 @@ final class AccessControlTests: KeychainTestCase {
 
     func testPresenceReuseIsBoundedAndNeedsATerminalSession() throws {
         XCTAssertKeychainError(.param, try keychain.setPresenceReuse(301))
+        try keychain.provePresence(password: secret(temporary.password!))
         try keychain.setPresenceReuse(60)
         try add("up", presence)
         let first = try temporary.open()
@@ -218,5 +219,74 @@ final class AccessControlTests: KeychainTestCase {
         let afterLock = try temporary.open()
         afterLock.terminalSession = "tty-1"
         XCTAssertNotNil(proofRequest(try read("up", in: afterLock)), "lock ends the reuse window")
+    }
+
+    /// Issue 31, item 2: a background process could widen the reuse window
+    /// and wait for the user's next proof. Lengthening it needs the keychain
+    /// password proven in this process (locked or not); shortening is free;
+    /// a proof found in a reuse window is not the password.
+    func testLengtheningTheReuseWindowNeedsThePassword() throws {
+        let asked = AccessRequest(keychainPassword: true, applicationPassword: false, label: nil)
+        XCTAssertEqual(proofRequest(try keychain.setPresenceReuse(60)), asked)
+        XCTAssertEqual(try temporary.open().presenceReuse, 0, "a refused change changed the setting")
+
+        try temporary.lock(all: true)
+        let locked = try temporary.open()
+        XCTAssertEqual(proofRequest(try locked.setPresenceReuse(300)), asked, "locked: still the password, never a free pass")
+        XCTAssertKeychainError(.authFailed, try locked.provePresence(password: secret("wrong")))
+        XCTAssertEqual(proofRequest(try locked.setPresenceReuse(300)), asked, "a wrong password proves nothing")
+        try locked.provePresence(password: secret(temporary.password!))
+        try locked.setPresenceReuse(300)
+        XCTAssertEqual(try temporary.open().presenceReuse, 300)
+
+        // Shortening, and setting the current value again, need nothing.
+        try temporary.open().setPresenceReuse(30)
+        try temporary.open().setPresenceReuse(30)
+        XCTAssertEqual(try temporary.open().presenceReuse, 30)
+
+        // Reading through the window gives the presence keys, not the password.
+        try temporary.unlock()
+        try add("up", presence, in: try temporary.open())
+        let proving = try temporary.open()
+        proving.terminalSession = "tty-1"
+        try proving.provePresence(password: secret(temporary.password!))
+        let reusing = try temporary.open()
+        reusing.terminalSession = "tty-1"
+        XCTAssertEqual(try read("up", in: reusing), "guarded")
+        XCTAssertEqual(proofRequest(try reusing.setPresenceReuse(60)), asked)
+        XCTAssertEqual(try temporary.open().presenceReuse, 30)
+
+        // Without a password there is no proof to give.
+        let bare = try TemporaryKeychain(password: nil, name: "bare", sharing: temporary)
+        XCTAssertKeychainError(.notAvailable, try bare.open().setPresenceReuse(60))
+        XCTAssertNoThrow(try bare.open().setPresenceReuse(0))
+    }
+
+    /// Issue 31: a key's public half is not what its access control protects
+    /// (Apple's SecKeyCopyPublicKey asks for nothing): `publicKey` gives it
+    /// without a proof, locked classes aside; the private key still needs one.
+    func testAPrivateKeysPublicHalfNeedsNoProof() throws {
+        for (type, control) in [(KeyGenerationType.ed25519, presence),
+                                (.p256, AccessControl(protection: .afterFirstUnlock, flags: [.passwordCurrentSet])),
+                                (.x25519, AccessControl(protection: .whenUnlocked, flags: [.applicationPassword]))] {
+            var options = KeyItemOptions()
+            options.label = "key-\(type.rawValue)"
+            options.accessControl = control
+            let maker = try temporary.open()
+            maker.applicationPassword = try secret("app-pw")
+            let generated = try maker.generateKey(type, options: options).publicKey
+            let keyQuery = try query(.key, [.label: "key-\(type.rawValue)"])
+            let opened = try temporary.open()
+            XCTAssertEqual(try opened.publicKey(keyQuery).key.subjectPublicKeyInfo, generated.subjectPublicKeyInfo, type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.withKey(keyQuery, needsPrivate: true) { _, key in key.pkcs8 != nil }), type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.exportableKey(keyQuery)), type.rawValue)
+        }
+        // The proof still opens the private key.
+        let proven = try temporary.open()
+        try proven.provePresence(password: secret(temporary.password!))
+        XCTAssertTrue(try proven.withKey(query(.key, [.label: "key-ed25519"]), needsPrivate: true) { _, key in key.pkcs8 != nil })
+        // Locked is locked: the public half is sealed with the item's attributes.
+        try temporary.lock(all: false)
+        XCTAssertKeychainError(.interactionNotAllowed, try temporary.open().publicKey(query(.key, [.label: "key-ed25519"])))
     }
 }

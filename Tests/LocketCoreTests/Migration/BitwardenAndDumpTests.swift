@@ -62,6 +62,38 @@ final class BitwardenAndDumpTests: XCTestCase {
         assertNoSecret(result.skipped, ["trashed", "s3cond-pw", "4321", "old-password"])
     }
 
+    /// Issue 31: a hand-made or converted export may write a number where
+    /// Bitwarden writes text (`"password": 123`, a card's `"expYear": 2030`).
+    /// It is taken as the number's text, exactly as written; a value of
+    /// another type where text belongs (true, an array, an object) skips the
+    /// item with a reason naming the field, never an empty secret.
+    func testBitwardenNumbersAreTheirTextAndOtherTypesAreSkipped() throws {
+        let export = #"""
+            {"encrypted": false, "items": [
+              {"type": 1, "name": "Numeric", "login": {"username": 4711, "password": 123, "totp": null}},
+              {"type": 1, "name": "Exponent", "login": {"username": "u", "password": -1.50e3}},
+              {"type": 3, "name": "Card", "card": {"cardholderName": "A", "number": 4111111111111111, "expMonth": 4, "expYear": 2030, "code": 7}},
+              {"type": 1, "name": "Boolean", "login": {"username": "u", "password": true}},
+              {"type": 1, "name": "Listed", "login": {"username": ["u"], "password": "p"}},
+              {"type": 2, "name": "Note", "notes": {"text": "x"}},
+              {"type": 1, "name": "Hidden", "login": {"username": "u", "password": "p"}, "fields": [{"name": "PIN", "type": 1, "value": 4321}]},
+              {"type": 1, "name": "Null", "login": {"username": "n", "password": null}}
+            ]}
+            """#
+        let result = try MigrationResult(.bitwardenJSON, SecureBytes(copying: Array(export.utf8)))
+        let numeric = try XCTUnwrap(result.item("item 1 'Numeric'"))
+        XCTAssertEqual(numeric.secret, "123")
+        XCTAssertEqual(numeric.text(.account), "4711")
+        XCTAssertEqual(try XCTUnwrap(result.item("item 2 'Exponent'")).secret, "-1.50e3")
+        XCTAssertEqual(try XCTUnwrap(result.item("item 3 'Card'")).secret,
+                       "cardholderName: A\nnumber: 4111111111111111\nexpMonth: 4\nexpYear: 2030\ncode: 7")
+        XCTAssertEqual(result.reason("item 4 'Boolean'"), "its login.password is not text (true or false)")
+        XCTAssertEqual(result.reason("item 5 'Listed'"), "its login.username is not text (an array)")
+        XCTAssertEqual(result.reason("item 6 'Note'"), "its notes is not text (an object)")
+        XCTAssertEqual(try XCTUnwrap(result.item("item 7 'Hidden' (field 'PIN')")).secret, "4321")
+        XCTAssertEqual(try XCTUnwrap(result.item("item 8 'Null'")).data.count, 0, "null is no password, as before")
+    }
+
     func testBitwardenRefusals() {
         for (text, message) in [
             ("{\"encrypted\": true, \"items\": []}", "encrypted"),
