@@ -10,13 +10,19 @@ enum ItemRecord {
     /// The item's access control (ItemAccess), when it has one; records
     /// without it (every item before SPEC §14) have none.
     private static let accessTag: UInt8 = 0xf2
+    /// Free-form attributes, content type and uniqueness (FreeForm), when the
+    /// item has any (SPEC §18); a release before it reads such a record as
+    /// malformed (errSecDecode), never as something else.
+    private static let freeFormTag: UInt8 = 0xf3
 
-    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]? = nil) -> [UInt8] {
+    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]? = nil,
+                       freeForm: FreeForm? = nil) -> [UInt8] {
+        let free = freeForm.flatMap { $0.isEmpty ? nil : $0.encoded() }
         // In tag order, from the dictionary's few entries: probing it for
         // each of the ~46 attributes hashed every one of them, per item.
         var present: [(tag: UInt8, value: [UInt8])] = []
         present.reserveCapacity(attributes.count)
-        var size = 1 + 2 * 9 + (access.map { 5 + $0.count } ?? 0)
+        var size = 1 + 2 * 9 + (access.map { 5 + $0.count } ?? 0) + (free.map { 5 + $0.count } ?? 0)
         for (attribute, value) in attributes where attribute.isSealed && !value.isEmpty {
             present.append((attribute.rawValue, value))
             size += 5 + value.count
@@ -39,12 +45,18 @@ enum ItemRecord {
             BigEndian.append(UInt32(access.count), to: &out)
             out.append(contentsOf: access)
         }
+        if let free {
+            out.append(freeFormTag)
+            BigEndian.append(UInt32(free.count), to: &out)
+            out.append(contentsOf: free)
+        }
         return out
     }
 
     /// Decodes a record; anything unexpected is errSecDecode (the MAC already
     /// passed, so this only fires on a format bug or a future version).
-    static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?) {
+    static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?,
+                                                         freeForm: FreeForm) {
         try record.withUnsafeBytes { r in
             var bad: KeychainError { KeychainError(.decode, "an item's attribute record is malformed") }
             guard r.count >= 1, r[0] == version else { throw bad }
@@ -53,6 +65,7 @@ enum ItemRecord {
             var attributes = [Attribute: [UInt8]](minimumCapacity: 16)
             var created: Int64?, modified: Int64?
             var access: [UInt8]?
+            var freeForm = FreeForm()
             while i < r.count {
                 let tag = r[i]; i += 1
                 if tag == creationTag || tag == modificationTag {
@@ -61,9 +74,10 @@ enum ItemRecord {
                     i += 8
                     continue
                 }
-                if tag == accessTag {
+                if tag == accessTag || tag == freeFormTag {
                     guard let n = BigEndian.read(UInt32.self, r, at: i).map(Int.init), n <= r.count - i - 4 else { throw bad }
-                    access = Array(r[i + 4..<i + 4 + n])
+                    let field = Array(r[i + 4..<i + 4 + n])
+                    if tag == accessTag { access = field } else { freeForm = try FreeForm(encoded: field) }
                     i += 4 + n
                     continue
                 }
@@ -75,7 +89,7 @@ enum ItemRecord {
                 i += n
             }
             guard let created, let modified else { throw bad }
-            return (attributes, created, modified, access)
+            return (attributes, created, modified, access, freeForm)
         }
     }
 }

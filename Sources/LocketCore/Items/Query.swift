@@ -5,11 +5,23 @@ public struct Query: Sendable {
     public private(set) var attributes: [(Attribute, [UInt8])] = []
     public var accessGroup: String?
     public var persistentRef: [UInt8]?
+    /// Free-form attributes to match exactly (SPEC §18): an item matches
+    /// when it has each name with that value.
+    public private(set) var freeForm: [(name: String, value: String)] = []
 
     public init(itemClass: ItemClass) { self.itemClass = itemClass }
 
     /// Whether the query names nothing at all (an unqualified delete must be explicit).
-    public var isEmpty: Bool { attributes.isEmpty && accessGroup == nil && persistentRef == nil }
+    public var isEmpty: Bool { attributes.isEmpty && accessGroup == nil && persistentRef == nil && freeForm.isEmpty }
+
+    /// Adds a free-form attribute equality.
+    public mutating func match(freeForm name: String, _ value: String) {
+        freeForm.removeAll { $0.name == name }
+        freeForm.append((name, value))
+    }
+
+    /// Whether `item`'s free-form attributes hold every pair of the query.
+    func matchesFreeForm(_ item: Item) -> Bool { freeForm.allSatisfy { item.freeForm.attributes[$0.name] == $0.value } }
 
     /// Adds an equality, refusing attributes the class does not have.
     public mutating func match(_ attribute: Attribute, _ value: [UInt8]) throws {

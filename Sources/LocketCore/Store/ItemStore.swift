@@ -22,6 +22,8 @@ struct ItemStore {
         /// value included, in the class's order. An array, not a dictionary:
         /// hashing attributes into one was a visible part of an import.
         var index: [IndexDigest]
+        /// The blind index of each free-form (name, value) pair (SPEC §18): rows of format 2 only.
+        var free: [Int64] = []
 
         /// One attribute's blind index.
         struct IndexDigest {
@@ -64,13 +66,18 @@ struct ItemStore {
                 try clear!.bind(1, id)
                 _ = try clear!.step()
             }
-            let n = digests.index.count
+            let n = digests.index.count + digests.free.count
             guard n > 0 else { return }
             let insert = try statement(rows: n)
             insert.reset()
             for (k, entry) in digests.index.enumerated() {
                 try insert.bind(Int32(2 * k + 1), entry.digest)
                 try insert.bind(Int32(2 * k + 2), id)
+            }
+            for (k, digest) in digests.free.enumerated() {
+                let at = digests.index.count + k
+                try insert.bind(Int32(2 * at + 1), digest)
+                try insert.bind(Int32(2 * at + 2), id)
             }
             // Two attributes' digests only coincide by a 64-bit collision: OR IGNORE covers it.
             _ = try insert.step()
