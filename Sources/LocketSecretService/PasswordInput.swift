@@ -47,8 +47,22 @@ final class PasswordInput {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(text), nil]
         defer { argv.forEach { free($0) } }
+        // A process group of its own: cancelling stops whatever it started
+        // too (a `sleep` left behind would hold our stderr open).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
         var pid: pid_t = 0
-        let rc = withChildSpawnAttributes { posix_spawnp(&pid, program, &actions, $0, argv, environ) }
+        let rc = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
         close(pipe[1])
         guard rc == 0 else {
             close(pipe[0])
@@ -122,7 +136,7 @@ final class PasswordInput {
     func cancel() {
         switch source {
         case .askpass(let pid)?:
-            kill(pid, SIGTERM)
+            kill(-pid, SIGTERM)
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             close(fd)
