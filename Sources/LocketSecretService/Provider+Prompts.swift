@@ -166,12 +166,8 @@ extension Provider {
             prompt.first = nil
             guard first.constantTimeEquals(password) else { throw KeychainError(.authFailed, "the two passwords differ") }
             try Keychain.create(at: path, password: password.count == 0 ? nil : password, environment: environment)
+            // Made unlocked (its keys in the session), as `locket init` leaves it.
             let collection = serve(name: name, path: path, label: label)
-            // Made unlocked, as `locket init` leaves it.
-            if password.count > 0, let keychain = try? open(collection, prompt.client) {
-                try? keychain.unlock(password: password, timeout: nil)
-                keychain.releaseFile()
-            }
             if !alias.isEmpty { aliases[alias] = name }
             if aliases["default"] == nil { aliases["default"] = name }
             emit(ObjectPath.service, Provider.serviceInterface, "CollectionCreated") { $0.objectPath(collection.path) }
