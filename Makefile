@@ -187,6 +187,7 @@ bench: build
 	bench/run
 	bench/keyuse
 	bench/remote
+	bench/secret-service
 
 clean:
 	rm -rf .build

@@ -63,8 +63,10 @@ extension Provider {
     private func itemProperty(_ name: String, _ item: Item) throws -> ((inout MessageWriter) -> Void)? {
         // A locked item's attributes are sealed under its class key: it shows none until unlocked.
         let available = item.availability == .available
+        // An item with access control (SPEC §14) needs a proof for every read: always Locked here.
+        let locked = !available || item.accessControl != nil
         switch name {
-        case "Locked": return { $0.variant("b") { $0.boolean(!available) } }
+        case "Locked": return { $0.variant("b") { $0.boolean(locked) } }
         case "Attributes":
             let attributes = available ? FreeFormMapping.attributes(of: item) : [:]
             return { $0.variant("a{ss}") { $0.stringDictionary(attributes) } }

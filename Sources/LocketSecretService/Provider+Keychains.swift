@@ -16,9 +16,13 @@ extension Provider {
     /// The default content type of a secret whose writer gave none (libsecret's).
     static let defaultContentType = "text/plain"
 
+    /// The file stays open for the call that follows at once (one opening
+    /// and schema parse per request instead of two: they were most of a
+    /// GetSecret's time); every caller makes its call or releases the file
+    /// before anything that waits.
     func open(_ collection: Collection, _ client: ClientIdentity) throws -> Keychain {
         do {
-            return try Keychain.open(at: collection.keychainPath, caller: client.caller, environment: environment)
+            return try Keychain.open(at: collection.keychainPath, caller: client.caller, environment: environment, keepsFileOpen: true)
         } catch let error as KeychainError where error.code == .noSuchKeychain {
             throw BusError.noSuchObject("the keychain \(collection.keychainPath) does not exist")
         }

@@ -156,9 +156,13 @@ def lock_and_prompt(bus):
     # Lock over the bus: the shell sees it.
     check(call(connection, SERVICE, "Lock", "ao", ([LOGIN],)) == ([LOGIN], "/"), "Lock")
     check(locket("find", "--attr", "app=lock", "-w", check_status=False).returncode == 36, "the shell did not see the lock")
+    # locket unlock in a shell: the next request reads.
+    locket("unlock", "--password-stdin", input=(PASSWORD + "\n").encode())
+    check(call(connection, obj(item, ITEM), "GetSecret", "o", (session,))[0][2] == b"locked-secret", "the provider did not see locket unlock")
     connection.close()
     provider.stop()
     # Wrong passwords: three, then dismissed.
+    locket("lock")
     provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass("wrong", name="wrong.sh")})
     connection = connect(bus)
     unlocked, prompt = call(connection, SERVICE, "Unlock", "ao", ([LOGIN],))
