@@ -58,7 +58,11 @@ extension Provider {
     /// CreateCollection: an existing alias or keychain is returned as it is;
     /// a new keychain needs its password, so a prompt asks for it twice.
     func createCollection(label: String, alias: String, _ call: Call) throws -> (String, String) {
-        if !alias.isEmpty, let name = aliases[alias], let collection = collections[name] { return (collection.path, ObjectPath.none) }
+        if !alias.isEmpty, let name = aliases[alias], let collection = collections[name] {
+            if access(collection.keychainPath, F_OK) == 0 { return (collection.path, ObjectPath.none) }
+            // The alias names a keychain not made yet (libsecret creates `default` so): make that one.
+            return (ObjectPath.none, makePrompt(.create(name: collection.name, path: collection.keychainPath, label: collection.label, alias: alias), call))
+        }
         let base = label.isEmpty ? (alias.isEmpty ? "collection" : alias) : label
         let name = ObjectPath.element(base)
         let path = try environment.dataDirectory() + "/" + name + ".keychain"

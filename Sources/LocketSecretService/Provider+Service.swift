@@ -63,7 +63,9 @@ extension Provider {
             if let failure { throw failure }
         case "ReadAlias":
             let name = try args.string()
-            out.objectPath(aliases[name].flatMap { collections[$0] }.map(\.path) ?? ObjectPath.none)
+            // A keychain not made yet has no collection: "/" lets the client create it (CreateCollection with the alias).
+            let collection = aliases[name].flatMap { collections[$0] }.flatMap { access($0.keychainPath, F_OK) == 0 ? $0 : nil }
+            out.objectPath(collection?.path ?? ObjectPath.none)
         case "SetAlias":
             let name = try args.string()
             let path = try args.objectPath()

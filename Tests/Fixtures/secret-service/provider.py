@@ -364,6 +364,20 @@ def create_collection(bus):
     provider.stop()
 
 
+def missing_keychain(bus):
+    """No keychain yet: libsecret creates the default collection, the prompt asks its password twice."""
+    for path in [os.path.join(os.environ["XDG_DATA_HOME"], "locket", name) for name in os.listdir(os.path.join(os.environ["XDG_DATA_HOME"], "locket"))]:
+        os.unlink(path)
+    provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass("first password")})
+    connection = connect(bus)
+    check(call(connection, SERVICE, "ReadAlias", "s", ("default",)) == ("/",), "ReadAlias of a keychain not made yet")
+    connection.close()
+    run(["secret-tool", "store", "--label", "first", "service", "first", "username", "me"], bus, input=b"first-secret")
+    check(locket("find", "-s", "first", "-w", "-n").stdout == b"first-secret", "the new login keychain")
+    check(locket("unlock", "--password-stdin", input=b"first password\n").returncode == 0, "its password")
+    provider.stop()
+
+
 # MARK: - Robustness
 
 def concurrent_clients(bus):

@@ -35,6 +35,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
 
     /// CreateCollection: a new keychain, its password asked twice at the prompt.
     func testCreateCollection() throws { try runCase("provider.py", "create_collection") }
+
+    /// No keychain yet: secret-tool's store creates the default one through the prompt.
+    func testMissingKeychainIsCreatedThroughThePrompt() throws { try runCase("provider.py", "missing_keychain", needs: ["secret-tool"]) }
 }
 
 /// Robustness of the provider (SPEC §18): the reliability suite's rules
