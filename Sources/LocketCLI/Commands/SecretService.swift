@@ -34,7 +34,7 @@ extension Commands {
             let path = try environment.keychainPath(spec)
             if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
                 // Free-form attributes live in a file's blind rows only (docs/ARCHITECTURE.md).
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files; \(Printable.clip(path)) is a remote keychain")
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain")
             }
             var name = String(path.split(separator: "/").last ?? "login")
             if name.hasSuffix(".keychain") { name.removeLast(".keychain".count) }
