@@ -6,12 +6,25 @@ extension Keychain {
     /// for byte; a locked (or otherwise unavailable) one is matched by its
     /// blind indexes alone, as `delete` matches, and comes without
     /// attributes. Nothing matched: an empty array, not errSecItemNotFound.
-    public func matching(_ query: Query) throws -> [Item] {
+    ///
+    /// With `opening` false, a query of no attribute (every item the caller
+    /// may see) opens nothing: the items come with their reference, class,
+    /// group and availability only (a listing of 10,000 items then holds no
+    /// 10,000 attribute sets at once).
+    public func matching(_ query: Query, opening: Bool = true) throws -> [Item] {
         try transaction(write: false) {
             try refreshFormat()
             let cursor = try itemStore.select(try storeFilter(query), data: false)
             var found: [Item] = []
+            let bare = !opening && query.attributes.isEmpty && query.freeForm.isEmpty
             while let row = try cursor.next() {
+                if bare {
+                    let pclass = ProtectionClass(rawValue: row.protectionClassCode)
+                    found.append(Item(itemClass: query.itemClass, attributes: [:], accessGroup: row.accessGroup, accessible: pclass ?? .whenUnlocked,
+                                      persistentRef: row.ref, creationDate: 0, modificationDate: 0, data: nil,
+                                      availability: pclass.map { availability(of: $0, group: row.accessGroup, id: row.id) } ?? .damaged))
+                    continue
+                }
                 guard let item = try open(row, itemClass: query.itemClass, data: false, strict: false) else { continue }
                 if item.availability == .available {
                     guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }), query.matchesFreeForm(item) else { continue }

@@ -30,10 +30,11 @@ extension Provider {
 
     /// Items of the collection that `query` matches (generic passwords the
     /// caller may see), locked ones included with their availability.
-    func items(_ collection: Collection, _ query: Query, _ client: ClientIdentity) throws -> [Item] {
+    /// With `opening` false, a listing (a query of no attribute) opens no item: references and availability only.
+    func items(_ collection: Collection, _ query: Query, _ client: ClientIdentity, opening: Bool = true) throws -> [Item] {
         let keychain = try open(collection, client)
         defer { keychain.releaseFile() }
-        return try keychain.matching(query)
+        return try keychain.matching(query, opening: opening)
     }
 
     /// The item `ref` of the collection, without its secret; NoSuchObject when it is not there (or not the caller's).
