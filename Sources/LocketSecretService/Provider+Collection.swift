@@ -15,6 +15,7 @@ extension Provider {
                 // The label is this run's name for the keychain; the file keeps its own name.
                 collection.label = try value.string()
                 self.emit(ObjectPath.service, Provider.serviceInterface, "CollectionChanged") { $0.objectPath(collection.path) }
+                self.propertiesChanged(collection.path, Provider.collectionInterface, ["Label"])
             })
         }
         guard call.interface.isEmpty || call.interface == Provider.collectionInterface else {

@@ -15,6 +15,7 @@ extension Provider {
             }, set: { name, value in
                 try self.setItemProperty(name, &value, collection, ref: ref, call)
                 self.emit(collection.path, Provider.collectionInterface, "ItemChanged") { $0.objectPath(path) }
+                self.propertiesChanged(path, Provider.itemInterface, name == "Type" ? ["Type", "Attributes"] : name == "Attributes" ? ["Attributes", "Type"] : [name])
             })
         }
         guard call.interface.isEmpty || call.interface == Provider.itemInterface else {

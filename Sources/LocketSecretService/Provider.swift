@@ -195,6 +195,16 @@ public final class Provider {
         dbus_message_unref(message)
     }
 
+    /// org.freedesktop.DBus.Properties.PropertiesChanged, naming the changed
+    /// properties as invalidated (a client reads them again when it wants them).
+    func propertiesChanged(_ path: String, _ interface: String, _ names: [String]) {
+        emit(path, Provider.propertiesInterface, "PropertiesChanged") { out in
+            out.string(interface)
+            out.container(DBusType.array, "{sv}") { _ in }
+            out.container(DBusType.array, "s") { array in for name in names { array.string(name) } }
+        }
+    }
+
     /// Sends the signals held while a call was answered.
     func releaseHeld() {
         let messages = held ?? []
