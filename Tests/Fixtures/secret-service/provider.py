@@ -78,12 +78,10 @@ def dh_padding(bus):
     first byte is zero: both sides must left-pad to 128 bytes."""
     provider = Provider(bus)
     connection = connect(bus)
-    # A private key whose public key has a zero first byte: sent in 127 bytes or fewer.
-    while True:
-        x = secrets.randbelow(P - 3) + 2
-        y = pow(2, x, P)
-        if y.bit_length() <= 1016:
-            break
+    # A private key under 1016 bits: its public key 2^x is shorter than 128
+    # bytes (and each try's shared secret is cheap to compute here).
+    x = 900 + secrets.randbelow(100)
+    y = pow(2, x, P)
     short = y.to_bytes((y.bit_length() + 7) // 8, "big")
     check(len(short) < 128, "the key is not short")
     tries = 0
