@@ -15,6 +15,25 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     /// No askpass and no terminal: the prompt completes dismissed at once; Dismiss(); secret-tool fails rather than hangs.
     func testPromptWithoutAskpassIsDismissed() throws { try runCase("provider.py", "prompt_without_askpass", needs: ["secret-tool"]) }
 
+    /// No askpass: the prompt asks at the provider's terminal, echo off, and the unlock is the shell's too.
+    func testPromptAtTheProvidersTerminal() throws {
+        for tool in ["/usr/bin/python3", "dbus-daemon"] where !Self.installed(tool) { throw XCTSkip("\(tool) is not installed (make test-deps)") }
+        guard Spawn.run("/usr/bin/python3", ["-c", "import jeepney"], environment: sandbox.environment, input: .devNull, timeout: 30).status == 0 else {
+            throw XCTSkip("python3-jeepney (with python3-secretstorage) is not installed (make test-deps)")
+        }
+        initKeychain()
+        add("-s", "term", "-a", "x")
+        ok("lock")
+        let result = TerminalDriver.run(binary, ["secret-service", "--", "/usr/bin/python3", Self.fixtures + "/terminal_client.py"],
+                                        answers: [Self.password], environment: sandbox.environment.merging(["LOCKET_ASKPASS": "", "SSH_ASKPASS": ""]) { $1 },
+                                        timeout: 30)
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertTrue(result.out.contains("asks to unlock the keychain \(sandbox.loginKeychain). Password:"), result.out)
+        XCTAssertTrue(result.out.contains("COMPLETED dismissed=False result=['/org/freedesktop/secrets/collection/login']"), result.out)
+        XCTAssertFalse(result.out.contains(Self.password), "the password was echoed: \(result.out)")
+        XCTAssertEqual(secret("-s", "term"), Array("s3cret".utf8), "the shell did not see the unlock")
+    }
+
     /// A client that disconnects mid-prompt: its askpass is stopped, the provider keeps answering.
     func testClientGoneMidPrompt() throws { try runCase("provider.py", "client_gone_mid_prompt") }
 
