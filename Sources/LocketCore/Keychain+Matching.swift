@@ -16,7 +16,7 @@ extension Keychain {
             try refreshFormat()
             let cursor = try itemStore.select(try storeFilter(query), data: false)
             var found: [Item] = []
-            let bare = !opening && query.attributes.isEmpty && query.freeForm.isEmpty
+            let bare = !opening && query.attributes.isEmpty && !query.hasFreeForm
             while let row = try cursor.next() {
                 if bare {
                     let pclass = ProtectionClass(rawValue: row.protectionClassCode)

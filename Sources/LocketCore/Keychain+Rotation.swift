@@ -80,7 +80,7 @@ extension Keychain {
                 let keys = try groupKeys[cacheKey] ?? (Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
                                                    Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup))
                 groupKeys[cacheKey] = keys
-                let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?, freeForm: FreeForm)
+                let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?)
                 do {
                     attributes = try stored.withAttributes {
                         try SecretBox.open($0, key: Sealing.fieldKey(keys.old, row, .attributes), what: "attributes")
@@ -100,7 +100,7 @@ extension Keychain {
                 }
                 reader.finish()
                 try updater.update(id: id, group: row.accessGroup,
-                                   digests: Sealing.digests(newIndex, itemClass, record.attributes, record.freeForm, ref: row.ref),
+                                   digests: Sealing.digests(newIndex, itemClass, record.attributes, try ItemRecord.freeForm(attributes), ref: row.ref),
                                    attributes: SecretBox.seal(attributes, key: Sealing.fieldKey(keys.new, row, .attributes)),
                                    data: sealedData)
             }

@@ -71,13 +71,18 @@ extension ItemStore {
                 // items), and an account (often shared) after any other value.
                 terms.sort { rank($0) < rank($1) }
                 // A free-form pair is a value: after the other values, before an account or an empty value.
+                // (No key path nor new array type here: each is run-time metadata on `find`'s path.)
                 let values = terms.firstIndex { rank($0) > 0 } ?? terms.count
-                let ordered = terms[..<values].map(\.digest) + free + terms[values...].map(\.digest)
-                for (i, termDigest) in ordered.enumerated() {
+                var i = 0
+                func probe(_ termDigest: Int64) {
                     let digest = parameter(.int(termDigest))
                     conditions.append(i == 0 ? "id IN (SELECT item FROM \(dialect.blind) WHERE digest = \(digest))"
                                              : "EXISTS (SELECT 1 FROM \(dialect.blind) WHERE digest = \(digest) AND item = items.id)")
+                    i += 1
                 }
+                for term in terms[..<values] { probe(term.digest) }
+                for digest in free { probe(digest) }
+                for term in terms[values...] { probe(term.digest) }
             }
             return (conditions.isEmpty ? dialect.always : conditions.joined(with: " AND "), bindings)
         }
