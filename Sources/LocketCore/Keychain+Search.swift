@@ -74,7 +74,7 @@ extension Keychain {
                                   isEmpty: value.isEmpty)
         }
         let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
-        if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) && meta[.uniqueByReference] == nil {
+        if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) && meta.integer(.uniqueByReference) == nil {
             filter.primaryKey = Sealing.primaryKeyDigest(indexKey, query.itemClass, given)
         }
         return filter

@@ -80,9 +80,9 @@ extension ItemStore {
                                              : "EXISTS (SELECT 1 FROM \(dialect.blind) WHERE digest = \(digest) AND item = items.id)")
                     i += 1
                 }
-                for term in terms[..<values] { probe(term.digest) }
+                for k in 0..<values { probe(terms[k].digest) }
                 for digest in free { probe(digest) }
-                for term in terms[values...] { probe(term.digest) }
+                for k in values..<terms.count { probe(terms[k].digest) }
             }
             return (conditions.isEmpty ? dialect.always : conditions.joined(with: " AND "), bindings)
         }
