@@ -84,7 +84,7 @@ _, t_open = each(lambda: new_method_call(service, 'OpenSession', 'sv', ('dh-ietf
 found, t_search = each(lambda: new_method_call(service, 'SearchItems', 'a{ss}', ({'service': 'svc-7', 'username': 'user'},)))
 item = found.body[0][0]
 opened = c.send_and_get_reply(new_method_call(service, 'OpenSession', 'sv', ('dh-ietf1024-sha256-aes128-cbc-pkcs7', ('ay', key)))).body[1]
-_, t_get = each(lambda: new_method_call(service, 'GetSecrets', 'ao', ([item], opened)))
+_, t_get = each(lambda: new_method_call(service, 'GetSecrets', 'aoo', ([item], opened)))
 _, t_all = each(lambda: new_method_call(props, 'GetAll', 's', ('org.freedesktop.Secret.Service',)))
 print('%.3f %.3f %.3f %.3f' % (t_open, t_search, t_get, t_all))
 """
@@ -165,11 +165,16 @@ def main():
     paired("`secret-tool lookup`", sides, lookup)
     paired("`secret-tool store`", sides, store)
     # Where a lookup's time goes: each call secret-tool makes, timed alone from one connection.
-    calls = {side: subprocess.run(["/usr/bin/python3", "-c", CALLS], env=env, check=True, capture_output=True, text=True).stdout.split()
-             for side, env in sides.items()}
-    for k, name in enumerate(["OpenSession (dh)", "SearchItems", "GetSecrets", "Properties.GetAll (service)"]):
-        print("| one %s call, from a connection already open | %s ms | %s ms | %.2fx |" % (
-            name, calls["locket"][k], calls["gnome-keyring"][k], float(calls["locket"][k]) / float(calls["gnome-keyring"][k])))
+    calls = {}
+    for side, env in sides.items():
+        probe = subprocess.run(["/usr/bin/python3", "-c", CALLS], env=env, capture_output=True, text=True)
+        calls[side] = probe.stdout.split()
+        if probe.returncode != 0 or len(calls[side]) != 4:
+            print("(the per-call probe failed on %s: %s)" % (side, probe.stderr.strip().splitlines()[-1:] or "?"))
+    if all(len(v) == 4 for v in calls.values()):
+        for k, name in enumerate(["OpenSession (dh)", "SearchItems", "GetSecrets", "Properties.GetAll (service)"]):
+            print("| one %s call, from a connection already open | %s ms | %s ms | %.2fx |" % (
+                name, calls["locket"][k], calls["gnome-keyring"][k], float(calls["locket"][k]) / float(calls["gnome-keyring"][k])))
     rates = {side: float(subprocess.run(["/usr/bin/python3", "-c", LOOP], env=env, check=True, capture_output=True).stdout)
              for side, env in sides.items()}
     print("| secretstorage, 1,000 GetSecret in one process | %.0f /s | %.0f /s | %.2fx the rate |" % (

@@ -12,15 +12,21 @@ extension Keychain {
     /// group and availability only (a listing of 10,000 items then holds no
     /// 10,000 attribute sets at once).
     public func matching(_ query: Query, opening: Bool = true) throws -> [Item] {
+        var found: [Item] = []
+        try forEachMatch(query, opening: opening) { found.append($0) }
+        return found
+    }
+
+    /// `matching`, one item at a time: memory stays flat however many match.
+    public func forEachMatch(_ query: Query, opening: Bool = true, _ body: (Item) throws -> Void) throws {
         try transaction(write: false) {
             try refreshFormat()
             let cursor = try itemStore.select(try storeFilter(query), data: false)
-            var found: [Item] = []
             let bare = !opening && query.attributes.isEmpty && !query.hasFreeForm
             while let row = try cursor.next() {
                 if bare {
                     let pclass = ProtectionClass(rawValue: row.protectionClassCode)
-                    found.append(Item(itemClass: query.itemClass, attributes: [:], accessGroup: row.accessGroup, accessible: pclass ?? .whenUnlocked,
+                    try body(Item(itemClass: query.itemClass, attributes: [:], accessGroup: row.accessGroup, accessible: pclass ?? .whenUnlocked,
                                       persistentRef: row.ref, creationDate: 0, modificationDate: 0, data: nil,
                                       availability: pclass.map { availability(of: $0, group: row.accessGroup, id: row.id) } ?? .damaged))
                     continue
@@ -29,9 +35,8 @@ extension Keychain {
                 if item.availability == .available {
                     guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }), query.matchesFreeForm(item) else { continue }
                 }
-                found.append(item)
+                try body(item)
             }
-            return found
         }
     }
 }

@@ -25,7 +25,11 @@ extension Provider {
         switch call.member {
         case "SearchItems":
             let query = try FreeFormMapping.query(try args.stringDictionary(limit: FreeForm.maximumCount))
-            out.objectPaths(try items(collection, query, call.client).map { ObjectPath.item(collection.path, ref: $0.persistentRef) })
+            let keychain = try open(collection, call.client)
+            defer { keychain.releaseFile() }
+            var paths: [String] = []
+            try keychain.forEachMatch(query) { paths.append(ObjectPath.item(collection.path, ref: $0.persistentRef)) }
+            out.objectPaths(paths)
         case "CreateItem":
             let properties = try args.variantDictionary()
             let secret = try readSecret(&args, call)

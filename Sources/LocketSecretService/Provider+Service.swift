@@ -25,7 +25,10 @@ extension Provider {
             let query = try FreeFormMapping.query(try args.stringDictionary(limit: FreeForm.maximumCount))
             var unlocked: [String] = [], locked: [String] = []
             for collection in existingCollections() {
-                for item in try items(collection, query, call.client) {
+                let keychain = try open(collection, call.client)
+                defer { keychain.releaseFile() }
+                // One item at a time: a search matching 10,000 items holds their paths, not their attributes.
+                try keychain.forEachMatch(query) { item in
                     let path = ObjectPath.item(collection.path, ref: item.persistentRef)
                     if item.availability == .available { unlocked.append(path) } else { locked.append(path) }
                 }
