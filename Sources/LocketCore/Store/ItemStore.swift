@@ -22,8 +22,7 @@ struct ItemStore {
         /// value included, in the class's order. An array, not a dictionary:
         /// hashing attributes into one was a visible part of an import.
         var index: [IndexDigest]
-        /// The blind index of each free-form (name, value) pair (SPEC §18): rows of format 2 only.
-        var free: [Int64] = []
+        var free: [Int64] = []  // the free-form pairs' blind indexes (SPEC §18): format 2 rows only
 
         /// One attribute's blind index.
         struct IndexDigest {
@@ -75,9 +74,8 @@ struct ItemStore {
                 try insert.bind(Int32(2 * k + 2), id)
             }
             for (k, digest) in digests.free.enumerated() {
-                let at = digests.index.count + k
-                try insert.bind(Int32(2 * at + 1), digest)
-                try insert.bind(Int32(2 * at + 2), id)
+                try insert.bind(Int32(2 * (digests.index.count + k) + 1), digest)
+                try insert.bind(Int32(2 * (digests.index.count + k) + 2), id)
             }
             // Two attributes' digests only coincide by a 64-bit collision: OR IGNORE covers it.
             _ = try insert.step()
