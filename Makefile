@@ -42,18 +42,23 @@ BIN = .build/release/locket
 # from the static executable, with the Swift runtime linked in statically.
 HELPER = .build/release/locket-postgres
 HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib
+# The Secret Service provider (SPEC §18): libdbus-1 is linked into it alone,
+# statically like the rest of `locket` (libdbus-1.a from libdbus-1-dev; the
+# two libsystemd functions it calls are answered by CLocketDBus), so `find`
+# pays nothing for D-Bus and the provider needs no library at run time.
+SECRET_SERVICE = .build/release/locket-secret-service
 
 .PHONY: all deps test-deps build test install uninstall bench fuzz clean
 
 all: build
 
 # Debian packages the build needs: pkg-config, the -dev packages whose
-# static archives (libsodium.a, libsqlite3.a, libcrypto.a) go into the static
-# executable, and libpq-dev for the PostgreSQL helper.
+# static archives (libsodium.a, libsqlite3.a, libcrypto.a, libdbus-1.a) go
+# into the static executables, and libpq-dev for the PostgreSQL helper.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev; do \
+	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev dbus-1:libdbus-1-dev; do \
 		pc=$${pair%%:*}; pkg=$${pair##*:}; \
 		lib=$$(pkg-config --variable=libdir $$pc 2>/dev/null); \
 		name=$$pc; [ $$pc = libsodium ] && name=sodium; [ $$pc = libcrypto ] && name=crypto; [ $$pc = libpq ] && name=pq; \
@@ -75,12 +80,21 @@ deps:
 # ECIES, sealed boxes, bcrypt_pbkdf), from Debian when neither python3 on PATH
 # nor Debian's has them; for the ssh-agent tests, ssh, ssh-add and a loopback
 # sshd (openssh-client, openssh-server); strace (the read path writes nothing,
-# SPEC §11); groff (the man page renders without a warning). Tests that need
-# one skip when it is missing.
+# SPEC §11); groff (the man page renders without a warning); for the Secret
+# Service (SPEC §18) the real clients on a private bus: dbus-daemon,
+# secret-tool (libsecret-tools), Debian's python3 secretstorage and keyring
+# (their /usr/bin/python3), docker-credential-secretservice
+# (golang-docker-credential-helpers), git's libsecret credential helper built
+# from the sources Debian's git ships (cc, libsecret-1-dev), and pip to fetch
+# secretstorage's own test suite. Tests that need one skip when it is missing.
 test-deps:
 	@missing=""; \
-	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base; do \
+	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
+	done; \
+	pkg-config --exists libsecret-1 2>/dev/null || missing="$$missing libsecret-1-dev"; \
+	for module in secretstorage:python3-secretstorage keyring:python3-keyring pip:python3-pip; do \
+		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
@@ -100,6 +114,8 @@ build: deps
 	@if [ link/startup.order -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
 	install -D -m 0755 .build/ordered/release/locket $(BIN)
+	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
+	install -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
 	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
 	install -m 0755 .build/helper/release/locket-postgres $(HELPER)
 
@@ -152,6 +168,7 @@ install: build
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
 	install -d $(DESTDIR)$(LIBEXECDIR)/locket
 	install -s -m 0755 -v $(HELPER) $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres
+	install -s -m 0755 -v $(SECRET_SERVICE) $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
 	ln -sfn locket $(DESTDIR)$(BINDIR)/git-credential-locket
 	ln -sfn locket $(DESTDIR)$(BINDIR)/docker-credential-locket
 	install -m 0644 -v man/locket.1 $(DESTDIR)$(MANDIR)/man1/locket.1
@@ -160,7 +177,7 @@ install: build
 	install -m 0644 -v completions/locket.fish $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 
 uninstall:
-	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres
+	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/locket 2>/dev/null
 	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(BINDIR)/docker-credential-locket \
 		$(DESTDIR)$(MANDIR)/man1/locket.1 \
@@ -170,6 +187,7 @@ bench: build
 	bench/run
 	bench/keyuse
 	bench/remote
+	bench/secret-service
 
 clean:
 	rm -rf .build

@@ -18,6 +18,9 @@ let package = Package(
         // The PostgreSQL helper (SPEC §17): libpq can't go into the static
         // `locket`, so remote keychains talk to it through a socket pair.
         .executable(name: "locket-postgres", targets: ["locket-postgres"]),
+        // The Secret Service provider (SPEC §18): libdbus-1 only ever in its
+        // own process, so `find` pays nothing for it.
+        .executable(name: "locket-secret-service", targets: ["locket-secret-service"]),
         // What each fuzz target does with one input, for fuzz/ and the tests.
         .library(name: "LocketFuzzTargets", targets: ["LocketFuzzTargets"]),
     ],
@@ -43,6 +46,13 @@ let package = Package(
         // The frames `locket` and `locket-postgres` exchange; Glibc only.
         .target(name: "LocketWire"),
         .executableTarget(name: "locket-postgres", dependencies: ["LocketWire", "CLibPQ"]),
+        // libdbus-1 (its static archive) for the Secret Service provider, and
+        // the two libsystemd functions that archive calls (CLocketDBus).
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .target(name: "CLocketDBus"),
+        .target(name: "LocketSecretService", dependencies: ["LocketCore", "LocketSupport", "CDBus", "CLocketDBus", "CCrypto", "CLocketSystem"],
+                swiftSettings: fastMetadata),
+        .executableTarget(name: "locket-secret-service", dependencies: ["LocketSecretService"], swiftSettings: fastMetadata),
         .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire"],
                 // The formats' documents live next to their code (the man page is made from them).
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),

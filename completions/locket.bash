@@ -16,7 +16,7 @@ _locket() {
         esac
     done
     case $cmd:$prev in
-        *:-k|*:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
+        *:-k|*:--keychain|secret-service:-k|secret-service:--keychain) COMPREPLY=($(compgen -W "$(_locket_keychains)" -- "$cur")); return ;;
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         *:--max-stale) return ;;
         init:--kdf|passwd:--kdf|export:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
@@ -36,6 +36,7 @@ _locket() {
         add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port) return ;;
         add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path) return ;;
         add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|export:-g|export:--access-group|import:-g|import:--access-group|otp:-g|otp:--access-group|key:-g|key:--access-group) return ;;
+        add:--attr|find:--attr|update:--attr|delete:--attr|otp:--attr) return ;;
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
         add:--accessible|import:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
@@ -65,6 +66,7 @@ _locket() {
         key:--algorithm) COMPREPLY=($(compgen -W "ecdsa-message-x962-sha256 ecdsa-message-x962-sha384 ecdsa-message-x962-sha512 ecdsa-digest-x962-sha256 ecdsa-digest-x962-sha384 ecdsa-digest-x962-sha512 rsa-signature-message-pss-sha256 rsa-signature-message-pss-sha384 rsa-signature-message-pss-sha512 rsa-signature-message-pkcs1v15-sha256 rsa-signature-message-pkcs1v15-sha384 rsa-signature-message-pkcs1v15-sha512 ed25519 rsa-encryption-oaep-sha1 rsa-encryption-oaep-sha256 rsa-encryption-oaep-sha384 rsa-encryption-oaep-sha512 ecies-cofactor-variable-iv-x963-sha256-aesgcm x25519-sealed-box" -- "$cur")); return ;;
         key:--signature) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         ssh-agent:-a|ssh-agent:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        secret-service:--app) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         keychain:--password-service) return ;;
         keychain:--name) return ;;
         keychain:--groups) return ;;
@@ -74,16 +76,16 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent secret-service keychain" -- "$cur"))
         fi
         return
     fi
     case $cmd in
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group -w --password --data-file --generate --charset --print --accessible -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --set -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr -w --password --data-file --generate --charset --print --accessible -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --attr --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --set -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -96,13 +98,14 @@ _locket() {
         export) COMPREPLY=($(compgen -W "--format -o --out -f --force --recipient --passphrase-stdin --kdf --class -l --label --tag --hash --ref -g --access-group --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         import) COMPREPLY=($(compgen -W "--from -U --update --passphrase-stdin --identity --format --non-extractable --accessible -g --access-group -l --label --tag --access-control --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         generate) COMPREPLY=($(compgen -W "--length --charset -n --no-newline -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --ref -n --no-newline --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale bash zsh fish" -- "$cur")) ;;
         key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent secret-service keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac
 }

@@ -37,10 +37,14 @@ extension CommandTable {
             OptionSpec("port", "P", .value("PORT"), "port (inet), 0-65535"),
             OptionSpec("path", "p", .value("PATH"), "path (inet)"),
             accessGroupShort ? keyAccessGroup : OptionSpec("access-group", nil, .value("GROUP"), "access group (no -g here: -g is --show-data)"),
+            freeFormAttribute,
             tag, hash,
         ]
     }
 
+    /// A free-form attribute (SPEC §18), as the Secret Service's clients give them.
+    static let freeFormAttribute = OptionSpec("attr", nil, .value("NAME=VALUE"), repeatable: true,
+                                              "a free-form attribute (genp), as Secret Service clients set them (xdg:schema, application, ...); service and username are -s and -a")
     static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
     static let passphraseStdin = OptionSpec("passphrase-stdin", nil, .flag, "read the backup's passphrase from the first line of standard input")
     static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),

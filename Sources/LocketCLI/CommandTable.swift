@@ -220,6 +220,7 @@ public enum CommandTable {
         ("ssh-agent", {
             SSHAgentCommand.spec(source: { context in try context.agentKeySource() })
         }),
+        ("secret-service", { Commands.secretServiceSpec }),
         ("keychain", {
             CommandSpec(name: "keychain",
                         usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | sync",

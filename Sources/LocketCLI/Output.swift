@@ -44,6 +44,7 @@ enum ItemPrinter {
             }
             out.byte(0x0a)
         }
+        if !item.freeForm.attributes.isEmpty { freeForm(item, into: &out) }
         var group = item.accessGroup
         field("access-group: ") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
         field("accessible: ") { $0.text(item.accessible.name) }
@@ -58,6 +59,18 @@ enum ItemPrinter {
             // mid-secret would leave a copy of its start in a freed block.
             out.reserve(data.count * 4 + 8)
             field("data: ") { out in data.withUnsafeBytes { escape($0, into: &out) } }
+        }
+    }
+
+    /// `attr.NAME: VALUE` lines, in name order (SPEC §18's free-form attributes).
+    private static func freeForm(_ item: Item, into out: inout ByteWriter) {
+        for (name, value) in item.freeForm.attributes.sorted(by: { $0.key < $1.key }) {
+            out.literal("attr.")
+            var name = name, value = value
+            name.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) }
+            out.literal(": ")
+            value.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) }
+            out.byte(0x0a)
         }
     }
 
@@ -121,6 +134,14 @@ enum ItemPrinter {
                     default: w.string(utf8: value)
                     }
                 }
+            }
+            if opened && !item.freeForm.attributes.isEmpty {
+                w.key("attributes")
+                w.beginObject()
+                for (name, value) in item.freeForm.attributes.sorted(by: { $0.key < $1.key }) {
+                    w.key(name); w.string(value)
+                }
+                w.endObject()
             }
             w.key("accessGroup"); w.string(item.accessGroup)
             w.key("accessible"); w.string(item.accessible.name)

@@ -12,11 +12,14 @@ extension Keychain {
             throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
         }
         try checkSize(data)
+        try checkFreeForm(new.freeForm)
         let (pclass, control, group) = try placement(accessible: new.accessible, accessControl: new.accessControl, accessGroup: new.accessGroup)
         let attributes = new.storedAttributes
         return try write {
             do {
-                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra, control: control)
+                if new.freeForm.uniqueByReference { try markUniqueByReference() }
+                return try insert(new.itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra, control: control,
+                                  freeForm: new.freeForm)
             } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
                 var query = Query(itemClass: new.itemClass)
                 for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
@@ -32,7 +35,8 @@ extension Keychain {
                 }
                 var changes = new.attributes.filter { $0.key.isSealed }
                 changes[.label] = changes[.label] ?? attributes[.label]
-                let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra)
+                let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra,
+                                         freeForm: new.freeForm.isEmpty ? nil : new.freeForm)
                 return updated[0]
             }
         }
@@ -89,22 +93,24 @@ extension Keychain {
     func insert(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
                 pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
                 ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
-                using inserter: (any ItemInserting)? = nil, control: AccessControl? = nil) throws -> Item {
+                using inserter: (any ItemInserting)? = nil, control: AccessControl? = nil, freeForm: FreeForm = FreeForm()) throws -> Item {
         let row = try seal(itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra,
-                           ref: ref, created: created, modified: modified, control: control)
+                           ref: ref, created: created, modified: modified, control: control, freeForm: freeForm)
         try (inserter ?? itemStore.makeInserter()).insert(
             ref: row.ref, itemClass: itemClass, accessible: pclass, group: group,
             digests: row.digests, attributes: row.attributes, data: row.data)
-        return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
-                    persistentRef: row.ref, creationDate: row.created, modificationDate: row.modified, data: nil,
-                    availability: .available, accessControl: control)
+        var item = Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
+                        persistentRef: row.ref, creationDate: row.created, modificationDate: row.modified, data: nil,
+                        availability: .available, accessControl: control)
+        item.freeForm = freeForm
+        return item
     }
 
     /// One item's row as the store writes it: its digests and sealed values, no secret.
     func seal(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], group: String,
               pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
               ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
-              control: AccessControl? = nil) throws -> SealedItemRow {
+              control: AccessControl? = nil, freeForm: FreeForm = FreeForm()) throws -> SealedItemRow {
         if remote != nil && pclass.thisDeviceOnly { throw Keychain.notShareable(pclass) }
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
@@ -117,10 +123,11 @@ extension Keychain {
         }
         let now = Clock.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)
-        var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded)
+        var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded, freeForm: freeForm)
         defer { wipe(&record) }
         return SealedItemRow(ref: ref, itemClass: itemClass, accessible: pclass, group: group,
-                             digests: Sealing.digests(try indexKey(), itemClass, attributes),
+                             digests: freeForm.isEmpty ? Sealing.digests(try indexKey(), itemClass, attributes)
+                                                       : Sealing.digests(try indexKey(), itemClass, attributes, freeForm, ref: ref),
                              attributes: SecretBox.seal(record, key: attrsKey),
                              data: SecretBox.seal(try DataRecord.encode(secret: data, extra: extra), key: dataKey),
                              created: created, modified: modified)

@@ -64,14 +64,17 @@ extension Keychain {
     /// the blind index of each attribute equality.
     func storeFilter(_ query: Query) throws -> ItemStore.Filter {
         var filter = try self.filter(query)
-        guard !query.attributes.isEmpty else { return filter }
+        guard !query.attributes.isEmpty || query.hasFreeForm else { return filter }
         let indexKey = try indexKey()
+        if query.hasFreeForm {
+            filter.free = query.freeFormNames.indices.map { Sealing.freeFormDigest(indexKey, query.itemClass, query.freeFormNames[$0], query.freeFormValues[$0]) }
+        }
         filter.digests = query.attributes.map { attribute, value in
             ItemStore.Filter.Term(attribute: attribute, digest: Sealing.indexDigest(indexKey, query.itemClass, attribute, value),
                                   isEmpty: value.isEmpty)
         }
         let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
-        if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) {
+        if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) && meta.integer(.uniqueByReference) == nil {
             filter.primaryKey = Sealing.primaryKeyDigest(indexKey, query.itemClass, given)
         }
         return filter
@@ -94,7 +97,7 @@ extension Keychain {
         while let row = try cursor.next() {
             guard let item = try open(row, itemClass: query.itemClass, data: data, strict: true) else { continue }
             // The digests matched; confirm byte for byte now that the values are open.
-            guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
+            guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }), !query.hasFreeForm || query.matchesFreeForm(item) else { continue }
             found.append(item)
             if wanted >= 0 && found.count >= wanted { break }
         }
@@ -129,6 +132,7 @@ extension Keychain {
             item.attributes = record.attributes
             item.creationDate = record.created
             item.modificationDate = record.modified
+            item.freeForm = try ItemRecord.freeForm(opened)
             let access = try record.access.map { try ItemAccess(encoded: $0, protection: pclass) }
             item.accessControl = access?.control
             item.access = access

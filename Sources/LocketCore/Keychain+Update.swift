@@ -8,8 +8,9 @@ extension Keychain {
     /// `accessGroup` value; `.accessGroup` in `changes` means the same.
     @discardableResult
     public func update(_ query: Query, changes: [Attribute: [UInt8]], accessGroup: String? = nil, data: SecureBytes? = nil,
-                       extra: SecureBytes? = nil) throws -> Int {
+                       extra: SecureBytes? = nil, freeForm: FreeForm? = nil) throws -> Int {
         if let data { try checkSize(data) }
+        if let freeForm { try checkFreeForm(freeForm) }
         if changes[.accessible] != nil {
             throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
         }
@@ -31,20 +32,22 @@ extension Keychain {
             throw KeychainError(.param, "the value of a \(query.itemClass.name) can't be replaced (delete it and import the new one)")
         }
         if let group { try authorize(group) }
-        return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra).count }
+        return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra, freeForm: freeForm).count }
     }
 
     /// The body of update, inside the caller's transaction.
-    /// A new `data` replaces the secret and its metadata (`extra`) together.
+    /// A new `data` replaces the secret and its metadata (`extra`) together;
+    /// a `freeForm` replaces the items' free-form attributes and content type
+    /// (an item's uniqueness stays what it was made with).
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
-                extra: SecureBytes?) throws -> [Item] {
+                extra: SecureBytes?, freeForm: FreeForm? = nil) throws -> [Item] {
         let cursor = try itemStore.select(try storeFilter(query), data: true)
         var matches: [(Int64, Item, sealedData: [UInt8]?)] = []
         while let row = try cursor.next() {
             // Re-sealing under a new group needs the old secret open as well.
             guard let item = try open(row, itemClass: query.itemClass, data: newGroup != nil || data == nil, strict: true,
                                       keepingAccessData: true),
-                  query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
+                  query.attributes.allSatisfy({ item[$0.0] == $0.1 }), query.matchesFreeForm(item) else { continue }
             // The secret of an item with access control is sealed under its own
             // key, not the group's: it is kept as it is unless replaced.
             matches.append((row.id, item, item.access != nil && data == nil ? row.withData { Array($0) } : nil))
@@ -56,6 +59,11 @@ extension Keychain {
         for (id, var item, sealedData) in matches {
             for (attribute, value) in changes { item[attribute] = value }
             if let newGroup { item.accessGroup = newGroup }
+            if let freeForm {
+                let unique = item.freeForm.uniqueByReference
+                item.freeForm = freeForm
+                item.freeForm.uniqueByReference = unique
+            }
             item.modificationDate = now
             let row = Sealing.RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
                                           ref: item.persistentRef)
@@ -71,10 +79,11 @@ extension Keychain {
                 }
                 sealed = SecretBox.seal(dataRecord, key: dataKey)
             }
-            var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now, access: access?.encoded)
+            var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now, access: access?.encoded,
+                                           freeForm: item.freeForm)
             defer { wipe(&record) }
             try updater.update(id: id, group: item.accessGroup,
-                               digests: Sealing.digests(try indexKey(), item.itemClass, item.attributes),
+                               digests: Sealing.digests(try indexKey(), item.itemClass, item.attributes, item.freeForm, ref: item.persistentRef),
                                attributes: SecretBox.seal(record, key: try fieldKey(row, .attributes)),
                                data: sealed!)
             item.data = nil

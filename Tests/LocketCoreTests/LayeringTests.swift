@@ -25,6 +25,12 @@ final class LayeringTests: XCTestCase {
         "CLibPQ": ["libc", "CLibPQ"],
         "LocketWire": ["Glibc"],
         "locket-postgres": ["LocketWire", "CLibPQ", "Glibc"],
+        // The Secret Service provider (SPEC §18): libdbus-1 only ever in its
+        // own executable; the D-Bus transfer's DH and AES from libcrypto.
+        "CDBus": ["libc", "CDBus"],
+        "CLocketDBus": ["libc"],
+        "LocketSecretService": ["LocketCore", "LocketSupport", "CDBus", "CLocketDBus", "CCrypto", "CLocketSystem", "Glibc"],
+        "locket-secret-service": ["LocketSecretService", "Glibc"],
     ]
 
     func testEveryModuleImportsOnlyWhatItsLayerAllows() throws {
@@ -134,6 +140,7 @@ final class LayeringTests: XCTestCase {
         if header == "sodium.h" || header.hasPrefix("sodium/") { return "CSodium" }
         if header.hasPrefix("openssl/") { return "CCrypto" }
         if header == "libpq-fe.h" || header == "libpq-events.h" { return "CLibPQ" }
+        if header.hasPrefix("dbus/") { return "CDBus" }
         return nil
     }
 }

@@ -62,11 +62,32 @@ enum AttributeOptions {
         }
     }
 
+    /// Each `--attr NAME=VALUE` (SPEC §18), split by FreeFormMapping: `service`
+    /// and `username` are the service and account, the rest free-form.
+    static func freeForm(_ invocation: Invocation, _ itemClass: ItemClass,
+                         _ body: (_ mapped: Attribute?, _ name: String, _ value: String) throws -> Void) throws {
+        let given = invocation.all("attr")
+        guard !given.isEmpty else { return }
+        guard itemClass == .genericPassword else {
+            throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no free-form attributes (--attr is for generic passwords)")
+        }
+        for text in given {
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw UsageError(message: "--attr takes NAME=VALUE, not '\(Printable.clip(text))'", command: invocation.command.name)
+            }
+            let name = String(text[..<equals])
+            try body(FreeFormMapping.attribute(named: name), name, String(text[text.index(after: equals)...]))
+        }
+    }
+
     /// A query from the attribute options, `--ref` included.
     static func query(_ invocation: Invocation) throws -> Query {
         let itemClass = try itemClass(invocation)
         var query = Query(itemClass: itemClass)
         try given(invocation, itemClass) { try query.match($0, $1) }
+        try freeForm(invocation, itemClass) { mapped, name, value in
+            if let mapped { try query.match(mapped, try AttributeValue.parse(mapped, Array(value.utf8))) } else { query.match(freeForm: name, value) }
+        }
         if let ref = invocation.value("ref") {
             guard let bytes = PersistentRef.decode(ref) else {
                 throw KeychainError(.param, "'\(Printable.clip(ref, max: 40))' is not a persistent reference (32 hexadecimal digits)")

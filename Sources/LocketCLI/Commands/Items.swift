@@ -14,6 +14,10 @@ enum Commands {
                 try item.set(attribute, value)
             }
         }
+        try AttributeOptions.freeForm(invocation, itemClass) { mapped, name, value in
+            if let mapped { try item.set(mapped, try AttributeValue.parse(mapped, Array(value.utf8))) } else { item.freeForm.attributes[name] = value }
+        }
+        try item.freeForm.validate()
         if let accessible = invocation.value("accessible") { item.accessible = try ProtectionClass(parsing: accessible) }
         if let control = invocation.value("access-control") {
             item.accessControl = try AccessControl(parsing: control)

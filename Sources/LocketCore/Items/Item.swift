@@ -34,6 +34,8 @@ public struct Item: Sendable {
     public var accessControl: AccessControl? = nil
     /// Its stored record (the sealed item secret), for re-sealing.
     var access: ItemAccess? = nil
+    /// Free-form attributes, content type and uniqueness (SPEC §18).
+    public var freeForm = FreeForm()
 
     public subscript(_ attribute: Attribute) -> [UInt8] {
         get { attributes[attribute] ?? [] }
@@ -50,6 +52,8 @@ public struct NewItem: Sendable {
     public var accessible: ProtectionClass?
     /// Access control instead of `accessible` (both: errSecParam).
     public var accessControl: AccessControl?
+    /// Free-form attributes, content type and uniqueness (SPEC §18).
+    public var freeForm = FreeForm()
 
     public init(itemClass: ItemClass) { self.itemClass = itemClass }
 

@@ -10,13 +10,19 @@ enum ItemRecord {
     /// The item's access control (ItemAccess), when it has one; records
     /// without it (every item before SPEC §14) have none.
     private static let accessTag: UInt8 = 0xf2
+    /// Free-form attributes, content type and uniqueness (FreeForm), when the
+    /// item has any (SPEC §18); a release before it reads such a record as
+    /// malformed (errSecDecode), never as something else.
+    private static let freeFormTag: UInt8 = 0xf3
 
-    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]? = nil) -> [UInt8] {
+    static func encode(_ attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]? = nil,
+                       freeForm: FreeForm? = nil) -> [UInt8] {
+        let free = freeForm.flatMap { $0.isEmpty ? nil : $0.encoded() }
         // In tag order, from the dictionary's few entries: probing it for
         // each of the ~46 attributes hashed every one of them, per item.
         var present: [(tag: UInt8, value: [UInt8])] = []
         present.reserveCapacity(attributes.count)
-        var size = 1 + 2 * 9 + (access.map { 5 + $0.count } ?? 0)
+        var size = 1 + 2 * 9 + (access.map { 5 + $0.count } ?? 0) + (free.map { 5 + $0.count } ?? 0)
         for (attribute, value) in attributes where attribute.isSealed && !value.isEmpty {
             present.append((attribute.rawValue, value))
             size += 5 + value.count
@@ -39,11 +45,19 @@ enum ItemRecord {
             BigEndian.append(UInt32(access.count), to: &out)
             out.append(contentsOf: access)
         }
+        if let free {
+            out.append(freeFormTag)
+            BigEndian.append(UInt32(free.count), to: &out)
+            out.append(contentsOf: free)
+        }
         return out
     }
 
     /// Decodes a record; anything unexpected is errSecDecode (the MAC already
     /// passed, so this only fires on a format bug or a future version).
+    /// (The free-form field is skipped here and read by `freeForm`: a fifth
+    /// element of a type of its own made this tuple's type metadata a run-time
+    /// instantiation on every lookup, about 2 % of a `find`.)
     static func decode(_ record: SecureBytes) throws -> (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?) {
         try record.withUnsafeBytes { r in
             var bad: KeychainError { KeychainError(.decode, "an item's attribute record is malformed") }
@@ -61,9 +75,9 @@ enum ItemRecord {
                     i += 8
                     continue
                 }
-                if tag == accessTag {
+                if tag == accessTag || tag == freeFormTag {
                     guard let n = BigEndian.read(UInt32.self, r, at: i).map(Int.init), n <= r.count - i - 4 else { throw bad }
-                    access = Array(r[i + 4..<i + 4 + n])
+                    if tag == accessTag { access = Array(r[i + 4..<i + 4 + n]) }
                     i += 4 + n
                     continue
                 }
@@ -77,5 +91,24 @@ enum ItemRecord {
             guard let created, let modified else { throw bad }
             return (attributes, created, modified, access)
         }
+    }
+
+    /// The free-form field of a record (SPEC §18), empty when it has none;
+    /// a walk over the tags, decoded only where the field is.
+    static func freeForm(_ record: SecureBytes) throws -> FreeForm {
+        let field: [UInt8]? = try record.withUnsafeBytes { r in
+            var i = 1
+            while i < r.count {
+                let tag = r[i]; i += 1
+                if tag == creationTag || tag == modificationTag { i += 8; continue }
+                guard let n = BigEndian.read(UInt32.self, r, at: i).map(Int.init), n <= r.count - i - 4 else {
+                    throw KeychainError(.decode, "an item's attribute record is malformed")
+                }
+                if tag == freeFormTag { return Array(r[i + 4..<i + 4 + n]) }
+                i += 4 + n
+            }
+            return nil
+        }
+        return try field.map { try FreeForm(encoded: $0) } ?? FreeForm()
     }
 }

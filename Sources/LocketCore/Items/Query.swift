@@ -5,11 +5,38 @@ public struct Query: Sendable {
     public private(set) var attributes: [(Attribute, [UInt8])] = []
     public var accessGroup: String?
     public var persistentRef: [UInt8]?
+    /// Free-form attributes to match exactly (SPEC §18): an item matches
+    /// when it has each name with that value. Two arrays of String, not one
+    /// of a tuple: that array type's metadata cost every `find` at run time.
+    private(set) var freeFormNames: [String] = []
+    private(set) var freeFormValues: [String] = []
+
+    /// The free-form equalities, in the order given.
+    public var freeForm: [(name: String, value: String)] { Array(zip(freeFormNames, freeFormValues)) }
 
     public init(itemClass: ItemClass) { self.itemClass = itemClass }
 
     /// Whether the query names nothing at all (an unqualified delete must be explicit).
-    public var isEmpty: Bool { attributes.isEmpty && accessGroup == nil && persistentRef == nil }
+    public var isEmpty: Bool { attributes.isEmpty && accessGroup == nil && persistentRef == nil && freeFormNames.isEmpty }
+
+    /// Whether the query has free-form equalities.
+    var hasFreeForm: Bool { !freeFormNames.isEmpty }
+
+    /// Adds a free-form attribute equality.
+    public mutating func match(freeForm name: String, _ value: String) {
+        if let k = freeFormNames.firstIndex(of: name) {
+            freeFormNames.remove(at: k)
+            freeFormValues.remove(at: k)
+        }
+        freeFormNames.append(name)
+        freeFormValues.append(value)
+    }
+
+    /// Whether `item`'s free-form attributes hold every pair of the query.
+    func matchesFreeForm(_ item: Item) -> Bool {
+        for k in freeFormNames.indices where item.freeForm.attributes[freeFormNames[k]] != freeFormValues[k] { return false }
+        return true
+    }
 
     /// Adds an equality, refusing attributes the class does not have.
     public mutating func match(_ attribute: Attribute, _ value: [UInt8]) throws {

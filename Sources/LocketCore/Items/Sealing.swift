@@ -42,6 +42,32 @@ enum Sealing {
         return KeyDerivation.digest(indexKey, context)
     }
 
+    /// The blind index of one free-form attribute (SPEC §18): under its own
+    /// label, so that no (name, value) pair shares a digest with an Apple attribute.
+    static func freeFormDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ name: String, _ value: String) -> Int64 {
+        var context = KeyDerivation.Context("locket.free.v1")
+        context.append(itemClass.rawValue)
+        context.append(name)
+        context.append(value)
+        return Int64(bitPattern: KeyDerivation.digest64(indexKey, context))
+    }
+
+    /// The primary-key digest of an item unique by its reference alone
+    /// (FreeForm.uniqueByReference): never equal to another item's.
+    static func referenceKeyDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ ref: [UInt8]) -> [UInt8] {
+        KeyDerivation.digest(indexKey, KeyDerivation.Context("locket.pk.ref.v1").with(itemClass.rawValue).with(ref))
+    }
+
+    /// Every digest the store keeps for an item with `attributes` (and
+    /// `freeForm`; `ref` is needed only when it makes the item unique by reference).
+    static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]],
+                        _ freeForm: FreeForm, ref: [UInt8]) -> ItemStore.Digests {
+        var digests = digests(indexKey, itemClass, attributes)
+        if freeForm.uniqueByReference { digests.primaryKey = referenceKeyDigest(indexKey, itemClass, ref) }
+        digests.free = freeForm.attributes.map { freeFormDigest(indexKey, itemClass, $0.key, $0.value) }
+        return digests
+    }
+
     /// Every digest the store keeps for an item with `attributes`.
     static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> ItemStore.Digests {
         // One context for the class's digests, cut back after each.

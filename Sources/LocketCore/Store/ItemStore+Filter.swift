@@ -17,6 +17,8 @@ extension ItemStore {
         var digests: [Term] = []
         /// The primary-key digest, when the query gives every primary-key attribute.
         var primaryKey: [UInt8]?
+        /// Free-form attribute equalities by digest (SPEC §18; format 2 only).
+        var free: [Int64] = []
 
         /// One attribute equality.
         struct Term {
@@ -46,6 +48,8 @@ extension ItemStore {
             if let ref { conditions.append("ref = " + parameter(.blob(ref))) }
             if let protectionClass { conditions.append("pdmn = " + parameter(.text(protectionClass.rawValue))) }
             if format == 1 {
+                // Format 1 has no free-form rows: no item of it has such an attribute.
+                if !free.isEmpty { conditions.append(dialect.never) }
                 for term in digests {
                     let column = Schema.indexColumn(term.attribute)
                     conditions.append(term.isEmpty ? "\(column) IS NULL" : "\(column) = " + parameter(.int(term.digest)))
@@ -66,11 +70,19 @@ extension ItemStore {
                 // selective drives: a value before an empty one (shared by most
                 // items), and an account (often shared) after any other value.
                 terms.sort { rank($0) < rank($1) }
-                for (i, term) in terms.enumerated() {
-                    let digest = parameter(.int(term.digest))
+                // A free-form pair is a value: after the other values, before an account or an empty value.
+                // (No key path nor new array type here: each is run-time metadata on `find`'s path.)
+                let values = terms.firstIndex { rank($0) > 0 } ?? terms.count
+                var i = 0
+                func probe(_ termDigest: Int64) {
+                    let digest = parameter(.int(termDigest))
                     conditions.append(i == 0 ? "id IN (SELECT item FROM \(dialect.blind) WHERE digest = \(digest))"
                                              : "EXISTS (SELECT 1 FROM \(dialect.blind) WHERE digest = \(digest) AND item = items.id)")
+                    i += 1
                 }
+                for k in 0..<values { probe(terms[k].digest) }
+                for digest in free { probe(digest) }
+                for k in values..<terms.count { probe(terms[k].digest) }
             }
             return (conditions.isEmpty ? dialect.always : conditions.joined(with: " AND "), bindings)
         }

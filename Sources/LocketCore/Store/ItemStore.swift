@@ -22,6 +22,7 @@ struct ItemStore {
         /// value included, in the class's order. An array, not a dictionary:
         /// hashing attributes into one was a visible part of an import.
         var index: [IndexDigest]
+        var free: [Int64] = []  // the free-form pairs' blind indexes (SPEC §18): format 2 rows only
 
         /// One attribute's blind index.
         struct IndexDigest {
@@ -64,13 +65,17 @@ struct ItemStore {
                 try clear!.bind(1, id)
                 _ = try clear!.step()
             }
-            let n = digests.index.count
+            let n = digests.index.count + digests.free.count
             guard n > 0 else { return }
             let insert = try statement(rows: n)
             insert.reset()
             for (k, entry) in digests.index.enumerated() {
                 try insert.bind(Int32(2 * k + 1), entry.digest)
                 try insert.bind(Int32(2 * k + 2), id)
+            }
+            for (k, digest) in digests.free.enumerated() {
+                try insert.bind(Int32(2 * (digests.index.count + k) + 1), digest)
+                try insert.bind(Int32(2 * (digests.index.count + k) + 2), id)
             }
             // Two attributes' digests only coincide by a 64-bit collision: OR IGNORE covers it.
             _ = try insert.step()

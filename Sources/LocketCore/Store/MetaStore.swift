@@ -30,6 +30,10 @@ enum MetaKey: String, CaseIterable {
     case currentSetPublicKey = "pcs_pub"
     /// Seconds one proof of presence serves the same terminal session (`settings --presence-reuse`).
     case presenceReuse = "presence_reuse"
+    /// Present once an item unique by reference was added (FreeForm): a query
+    /// giving the whole primary key may then match more than the one item
+    /// its digest names, so lookups go through the blind rows instead.
+    case uniqueByReference = "unique_by_ref"
 }
 
 extension Dictionary where Key == String, Value == [UInt8] {

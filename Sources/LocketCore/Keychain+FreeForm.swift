@@ -1,0 +1,22 @@
+/// Free-form attributes (SPEC §18): the checks and the header flag that the
+/// SecItem operations share.
+extension Keychain {
+    /// Refuses a free-form set that can't be stored: too large, or on a remote
+    /// keychain, whose store keeps only Apple's attributes' blind rows.
+    func checkFreeForm(_ freeForm: FreeForm) throws {
+        guard !freeForm.isEmpty else { return }
+        try freeForm.validate()
+        if remote != nil {
+            throw KeychainError(.notAvailable, "free-form attributes are not available in a remote keychain")
+        }
+    }
+
+    /// Inside `write`: records in the header that the keychain holds an item
+    /// unique by reference, so that no lookup takes the primary-key digest
+    /// for the only item it can match (`storeFilter`). Never cleared: a
+    /// lookup through the blind rows is as right, only a little slower.
+    func markUniqueByReference() throws {
+        guard meta[.uniqueByReference] == nil, try MetaStore.value(database, .uniqueByReference) == nil else { return }
+        try MetaStore.write(database, [(.uniqueByReference, [1])])
+    }
+}

@@ -1,0 +1,175 @@
+"""The real clients against `locket secret-service` (SPEC §18): secret-tool,
+python secretstorage (and its own test suite), python keyring,
+docker-credential-secretservice, git's libsecret credential helper, and a
+plain-session client. Run by SecretServiceClientsEndToEndTests, one case each:
+`python3 clients.py CASE`."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import (LOCKET, LOGIN, SCRATCH, Provider, assert_not_on_disk, call, check, connect, fail, get_property,
+                     locket, main, obj, run)
+
+BINARY = bytes(range(256)) + b"\x00\xff\xfe end"
+
+
+def secret_tool(bus):
+    provider = Provider(bus)
+    run(["secret-tool", "store", "--label", "Deploy token", "service", "github", "username", "deploy", "team", "platform"],
+        bus, input=b"ghp_bus_token")
+    check(run(["secret-tool", "lookup", "service", "github", "username", "deploy"], bus).stdout == b"ghp_bus_token",
+          "secret-tool lookup gave another secret")
+    # What the bus made is a locket item: find -s -a -w, the free-form attribute with --attr.
+    check(locket("find", "-s", "github", "-a", "deploy", "-w", "-n").stdout == b"ghp_bus_token", "locket find missed the bus's item")
+    item = json.loads(locket("find", "--attr", "team=platform", "--json").stdout)
+    check(item["label"] == "Deploy token" and item["attributes"] == {"team": "platform"}, "attributes as JSON: %r" % item)
+    # ... and the reverse: an item added by locket, found by secret-tool.
+    locket("add", "-s", "npm", "-a", "ci", "-w", input=b"npm_token\n")
+    check(run(["secret-tool", "lookup", "service", "npm", "username", "ci"], bus).stdout == b"npm_token", "secret-tool missed locket's item")
+    # Binary secrets, byte for byte, both ways.
+    run(["secret-tool", "store", "--label", "bin", "kind", "binary"], bus, input=BINARY)
+    check(run(["secret-tool", "lookup", "kind", "binary"], bus).stdout == BINARY, "a binary secret came back changed")
+    check(locket("find", "--attr", "kind=binary", "-w", "-n").stdout == BINARY, "locket read the binary secret changed")
+    # search --all lists every match, with its attributes.
+    run(["secret-tool", "store", "--label", "second", "service", "github", "username", "other"], bus, input=b"x")
+    searched = run(["secret-tool", "search", "--all", "service", "github"], bus)
+    out = (searched.stdout + searched.stderr).decode()  # secret-tool prints the attributes on stderr
+    check(out.count("attribute.service = github") == 2 and "attribute.team = platform" in out, "secret-tool search --all: " + out)
+    # store again: the same attributes replace the item (libsecret passes replace).
+    run(["secret-tool", "store", "--label", "Deploy token", "service", "github", "username", "deploy", "team", "platform"],
+        bus, input=b"ghp_rotated")
+    check(len(json.loads(locket("find", "-s", "github", "-a", "deploy", "--all", "--json").stdout)) == 1, "store made a second item")
+    check(locket("find", "-s", "github", "-a", "deploy", "-w", "-n").stdout == b"ghp_rotated", "store did not replace the secret")
+    # Sealed and blind-indexed: no attribute value, label or secret in the clear.
+    assert_not_on_disk("platform", "github", "deploy", "Deploy token", "ghp_rotated", "binary")
+    run(["secret-tool", "clear", "service", "github"], bus)
+    check(locket("find", "-s", "github", check_status=False).returncode == 44, "secret-tool clear left an item")
+    provider.stop()
+
+
+def secretstorage_client(bus):
+    provider = Provider(bus)
+    script = """
+import secretstorage, sys
+connection = secretstorage.dbus_init()
+collection = secretstorage.get_default_collection(connection)
+assert collection.collection_path in ('/org/freedesktop/secrets/aliases/default', '/org/freedesktop/secrets/collection/login'), collection.collection_path
+assert collection.get_label() == 'login'
+assert not collection.is_locked()
+item = collection.create_item('bin', {'application': 'app', 'xdg:schema': 'org.example.Bin'}, sys.stdin.buffer.read(), content_type='application/octet-stream')
+assert item.get_secret_content_type() == 'application/octet-stream'
+found = list(collection.search_items({'application': 'app'}))
+assert found == [item], found
+sys.stdout.buffer.write(found[0].get_secret())
+"""
+    out = run(["/usr/bin/python3", "-c", script], bus, input=BINARY).stdout
+    check(out == BINARY, "secretstorage's DH session changed a binary secret")
+    check(locket("find", "--attr", "xdg:schema=org.example.Bin", "-w", "-n").stdout == BINARY, "locket read it changed")
+    provider.stop()
+
+
+def secretstorage_suite(bus):
+    """secretstorage's own tests, from its source distribution (fetched with pip, cached)."""
+    cache = os.environ["SECRETSTORAGE_CACHE"]
+    os.makedirs(cache, exist_ok=True)
+    archives = [name for name in os.listdir(cache) if name.startswith("secretstorage-") and name.endswith(".tar.gz")]
+    if not archives:
+        result = subprocess.run(["/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                                 "--disable-pip-version-check", "-d", cache, "secretstorage"], capture_output=True, text=True, timeout=120)
+        archives = [name for name in os.listdir(cache) if name.startswith("secretstorage-") and name.endswith(".tar.gz")]
+        if not archives:
+            print("SKIP: pip could not fetch secretstorage's source distribution from PyPI: " + result.stderr.strip().splitlines()[-1:][0]
+                  if result.stderr.strip() else "SKIP: pip fetched nothing")
+            return
+    archive = sorted(archives)[-1]
+    with tarfile.open(os.path.join(cache, archive)) as tar:
+        for member in tar.getmembers():
+            check(not member.name.startswith("/") and ".." not in member.name.split("/"), "a path outside the archive: " + member.name)
+        tar.extractall(SCRATCH)
+    source = os.path.join(SCRATCH, archive[:-len(".tar.gz")])
+    provider = Provider(bus)
+    result = run(["/usr/bin/python3", os.path.join(source, "tests", "run_tests.py")], bus, expect=None)
+    print(result.stderr.decode(errors="replace"))
+    check(result.returncode == 0, "secretstorage's test suite failed")
+    check(b"\nOK" in result.stderr, "secretstorage's test suite ran nothing")
+    provider.stop()
+
+
+def python_keyring(bus):
+    provider = Provider(bus)
+    backend = run(["/usr/bin/python3", "-c", "import keyring; print(type(keyring.get_keyring()).__module__, [type(b).__module__ for b in getattr(keyring.get_keyring(), 'backends', [])])"], bus).stdout.decode()
+    check("SecretService" in backend or "libsecret" in backend, "keyring chose no Secret Service backend: " + backend)
+    run(["/usr/bin/python3", "-c", "import keyring.backends.SecretService as s; k = s.Keyring(); assert k.priority > 0"], bus)
+    run(["/usr/bin/python3", "-m", "keyring", "set", "pypi", "alice"], bus, input=b"pypi-token\n")
+    check(run(["/usr/bin/python3", "-m", "keyring", "get", "pypi", "alice"], bus).stdout == b"pypi-token\n", "keyring get")
+    # The SecretService backend itself, by name: the item is locket's.
+    run(["/usr/bin/python3", "-c", "import keyring.backends.SecretService as s; s.Keyring().set_password('svc', 'bob', 'via-secretservice')"], bus)
+    check(locket("find", "-s", "svc", "-a", "bob", "-w", "-n").stdout == b"via-secretservice", "locket missed keyring's item")
+    check(run(["/usr/bin/python3", "-c", "import keyring.backends.SecretService as s; print(s.Keyring().get_password('pypi', 'alice'))"], bus).stdout == b"pypi-token\n", "SecretService backend get")
+    run(["/usr/bin/python3", "-m", "keyring", "del", "pypi", "alice"], bus)
+    check(locket("find", "-s", "pypi", check_status=False).returncode == 44, "keyring del left the item")
+    provider.stop()
+
+
+def docker_credentials(bus):
+    provider = Provider(bus)
+    helper = shutil.which("docker-credential-secretservice")
+    check(helper is not None, "no docker-credential-secretservice")
+    run([helper, "store"], bus, input=b'{"ServerURL":"https://registry.example:5000","Username":"ci","Secret":"reg-token"}')
+    got = json.loads(run([helper, "get"], bus, input=b"https://registry.example:5000").stdout)
+    check(got == {"ServerURL": "https://registry.example:5000", "Username": "ci", "Secret": "reg-token"}, "get: %r" % got)
+    check(json.loads(run([helper, "list"], bus).stdout) == {"https://registry.example:5000": "ci"}, "list")
+    check(locket("find", "--attr", "server=https://registry.example:5000", "-w", "-n").stdout == b"reg-token", "locket missed docker's item")
+    run([helper, "erase"], bus, input=b"https://registry.example:5000")
+    check(json.loads(run([helper, "list"], bus).stdout) == {}, "erase left the item")
+    provider.stop()
+
+
+def git_libsecret(bus):
+    source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
+    if not os.path.exists(source):
+        print("SKIP: Debian's git ships no %s here" % source)
+        return
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsecret-1", "glib-2.0"], capture_output=True, text=True)
+    if flags.returncode != 0:
+        print("SKIP: libsecret-1-dev is not installed (pkg-config libsecret-1)")
+        return
+    helper = os.path.join(SCRATCH, "git-credential-libsecret")
+    subprocess.run(["cc", "-O1", "-o", helper, source, *flags.stdout.split()], check=True)
+    provider = Provider(bus)
+    run([helper, "store"], bus, input=b"protocol=https\nhost=git.example.com\nusername=alice\npassword=git-pw\n\n")
+    out = run([helper, "get"], bus, input=b"protocol=https\nhost=git.example.com\n\n").stdout.decode()
+    check("username=alice" in out and "password=git-pw" in out, "git-credential-libsecret get: " + out)
+    # git's schema keeps its own attribute names: user and server, free-form in locket.
+    check(locket("find", "--attr", "server=git.example.com", "--attr", "user=alice", "-w", "-n").stdout == b"git-pw", "locket missed git's item")
+    run([helper, "erase"], bus, input=b"protocol=https\nhost=git.example.com\nusername=alice\n\n")
+    check(run([helper, "get"], bus, input=b"protocol=https\nhost=git.example.com\n\n").stdout == b"", "erase left the credential")
+    provider.stop()
+
+
+def plain_session(bus):
+    """A client of the plain algorithm, by hand (jeepney): the secret crosses as it is."""
+    provider = Provider(bus)
+    connection = connect(bus)
+    output, session = call(connection, obj("/org/freedesktop/secrets", "org.freedesktop.Secret.Service"), "OpenSession", "sv", ("plain", ("s", "")))
+    check(output == ("s", ""), "plain OpenSession output: %r" % (output,))
+    properties = {"org.freedesktop.Secret.Item.Label": ("s", "plain"), "org.freedesktop.Secret.Item.Attributes": ("a{ss}", {"via": "plain"})}
+    item, prompt = call(connection, obj(LOGIN, "org.freedesktop.Secret.Collection"), "CreateItem", "a{sv}(oayays)b",
+                        (properties, (session, b"", BINARY, "application/octet-stream"), False))
+    check(prompt == "/", "CreateItem wanted a prompt")
+    (got,) = call(connection, obj(item, "org.freedesktop.Secret.Item"), "GetSecret", "o", (session,))
+    check(got == (session, b"", BINARY, "application/octet-stream"), "plain GetSecret: %r" % (got[:2],))
+    attributes = get_property(connection, item, "org.freedesktop.Secret.Item", "Attributes")
+    check(attributes == {"via": "plain"}, "Attributes: %r" % (attributes,))
+    check(locket("find", "--attr", "via=plain", "-w", "-n").stdout == BINARY, "locket read it changed")
+    connection.close()
+    provider.stop()
+
+
+if __name__ == "__main__":
+    main({name: function for name, function in globals().items() if callable(function) and not name.startswith("_")
+          and function.__module__ == "__main__"})

@@ -1,0 +1,198 @@
+"""What the Secret Service cases share: a private bus, the provider on it,
+the locket binary, and a raw D-Bus client (jeepney, which Debian's
+python3-secretstorage depends on) for what no high-level client sends.
+
+Environment (set by SecretServiceEndToEndTests): LOCKET_BIN, the sandbox's
+HOME and XDG_* variables, LOCKET_SESSION=dir, TEST_PASSWORD (the login
+keychain's password), TEST_DIR (a scratch directory of the test's own).
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from jeepney import DBusAddress, MessageType, new_method_call
+from jeepney.io.blocking import open_dbus_connection
+
+LOCKET = os.environ["LOCKET_BIN"]
+SCRATCH = os.environ["TEST_DIR"]
+PASSWORD = os.environ.get("TEST_PASSWORD", "")
+SERVICE = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets",
+                      interface="org.freedesktop.Secret.Service")
+LOGIN = "/org/freedesktop/secrets/collection/login"
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+def bus_config(directory):
+    return f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir={directory}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+  <limit name="max_message_size">1000000000</limit>
+  <limit name="max_incoming_bytes">1000000000</limit>
+  <limit name="max_outgoing_bytes">1000000000</limit>
+</busconfig>
+"""
+
+
+class Bus:
+    """A dbus-daemon of the test's own (no service activation)."""
+
+    def __init__(self):
+        directory = os.path.join(SCRATCH, "bus%d" % time.monotonic_ns())
+        os.makedirs(directory, mode=0o700)
+        config = os.path.join(directory, "bus.conf")
+        with open(config, "w") as f:
+            f.write(bus_config(directory))
+        self.process = subprocess.Popen(["dbus-daemon", "--config-file=" + config, "--nofork", "--nopidfile", "--print-address=1"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.address = self.process.stdout.readline().strip()
+        check(self.address.startswith("unix:"), "dbus-daemon printed no address")
+        self.environment = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=self.address)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+
+
+class Provider:
+    """`locket secret-service ARGS` on `bus`, once it owns the name."""
+
+    def __init__(self, bus, *arguments, environment=None, expect_start=True):
+        self.bus = bus
+        env = dict(bus.environment, **(environment or {}))
+        # A session of its own: no controlling terminal, so a prompt never waits at the test's.
+        self.process = subprocess.Popen([LOCKET, "secret-service", *arguments], env=env, start_new_session=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if expect_start:
+            wait_for(lambda: has_owner(bus, "org.freedesktop.secrets") or self.process.poll() is not None, 20,
+                     "the provider did not take org.freedesktop.secrets")
+            if self.process.poll() is not None:
+                fail("the provider exited %d: %s" % (self.process.returncode, self.process.stderr.read()))
+
+    def stop(self, timeout=10):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            fail("the provider did not stop on SIGTERM")
+        return self.process.returncode, err
+
+
+def wait_for(predicate, seconds, message):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    fail(message)
+
+
+def connect(bus):
+    return open_dbus_connection(bus=bus.address)
+
+
+def call(connection, address, method, signature=None, body=(), interface=None, timeout=30):
+    """A method call; returns the reply body, or raises DBusError."""
+    target = address if interface is None else DBusAddress(address.object_path, bus_name=address.bus_name, interface=interface)
+    message = new_method_call(target, method, signature, body)
+    reply = connection.send_and_get_reply(message, timeout=timeout)
+    if reply.header.message_type == MessageType.error:
+        raise DBusError(reply.header.fields.get(4, "?"), reply.body)
+    return reply.body
+
+
+class DBusError(Exception):
+    def __init__(self, name, body):
+        super().__init__(name, body)
+        self.name = name
+
+
+def has_owner(bus, name):
+    connection = connect(bus)
+    try:
+        daemon = DBusAddress("/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus")
+        return call(connection, daemon, "NameHasOwner", "s", (name,))[0]
+    finally:
+        connection.close()
+
+
+def obj(path, interface):
+    return DBusAddress(path, bus_name="org.freedesktop.secrets", interface=interface)
+
+
+def get_property(connection, path, interface, name):
+    return call(connection, obj(path, "org.freedesktop.DBus.Properties"), "Get", "ss", (interface, name))[0][1]
+
+
+def locket(*arguments, input=None, check_status=True):
+    result = subprocess.run([LOCKET, *arguments], input=input, capture_output=True)
+    if check_status and result.returncode != 0:
+        fail("locket %s exited %d: %s" % (" ".join(arguments), result.returncode, result.stderr.decode(errors="replace")))
+    return result
+
+
+def run(arguments, bus, input=None, environment=None, expect=0):
+    env = dict(bus.environment, **(environment or {}))
+    result = subprocess.run(arguments, input=input, capture_output=True, env=env, timeout=60)
+    if expect is not None and result.returncode != expect:
+        fail("%s exited %d (expected %d): %s %s" % (" ".join(arguments), result.returncode, expect,
+                                                    result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")))
+    return result
+
+
+def askpass(password, name="askpass.sh", sleep=0):
+    """An askpass program that prints `password` (after `sleep` seconds)."""
+    path = os.path.join(SCRATCH, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n")
+        if sleep:
+            f.write("echo $$ > %s.pid\nsleep %d\n" % (path, sleep))
+        f.write("printf '%%s\\n' '%s'\n" % password.replace("'", "'\\''"))
+    os.chmod(path, 0o700)
+    return path
+
+
+def keychain_files():
+    directory = os.path.join(os.environ["XDG_DATA_HOME"], "locket")
+    return [os.path.join(directory, name) for name in os.listdir(directory)]
+
+
+def assert_not_on_disk(*values):
+    """No value appears in any keychain file (the database, its WAL, journals)."""
+    for path in keychain_files():
+        with open(path, "rb") as f:
+            data = f.read()
+        for value in values:
+            raw = value if isinstance(value, bytes) else value.encode()
+            check(raw not in data, "%r is in the clear in %s" % (value, path))
+
+
+def main(cases):
+    name = sys.argv[1]
+    bus = Bus()
+    try:
+        cases[name](bus)
+    finally:
+        bus.stop()
+    print("OK " + name, flush=True)

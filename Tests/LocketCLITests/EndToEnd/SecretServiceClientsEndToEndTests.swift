@@ -1,0 +1,28 @@
+import XCTest
+
+/// The real clients of SPEC §18 against `locket secret-service`, each on a
+/// private bus its case starts (Tests/Fixtures/secret-service/clients.py).
+final class SecretServiceClientsEndToEndTests: SecretServiceCase {
+    /// store, lookup, search --all, clear; binary secrets; items visible both ways; nothing in the clear.
+    func testSecretTool() throws { try runCase("clients.py", "secret_tool", needs: ["secret-tool"]) }
+
+    /// secretstorage's DH session, a binary secret, its content type.
+    func testSecretStorage() throws { try runCase("clients.py", "secretstorage_client") }
+
+    /// secretstorage's own test suite, from its source distribution (pip, cached in .build).
+    func testSecretStorageOwnTestSuite() throws { try runCase("clients.py", "secretstorage_suite") }
+
+    /// python keyring set/get/del with nothing configured, and its SecretService backend by name.
+    func testPythonKeyring() throws { try runCase("clients.py", "python_keyring") }
+
+    /// docker-credential-secretservice store/get/list/erase.
+    func testDockerCredentialSecretService() throws {
+        try runCase("clients.py", "docker_credentials", needs: ["docker-credential-secretservice"])
+    }
+
+    /// git's libsecret credential helper, built from the sources Debian's git ships.
+    func testGitCredentialLibsecret() throws { try runCase("clients.py", "git_libsecret", needs: ["cc", "pkg-config"]) }
+
+    /// A client of the plain algorithm: the secret crosses as it is.
+    func testPlainSession() throws { try runCase("clients.py", "plain_session") }
+}
