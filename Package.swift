@@ -46,7 +46,10 @@ let package = Package(
         .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire"],
                 // The formats' documents live next to their code (the man page is made from them).
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
+        // Asking at the controlling terminal (a no-echo password, the proofs of
+        // access control): what the command line and the Security module share.
+        .target(name: "LocketTerminal", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
         // Test only: `locket ssh-agent` over keys in a directory, for the agent's
         // end-to-end tests until the keychain holds keys (issue 13).

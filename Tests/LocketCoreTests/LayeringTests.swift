@@ -19,7 +19,8 @@ final class LayeringTests: XCTestCase {
         "CLocketSQLite": ["libc", "CSQLite"],
         "LocketSupport": ["Glibc", "Synchronization", "internal CSodium"],
         "LocketCore": ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire", "Glibc", "Synchronization"],
-        "LocketCLI": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
+        "LocketTerminal": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
+        "LocketCLI": ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc"],
         "locket": ["LocketCLI", "Glibc"],
         // The PostgreSQL helper (SPEC §17): libpq only ever in its own process.
         "CLibPQ": ["libc", "CLibPQ"],
