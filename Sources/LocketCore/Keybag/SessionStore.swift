@@ -25,6 +25,8 @@ public struct SessionStore: Sendable {
     }
 
     private static let magic: [UInt8] = Array("LKS1".utf8)
+    /// The size of a pooled guarded slot (`SecureBytes`): most records fit it.
+    private static let typicalRecordSize = 1024
 
     /// A slot is a tier's name, or another record of this keychain's (the
     /// presence reuse window of one terminal session).
@@ -117,8 +119,16 @@ public struct SessionStore: Sendable {
 
     private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
         guard let serial = keyringSerial(slot) else { return nil }
-        let buffer = try SecureBytes(count: SessionKeys.maximumSize)
-        let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        // A record (a dozen keys) fits a pooled guarded slot; a region as
+        // large as the largest record costs nine system calls to make and
+        // free. keyctl_read returns the record's size even when it copied
+        // less: a larger one is read again into a buffer of its size.
+        var buffer = try SecureBytes(count: SessionStore.typicalRecordSize)
+        var n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        if n > buffer.count && n <= SessionKeys.maximumSize {
+            buffer = try SecureBytes(count: n)
+            n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        }
         guard n > 0, n <= buffer.count else { return nil }
         let record = try buffer.prefix(n)
         guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
@@ -187,6 +197,54 @@ public struct SessionStore: Sendable {
         let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))
         if timeout > 0, info.secondsLeft == 0 { return nil }
         return info
+    }
+
+    // MARK: - Watching
+
+    /// The record of `tier` as stored now, its last-use stamp zeroed (a use
+    /// is no change), for a long-lived caller that checks at every call
+    /// whether another process locked, unlocked or let the session expire
+    /// (SPEC §19); nil when there is none. A keyring record is read by the
+    /// serial `serials` remembers, one system call, while that key still
+    /// reads (a lock invalidates it); a search finds it otherwise.
+    func currentRecord(_ tier: ProtectionClass.Tier, serials: inout [String: Int32]) -> SecureBytes? {
+        let slot = tier.rawValue
+        if forced != .directory {
+            if let serial = serials[slot], let record = readKey(serial) { return record }
+            serials[slot] = nil
+            if let serial = keyringSerial(slot), let record = readKey(serial) {
+                serials[slot] = serial
+                return record
+            }
+        }
+        guard forced != .keyring, let dir = openDirectory() else { return nil }
+        defer { close(dir) }
+        let fd = openat(dir, name(slot), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
+              st.st_size > 0, st.st_size <= SessionKeys.maximumSize, let record = try? SecureBytes(count: Int(st.st_size)),
+              record.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) == record.count,
+              let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
+        // Expired by its modification time, as `load` judges it (which also removes it).
+        if timeout > 0 && Clock.seconds() - Int64(st.st_mtim.tv_sec) >= Int64(timeout) { return nil }
+        SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
+        return record
+    }
+
+    /// A keyring key's payload when it is a session record, its stamp zeroed.
+    private func readKey(_ serial: Int32) -> SecureBytes? {
+        guard let buffer = try? SecureBytes(count: SessionStore.typicalRecordSize) else { return nil }
+        var record = buffer
+        var n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        if n > buffer.count && n <= SessionKeys.maximumSize, let larger = try? SecureBytes(count: n) {
+            record = larger
+            n = larger.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        }
+        guard n > 0, n <= record.count, let exact = try? record.prefix(n), SessionKeys.header(exact, header: Self.magic) != nil else { return nil }
+        SessionKeys.stamp(exact, header: Self.magic, lastUse: 0)
+        return exact
     }
 
     // MARK: - Removing
