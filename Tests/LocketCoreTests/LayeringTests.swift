@@ -22,6 +22,10 @@ final class LayeringTests: XCTestCase {
         "LocketTerminal": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
         "LocketCLI": ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc"],
         "locket": ["LocketCLI", "Glibc"],
+        // Apple's keychain API for Swift programs (SPEC §19): Foundation's
+        // types stand in for Core Foundation's; never linked into `locket`.
+        "Security": ["Foundation", "LocalAuthentication", "LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc", "Synchronization"],
+        "LocalAuthentication": ["Foundation"],
         // The PostgreSQL helper (SPEC §17): libpq only ever in its own process.
         "CLibPQ": ["libc", "CLibPQ"],
         "LocketWire": ["Glibc"],
