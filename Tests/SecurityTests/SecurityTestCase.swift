@@ -17,7 +17,8 @@ class SecurityTestCase: XCTestCase {
     override func setUpWithError() throws {
         sandbox = try Sandbox()
         for name in Self.inherited { unsetenv(name) }
-        for (name, value) in sandbox.environment { setenv(name, value, 1) }
+        // The sandbox's variables, but the process's own PATH (its tools are the test's).
+        for (name, value) in sandbox.environment where name != "PATH" { setenv(name, value, 1) }
         try Keychain.create(at: sandbox.loginKeychain, password: try SecureBytes(copying: Array(password.utf8)),
                             kdf: .weakForTests, environment: .process)
     }
