@@ -170,6 +170,7 @@ bench: build
 	bench/run
 	bench/keyuse
 	bench/remote
+	bench/secitem
 
 clean:
 	rm -rf .build

@@ -76,7 +76,7 @@ let package = Package(
         // one in a process of its own (beside the CLI, at a real terminal).
         .executableTarget(name: "SecurityTestHost", dependencies: ["Security"], path: "Tests/SecurityTestHost"),
         // make bench: in-process SecItemCopyMatching rate and memory (SPEC §19).
-        .executableTarget(name: "locket-bench-secitem", dependencies: ["Security", "LocketCore"], path: "bench/secitem"),
+        .executableTarget(name: "locket-bench-secitem", dependencies: ["Security", "LocketCore"], path: "bench/SecItemBench"),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketTestSupport"]),
     ]
 )
