@@ -52,7 +52,9 @@ struct ItemRequest {
     var secureEnclave = false
     var returns: Returns = []
     var limit: MatchLimit?
-    var data: [UInt8]?
+    /// kSecValueData as the caller gave it (Data is a reference to its
+    /// bytes: the secret is copied once, into guarded memory, where it is used).
+    var data: Data?
     var ref: AnyObject?
     var persistentRef: [UInt8]?
     var prompt: String?
@@ -161,7 +163,7 @@ struct ItemRequest {
             secureEnclave = true
         case "v_Data":
             guard role == .add || role == .changes else { throw refuse("can't be used in a query") }
-            guard let bytes = Value.bytes(value) else { throw Value.wrongType(key, "Data") }
+            guard let bytes = Value.dataObject(value) else { throw Value.wrongType(key, "Data") }
             data = bytes
         case "v_Ref":
             guard role != .changes else { throw refuse("can't be changed") }

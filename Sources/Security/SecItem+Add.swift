@@ -34,7 +34,7 @@ extension ItemCalls {
         item.accessGroup = request.accessGroup
         item.accessible = request.accessible
         item.accessControl = request.accessControl?.control
-        let secret = try SecureBytes(copying: request.data ?? [])
+        let secret = try SecureBytes(copying: request.data ?? Data())
         var added = try Operation.run(request.authentication, newItem: request.accessControl != nil) { keychain, entry in
             defer { entry?.didWrite() }
             return try keychain.add(item, data: secret)
@@ -58,13 +58,13 @@ extension ItemCalls {
         if term(.keyClass) == Array("private".utf8) {
             return try AsymmetricKey(privateKeyExternalRepresentation: try SecureBytes(copying: data), keyType: type)
         }
-        return try AsymmetricKey(publicKeyExternalRepresentation: data, keyType: type)
+        return try AsymmetricKey(publicKeyExternalRepresentation: Array(data), keyType: type)
     }
 
     private static func certificate(_ request: ItemRequest) throws -> Certificate {
         if let certificate = request.ref as? SecCertificate { return certificate.certificate }
         guard let data = request.data else { throw KeychainError(.param, "adding a certificate takes kSecValueRef or kSecValueData") }
-        return try Certificate(der: data)
+        return try Certificate(der: Array(data))
     }
 
     /// Keys and certificates, in one transaction: the label, application tag

@@ -42,7 +42,7 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
 /// must agree). A public key may also be given as SubjectPublicKeyInfo DER.
 public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     withError(error) {
-        let bytes = Array(keyData as Data)
+        let data = keyData as Data
         guard let typeValue = attributes["type"] else { throw KeychainError(.param, "kSecAttrKeyType is required") }
         let type = try AttributeCoding.keyType(typeValue)
         guard let classValue = attributes["kcls"], let classText = Value.string(classValue) ?? Value.integer(classValue).map(String.init) else {
@@ -52,12 +52,13 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary, 
         switch classText {
         case "0":
             do {
-                key = try AsymmetricKey(publicKeyExternalRepresentation: bytes, keyType: type)
+                key = try AsymmetricKey(publicKeyExternalRepresentation: Array(data), keyType: type)
             } catch let failure as KeychainError where failure.code == .decode {
-                guard let spki = try? AsymmetricKey(subjectPublicKeyInfo: bytes), spki.keyType == type else { throw failure }
+                guard let spki = try? AsymmetricKey(subjectPublicKeyInfo: Array(data)), spki.keyType == type else { throw failure }
                 key = spki
             }
-        case "1": key = try AsymmetricKey(privateKeyExternalRepresentation: try SecureBytes(copying: bytes), keyType: type)
+        // A private key goes from the caller's Data straight into guarded memory.
+        case "1": key = try AsymmetricKey(privateKeyExternalRepresentation: try SecureBytes(copying: data), keyType: type)
         default: throw KeychainError(.param, "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate")
         }
         if let sizeValue = attributes["bsiz"], let size = Value.integer(sizeValue), size != key.sizeInBits {

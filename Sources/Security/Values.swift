@@ -30,6 +30,16 @@ enum Value {
         return isOptional(value) ? unwrapped(value).flatMap(bytes) : nil
     }
 
+    /// A secret's bytes without copying them where they are Data already
+    /// (a string is taken as its UTF-8, as Apple's API takes one).
+    static func dataObject(_ value: Any) -> Data? {
+        if let data = value as? Data { return data }
+        if let data = value as? NSData { return data as Data }
+        if let bytes = value as? [UInt8] { return Data(bytes) }
+        if let text = string(value) { return Data(text.utf8) }
+        return isOptional(value) ? unwrapped(value).flatMap(dataObject) : nil
+    }
+
     /// Only bytes (Data, CFData, `[UInt8]`), not a string.
     static func data(_ value: Any) -> [UInt8]? {
         if let data = value as? Data { return Array(data) }
