@@ -114,7 +114,7 @@ nonisolated(unsafe) public let kSecAttrCanWrap: CFString = "wrap"
 nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = "unwp"
 /// Where a key lives: kSecAttrTokenIDSecureEnclave makes (and finds) keys that never leave the keychain.
 nonisolated(unsafe) public let kSecAttrTokenID: CFString = "tkid"
-/// A key of a result dictionary: the persistent reference (as kSecValuePersistentRef).
+/// The persistent reference among an item's attributes, and as a query term (as kSecValuePersistentRef).
 nonisolated(unsafe) public let kSecAttrPersistentReference: CFString = "persistref"
 
 // MARK: - Values

@@ -138,6 +138,8 @@ nonisolated(unsafe) public let kSecPublicKeyAttrs: CFString = "public"
 
 /// SecPKCS12Import: the file's password (String).
 nonisolated(unsafe) public let kSecImportExportPassphrase: CFString = "passphrase"
+/// SecPKCS12Import: accepted; importing is always to memory here.
+nonisolated(unsafe) public let kSecImportToMemoryOnly: CFString = "memory"
 /// SecPKCS12Import result: the friendly name (String).
 nonisolated(unsafe) public let kSecImportItemLabel: CFString = "label"
 /// SecPKCS12Import result: the private key's application label (Data).

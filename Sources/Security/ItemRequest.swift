@@ -168,7 +168,7 @@ struct ItemRequest {
         case "v_Ref":
             guard role != .changes else { throw refuse("can't be changed") }
             ref = value as AnyObject
-        case "v_PersistentRef":
+        case "v_PersistentRef", "persistref":
             guard role != .add && role != .changes else { throw refuse("is given by the keychain") }
             guard let bytes = Value.bytes(value), let decoded = PersistentReference.decode(bytes) else {
                 throw KeychainError(.param, "kSecValuePersistentRef is not a persistent reference")

@@ -37,6 +37,7 @@ enum ItemValues {
         out["cdat"] = Date(timeIntervalSince1970: TimeInterval(item.creationDate) / 1000)
         out["mdat"] = Date(timeIntervalSince1970: TimeInterval(item.modificationDate) / 1000)
         out["sync"] = !item.accessible.thisDeviceOnly
+        out["persistref"] = PersistentReference.encode(item.persistentRef)
         if let control = item.accessControl { out["accc"] = SecAccessControl(control) }
         if item.itemClass == .key && !item.isExtractable { out["tkid"] = "com.apple.setoken" }
         return out

@@ -59,6 +59,9 @@ final class KeychainPool: @unchecked Sendable {
 
     private let lock = NSLock()
     private var open: [KeychainLocation: OpenKeychain] = [:]
+    private var calls: UInt64 = 0
+    /// At most this many keychains are kept open.
+    static let maximumOpen = 4
     private let files = FileChanges()
 
     /// Runs `body` with the keychain at `location`.
@@ -92,8 +95,12 @@ final class KeychainPool: @unchecked Sendable {
         if !changes.isEmpty {
             for (kept, entry) in open where changes.affect(entry.file) { open[kept] = nil }
         }
+        calls += 1
         if let entry = open[location] {
-            if try entry.isCurrent() { return entry }
+            if try entry.isCurrent() {
+                entry.lastCall = calls
+                return entry
+            }
             open[location] = nil
         }
         guard let file = KeychainPath(location.path) else {
@@ -106,7 +113,14 @@ final class KeychainPool: @unchecked Sendable {
         let probe = SessionProbe()
         let entry = OpenKeychain(keychain, file: file, entitlements: entitlements, probe: probe,
                                  fingerprint: try keychain.reloadSession(extend: false, probe: probe))
-        if watched { open[location] = entry }
+        entry.lastCall = calls
+        if watched {
+            // A program that moves between keychains keeps the few it used last (and their keys) only.
+            if open.count >= KeychainPool.maximumOpen, let oldest = open.min(by: { $0.value.lastCall < $1.value.lastCall }) {
+                open[oldest.key] = nil
+            }
+            open[location] = entry
+        }
         return entry
     }
 }
@@ -123,6 +137,8 @@ final class OpenKeychain {
     private var fingerprint: [UInt8]
     /// When the session's timeout was last restarted by a use (seconds).
     private var extended = Clock.seconds()
+    /// The pool's count of calls at this keychain's last use.
+    var lastCall: UInt64 = 0
     private var held: [[UInt8]: (search: HeldSearch, used: UInt64)] = [:]
     private var heldBytes = 0
     private var uses: UInt64 = 0

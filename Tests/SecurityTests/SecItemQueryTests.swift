@@ -65,6 +65,9 @@ final class SecItemQueryTests: SecurityTestCase {
         let ref = try XCTUnwrap(result as? Data)
         XCTAssertEqual(SecItemCopyMatching([kSecValuePersistentRef: ref, kSecReturnData: true] as CFDictionary, &result), errSecSuccess)
         XCTAssertEqual(result as? Data, Data("web".utf8))
+        // Also among the attributes, and as a query term, under kSecAttrPersistentReference.
+        XCTAssertEqual(SecItemCopyMatching([kSecAttrPersistentReference: ref, kSecReturnAttributes: true] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual((result as? [String: Any])?[kSecAttrPersistentReference as String] as? Data, ref)
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecValuePersistentRef: ref] as CFDictionary, nil),
                        errSecItemNotFound, "the reference is an internet password's")
         XCTAssertEqual(SecItemCopyMatching([kSecValuePersistentRef: Data("not a reference".utf8)] as CFDictionary, nil), errSecParam)
