@@ -7,6 +7,13 @@ extension ItemCalls {
         if request.mayLeaveDevice, let pclass = request.accessControl?.control.protection ?? request.accessible, pclass.thisDeviceOnly {
             throw KeychainError(.param, "kSecAttrSynchronizable true can't go with a ThisDeviceOnly protection class")
         }
+        // What can't be returned is refused before anything is added.
+        if request.returns.contains(.ref), case .item(let itemClass)? = request.kind, !itemClass.holdsKeyMaterial {
+            throw KeychainError(.param, "kSecReturnRef applies to keys, certificates and identities")
+        }
+        if request.returns.contains(.persistentRef) && request.kind == .identity {
+            throw KeychainError(.param, "an identity has no persistent reference of its own: ask for its certificate's or key's")
+        }
         let location = try KeychainLocation.current()
         let found: ItemValues.Found
         switch request.kind {

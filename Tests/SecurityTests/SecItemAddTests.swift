@@ -49,6 +49,9 @@ final class SecItemAddTests: SecurityTestCase {
         XCTAssertEqual(SecItemAdd(password("a", [kSecAttrAccount as String: 42]) as CFDictionary, nil), errSecParam, "a number for a string")
         XCTAssertEqual(SecItemAdd(password("a", [kSecAttrCreationDate as String: Date()]) as CFDictionary, nil), errSecParam)
         XCTAssertEqual(SecItemAdd(password("a", [kSecAttrIsInvisible as String: true]) as CFDictionary, nil), errSecParam)
+        XCTAssertEqual(SecItemAdd(password("a", [kSecReturnRef as String: true]) as CFDictionary, nil), errSecParam)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound,
+                       "an add refused for what it would return adds nothing")
         // What Apple ignores here is ignored.
         XCTAssertEqual(SecItemAdd(password("a", [kSecUseDataProtectionKeychain as String: true]) as CFDictionary, nil), errSecSuccess)
     }
