@@ -24,15 +24,15 @@ public struct SessionStore: Sendable {
         self.keychainID = Hex.encode(keychainID)
     }
 
-    private static let magic: [UInt8] = Array("LKS1".utf8)
+    static let magic: [UInt8] = Array("LKS1".utf8)
     /// The size of a pooled guarded slot (`SecureBytes`): most records fit it.
-    private static let typicalRecordSize = 1024
+    static let typicalRecordSize = 1024
 
     /// A slot is a tier's name, or another record of this keychain's (the
     /// presence reuse window of one terminal session).
     private func description(_ slot: String) -> String { "locket:\(keychainID):\(slot)" }
     /// The session file's name in the directory, and its path for messages.
-    private func name(_ slot: String) -> String { "\(keychainID).\(slot)" }
+    func name(_ slot: String) -> String { "\(keychainID).\(slot)" }
     private func file(_ slot: String) -> String { "\(directory)/\(name(slot))" }
 
     // MARK: - Saving
@@ -112,13 +112,13 @@ public struct SessionStore: Sendable {
         return nil
     }
 
-    private func keyringSerial(_ slot: String) -> Int32? {
+    func keyringSerial(_ slot: String) -> Int32? {
         let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(slot))
         return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
-        guard let serial = keyringSerial(slot) else { return nil }
+    /// The payload of the keyring key `serial`, whole; nil when it does not read.
+    func readKey(_ serial: Int32) throws -> SecureBytes? {
         // A record (a dozen keys) fits a pooled guarded slot; a region as
         // large as the largest record costs nine system calls to make and
         // free. keyctl_read returns the record's size even when it copied
@@ -130,7 +130,11 @@ public struct SessionStore: Sendable {
             n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
         }
         guard n > 0, n <= buffer.count else { return nil }
-        let record = try buffer.prefix(n)
+        return try buffer.prefix(n)
+    }
+
+    private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+        guard let serial = keyringSerial(slot), let record = try readKey(serial) else { return nil }
         guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
@@ -199,54 +203,6 @@ public struct SessionStore: Sendable {
         return info
     }
 
-    // MARK: - Watching
-
-    /// The record of `tier` as stored now, its last-use stamp zeroed (a use
-    /// is no change), for a long-lived caller that checks at every call
-    /// whether another process locked, unlocked or let the session expire
-    /// (SPEC §19); nil when there is none. A keyring record is read by the
-    /// serial `serials` remembers, one system call, while that key still
-    /// reads (a lock invalidates it); a search finds it otherwise.
-    func currentRecord(_ tier: ProtectionClass.Tier, serials: inout [String: Int32]) -> SecureBytes? {
-        let slot = tier.rawValue
-        if forced != .directory {
-            if let serial = serials[slot], let record = readKey(serial) { return record }
-            serials[slot] = nil
-            if let serial = keyringSerial(slot), let record = readKey(serial) {
-                serials[slot] = serial
-                return record
-            }
-        }
-        guard forced != .keyring, let dir = openDirectory() else { return nil }
-        defer { close(dir) }
-        let fd = openat(dir, name(slot), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
-              st.st_size > 0, st.st_size <= SessionKeys.maximumSize, let record = try? SecureBytes(count: Int(st.st_size)),
-              record.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) == record.count,
-              let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
-        // Expired by its modification time, as `load` judges it (which also removes it).
-        if timeout > 0 && Clock.seconds() - Int64(st.st_mtim.tv_sec) >= Int64(timeout) { return nil }
-        SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
-        return record
-    }
-
-    /// A keyring key's payload when it is a session record, its stamp zeroed.
-    private func readKey(_ serial: Int32) -> SecureBytes? {
-        guard let buffer = try? SecureBytes(count: SessionStore.typicalRecordSize) else { return nil }
-        var record = buffer
-        var n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
-        if n > buffer.count && n <= SessionKeys.maximumSize, let larger = try? SecureBytes(count: n) {
-            record = larger
-            n = larger.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
-        }
-        guard n > 0, n <= record.count, let exact = try? record.prefix(n), SessionKeys.header(exact, header: Self.magic) != nil else { return nil }
-        SessionKeys.stamp(exact, header: Self.magic, lastUse: 0)
-        return exact
-    }
-
     // MARK: - Removing
 
     /// Forgets `tier` everywhere it might be, including the temporary file of
@@ -295,7 +251,7 @@ public struct SessionStore: Sendable {
     /// 700, not a symbolic link); nil otherwise. In /dev/shm anyone can make
     /// `locket-UID` first: such a directory reads as no session, and nothing
     /// is ever read from it or written to it.
-    private func openDirectory() -> Int32? {
+    func openDirectory() -> Int32? {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         var st = stat()

@@ -48,13 +48,7 @@ extension AsymmetricKey {
                 }
                 let point = UnsafeRawBufferPointer(rebasing: raw[..<(1 + 2 * curve.byteCount)])
                 let scalar = UnsafeRawBufferPointer(rebasing: raw[(1 + 2 * curve.byteCount)...])
-                let key = try KeyParameters.build { bld, numbers in
-                    try KeyParameters.push(OSSL_PARAM_BLD_push_utf8_string(bld, OpenSSL.cString("group"), OpenSSL.cString(curve.groupName), 0))
-                    try KeyParameters.push(OSSL_PARAM_BLD_push_octet_string(bld, OpenSSL.cString("pub"), point.baseAddress, point.count))
-                    let bn = try KeyParameters.secureNumber(scalar)
-                    numbers.append(bn)
-                    try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString("priv"), bn))
-                } make: { try EVPKey(name: "EC", selection: locket_evp_pkey_keypair(), params: $0) }
+                let key = try KeyParameters.ecKeyPair(curve: curve, point: point, scalar: scalar)
                 try key.checkPair()
                 return key
             case .rsa:
@@ -82,5 +76,19 @@ extension ImportedItems {
         self.keys = keys.map { ImportedKey(key: $0.key, label: $0.label) }
         self.certificates = certificates.map { ImportedCertificate(certificate: $0.certificate, label: $0.label, keyIndex: $0.keyIndex) }
         format = .der
+    }
+}
+
+extension KeyParameters {
+    /// An EC key pair from its curve, uncompressed public point and private
+    /// scalar (big-endian); the caller checks that they pair.
+    static func ecKeyPair(curve: EllipticCurve, point: UnsafeRawBufferPointer, scalar: UnsafeRawBufferPointer) throws -> EVPKey {
+        try build { bld, numbers in
+            try push(OSSL_PARAM_BLD_push_utf8_string(bld, OpenSSL.cString("group"), OpenSSL.cString(curve.groupName), 0))
+            try push(OSSL_PARAM_BLD_push_octet_string(bld, OpenSSL.cString("pub"), point.baseAddress, point.count))
+            let bn = try secureNumber(scalar)
+            numbers.append(bn)
+            try push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString("priv"), bn))
+        } make: { try EVPKey(name: "EC", selection: locket_evp_pkey_keypair(), params: $0) }
     }
 }
