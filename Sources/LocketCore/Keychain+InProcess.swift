@@ -3,10 +3,10 @@ import LocketSupport
 
 /// What a caller that keeps a `Keychain` open across many calls needs (the
 /// Security module, SPEC §19), where the command line opens one per command:
-/// seeing when another process locked, unlocked or let the session expire;
-/// forgetting the proofs an operation was given; and answering a search again
-/// from the rows it read, while the file is unchanged, without opening the
-/// file and parsing its schema again (two thirds of a search's cost).
+/// seeing when another process locked, unlocked or let the session expire,
+/// and answering a search again from the rows it read, while the file is
+/// unchanged, without opening the file and parsing its schema again (two
+/// thirds of a search's cost).
 extension Keychain {
     /// A digest of the session's records for this keychain now (both tiers,
     /// keyed by the keychain's identity): it changes when another process
@@ -59,11 +59,6 @@ extension Keychain {
         try reloadKeys()
         return fingerprint
     }
-
-    /// Forgets the proofs (presence, application password) given for items
-    /// with access control, so that the next operation asks again, as the
-    /// next command would.
-    public func forgetProofs() { proof = ProofState() }
 
     /// `search`, also giving back the rows it read (`HeldSearch`: sealed
     /// values and row identities, no secret in the clear), from which
