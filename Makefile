@@ -163,6 +163,14 @@ test: deps test-deps
 fuzz:
 	fuzz/run $(FUZZ_SECONDS)
 
+# SPEC §19: a new package outside the repository, depending on this checkout
+# by path (and on the Security product on Linux only), builds a program in
+# Apple's spellings and runs it (SecurityTests' ExternalPackageTests). Apart
+# from `make test`: on a clean clone it is a whole debug build of the engine.
+.PHONY: package-check
+package-check: deps
+	LOCKET_PACKAGE_CHECK=1 $(SWIFT) test --disable-swift-testing --filter ExternalPackageTests
+
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
@@ -188,6 +196,7 @@ bench: build
 	bench/keyuse
 	bench/remote
 	bench/secret-service
+	bench/secitem
 
 clean:
 	rm -rf .build

@@ -23,6 +23,11 @@ let package = Package(
         .executable(name: "locket-secret-service", targets: ["locket-secret-service"]),
         // What each fuzz target does with one input, for fuzz/ and the tests.
         .library(name: "LocketFuzzTargets", targets: ["LocketFuzzTargets"]),
+        // Apple's keychain API for Swift on Linux (SPEC §19): modules
+        // `Security` and `LocalAuthentication` (its LAContext). A package
+        // that also builds on Apple's platforms depends on it only on Linux:
+        // .product(name: "Security", package: "locket", condition: .when(platforms: [.linux]))
+        .library(name: "Security", targets: ["Security", "LocalAuthentication"]),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -56,8 +61,15 @@ let package = Package(
         .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire"],
                 // The formats' documents live next to their code (the man page is made from them).
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
+        // Asking at the controlling terminal (a no-echo password, the proofs of
+        // access control): what the command line and the Security module share.
+        .target(name: "LocketTerminal", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem"], swiftSettings: fastMetadata),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
+        // SPEC §19: Apple's SecItem/SecKey/SecCertificate API over the engine,
+        // Foundation's types standing in for Core Foundation's. Never in `locket`.
+        .target(name: "LocalAuthentication"),
+        .target(name: "Security", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "LocalAuthentication", "CLocketSystem"]),
         // Test only: `locket ssh-agent` over keys in a directory, for the agent's
         // end-to-end tests until the keychain holds keys (issue 13).
         .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
@@ -70,5 +82,11 @@ let package = Package(
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport", "LocketWire"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport", "LocketFuzzTargets"]),
+        // Test only: a program using the Security module, for tests that need
+        // one in a process of its own (beside the CLI, at a real terminal).
+        .executableTarget(name: "SecurityTestHost", dependencies: ["Security"], path: "Tests/SecurityTestHost"),
+        // make bench: in-process SecItemCopyMatching rate and memory (SPEC §19).
+        .executableTarget(name: "locket-bench-secitem", dependencies: ["Security", "LocketCore"], path: "bench/SecItemBench"),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketTestSupport"]),
     ]
 )

@@ -1,12 +1,12 @@
-import CLocketSystem
 import Glibc
 import LocketCore
 import LocketSupport
+import LocketTerminal
 
 /// Reading secrets and passwords: a no-echo prompt at a terminal, standard
 /// input otherwise, never a hang when there is neither.
 enum Prompt {
-    static let maximumPasswordLength = 4096
+    static let maximumPasswordLength = Terminal.maximumPasswordLength
 
     /// How long locket waits for the first byte of a secret on a non-terminal
     /// stdin that nobody asked for explicitly: long enough for a slow producer
@@ -117,16 +117,7 @@ enum Prompt {
     /// Reads a password with echo off at `fd`, after writing `escapedPrompt`
     /// (already made printable by the caller) to `output`.
     static func readTerminal(_ fd: Int32, output: Int32, escapedPrompt prompt: String) throws -> SecureBytes {
-        let buffer = try SecureBytes(count: maximumPasswordLength)
-        let n = buffer.withUnsafeMutableBytes {
-            locket_read_password(fd, output, prompt, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count)
-        }
-        switch n {
-        case -1: throw KeychainError(.userCanceled)
-        case -2: throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes")
-        case ..<0: throw KeychainError(.io, "cannot read from the terminal")
-        default: return try buffer.prefix(n)
-        }
+        try Terminal.readPassword(fd, output: output, escapedPrompt: prompt)
     }
 
     /// A yes/no question at the terminal; only "y" or "yes" agrees.

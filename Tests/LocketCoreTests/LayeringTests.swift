@@ -19,8 +19,13 @@ final class LayeringTests: XCTestCase {
         "CLocketSQLite": ["libc", "CSQLite"],
         "LocketSupport": ["Glibc", "Synchronization", "internal CSodium"],
         "LocketCore": ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire", "Glibc", "Synchronization"],
-        "LocketCLI": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
+        "LocketTerminal": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
+        "LocketCLI": ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc"],
         "locket": ["LocketCLI", "Glibc"],
+        // Apple's keychain API for Swift programs (SPEC §19): Foundation's
+        // types stand in for Core Foundation's; never linked into `locket`.
+        "Security": ["Foundation", "LocalAuthentication", "LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc", "Synchronization"],
+        "LocalAuthentication": ["Foundation"],
         // The PostgreSQL helper (SPEC §17): libpq only ever in its own process.
         "CLibPQ": ["libc", "CLibPQ"],
         "LocketWire": ["Glibc"],

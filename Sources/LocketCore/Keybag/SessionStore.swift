@@ -24,13 +24,15 @@ public struct SessionStore: Sendable {
         self.keychainID = Hex.encode(keychainID)
     }
 
-    private static let magic: [UInt8] = Array("LKS1".utf8)
+    static let magic: [UInt8] = Array("LKS1".utf8)
+    /// The size of a pooled guarded slot (`SecureBytes`): most records fit it.
+    static let typicalRecordSize = 1024
 
     /// A slot is a tier's name, or another record of this keychain's (the
     /// presence reuse window of one terminal session).
     private func description(_ slot: String) -> String { "locket:\(keychainID):\(slot)" }
     /// The session file's name in the directory, and its path for messages.
-    private func name(_ slot: String) -> String { "\(keychainID).\(slot)" }
+    func name(_ slot: String) -> String { "\(keychainID).\(slot)" }
     private func file(_ slot: String) -> String { "\(directory)/\(name(slot))" }
 
     // MARK: - Saving
@@ -110,17 +112,29 @@ public struct SessionStore: Sendable {
         return nil
     }
 
-    private func keyringSerial(_ slot: String) -> Int32? {
+    func keyringSerial(_ slot: String) -> Int32? {
         let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(slot))
         return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
     }
 
-    private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
-        guard let serial = keyringSerial(slot) else { return nil }
-        let buffer = try SecureBytes(count: SessionKeys.maximumSize)
-        let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+    /// The payload of the keyring key `serial`, whole; nil when it does not read.
+    func readKey(_ serial: Int32) throws -> SecureBytes? {
+        // A record (a dozen keys) fits a pooled guarded slot; a region as
+        // large as the largest record costs nine system calls to make and
+        // free. keyctl_read returns the record's size even when it copied
+        // less: a larger one is read again into a buffer of its size.
+        var buffer = try SecureBytes(count: SessionStore.typicalRecordSize)
+        var n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        if n > buffer.count && n <= SessionKeys.maximumSize {
+            buffer = try SecureBytes(count: n)
+            n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
+        }
         guard n > 0, n <= buffer.count else { return nil }
-        let record = try buffer.prefix(n)
+        return try buffer.prefix(n)
+    }
+
+    private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+        guard let serial = keyringSerial(slot), let record = try readKey(serial) else { return nil }
         guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
@@ -237,7 +251,7 @@ public struct SessionStore: Sendable {
     /// 700, not a symbolic link); nil otherwise. In /dev/shm anyone can make
     /// `locket-UID` first: such a directory reads as no session, and nothing
     /// is ever read from it or written to it.
-    private func openDirectory() -> Int32? {
+    func openDirectory() -> Int32? {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         var st = stat()

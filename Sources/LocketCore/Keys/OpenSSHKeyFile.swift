@@ -124,13 +124,7 @@ enum OpenSSHKeyFile {
                 throw KeychainError(.decode, "the ECDSA key's curve does not match its type")
             }
             let q = try r.string(), d = try r.mpint()
-            evp = try KeyParameters.build { bld, numbers in
-                try KeyParameters.push(OSSL_PARAM_BLD_push_utf8_string(bld, OpenSSL.cString("group"), OpenSSL.cString(curve.groupName), 0))
-                try KeyParameters.push(OSSL_PARAM_BLD_push_octet_string(bld, OpenSSL.cString("pub"), q.baseAddress, q.count))
-                let bn = try KeyParameters.secureNumber(d)
-                numbers.append(bn)
-                try KeyParameters.push(OSSL_PARAM_BLD_push_BN(bld, OpenSSL.cString("priv"), bn))
-            } make: { try EVPKey(name: "EC", selection: locket_evp_pkey_keypair(), params: $0) }
+            evp = try KeyParameters.ecKeyPair(curve: curve, point: q, scalar: d)
             try evp.checkPair()
         case "ssh-rsa":
             let n = try r.mpint(), e = try r.mpint(), d = try r.mpint(), iqmp = try r.mpint(), p = try r.mpint(), q = try r.mpint()

@@ -1,0 +1,47 @@
+import CLocketSystem
+import Glibc
+import LocketSupport
+
+/// Watching a session for a caller that keeps a keychain open between calls
+/// (`Keychain.sessionFingerprint`, the Security module), instead of loading
+/// it once per command.
+extension SessionStore {
+    /// The record of `tier` as stored now, its last-use stamp zeroed (a use
+    /// is no change), for a long-lived caller that checks at every call
+    /// whether another process locked, unlocked or let the session expire
+    /// (SPEC §19); nil when there is none. A keyring record is read by the
+    /// serial `serials` remembers, one system call, while that key still
+    /// reads (a lock invalidates it); a search finds it otherwise.
+    func currentRecord(_ tier: ProtectionClass.Tier, serials: inout [String: Int32]) -> SecureBytes? {
+        let slot = tier.rawValue
+        if forced != .directory {
+            if let serial = serials[slot], let record = stampedRecord(serial) { return record }
+            serials[slot] = nil
+            if let serial = keyringSerial(slot), let record = stampedRecord(serial) {
+                serials[slot] = serial
+                return record
+            }
+        }
+        guard forced != .keyring, let dir = openDirectory() else { return nil }
+        defer { close(dir) }
+        let fd = openat(dir, name(slot), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
+              st.st_size > 0, st.st_size <= SessionKeys.maximumSize, let record = try? SecureBytes(count: Int(st.st_size)),
+              record.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) == record.count,
+              let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
+        // Expired by its modification time, as `load` judges it (which also removes it).
+        if timeout > 0 && Clock.seconds() - Int64(st.st_mtim.tv_sec) >= Int64(timeout) { return nil }
+        SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
+        return record
+    }
+
+    /// A keyring key's payload when it is a session record, its stamp zeroed.
+    private func stampedRecord(_ serial: Int32) -> SecureBytes? {
+        guard let record = try? readKey(serial), SessionKeys.header(record, header: Self.magic) != nil else { return nil }
+        SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
+        return record
+    }
+}
