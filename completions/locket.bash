@@ -48,6 +48,8 @@ _locket() {
         find:--limit) return ;;
         update:--set) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
+        unlock:--password-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        unlock:--credential) return ;;
         settings:--presence-reuse) COMPREPLY=($(compgen -W "0 60 300" -- "$cur")); return ;;
         exec:--env) return ;;
         exec:--env-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -61,6 +63,8 @@ _locket() {
         import:--identity) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         import:--format) COMPREPLY=($(compgen -W "pkcs12 pem der openssh" -- "$cur")); return ;;
         generate:--length) return ;;
+        credential-socket:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        credential-socket:--policy) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
         key:--algorithm) COMPREPLY=($(compgen -W "ecdsa-message-x962-sha256 ecdsa-message-x962-sha384 ecdsa-message-x962-sha512 ecdsa-digest-x962-sha256 ecdsa-digest-x962-sha384 ecdsa-digest-x962-sha512 rsa-signature-message-pss-sha256 rsa-signature-message-pss-sha384 rsa-signature-message-pss-sha512 rsa-signature-message-pkcs1v15-sha256 rsa-signature-message-pkcs1v15-sha384 rsa-signature-message-pkcs1v15-sha512 ed25519 rsa-encryption-oaep-sha1 rsa-encryption-oaep-sha256 rsa-encryption-oaep-sha384 rsa-encryption-oaep-sha512 ecies-cofactor-variable-iv-x963-sha256-aesgcm x25519-sealed-box" -- "$cur")); return ;;
         key:--signature) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -74,7 +78,7 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket completion key help ssh-agent keychain" -- "$cur"))
         fi
         return
     fi
@@ -86,7 +90,7 @@ _locket() {
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin --password-file --credential -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -99,9 +103,10 @@ _locket() {
         otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --ref -n --no-newline --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        credential-socket) COMPREPLY=($(compgen -W "--socket --policy -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale bash zsh fish" -- "$cur")) ;;
         key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent keychain" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket completion key help ssh-agent keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac

@@ -1,0 +1,25 @@
+import LocketCore
+
+// Secrets for services and cloud tools (issue 29): systemd's LoadCredential=
+// socket, unattended unlock, AWS credential_process and kubectl's exec
+// credential plugin.
+extension CommandTable {
+    /// `unlock`'s unattended password sources.
+    static let unattendedUnlock: [OptionSpec] = [
+        OptionSpec("password-file", nil, .value("PATH"), completion: .file,
+                   "read the password from PATH, a private regular file of yours or root's (one line)"),
+        OptionSpec("credential", nil, .value("NAME"),
+                   "read the password from $CREDENTIALS_DIRECTORY/NAME, a credential systemd gives the unit (LoadCredentialEncrypted=)"),
+    ]
+
+    static let credentialSocket = CommandSpec(
+        name: "credential-socket", usage: "[--socket PATH] [--policy FILE]",
+        summary: "answer systemd's LoadCredential= from the keychain, as a policy file allows",
+        options: [
+            OptionSpec("socket", nil, .value("PATH"), completion: .file,
+                       "listen at PATH (default: /run/locket/credentials.sock for root, else $XDG_RUNTIME_DIR/locket/credentials.sock)"),
+            OptionSpec("policy", nil, .value("FILE"), completion: .file,
+                       "which unit gets which credential (default: /etc/locket/credentials.json for root, else $XDG_CONFIG_HOME/locket/credentials.json)"),
+        ],
+        conflicts: [], operands: false, run: Commands.credentialSocket)
+}
