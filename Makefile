@@ -78,16 +78,18 @@ deps:
 # SPEC §11); groff (the man page renders without a warning). Tests that need
 # one skip when it is missing.
 # The services' real clients (issue 29): systemd-creds (systemd) seals the
-# keychain password.
+# keychain password; kubectl (kubernetes-client); the AWS CLI version 2
+# (awscli: `aws configure export-credentials` is not in version 1).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	for tool in systemd-creds:systemd; do \
+	for tool in systemd-creds:systemd kubectl:kubernetes-client; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
+	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
 	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
 		python3 -c "import $${module%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 \
 			|| missing="$$missing $${module##*:}"; \

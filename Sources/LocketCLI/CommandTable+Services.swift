@@ -22,4 +22,19 @@ extension CommandTable {
                        "which unit gets which credential (default: /etc/locket/credentials.json for root, else $XDG_CONFIG_HOME/locket/credentials.json)"),
         ],
         conflicts: [], operands: false, run: Commands.credentialSocket)
+
+    static let awsCredential = CommandSpec(
+        name: "aws-credential", usage: "[ATTRIBUTES] [--ref REF] [--prompt TEXT] | add [ATTRIBUTES] [--accessible CLASS] [-U]",
+        summary: "print an AWS credential_process answer from an item, or (add) store one read from standard input",
+        options: passwordAttributes + [
+            ref, prompt, accessible,
+            OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
+        ],
+        conflicts: [], operands: true, run: Commands.awsCredential)
+
+    static let kubeCredential = CommandSpec(
+        name: "kube-credential", usage: "[ATTRIBUTES] [--ref REF] [--prompt TEXT]",
+        summary: "print a kubectl ExecCredential: a token, or with --class identity a client certificate and key",
+        options: attributes + [ref, prompt],
+        conflicts: [], operands: false, run: Commands.kubeCredential)
 }

@@ -200,6 +200,8 @@ public enum CommandTable {
                         options: [], conflicts: [], operands: true, run: Commands.dockerCredential)
         }),
         ("credential-socket", { credentialSocket }),
+        ("aws-credential", { awsCredential }),
+        ("kube-credential", { kubeCredential }),
         ("completion", {
             CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                         options: [], conflicts: [], operands: true, run: Commands.completion)
