@@ -55,6 +55,12 @@ extension Commands {
             throw KeychainError(.interactionNotAllowed, "aws-credential add reads the credential from standard input, not a terminal",
                                 hint: "pipe it in: aws configure export-credentials --profile OLD | locket aws-credential add ...")
         }
+        // A CI job's idle stdin fails instead of hanging, as -w's does.
+        var ready = pollfd(fd: context.io.stdin, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, context.io.implicitStdinWait) != 0 else {
+            throw KeychainError(.interactionNotAllowed, "no AWS credential on standard input and no terminal to ask at",
+                                hint: "pipe it in: aws configure export-credentials --profile OLD | locket aws-credential add ...")
+        }
         let input = try Prompt.readAll(context.io.stdin, what: "standard input", contents: "the AWS credential", limit: AWSCredential.maximumInput)
         let credential = try AWSCredential.parse(input: input)
         if let expiration = credential.expiration, let seconds = AWSCredential.seconds(ofTimestamp: expiration), seconds <= Clock.seconds() {

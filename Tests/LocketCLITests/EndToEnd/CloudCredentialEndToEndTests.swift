@@ -124,28 +124,20 @@ final class AWSCredentialCommandTests: EndToEndCase {
         assertUsage(locket("aws-credential", "add", "-s", "aws", "--ref", "00"), mentions: ["--ref is for reading"])
         assertUsage(locket("aws-credential", "remove", "-s", "aws"), mentions: ["takes no operand but add"])
         assertError(expect(44, "aws-credential", "-s", "missing"), "errSecItemNotFound", -25300)
+        // An idle stdin (a CI job's) fails instead of hanging.
+        let idle = expect(36, "aws-credential", "add", "-s", "aws", "-a", "idle", input: .silentPipe)
+        XCTAssertTrue(idle.err.contains("no AWS credential on standard input and no terminal to ask at"), idle.err)
         let expired = #"{"AccessKeyId": "A", "SecretAccessKey": "S", "Expiration": "2001-01-01T00:00:00Z"}"#
         let refused = expect(206, "aws-credential", "add", "-s", "aws", "-a", "old", input: .text(expired))
         XCTAssertTrue(refused.err.contains("the AWS credential expired at 2001-01-01T00:00:00Z; nothing was stored"), refused.err)
         expect(44, "find", "-s", "aws", "-a", "old")
-        // Stored before it expired: refused when asked for, not handed to the SDK.
-        let soon = #"{"AccessKeyId": "A", "SecretAccessKey": "S", "Expiration": "\#(AuditTimeForTests.utc(secondsFromNow: 2))"}"#
-        ok("aws-credential", "add", "-s", "aws", "-a", "soon", input: .text(soon))
-        sleep(3)
-        let late = expect(53, "aws-credential", "-s", "aws", "-a", "soon")
-        XCTAssertTrue(late.err.contains("the AWS credential in the item expired at"), late.err)
+        // Stored before it expired (here by hand): refused when asked for, not handed to the SDK.
+        add("-s", "aws", "-a", "stale", secret: expired)
+        let late = expect(53, "aws-credential", "-s", "aws", "-a", "stale")
+        XCTAssertTrue(late.err.contains("the AWS credential in the item expired at 2001-01-01T00:00:00Z"), late.err)
         ok("aws-credential", "add", "-s", "aws", "-a", "locked", input: .text("A\nS\n"))
         ok("lock")
         assertError(expect(36, "aws-credential", "-s", "aws", "-a", "locked"), "errSecInteractionNotAllowed", -25308)
-    }
-}
-
-/// RFC 3339 times relative to now, for expirations.
-enum AuditTimeForTests {
-    static func utc(secondsFromNow: Int) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date().addingTimeInterval(Double(secondsFromNow)))
     }
 }
 
