@@ -5,12 +5,10 @@ import LocketCore
 // credential plugin.
 extension CommandTable {
     /// `unlock`'s unattended password sources.
-    static let unattendedUnlock: [OptionSpec] = [
-        OptionSpec("password-file", nil, .value("PATH"), completion: .file,
-                   "read the password from PATH, a private regular file of yours or root's (one line)"),
-        OptionSpec("credential", nil, .value("NAME"),
-                   "read the password from $CREDENTIALS_DIRECTORY/NAME, a credential systemd gives the unit (LoadCredentialEncrypted=)"),
-    ]
+    static let passwordFile = OptionSpec("password-file", nil, .value("PATH"), completion: .file,
+                                         "read the password from PATH, a private regular file of yours or root's (one line)")
+    static let credentialName = OptionSpec("credential", nil, .value("NAME"),
+                                           "read the password from $CREDENTIALS_DIRECTORY/NAME, a credential systemd gives the unit (LoadCredentialEncrypted=)")
 
     static let credentialSocket = CommandSpec(
         name: "credential-socket", usage: "[--socket PATH] [--policy FILE]",

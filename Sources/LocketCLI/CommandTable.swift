@@ -90,7 +90,7 @@ public enum CommandTable {
         ("unlock", {
             CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin | --password-file PATH | --credential NAME]",
                         summary: "unlock the keychain for later commands",
-                        options: [timeout, passwordStdin] + unattendedUnlock,
+                        options: [timeout, passwordStdin, passwordFile, credentialName],
                         conflicts: [("password-stdin", "password-file"), ("password-stdin", "credential"), ("password-file", "credential")],
                         operands: false, run: Commands.unlock)
         }),
