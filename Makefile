@@ -87,6 +87,9 @@ deps:
 # (golang-docker-credential-helpers), git's libsecret credential helper built
 # from the sources Debian's git ships (cc, libsecret-1-dev), and pip to fetch
 # secretstorage's own test suite. Tests that need one skip when it is missing.
+# The services' real clients (issue 29): systemd-creds (systemd) seals the
+# keychain password; kubectl (kubernetes-client); the AWS CLI version 2
+# (awscli: `aws configure export-credentials` is not in version 1).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -97,6 +100,10 @@ test-deps:
 		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	for tool in systemd-creds:systemd kubectl:kubernetes-client; do \
+		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
+	done; \
+	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
 	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
 		python3 -c "import $${module%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 \
 			|| missing="$$missing $${module##*:}"; \

@@ -20,35 +20,37 @@ _locket() {
         *:-e|*:--entitlements) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         *:--max-stale) return ;;
         init:--kdf|passwd:--kdf|export:--kdf) COMPREPLY=($(compgen -W "interactive moderate sensitive" -- "$cur")); return ;;
-        add:--class|find:--class|update:--class|delete:--class|dump:--class|otp:--class) COMPREPLY=($(compgen -W "genp inet keys cert identity" -- "$cur")); return ;;
-        add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account) return ;;
-        add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service|otp:-s|otp:--service) return ;;
-        add:--server|find:--server|update:--server|delete:--server|otp:--server) return ;;
-        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label|export:-l|export:--label|import:-l|import:--label|otp:-l|otp:--label|key:-l|key:--label) return ;;
-        add:-D|add:--description|find:-D|find:--description|update:-D|update:--description|delete:-D|delete:--description|otp:-D|otp:--description) return ;;
-        add:-j|add:--comment|find:-j|find:--comment|update:-j|update:--comment|delete:-j|delete:--comment|otp:-j|otp:--comment) return ;;
-        add:-G|add:--generic|find:-G|find:--generic|update:-G|update:--generic|delete:-G|delete:--generic|otp:-G|otp:--generic) return ;;
-        add:-c|add:--creator|find:-c|find:--creator|update:-c|update:--creator|delete:-c|delete:--creator|otp:-c|otp:--creator) return ;;
-        add:-C|add:--type|find:-C|find:--type|update:-C|update:--type|delete:-C|delete:--type|otp:-C|otp:--type) return ;;
-        add:-d|add:--security-domain|find:-d|find:--security-domain|update:-d|update:--security-domain|delete:-d|delete:--security-domain|otp:-d|otp:--security-domain) return ;;
-        add:-r|add:--protocol|find:-r|find:--protocol|update:-r|update:--protocol|delete:-r|delete:--protocol|otp:-r|otp:--protocol) COMPREPLY=($(compgen -W "afp appletalk cifs daap eppc ftp ftpaccount ftpproxy ftps http httpproxy https httpsproxy imap imaps ipp irc ircs ldap ldaps nntp nntps pop3 pop3s rtsp rtspproxy smb smtp socks ssh svn telnet telnets" -- "$cur")); return ;;
-        add:-t|add:--auth-type|find:-t|find:--auth-type|update:-t|update:--auth-type|delete:-t|delete:--auth-type|otp:-t|otp:--auth-type) COMPREPLY=($(compgen -W "default dpa form html-form http-basic http-digest msn ntlm rpa" -- "$cur")); return ;;
-        add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port) return ;;
-        add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path) return ;;
-        add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|export:-g|export:--access-group|import:-g|import:--access-group|otp:-g|otp:--access-group|key:-g|key:--access-group) return ;;
-        add:--attr|find:--attr|update:--attr|delete:--attr|otp:--attr) return ;;
+        add:--class|find:--class|update:--class|delete:--class|dump:--class|otp:--class|aws-credential:--class|kube-credential:--class) COMPREPLY=($(compgen -W "genp inet keys cert identity" -- "$cur")); return ;;
+        add:-a|add:--account|find:-a|find:--account|update:-a|update:--account|delete:-a|delete:--account|otp:-a|otp:--account|aws-credential:-a|aws-credential:--account|kube-credential:-a|kube-credential:--account) return ;;
+        add:-s|add:--service|find:-s|find:--service|update:-s|update:--service|delete:-s|delete:--service|otp:-s|otp:--service|aws-credential:-s|aws-credential:--service|kube-credential:-s|kube-credential:--service) return ;;
+        add:--server|find:--server|update:--server|delete:--server|otp:--server|aws-credential:--server|kube-credential:--server) return ;;
+        add:-l|add:--label|find:-l|find:--label|update:-l|update:--label|delete:-l|delete:--label|export:-l|export:--label|import:-l|import:--label|otp:-l|otp:--label|aws-credential:-l|aws-credential:--label|kube-credential:-l|kube-credential:--label|key:-l|key:--label) return ;;
+        add:-D|add:--description|find:-D|find:--description|update:-D|update:--description|delete:-D|delete:--description|otp:-D|otp:--description|aws-credential:-D|aws-credential:--description|kube-credential:-D|kube-credential:--description) return ;;
+        add:-j|add:--comment|find:-j|find:--comment|update:-j|update:--comment|delete:-j|delete:--comment|otp:-j|otp:--comment|aws-credential:-j|aws-credential:--comment|kube-credential:-j|kube-credential:--comment) return ;;
+        add:-G|add:--generic|find:-G|find:--generic|update:-G|update:--generic|delete:-G|delete:--generic|otp:-G|otp:--generic|aws-credential:-G|aws-credential:--generic|kube-credential:-G|kube-credential:--generic) return ;;
+        add:-c|add:--creator|find:-c|find:--creator|update:-c|update:--creator|delete:-c|delete:--creator|otp:-c|otp:--creator|aws-credential:-c|aws-credential:--creator|kube-credential:-c|kube-credential:--creator) return ;;
+        add:-C|add:--type|find:-C|find:--type|update:-C|update:--type|delete:-C|delete:--type|otp:-C|otp:--type|aws-credential:-C|aws-credential:--type|kube-credential:-C|kube-credential:--type) return ;;
+        add:-d|add:--security-domain|find:-d|find:--security-domain|update:-d|update:--security-domain|delete:-d|delete:--security-domain|otp:-d|otp:--security-domain|aws-credential:-d|aws-credential:--security-domain|kube-credential:-d|kube-credential:--security-domain) return ;;
+        add:-r|add:--protocol|find:-r|find:--protocol|update:-r|update:--protocol|delete:-r|delete:--protocol|otp:-r|otp:--protocol|aws-credential:-r|aws-credential:--protocol|kube-credential:-r|kube-credential:--protocol) COMPREPLY=($(compgen -W "afp appletalk cifs daap eppc ftp ftpaccount ftpproxy ftps http httpproxy https httpsproxy imap imaps ipp irc ircs ldap ldaps nntp nntps pop3 pop3s rtsp rtspproxy smb smtp socks ssh svn telnet telnets" -- "$cur")); return ;;
+        add:-t|add:--auth-type|find:-t|find:--auth-type|update:-t|update:--auth-type|delete:-t|delete:--auth-type|otp:-t|otp:--auth-type|aws-credential:-t|aws-credential:--auth-type|kube-credential:-t|kube-credential:--auth-type) COMPREPLY=($(compgen -W "default dpa form html-form http-basic http-digest msn ntlm rpa" -- "$cur")); return ;;
+        add:-P|add:--port|find:-P|find:--port|update:-P|update:--port|delete:-P|delete:--port|otp:-P|otp:--port|aws-credential:-P|aws-credential:--port|kube-credential:-P|kube-credential:--port) return ;;
+        add:-p|add:--path|find:-p|find:--path|update:-p|update:--path|delete:-p|delete:--path|otp:-p|otp:--path|aws-credential:-p|aws-credential:--path|kube-credential:-p|kube-credential:--path) return ;;
+        add:-g|add:--access-group|update:-g|update:--access-group|delete:-g|delete:--access-group|export:-g|export:--access-group|import:-g|import:--access-group|otp:-g|otp:--access-group|aws-credential:-g|aws-credential:--access-group|kube-credential:-g|kube-credential:--access-group|key:-g|key:--access-group) return ;;
+        add:--attr|find:--attr|update:--attr|delete:--attr|otp:--attr|aws-credential:--attr|kube-credential:--attr) return ;;
         add:--data-file|update:--data-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         add:--charset|generate:--charset) COMPREPLY=($(compgen -W "alnum symbols hex base64url digits" -- "$cur")); return ;;
-        add:--accessible|import:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
+        add:--accessible|import:--accessible|aws-credential:--accessible|key:--accessible) COMPREPLY=($(compgen -W "when-unlocked after-first-unlock always when-unlocked-this-device-only after-first-unlock-this-device-only always-this-device-only when-passcode-set-this-device-only" -- "$cur")); return ;;
         add:--access-control|import:--access-control|key:--access-control) COMPREPLY=($(compgen -W "when-unlocked:user-presence when-unlocked:password-current-set when-unlocked:application-password after-first-unlock:user-presence after-first-unlock:password-current-set after-first-unlock:application-password always:user-presence always:password-current-set always:application-password when-unlocked-this-device-only:user-presence when-unlocked-this-device-only:password-current-set when-unlocked-this-device-only:application-password after-first-unlock-this-device-only:user-presence after-first-unlock-this-device-only:password-current-set after-first-unlock-this-device-only:application-password always-this-device-only:user-presence always-this-device-only:password-current-set always-this-device-only:application-password when-passcode-set-this-device-only:user-presence when-passcode-set-this-device-only:password-current-set when-passcode-set-this-device-only:application-password" -- "$cur")); return ;;
-        add:--prompt|find:--prompt|update:--prompt|export:--prompt|otp:--prompt|key:--prompt) return ;;
+        add:--prompt|find:--prompt|update:--prompt|export:--prompt|otp:--prompt|aws-credential:--prompt|kube-credential:--prompt|key:--prompt) return ;;
         find:--access-group) return ;;
-        find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|key:--tag) return ;;
-        find:--hash|update:--hash|delete:--hash|export:--hash) return ;;
-        find:--ref|update:--ref|delete:--ref|export:--ref|otp:--ref|key:--ref) return ;;
+        find:--tag|update:--tag|delete:--tag|export:--tag|import:--tag|kube-credential:--tag|key:--tag) return ;;
+        find:--hash|update:--hash|delete:--hash|export:--hash|kube-credential:--hash) return ;;
+        find:--ref|update:--ref|delete:--ref|export:--ref|otp:--ref|aws-credential:--ref|kube-credential:--ref|key:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
+        unlock:--password-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        unlock:--credential) return ;;
         settings:--presence-reuse) COMPREPLY=($(compgen -W "0 60 300" -- "$cur")); return ;;
         exec:--env) return ;;
         exec:--env-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -62,6 +64,8 @@ _locket() {
         import:--identity) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         import:--format) COMPREPLY=($(compgen -W "pkcs12 pem der openssh" -- "$cur")); return ;;
         generate:--length) return ;;
+        credential-socket:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        credential-socket:--policy) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
         key:--algorithm) COMPREPLY=($(compgen -W "ecdsa-message-x962-sha256 ecdsa-message-x962-sha384 ecdsa-message-x962-sha512 ecdsa-digest-x962-sha256 ecdsa-digest-x962-sha384 ecdsa-digest-x962-sha512 rsa-signature-message-pss-sha256 rsa-signature-message-pss-sha384 rsa-signature-message-pss-sha512 rsa-signature-message-pkcs1v15-sha256 rsa-signature-message-pkcs1v15-sha384 rsa-signature-message-pkcs1v15-sha512 ed25519 rsa-encryption-oaep-sha1 rsa-encryption-oaep-sha256 rsa-encryption-oaep-sha384 rsa-encryption-oaep-sha512 ecies-cofactor-variable-iv-x963-sha256-aesgcm x25519-sealed-box" -- "$cur")); return ;;
         key:--signature) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -76,7 +80,7 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent secret-service keychain" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service keychain" -- "$cur"))
         fi
         return
     fi
@@ -88,7 +92,7 @@ _locket() {
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin --password-file --credential -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -101,9 +105,12 @@ _locket() {
         otp) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --ref -n --no-newline --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         docker-credential) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        credential-socket) COMPREPLY=($(compgen -W "--socket --policy -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        aws-credential) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --ref --prompt --accessible -U --update -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        kube-credential) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale bash zsh fish" -- "$cur")) ;;
         key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential completion key help ssh-agent secret-service keychain" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;

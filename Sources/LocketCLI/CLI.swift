@@ -178,12 +178,15 @@ final class Context {
     /// With `keepsFileOpen`, the file stays open (locked) for the command's
     /// first call, which must follow at once: whatever waits in between
     /// (every prompt does) calls `releaseKeychainFile` first.
-    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false, keepsFileOpen: Bool = true) throws -> Keychain {
+    /// `caller` replaces the one `-e` names (the credential socket opens the
+    /// keychain as each unit).
+    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false, keepsFileOpen: Bool = true,
+                      caller given: Caller? = nil) throws -> Keychain {
         Diagnostics.protectProcess()
         // What a killed `exec --file` left: one lstat when there is nothing.
         SecretFiles.removeAbandoned(environment)
         // Entitlements first: a bad file must stop the command before anything is read or written.
-        let caller = try self.caller()
+        let caller = try given ?? self.caller()
         let spec = try keychainSpec()
         if let spec, RemoteLocation.isURL(spec),
            let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, acceptRollback: acceptRollback, registeredToo: false) { return remote }

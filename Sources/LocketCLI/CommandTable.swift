@@ -88,9 +88,11 @@ public enum CommandTable {
                         conflicts: [], operands: false, run: Commands.lock)
         }),
         ("unlock", {
-            CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin]",
+            CommandSpec(name: "unlock", usage: "[--timeout SECONDS|none] [--password-stdin | --password-file PATH | --credential NAME]",
                         summary: "unlock the keychain for later commands",
-                        options: [timeout, passwordStdin], conflicts: [], operands: false, run: Commands.unlock)
+                        options: [timeout, passwordStdin, passwordFile, credentialName],
+                        conflicts: [("password-stdin", "password-file"), ("password-stdin", "credential"), ("password-file", "credential")],
+                        operands: false, run: Commands.unlock)
         }),
         ("passwd", {
             CommandSpec(name: "passwd", usage: "[--rotate] [--kdf COST] | --remove [--yes]",
@@ -197,6 +199,9 @@ public enum CommandTable {
                         summary: "docker credential helper (also run as docker-credential-locket)",
                         options: [], conflicts: [], operands: true, run: Commands.dockerCredential)
         }),
+        ("credential-socket", { credentialSocket }),
+        ("aws-credential", { awsCredential }),
+        ("kube-credential", { kubeCredential }),
         ("completion", {
             CommandSpec(name: "completion", usage: "bash|zsh|fish", summary: "print a shell completion script",
                         options: [], conflicts: [], operands: true, run: Commands.completion)

@@ -22,6 +22,8 @@ final class OptionSpellingTests: XCTestCase {
         "key --type",
         // find's -g is --show-data (security(1)), so its access group is long only.
         "find --access-group",
+        // -a is OpenSSH's letter in ssh-agent; the credential socket, run by units and not typed, has no short options.
+        "credential-socket --socket",
     ]
 
     private var uses: [(command: String, option: OptionSpec)] {

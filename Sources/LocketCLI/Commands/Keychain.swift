@@ -31,14 +31,18 @@ extension Commands {
     /// `locket unlock`
     static func unlock(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let timeout = try invocation.value("timeout").map { try parseTimeout($0, command: "unlock") }
+        // Unattended (issue 29): the password from a private file, or from the
+        // credential systemd decrypted for this unit (LoadCredentialEncrypted=).
+        let passwordFile = try invocation.value("password-file")
+            ?? invocation.value("credential").map { try PasswordFile.credentialPath($0, environment: context.environment) }
         let keychain = try context.openKeychain()
         guard keychain.hasPassword else {
             context.warn("the keychain has no password; it is always unlocked")
             return 0
         }
         announcePasswordDelay(keychain, context)
-        let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
-                                           fromStdin: invocation.has("password-stdin"))
+        let password = try passwordFile.map { try PasswordFile.read($0) }
+            ?? Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false, fromStdin: invocation.has("password-stdin"))
         try keychain.unlock(password: password, timeout: timeout)
         return 0
     }

@@ -59,7 +59,8 @@ final class EndToEndCompletionTests: EndToEndCase {
         }
         XCTAssertEqual(complete(["locket", "fi"]), ["find"])
         XCTAssertEqual(complete(["locket", "exe"]), ["exec"])
-        XCTAssertEqual(complete(["locket", "cr"]), ["credential"])
+        XCTAssertEqual(complete(["locket", "cr"]), ["credential", "credential-socket"])
+        XCTAssertEqual(complete(["locket", "kub"]), ["kube-credential"])
         XCTAssertEqual(complete(["locket", "co"]), ["completion"])
         XCTAssertEqual(complete(["locket", "--json", "st"]), ["status"])
         XCTAssertEqual(complete(["locket", "exec", "--mas"]), ["--mask"])
