@@ -208,7 +208,7 @@ final class Database {
             // A writer's WAL is checkpointed and emptied at close, so the
             // next process has nothing to recover: SQLite truncates it to
             // zero, which the "locket" VFS turns into zeroing it in place,
-            // keeping its blocks (CLocketSQLite/sqlite.c). Set by writers
+            // keeping its blocks (CLocketSQLite/vfs.c). Set by writers
             // only: a read leaves nothing in the WAL, and each statement
             // prepared is paid by every `find`.
             sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)

@@ -1,28 +1,23 @@
-#include "locket_sqlite.h"
-
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-
-sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
-
-/* The "locket" VFS: SQLite's unix VFS with three changes, all to the WAL file.
+/* The "locket" VFS: why locket opens SQLite through a VFS of its own.
+ *
+ * It is SQLite's unix VFS with three changes, all to the WAL file, each
+ * measured with `bench/writes` (strace of every sync, and the ext4 journal's
+ * commits on a journaled file system; bench/README.md "What a write writes",
+ * docs/ARCHITECTURE.md "The connection's lifetime"):
  *
  * 1. A WAL file that already exists is opened without SQLITE_OPEN_CREATE. The
  * unix VFS fsyncs the directory after the first sync of any journal it was
  * asked to create, to make the new directory entry durable; locket keeps its
  * WAL between commands (SQLITE_FCNTL_PERSIST_WAL), so its entry has been
  * durable since the first write, and that directory fsync was paid again by
- * every write command.
+ * every write command (5 -> 4 fdatasyncs per `add`).
  *
  * 2. The WAL keeps its blocks. A writer closes with journal_size_limit=0, so
  * SQLite, once the WAL is checkpointed and the database synced, truncates it
  * to zero bytes; the next writer then grew it again from nothing, and each of
  * its fdatasyncs (the header, the commit) had to commit the file's new size
- * and blocks through the filesystem's journal. Here a WAL of at most
+ * and blocks through the filesystem's journal (2 -> 0 journal commits per
+ * `add`, `update` and `delete`). Here a WAL of at most
  * KEPT_WAL_BYTES is emptied in place instead: its 32-byte header is zeroed
  * (SQLite then finds no valid frame: the WAL is empty to any reader), and
  * whatever lies beyond the frames this connection wrote (frames of earlier
@@ -32,15 +27,31 @@ sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT;
  * past that point; they stay invalid, as in any SQLite WAL). What remains
  * between them are this connection's frames, which SQLite has just copied
  * into the database: the file holds nothing the database does not.
- * Nothing here is synced, as SQLite's own truncation is
- * not: the checkpoint has already made the database durable, and a WAL whose
- * zeroing was lost is replayed harmlessly (its frames are already in the
- * database). Smaller truncations (at a commit) are skipped: the frames beyond
- * a commit are invalid already. A larger WAL (a big import) is truncated as
- * SQLite asks, so its space is given back.
+ * Zeroing only up to the first zero frame took the next write's header sync
+ * from 0.35-0.47 to 0.16-0.22 ms. Nothing here is synced, as SQLite's own
+ * truncation is not: the checkpoint has already made the database durable,
+ * and a WAL whose zeroing was lost is replayed harmlessly (its frames are
+ * already in the database). Smaller truncations (at a commit) are skipped:
+ * the frames beyond a commit are invalid already. A larger WAL (a big
+ * import) is truncated as SQLite asks, so its space is given back.
  *
  * 3. A sync of the WAL with nothing written since its last sync is skipped
- * (see wal_sync). */
+ * (see wal_sync): 4 -> 3 fdatasyncs per write, the shell's sqlite3 makes 5.
+ *
+ * ReadPathEndToEndTests pins the order of the syncs SPEC section 7 needs and
+ * that a read-only command writes nothing. SQLite's allocator is set up in
+ * allocator.c, before this VFS is registered. */
+
+#include "locket_sqlite.h"
+#include "allocator.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+
+sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
+
 static sqlite3_vfs locket_vfs;
 static int (*unix_open)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *);
 
@@ -177,151 +188,11 @@ static int locket_vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *fil
     return rc;
 }
 
-/* SQLite's memory. Debian builds SQLite with SQLITE_OMIT_LOOKASIDE, so every
- * allocation (some 500 in a `find`: the parsed schema, each statement's
- * parts) is a malloc and a free: a tenth of a `find`'s instructions went to
- * glibc's allocator. Here a block of up to SMALL_LIMIT bytes (header
- * included) comes from one of 32 classes 16 bytes apart, each a free list
- * over 64 KiB chunks; larger blocks (pages, big blobs) go to malloc. Chunks
- * are never given back: each class keeps its peak, which SQLite's bounded
- * page cache and statement set keep to a few chunks. Every block starts
- * with its usable size, as in SQLite's own allocator, for xSize and xFree.
- * Threads: SQLite takes no lock around xMalloc once memory statistics are
- * off, so a spin lock guards the lists (the critical sections are a few
- * instructions; locket itself runs SQLite on one thread). Off where C
- * is built with AddressSanitizer, whose malloc then checks SQLite's blocks. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LOCKET_ADDRESS_SANITIZER 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define LOCKET_ADDRESS_SANITIZER 1
-#endif
-#ifndef LOCKET_ADDRESS_SANITIZER
-#define LOCKET_ADDRESS_SANITIZER 0
-#endif
-
-#define SMALL_LIMIT 512
-#define CLASS_STEP 16
-#define CLASSES (SMALL_LIMIT / CLASS_STEP)
-#define CHUNK_SIZE (64 * 1024)
-
-static void *free_lists[CLASSES];
-static char *chunk_next, *chunk_end;
-static atomic_flag mem_lock = ATOMIC_FLAG_INIT;
-
-static void mem_take(void) {
-    while (atomic_flag_test_and_set_explicit(&mem_lock, memory_order_acquire)) {}
-}
-
-static void mem_give(void) { atomic_flag_clear_explicit(&mem_lock, memory_order_release); }
-
-/* The whole block (header included) `n` usable bytes need. */
-static size_t mem_total(int n) { return ((size_t)n + 8 + CLASS_STEP - 1) & ~(size_t)(CLASS_STEP - 1); }
-
-static void *mem_malloc(int n) {
-    if (n <= 0) return NULL;
-    size_t total = mem_total(n);
-    uint64_t *block;
-    if (total > SMALL_LIMIT) {
-        block = malloc(total);
-        if (block == NULL) return NULL;
-    } else {
-        size_t index = total / CLASS_STEP - 1;
-        mem_take();
-        block = free_lists[index];
-        if (block != NULL) {
-            free_lists[index] = *(void **)(block + 1);
-        } else {
-            if ((size_t)(chunk_end - chunk_next) < total) {
-                char *chunk = malloc(CHUNK_SIZE);
-                if (chunk == NULL) {
-                    mem_give();
-                    return NULL;
-                }
-                chunk_next = chunk;
-                chunk_end = chunk + CHUNK_SIZE;
-            }
-            block = (uint64_t *)chunk_next;
-            chunk_next += total;
-        }
-        mem_give();
-    }
-    block[0] = total - 8;
-    return block + 1;
-}
-
-static void mem_free(void *p) {
-    if (p == NULL) return;
-    uint64_t *block = (uint64_t *)p - 1;
-    size_t total = block[0] + 8;
-    if (total > SMALL_LIMIT) {
-        free(block);
-        return;
-    }
-    size_t index = total / CLASS_STEP - 1;
-    mem_take();
-    *(void **)p = free_lists[index];
-    free_lists[index] = block;
-    mem_give();
-}
-
-static int mem_size(void *p) { return p == NULL ? 0 : (int)((uint64_t *)p)[-1]; }
-
-static void *mem_realloc(void *p, int n) {
-    if (p == NULL) return mem_malloc(n);
-    if (n <= 0) return NULL;
-    uint64_t *block = (uint64_t *)p - 1;
-    size_t usable = block[0];
-    /* Big enough already: kept (SQLite asks xSize, not what it requested). */
-    if ((size_t)n <= usable) return p;
-    size_t total = mem_total(n);
-    if (usable + 8 > SMALL_LIMIT) {
-        /* Growing a large block: glibc may extend it in place. */
-        uint64_t *grown = realloc(block, total);
-        if (grown == NULL) return NULL;
-        grown[0] = total - 8;
-        return grown + 1;
-    }
-    void *moved = mem_malloc(n);
-    if (moved == NULL) return NULL;
-    memcpy(moved, p, usable);
-    mem_free(p);
-    return moved;
-}
-
-static int mem_roundup(int n) {
-    if (n <= 0) return n;
-    size_t total = mem_total(n);
-    return total > SMALL_LIMIT ? (int)(((size_t)n + 7) & ~(size_t)7) : (int)(total - 8);
-}
-
-static int mem_init(void *unused) { (void)unused; return SQLITE_OK; }
-
-static void mem_shutdown(void *unused) { (void)unused; }
-
-static const sqlite3_mem_methods locket_mem __attribute__((unused)) = {
-    mem_malloc, mem_free, mem_realloc, mem_size, mem_roundup, mem_init, mem_shutdown, NULL,
-};
-
 static const char *locket_vfs_name = NULL;
 
 static void locket_vfs_register(void) {
-    /* Before SQLite initializes (sqlite3_vfs_find does): no memory
-     * statistics, which locket never reads; with them, every allocation and
-     * free takes a global mutex (a tenth of a `find`'s SQLite instructions).
-     * And its memory from locket_mem (above). Both fail harmlessly
-     * (SQLITE_MISUSE) where SQLite is already initialized. */
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-#if !LOCKET_ADDRESS_SANITIZER
-    sqlite3_config(SQLITE_CONFIG_MALLOC, &locket_mem);
-#endif
-    /* No page-cache bulk: Debian's SQLite mallocs room for 20 pages per
-     * connection up front and writes a header into each, 20 fresh heap pages
-     * faulted in; a lookup reads fewer pages than that, each now malloc'd
-     * when read (bench/README.md "Start-up"). */
-    sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
+    /* Before SQLite initializes, which sqlite3_vfs_find does. */
+    locket_sqlite_configure_memory();
     sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
     if (unix_vfs == NULL) return;
     locket_vfs = *unix_vfs;
