@@ -138,7 +138,7 @@ struct SealedItemRow {
     var itemClass: ItemClass
     var accessible: ProtectionClass
     var group: String
-    var digests: ItemStore.Digests
+    var digests: ItemDigests
     var attributes: [UInt8]
     var data: [UInt8]
     var created: Int64

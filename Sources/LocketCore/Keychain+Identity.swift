@@ -58,7 +58,7 @@ extension Keychain {
         try write {
             let found = try pairs(query, limit: .all)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound) }
-            for pair in found { _ = try itemStore.delete(ItemStore.Filter(ref: pair.certificate.persistentRef)) }
+            for pair in found { _ = try itemStore.delete(ItemFilter(ref: pair.certificate.persistentRef)) }
             var keys = 0
             var seen: Set<[UInt8]> = []
             for pair in found where seen.insert(pair.key.persistentRef).inserted {
@@ -68,7 +68,7 @@ extension Keychain {
                 var filter = try storeFilter(others)
                 filter.visibleGroups = nil
                 if try itemStore.select(filter, data: false).next() == nil {
-                    keys += try itemStore.delete(ItemStore.Filter(ref: pair.key.persistentRef))
+                    keys += try itemStore.delete(ItemFilter(ref: pair.key.persistentRef))
                 }
             }
             return (found.count, keys)

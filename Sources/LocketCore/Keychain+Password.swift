@@ -203,7 +203,7 @@ extension Keychain {
                     try MetaStore.remove(database, PresenceKeys.publicKeyRow(name))
                     bag.removeRow(name)
                 }
-                removed = try store.delete(ItemStore.Filter(protectionClass: .whenPasscodeSetThisDeviceOnly))
+                removed = try store.delete(ItemFilter(protectionClass: .whenPasscodeSetThisDeviceOnly))
                 try MetaStore.removeKeybagRow(database, passcodeName)
                 try MetaStore.remove(database, .kdf)
                 bag.removeRow(passcodeName)

@@ -62,12 +62,12 @@ extension Keychain {
 
     /// The store filter of a query: the groups the caller may touch, and
     /// the blind index of each attribute equality.
-    func storeFilter(_ query: Query) throws -> ItemStore.Filter {
+    func storeFilter(_ query: Query) throws -> ItemFilter {
         var filter = try self.filter(query)
         guard !query.attributes.isEmpty else { return filter }
         let indexKey = try indexKey()
-        filter.digests = query.attributes.map { attribute, value in
-            ItemStore.Filter.Term(attribute: attribute, digest: Sealing.indexDigest(indexKey, query.itemClass, attribute, value),
+        filter.terms = query.attributes.map { attribute, value in
+            ItemFilter.Term(attribute: attribute, digest: Sealing.indexDigest(indexKey, query.itemClass, attribute, value),
                                   isEmpty: value.isEmpty)
         }
         let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
@@ -161,7 +161,7 @@ extension Keychain {
         try transaction(write: false) {
             try refreshFormat()
             try checkKeysCurrent()
-            let visible = ItemStore.Filter(visibleGroups: caller.accessGroups)
+            let visible = ItemFilter(visibleGroups: caller.accessGroups)
             if returnData {
                 // Fail before streaming anything: every (class, group) present must open.
                 for (code, group) in try itemStore.classesAndGroups(visible) {

@@ -61,7 +61,7 @@ extension Keychain {
     func countByClass() throws -> [ProtectionClass: Int] {
         try transaction(write: false) {
             var counts: [ProtectionClass: Int] = [:]
-            for (code, count) in try itemStore.countByProtectionClass(ItemStore.Filter(visibleGroups: caller.accessGroups)) {
+            for (code, count) in try itemStore.countByProtectionClass(ItemFilter(visibleGroups: caller.accessGroups)) {
                 if let pclass = ProtectionClass(rawValue: code) { counts[pclass] = count }
             }
             return counts

@@ -2,9 +2,9 @@ import LocketSupport
 
 /// The item statements of a remote keychain (SPEC §17): format 2's items
 /// and blind index in RemoteSchema's tables, through the transaction the
-/// engine is in. The condition of every statement is the file's own
-/// (`ItemStore.Filter.condition`, PostgreSQL dialect), so a query selects
-/// the same rows here as in a file. Values are only ever bound parameters.
+/// engine is in. The condition of every statement is format 2's, which the
+/// file shares (`ItemFilter.condition`, PostgreSQL dialect), so a query
+/// selects the same rows here as in a file. Values are only ever bound parameters.
 struct RemoteItemStore: ItemStoring {
     let store: RemoteStore
 
@@ -12,23 +12,26 @@ struct RemoteItemStore: ItemStoring {
         try store.execute(sql, parameters)
     }
 
-    private func condition(_ filter: ItemStore.Filter) -> (String, [RemoteValue]) {
-        let (sql, bindings) = filter.condition(format: Schema.format, dialect: .postgres)
-        return (sql, bindings.map(\.remote))
+    private func condition(_ filter: ItemFilter) -> (String, [RemoteValue]) {
+        let condition = filter.condition(.postgres)
+        return (condition.sql, condition.bindings.map(\.remote))
     }
 
     /// A set of blind-index digests as one parameter (`$N::text::bigint[]`):
     /// the wire has no array type, and digests are no secret (keyed hashes).
-    static func digestArray(_ digests: ItemStore.Digests) -> RemoteValue {
+    static func digestArray(_ digests: ItemDigests) -> RemoteValue {
         .text("{" + Set(digests.index.map(\.digest)).sorted().map(String.init).joined(with: ",") + "}")
     }
 
     /// Offline: the cached rows `filter` matches, as the server's statement would select them.
-    private func cached(_ filter: ItemStore.Filter) -> [RemoteCache.Row]? {
-        store.offline.map { $0.rows.filter { filter.matches($0) } }
+    private func cached(_ filter: ItemFilter) -> [RemoteCache.Row]? {
+        store.offline.map { $0.rows.filter { row in
+            filter.matches(itemClass: row.itemClass, group: row.group, ref: row.ref, protectionClass: row.protectionClass,
+                           primaryKey: row.primaryKey, digests: row.digests)
+        } }
     }
 
-    func select(_ filter: ItemStore.Filter, data: Bool) throws -> Cursor {
+    func select(_ filter: ItemFilter, data: Bool) throws -> Cursor {
         if let rows = cached(filter) {
             return Cursor(rows: rows.map { row in
                 RemoteRow(values: [.int(row.id), .bytes(row.ref), .text(row.itemClass), .text(row.protectionClass), .text(row.group),
@@ -46,13 +49,13 @@ struct RemoteItemStore: ItemStoring {
     func makeInserter() throws -> any ItemInserting { Inserter(store: store) }
     func makeUpdater() throws -> any ItemUpdating { Updater(store: store) }
 
-    func delete(_ filter: ItemStore.Filter) throws -> Int {
+    func delete(_ filter: ItemFilter) throws -> Int {
         // The blind rows go with their items (ON DELETE CASCADE).
         let (sql, parameters) = condition(filter)
         return try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id", parameters).count
     }
 
-    func classesAndGroups(_ filter: ItemStore.Filter) throws -> [(String, String)] {
+    func classesAndGroups(_ filter: ItemFilter) throws -> [(String, String)] {
         if let rows = cached(filter) {
             var seen: Set<[String]> = []
             return rows.compactMap { seen.insert([$0.protectionClass, $0.group]).inserted ? ($0.protectionClass, $0.group) : nil }
@@ -62,7 +65,7 @@ struct RemoteItemStore: ItemStoring {
             .map { ($0[0].text ?? "", $0[1].text ?? "") }
     }
 
-    func countByProtectionClass(_ filter: ItemStore.Filter) throws -> [String: Int] {
+    func countByProtectionClass(_ filter: ItemFilter) throws -> [String: Int] {
         var counts: [String: Int] = [:]
         if let rows = cached(filter) {
             for row in rows { counts[row.protectionClass, default: 0] += 1 }
@@ -109,7 +112,7 @@ struct RemoteItemStore: ItemStoring {
     struct Inserter: ItemInserting {
         let store: RemoteStore
         func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
-                    digests: ItemStore.Digests, attributes: [UInt8], data: [UInt8]) throws {
+                    digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             let inserted = try store.execute("""
                 WITH item AS (INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data)
                               VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -125,7 +128,7 @@ struct RemoteItemStore: ItemStoring {
     /// One statement per item: the row, its blind rows no longer true dropped, the new ones added.
     struct Updater: ItemUpdating {
         let store: RemoteStore
-        func update(id: Int64, group: String, digests: ItemStore.Digests, attributes: [UInt8], data: [UInt8]) throws {
+        func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             try store.execute("""
                 WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5 WHERE id = $1),
                      wanted AS (SELECT d FROM unnest($6::text::bigint[]) d),
@@ -137,7 +140,7 @@ struct RemoteItemStore: ItemStoring {
     }
 }
 
-extension ItemStore.Binding {
+extension SQLValue {
     /// The same value as a PostgreSQL parameter.
     var remote: RemoteValue {
         switch self {

@@ -14,38 +14,6 @@ struct ItemStore {
     /// The format of the file (SPEC §7): 1 or 2.
     let format: Int64
 
-    /// The plaintext and keyed-digest values stored for an item (SPEC §7).
-    struct Digests {
-        /// The digest of the primary key (unique per class and group).
-        var primaryKey: [UInt8]
-        /// The blind index of each attribute of the item's class, the empty
-        /// value included, in the class's order. An array, not a dictionary:
-        /// hashing attributes into one was a visible part of an import.
-        var index: [IndexDigest]
-
-        /// One attribute's blind index.
-        struct IndexDigest {
-            var attribute: Attribute
-            var digest: Int64
-            /// The value is empty (format 1 stores no digest for it).
-            var isEmpty: Bool
-        }
-
-        /// The blind index of `attribute`, nil when the class has none.
-        func digest(of attribute: Attribute) -> IndexDigest? { index.first { $0.attribute == attribute } }
-
-        /// Binds format 1's index columns from parameter `first` on; returns the next parameter.
-        fileprivate func bindIndex(_ stmt: Statement, from first: Int32) throws -> Int32 {
-            var i = first
-            for attribute in Schema.indexedAttributes {
-                let entry = digest(of: attribute)
-                try stmt.bind(i, entry.flatMap { $0.isEmpty ? nil : $0.digest })
-                i += 1
-            }
-            return i
-        }
-    }
-
     /// Format 2: replaces the blind rows of item `id` by those of `digests`.
     fileprivate final class BlindWriter {
         private let database: Database
@@ -57,7 +25,7 @@ struct ItemStore {
 
         init(_ database: Database) { self.database = database }
 
-        func write(_ id: Int64, _ digests: Digests, replacing: Bool) throws {
+        func write(_ id: Int64, _ digests: ItemDigests, replacing: Bool) throws {
             if replacing {
                 if clear == nil { clear = try database.prepare("DELETE FROM blind WHERE item = ?") }
                 clear!.reset()
@@ -85,11 +53,7 @@ struct ItemStore {
         }
     }
 
-    enum Binding {
-        case text(String), blob([UInt8]), int(Int64)
-    }
-
-    private func prepare(_ sql: String, _ bindings: [Binding]) throws -> Statement {
+    private func prepare(_ sql: String, _ bindings: [SQLValue]) throws -> Statement {
         let stmt = try database.prepare(sql)
         for (i, b) in bindings.enumerated() {
             switch b {
@@ -134,8 +98,8 @@ struct ItemStore {
         func next() throws -> Row? { try stmt.step() ? Row(stmt: stmt) : nil }
     }
 
-    func select(_ filter: Filter, data: Bool) throws -> Cursor {
-        let (condition, bindings) = filter.condition(format: format)
+    func select(_ filter: ItemFilter, data: Bool) throws -> Cursor {
+        let (condition, bindings) = condition(filter)
         return Cursor(try prepare("SELECT \(Row.columns(data: data)) FROM items WHERE \(condition) ORDER BY id", bindings))
     }
 
@@ -170,8 +134,8 @@ struct ItemStore {
     }
 
     /// The (protection class code, group) pairs present among the rows `filter` matches.
-    func classesAndGroups(_ filter: Filter) throws -> [(String, String)] {
-        let (condition, bindings) = filter.condition(format: format)
+    func classesAndGroups(_ filter: ItemFilter) throws -> [(String, String)] {
+        let (condition, bindings) = condition(filter)
         let stmt = try prepare("SELECT DISTINCT pdmn, agrp FROM items WHERE \(condition)", bindings)
         var pairs: [(String, String)] = []
         while try stmt.step() { pairs.append((stmt.text(0), stmt.text(1))) }
@@ -179,8 +143,8 @@ struct ItemStore {
     }
 
     /// How many rows `filter` matches, by protection class code.
-    func countByProtectionClass(_ filter: Filter) throws -> [String: Int] {
-        let (condition, bindings) = filter.condition(format: format)
+    func countByProtectionClass(_ filter: ItemFilter) throws -> [String: Int] {
+        let (condition, bindings) = condition(filter)
         let stmt = try prepare("SELECT pdmn, count(*) FROM items WHERE \(condition) GROUP BY pdmn", bindings)
         var counts: [String: Int] = [:]
         while try stmt.step() { counts[stmt.text(0)] = Int(stmt.int64(1)) }
@@ -209,7 +173,7 @@ struct ItemStore {
 
         /// Inserts one row; errSecDuplicateItem when its primary key exists in its class and group.
         func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
-                    digests: Digests, attributes: [UInt8], data: [UInt8]) throws {
+                    digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             stmt.reset()
             try stmt.bind(1, ref)
             try stmt.bind(2, itemClass.rawValue)
@@ -245,7 +209,7 @@ struct ItemStore {
             self.blind = blind
         }
 
-        func update(id: Int64, group: String, digests: Digests, attributes: [UInt8], data: [UInt8]) throws {
+        func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             stmt.reset()
             try stmt.bind(1, group)
             try stmt.bind(2, digests.primaryKey)
@@ -271,8 +235,8 @@ struct ItemStore {
     }
 
     /// Deletes every row `filter` matches; returns how many.
-    func delete(_ filter: Filter) throws -> Int {
-        let (condition, bindings) = filter.condition(format: format)
+    func delete(_ filter: ItemFilter) throws -> Int {
+        let (condition, bindings) = condition(filter)
         guard format >= 2 else {
             _ = try prepare("DELETE FROM items WHERE \(condition)", bindings).step()
             return database.changes
@@ -291,5 +255,18 @@ struct ItemStore {
             }
         }
         return ids.count
+    }
+}
+
+extension ItemDigests {
+    /// Binds format 1's index columns from parameter `first` on; returns the next parameter.
+    fileprivate func bindIndex(_ stmt: Statement, from first: Int32) throws -> Int32 {
+        var i = first
+        for attribute in Schema.indexedAttributes {
+            let entry = digest(of: attribute)
+            try stmt.bind(i, entry.flatMap { $0.isEmpty ? nil : $0.digest })
+            i += 1
+        }
+        return i
     }
 }

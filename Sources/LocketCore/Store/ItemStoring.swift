@@ -10,17 +10,17 @@
 protocol ItemStoring {
     associatedtype Cursor: ItemCursor
     /// Rows matching `filter`, oldest first; `data` selects the sealed secret too.
-    func select(_ filter: ItemStore.Filter, data: Bool) throws -> Cursor
+    func select(_ filter: ItemFilter, data: Bool) throws -> Cursor
     /// An insert for one item or a batch (errSecDuplicateItem on an existing primary key).
     func makeInserter() throws -> any ItemInserting
     /// An update of one row's group, digests and sealed values.
     func makeUpdater() throws -> any ItemUpdating
     /// Deletes every row `filter` matches; returns how many.
-    func delete(_ filter: ItemStore.Filter) throws -> Int
+    func delete(_ filter: ItemFilter) throws -> Int
     /// The (protection class code, group) pairs present among the rows `filter` matches.
-    func classesAndGroups(_ filter: ItemStore.Filter) throws -> [(String, String)]
+    func classesAndGroups(_ filter: ItemFilter) throws -> [(String, String)]
     /// How many rows `filter` matches, by protection class code.
-    func countByProtectionClass(_ filter: ItemStore.Filter) throws -> [String: Int]
+    func countByProtectionClass(_ filter: ItemFilter) throws -> [String: Int]
     /// The largest id ever used (0 for an empty keychain).
     func maximumID() throws -> Int64
 }
@@ -47,12 +47,12 @@ protocol ItemCursor {
 /// See `ItemStore.Inserter`.
 protocol ItemInserting {
     func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
-                digests: ItemStore.Digests, attributes: [UInt8], data: [UInt8]) throws
+                digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }
 
 /// See `ItemStore.Updater`.
 protocol ItemUpdating {
-    func update(id: Int64, group: String, digests: ItemStore.Digests, attributes: [UInt8], data: [UInt8]) throws
+    func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }
 
 // The file's store, as it is.
