@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import XCTest
 
-/// The module layering (docs: ENGINE-V2 §1): what each directory under
-/// Sources/ may import or #include. A module the table doesn't know fails too,
+/// The module layering (docs/ARCHITECTURE.md, whose layer table is this
+/// test's): what each directory under Sources/ may import or #include, and
+/// inside LocketCore, what the engine and each backend may. A module the table doesn't know fails too,
 /// so a new one is placed in the layers when it is added. SwiftPM lets a
 /// target import any module its dependencies use, so only this test keeps
 /// LocketCLI away from SQLite and libsodium.
@@ -27,6 +28,22 @@ final class LayeringTests: XCTestCase {
         "locket-postgres": ["LocketWire", "CLibPQ", "Glibc"],
     ]
 
+    /// Inside LocketCore (issue 25): a storage's library is its backend's
+    /// alone (SQLite the file's, the helper's wire protocol the remote
+    /// keychain's), and the engine (`Keychain`, its row scan, the storage
+    /// protocol) imports neither and names no storage: it holds a
+    /// `KeychainStorage` and never asks which. A new storage is a folder
+    /// under Backends/, not a branch in Engine/.
+    static let confined: [String: String] = [
+        "CSQLite": "LocketCore/Backends/File",
+        "CLocketSQLite": "LocketCore/Backends/File",
+        "LocketWire": "LocketCore/Backends/Remote",
+    ]
+    static let engine = "LocketCore/Engine"
+    static let engineImports: Set<String> = ["LocketSupport", "Glibc"]
+    /// Words no file of the engine contains, in any case: the storages' names and their libraries'.
+    static let engineNeverSays = ["remote", "postgres", "sqlite", "database", "FileStorage", ".file("]
+
     func testEveryModuleImportsOnlyWhatItsLayerAllows() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources").path
@@ -46,6 +63,9 @@ final class LayeringTests: XCTestCase {
             "LocketSupport/Leak.swift": "public import CSodium\n",
             "CLocketSystem/x.c": "#include <termios.h>\n#include \"own.h\"\n#  include <sqlite3.h>\n",
             "Mystery/a.swift": "import Glibc\n",
+            "LocketCore/Engine/Leaky.swift": "import LocketSupport\nimport CSodium\n// if a Remote keychain...\n",
+            "LocketCore/Items/Raw.swift": "import CSQLite\n",
+            "LocketCore/Backends/File/Db.swift": "import CSQLite\nimport CLocketSQLite\n",
         ]
         for (path, text) in files {
             let full = root + "/" + path
@@ -56,6 +76,9 @@ final class LayeringTests: XCTestCase {
             "CLocketSystem/x.c: #include <sqlite3.h> (CSQLite) is not allowed in CLocketSystem",
             "LocketCLI/Bad.swift: import CSQLite is not allowed in LocketCLI",
             "LocketCLI/Sub/Worse.swift: import CSodium is not allowed in LocketCLI",
+            "LocketCore/Engine/Leaky.swift: import CSodium is not allowed in LocketCore/Engine",
+            "LocketCore/Engine/Leaky.swift: the engine names a storage ('remote')",
+            "LocketCore/Items/Raw.swift: import CSQLite belongs to LocketCore/Backends/File",
             "LocketSupport/Leak.swift: import CSodium is allowed in LocketSupport only as `internal import`",
             "Mystery: a module the layering table doesn't know",
         ])
@@ -74,7 +97,22 @@ final class LayeringTests: XCTestCase {
                 let name = "\(module)/\(file)"
                 let path = directory + "/" + file
                 if file.hasSuffix(".swift") {
-                    for (access, imported) in swiftImports(try String(contentsOfFile: path, encoding: .utf8)) {
+                    let text = try String(contentsOfFile: path, encoding: .utf8)
+                    if name.hasPrefix(engine + "/") {
+                        let lowered = text.lowercased()
+                        for word in engineNeverSays where lowered.contains(word.lowercased()) {
+                            out.append("\(name): the engine names a storage ('\(word)')")
+                        }
+                    }
+                    for (access, imported) in swiftImports(text) {
+                        if module == "LocketCore", let home = confined[imported], !name.hasPrefix(home + "/") {
+                            out.append("\(name): import \(imported) belongs to \(home)")
+                            continue
+                        }
+                        if name.hasPrefix(engine + "/") && !engineImports.contains(imported) {
+                            out.append("\(name): import \(imported) is not allowed in \(engine)")
+                            continue
+                        }
                         if allowed.contains(imported) { continue }
                         if allowed.contains("internal " + imported) {
                             if ["internal", "fileprivate", "private"].contains(access) { continue }

@@ -14,11 +14,11 @@ extension Keychain {
     public static let offlineConnectTimeout = 2
 
     /// When the snapshot this keychain reads was taken (µs since 1970), nil when it reads the server.
-    public var offlineSince: Int64? { remote?.offline?.syncedAt }
+    public var offlineSince: Int64? { remoteStore?.offline?.syncedAt }
 
     /// The offline cache's file for this remote keychain.
     public var offlineCachePath: String? {
-        guard let remote else { return nil }
+        guard let remote = remoteStore else { return nil }
         return try? RemoteCache.path(url: remote.location.url, environment: environment)
     }
 
@@ -29,7 +29,7 @@ extension Keychain {
     /// cache is deleted instead (errSecAuthFailed). Returns how many items it holds.
     @discardableResult
     public func syncOfflineCache() throws -> Int {
-        guard let remote, remote.offline == nil else { throw KeychainError(.notAvailable, "sync is for a remote keychain whose server is reachable") }
+        guard let remote = remoteStore, remote.offline == nil else { throw KeychainError(.notAvailable, "sync is for a remote keychain whose server is reachable") }
         guard let device = remote.device else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(remote.location.url)", reason: .notEnrolled)
         }
@@ -65,12 +65,14 @@ extension Keychain {
         try snapshot.sealed(keychainID: keybag.keychainID, key: key).withUnsafeBytes { try FileIO.writeAtomically(path, $0) }
         return snapshot.rows.count
     }
+}
 
+extension RemoteStore {
     /// Opens the offline cache of `location` for a read while its server is
     /// unreachable (`cause`), when the snapshot is at most `maxStale`
     /// microseconds old; errSecNotAvailable otherwise, naming why.
-    static func openOffline(_ location: RemoteLocation, caller: Caller, environment: Environment, maxStale: Int64,
-                            extendSession: Bool, cause: KeychainError) throws -> Keychain {
+    static func openOffline(_ location: RemoteLocation, environment: Environment, maxStale: Int64,
+                            cause: KeychainError) throws -> (RemoteStore, StoredHeader) {
         let path = try RemoteCache.path(url: location.url, environment: environment)
         func refused(_ why: String) -> KeychainError { KeychainError(.notAvailable, "\(cause.message); \(why)") }
         guard let file = try RemoteCache.read(path) else {
@@ -98,26 +100,23 @@ extension Keychain {
         let store = RemoteStore(location, offline: snapshot)
         store.keychainID = id
         store.environment = environment
-        let keychain = try Keychain(path: location.url, caller: caller, backend: .remote(store), environment: environment,
-                                    keybag: Keybag(keychainID: id, kdf: kdf, rows: Keybag.remoteRows(snapshot.meta)),
-                                    meta: snapshot.meta.filter { !$0.key.hasPrefix(RemoteStore.keybagPrefix) })
-        keychain.extendsSession = extendSession
         guard let device = try DeviceIdentity.load(keychainID: id, environment: environment), device.id == snapshot.deviceID else {
             throw refused("this machine's device is not the one the offline cache was made for; ignored")
         }
         store.device = device
-        try keychain.loadKeys()
-        return keychain
+        // Not authenticated at open: this machine sealed the snapshot, and its age is what `maxStale` bounds.
+        let header = RemoteStore.header(snapshot.meta)
+        return (store, StoredHeader(keybag: Keybag(keychainID: id, kdf: kdf, rows: header.keybag), meta: header.meta, checkedByStorage: true))
     }
 
     /// On contact with the server, when this machine has offline state: the
     /// reads answered from the cache are appended to the audit (with the
     /// time they happened), and a revoked device's cache is deleted. Costs
     /// nothing (two failed `access` calls) for a machine that never synced.
-    func settleOfflineState(_ remote: RemoteStore) throws {
-        guard let device = remote.device else { return }
-        let cachePath = try RemoteCache.path(url: remote.location.url, environment: environment)
-        let pendingPath = try RemoteCache.pendingAuditPath(keychainID: keybag.keychainID, environment: environment)
+    func settleOfflineState() throws {
+        guard let device, let keychainID else { return }
+        let cachePath = try RemoteCache.path(url: location.url, environment: environment)
+        let pendingPath = try RemoteCache.pendingAuditPath(keychainID: keychainID, environment: environment)
         let sending = pendingPath + ".sending"
         let hasCache = access(cachePath, F_OK) == 0
         // Records appended while these are sent go to a new file: the one being sent is renamed first
@@ -125,11 +124,11 @@ extension Keychain {
         if access(sending, F_OK) != 0 && access(pendingPath, F_OK) == 0 { rename(pendingPath, sending) }
         let pending = try RemoteCache.pendingAudit(at: sending)
         guard hasCache || pending != nil else { return }
-        let state = try remote.transaction { _ in
+        let state = try transaction { _ in
             for (ref, at) in pending ?? [] {
-                try remote.execute(RemoteStatements.appendAuditAt, [.int(device.id), .bytes(ref), .text("read"), .int(at)])
+                try execute(RemoteStatements.appendAuditAt, [.int(device.id), .bytes(ref), .text("read"), .int(at)])
             }
-            return try remote.execute(RemoteStatements.deviceState, [.int(device.id)]).first?[0].text
+            return try execute(RemoteStatements.deviceState, [.int(device.id)]).first?[0].text
         }
         if pending != nil { unlink(sending) }
         if hasCache && state != "approved" { unlink(cachePath) }

@@ -40,7 +40,6 @@ extension Keychain {
     public func identities(_ query: IdentityQuery, limit: MatchLimit = .one) throws -> [IdentityItem] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
         let found = try transaction(write: false) { () throws -> [IdentityItem] in
-            try refreshFormat()
             let found = try pairs(query, limit: limit)
             if found.isEmpty { try checkKeysCurrent() }
             return found
@@ -58,7 +57,7 @@ extension Keychain {
         try write {
             let found = try pairs(query, limit: .all)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound) }
-            for pair in found { _ = try itemStore.delete(ItemFilter(ref: pair.certificate.persistentRef)) }
+            for pair in found { _ = try storage.itemStore.delete(ItemFilter(ref: pair.certificate.persistentRef)) }
             var keys = 0
             var seen: Set<[UInt8]> = []
             for pair in found where seen.insert(pair.key.persistentRef).inserted {
@@ -67,8 +66,8 @@ extension Keychain {
                 // Any group, the caller's or not: a key another app's certificate still pairs with stays.
                 var filter = try storeFilter(others)
                 filter.visibleGroups = nil
-                if try itemStore.select(filter, data: false).next() == nil {
-                    keys += try itemStore.delete(ItemFilter(ref: pair.key.persistentRef))
+                if try storage.itemStore.select(filter, data: false).next() == nil {
+                    keys += try storage.itemStore.delete(ItemFilter(ref: pair.key.persistentRef))
                 }
             }
             return (found.count, keys)

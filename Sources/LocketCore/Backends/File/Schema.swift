@@ -5,7 +5,7 @@ import LocketSupport
 /// and keyed digests; every attribute value and the secret are sealed.
 enum Schema {
     /// The format new keychains get and writes migrate to.
-    static let format: Int64 = 2
+    static let format = KeychainFormat.current
 
     /// The attributes format 1 keeps a blind-index column for, frozen: the
     /// file's columns, not whatever Attribute lists today.

@@ -1,48 +1,5 @@
 import LocketSupport
 
-/// The names of the `meta` table's rows. The table stays keyed by text (the
-/// header MAC covers every row by name, including rows a newer release
-/// adds), but the engine names a row only through this enum.
-enum MetaKey: String, CaseIterable {
-    /// The keychain format (SPEC §7), 8 bytes big-endian.
-    case format
-    /// The keychain's random identity (16 bytes).
-    case id
-    /// A fingerprint of the device key the device-bound class keys are wrapped for.
-    case deviceFingerprint = "device_fp"
-    /// The Argon2id parameters; absent on a keychain without a password.
-    case kdf
-    /// The default auto-lock timeout in seconds.
-    case timeout
-    /// Consecutive wrong passwords.
-    case failures
-    /// When the last wrong password was given, in seconds (older releases) and milliseconds.
-    case failedAt = "failed_at"
-    case failedAtMilliseconds = "failed_at_ms"
-    /// Device-bound items with ids up to this one belong to an earlier device.
-    case thisDeviceOnlyBoundary = "tdo_boundary"
-    /// The header's write generation, key check and MAC (Header.swift).
-    case generation
-    case keyCheck = "key_check"
-    case headerMAC = "header_mac"
-    /// The public keys of the presence key pairs (PresenceKeys): user-presence and password-current-set.
-    case presencePublicKey = "upk_pub"
-    case currentSetPublicKey = "pcs_pub"
-    /// Seconds one proof of presence serves the same terminal session (`settings --presence-reuse`).
-    case presenceReuse = "presence_reuse"
-}
-
-extension Dictionary where Key == String, Value == [UInt8] {
-    /// The row named by `key`.
-    subscript(_ key: MetaKey) -> [UInt8]? {
-        get { self[key.rawValue] }
-        set { self[key.rawValue] = newValue }
-    }
-
-    /// The row named by `key` as a big-endian integer, nil when absent.
-    func integer(_ key: MetaKey) -> Int64? { self[key].map(BigEndian.int64) }
-}
-
 /// Every statement on the `meta` and `keybag` tables (the header).
 enum MetaStore {
     /// Reads every meta and keybag row.
@@ -60,9 +17,9 @@ enum MetaStore {
     }
 
     /// One meta row as it is in the file now, nil when absent.
-    static func value(_ db: Database, _ key: MetaKey) throws -> [UInt8]? {
+    static func value(_ db: Database, _ name: String) throws -> [UInt8]? {
         let stmt = try db.prepare("SELECT value FROM meta WHERE name = ?")
-        try stmt.bind(1, key.rawValue)
+        try stmt.bind(1, name)
         return try stmt.step() ? stmt.blob(0) : nil
     }
 
@@ -82,9 +39,9 @@ enum MetaStore {
         }
     }
 
-    static func remove(_ db: Database, _ key: MetaKey) throws {
+    static func remove(_ db: Database, _ name: String) throws {
         let stmt = try db.prepare("DELETE FROM meta WHERE name = ?")
-        try stmt.bind(1, key.rawValue)
+        try stmt.bind(1, name)
         _ = try stmt.step()
     }
 

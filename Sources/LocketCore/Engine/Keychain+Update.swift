@@ -38,19 +38,18 @@ extension Keychain {
     /// A new `data` replaces the secret and its metadata (`extra`) together.
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
                 extra: SecureBytes?) throws -> [Item] {
-        let cursor = try itemStore.select(try storeFilter(query), data: true)
+        // Re-sealing under a new group needs the old secret open as well.
+        var scan = RowScan(query, filter: try storeFilter(query), data: newGroup != nil || data == nil)
+        // The secret of an item with access control is sealed under its own
+        // key, not the group's: it is kept as it is unless replaced.
+        scan.keepingAccessData = true
         var matches: [(Int64, Item, sealedData: [UInt8]?)] = []
-        while let row = try cursor.next() {
-            // Re-sealing under a new group needs the old secret open as well.
-            guard let item = try open(row, itemClass: query.itemClass, data: newGroup != nil || data == nil, strict: true,
-                                      keepingAccessData: true),
-                  query.attributes.allSatisfy({ item[$0.0] == $0.1 }) else { continue }
-            // The secret of an item with access control is sealed under its own
-            // key, not the group's: it is kept as it is unless replaced.
-            matches.append((row.id, item, item.access != nil && data == nil ? row.withData { Array($0) } : nil))
+        try self.scan(scan) { match in
+            matches.append((match.id, match.item, data == nil ? match.sealedData : nil))
+            return true
         }
         guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
-        let updater = try itemStore.makeUpdater()
+        let updater = try storage.itemStore.makeUpdater()
         let now = Clock.milliseconds()
         var updated: [Item] = []
         for (id, var item, sealedData) in matches {
@@ -86,7 +85,7 @@ extension Keychain {
     @discardableResult
     public func delete(_ query: Query) throws -> Int {
         try write {
-            let n = try itemStore.delete(try storeFilter(query))
+            let n = try storage.itemStore.delete(try storeFilter(query))
             if n == 0 { throw KeychainError(.itemNotFound) }
             return n
         }

@@ -42,9 +42,9 @@ extension Keychain {
         session.remove(.whenUnlocked)
         session.remove(.afterFirstUnlock)
         try write(rekey: newIndex) {
-            try reseal(old: old, new: fresh, newIndex: newIndex)
-            try MetaStore.writeKeybag(database, bag, replacingAll: true)
-            try MetaStore.write(database, [(.kdf, kdf.encoded)] + publicKeys)
+            try reseal(old: old, new: fresh, newIndex: newIndex, in: storage.itemStore)
+            try storage.writeKeybag(bag, replacingAll: true)
+            try storage.writeMeta([(.kdf, kdf.encoded)] + publicKeys)
         }
         keybag = bag
         keys = SessionKeys()
@@ -56,9 +56,9 @@ extension Keychain {
     /// Re-seals every row that opens with `old` under `new`, with fresh
     /// digests under `newIndex`; returns how many rows were left as they were.
     @discardableResult
-    private func reseal(old: SessionKeys, new: SessionKeys, newIndex: SecureBytes) throws -> Int {
-        let reader = try store.prepareRowReader()
-        let updater = try store.prepareUpdate()
+    private func reseal<Store: ItemStoring>(old: SessionKeys, new: SessionKeys, newIndex: SecureBytes, in store: Store) throws -> Int {
+        let reader = try store.makeRowReader()
+        let updater = try store.makeUpdater()
         var groupKeys: [String: (old: SecureBytes, new: SecureBytes)] = [:]
         var last: Int64 = 0
         var kept = 0
@@ -77,8 +77,9 @@ extension Keychain {
                 }
                 let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stored.accessGroup, ref: stored.ref)
                 let cacheKey = pclass.rawValue + "\u{0}" + row.accessGroup
-                let keys = try groupKeys[cacheKey] ?? (Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup),
-                                                   Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup))
+                let keys = try groupKeys[cacheKey]
+                    ?? (storage.sealingKey(Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup),
+                        storage.sealingKey(Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup))
                 groupKeys[cacheKey] = keys
                 let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?)
                 do {

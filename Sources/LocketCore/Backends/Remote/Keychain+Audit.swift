@@ -17,7 +17,7 @@ extension Keychain {
 
     /// The audit rows since `since` (microseconds since 1970), oldest first; the owner's.
     public func audit(since: Int64) throws -> [AuditEntry] {
-        guard let remote else { throw KeychainError(.notAvailable, "the audit is a remote keychain's") }
+        guard let remote = remoteStore else { throw KeychainError(.notAvailable, "the audit is a remote keychain's") }
         try requireOwner("reading the audit")
         return try remote.transaction { _ in
             try remote.execute("""

@@ -66,14 +66,10 @@ extension Keychain {
     public func importItems(updateExisting: Bool, next: () throws -> ImportedItem?,
                             outcome: (ImportedItem, ImportOutcome) throws -> Void) throws {
         // Its items stream from the reader: a retried transaction could not read them again.
-        try requireFile("importing")
-        // SQLite's default 2 MiB page cache spills a big transaction's dirty
-        // pages to the WAL and reads them back; 16 MiB (a bound, whatever the
-        // backup's size) makes a 100 k-item restore about a sixth faster.
-        // Set inside the transaction: the connection closes after it.
+        try require(.importItems)
         try write {
-            try database.execute("PRAGMA cache_size=-16384")
-            let inserter = try store.prepareInsert()
+            try storage.willImport()
+            let inserter = try storage.itemStore.makeInserter()
             let writer = InsertPipeline(inserter)
             // Joined before the transaction commits or rolls back, whichever way this ends.
             defer { writer.stop() }
@@ -138,7 +134,7 @@ extension Keychain {
     /// An imported item whose reference or primary key is taken: added with
     /// a new reference when only the reference is another item's (the same
     /// backup restored after an edit), else left alone or updated.
-    private func resolveDuplicate(_ item: ImportedItem, updateExisting: Bool, using inserter: ItemStore.Inserter) throws -> ImportOutcome {
+    private func resolveDuplicate(_ item: ImportedItem, updateExisting: Bool, using inserter: any ItemInserting) throws -> ImportOutcome {
         let group = item.accessGroup ?? defaultGroup
         let attributes = item.attributes
         var query = Query(itemClass: item.itemClass)

@@ -14,9 +14,9 @@ extension Keychain {
     /// Stores the keychain's default auto-lock timeout (0: never).
     public func setDefaultTimeout(_ seconds: UInt32) throws {
         try requireOwner("changing settings")
-        try requireFile("changing settings")
+        try require(.settings)
         let value = BigEndian.bytes(Int64(seconds))
-        try write { try MetaStore.write(database, [(.timeout, value)]) }
+        try write { try storage.writeMeta([(.timeout, value)]) }
     }
 
     /// The Argon2id cost of the password, nil without one.
@@ -61,7 +61,7 @@ extension Keychain {
     func countByClass() throws -> [ProtectionClass: Int] {
         try transaction(write: false) {
             var counts: [ProtectionClass: Int] = [:]
-            for (code, count) in try itemStore.countByProtectionClass(ItemFilter(visibleGroups: caller.accessGroups)) {
+            for (code, count) in try storage.itemStore.countByProtectionClass(ItemFilter(visibleGroups: caller.accessGroups)) {
                 if let pclass = ProtectionClass(rawValue: code) { counts[pclass] = count }
             }
             return counts

@@ -16,23 +16,13 @@ extension Keychain {
         public let isThisMachine: Bool
     }
 
-    /// An item's field key in a remote keychain: the file's derivation, from
-    /// the class key's group key mixed with the access group's own key.
-    @inline(never)
-    func remoteFieldKey(_ remote: RemoteStore, _ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
-        let classGroupKey = try cache.groupKey(row.accessible, row.accessGroup)
-        let groupKey = try remote.groupKey(row.accessGroup)
-        let mixed = try classGroupKey.withUnsafeBytes { try KeyDerivation.derive(groupKey, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
-        return try Sealing.fieldKey(mixed, row, field)
-    }
-
     private func requireRemote(_ what: String) throws -> RemoteStore {
-        guard let remote else { throw KeychainError(.notAvailable, "\(what) is for a remote keychain") }
+        guard let remote = remoteStore else { throw KeychainError(.notAvailable, "\(what) is for a remote keychain") }
         return remote
     }
 
     /// This machine's device id, nil before it enrolls.
-    public var deviceID: Int64? { remote?.device?.id }
+    public var deviceID: Int64? { remoteStore?.device?.id }
 
     /// Asks to join: a new X25519 key pair, the public key in the database as
     /// a pending device named `name`, the secret key in this machine's device
@@ -98,16 +88,14 @@ extension Keychain {
     public func revoke(device id: Int64) throws {
         let remote = try requireRemote("revoking a device")
         try requireOwner("revoking a device")
-        let generation = try remote.transaction { transaction in
+        // A server that puts back the keys from before the revocation puts back an older header too: it moves on with them.
+        try write(advancingHeader: true) {
             let groups = try remote.execute(RemoteStatements.deviceGroups, [.int(id)]).compactMap { $0[0].text }
             guard try !remote.execute(RemoteStatements.revokeDevice, [.int(id)]).isEmpty else {
                 throw KeychainError(.itemNotFound, "no approved device \(id)")
             }
             for group in groups { try rotate(group: group, remote) }
-            // A server that puts back the keys from before the revocation puts back an older header too.
-            return try advanceRemoteHeader(remote, transaction)
         }
-        try raiseRemoteMirror(to: generation)
     }
 
     /// A new generation of `group`'s key, its items re-sealed, inside the caller's transaction.

@@ -1,16 +1,21 @@
 /// What the SecItem operations (add, find, update, delete, dump, status)
-/// need of the place items live: a keychain file (`ItemStore` over SQLite)
-/// or a remote keychain (`RemoteItemStore` over PostgreSQL). The engine
-/// seals, digests and compares; a store only runs statements over what the
-/// engine hands it, so both backends keep the same semantics by construction.
+/// need of the rows items live in (a storage's `items`). The engine seals,
+/// digests and compares; a store only runs statements over what the engine
+/// hands it, so every storage keeps the same semantics by construction.
 ///
-/// The cursor and its rows are associated types, so that the lookup path
-/// (`Keychain.rows`) is specialized for each backend: a file's `find` runs
-/// no existential and instantiates no generic metadata (callgrind, docs/REMOTE.md).
+/// The cursor and its rows are associated types, so that the row scan
+/// (`RowScan`) is specialized for each storage: a lookup runs no
+/// existential per row and instantiates no generic metadata (callgrind).
 protocol ItemStoring {
     associatedtype Cursor: ItemCursor
+    associatedtype Reader: ItemRowReading where Reader.Row == Cursor.Row
     /// Rows matching `filter`, oldest first; `data` selects the sealed secret too.
     func select(_ filter: ItemFilter, data: Bool) throws -> Cursor
+    /// Up to `limit` ids after `id`, in order: a pass over every row (a
+    /// rotation), a batch of ids at a time, whatever the secrets' sizes.
+    func ids(after id: Int64, limit: Int) throws -> [Int64]
+    /// Reads rows by id, one at a time, with their sealed secrets.
+    func makeRowReader() throws -> Reader
     /// An insert for one item or a batch (errSecDuplicateItem on an existing primary key).
     func makeInserter() throws -> any ItemInserting
     /// An update of one row's group, digests and sealed values.
@@ -44,24 +49,23 @@ protocol ItemCursor {
     func next() throws -> Row?
 }
 
-/// See `ItemStore.Inserter`.
+/// Rows by id; a row is valid until `finish` or the next call.
+protocol ItemRowReading {
+    associatedtype Row: StoredItemRow
+    func row(_ id: Int64) throws -> Row?
+    /// Lets go of the row before it is written.
+    func finish()
+}
+
+/// An insert prepared once, for one item or a batch: errSecDuplicateItem
+/// when the primary key exists in its class and group, with the transaction
+/// still usable (`add -U` goes on to update).
 protocol ItemInserting {
     func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
                 digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }
 
-/// See `ItemStore.Updater`.
+/// An update of one row's group, digests and sealed values, prepared once.
 protocol ItemUpdating {
     func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }
-
-// The file's store, as it is.
-extension ItemStore: ItemStoring {
-    func makeInserter() throws -> any ItemInserting { try prepareInsert() }
-    func makeUpdater() throws -> any ItemUpdating { try prepareUpdate() }
-}
-
-extension ItemStore.Row: StoredItemRow {}
-extension ItemStore.Cursor: ItemCursor {}
-extension ItemStore.Inserter: ItemInserting {}
-extension ItemStore.Updater: ItemUpdating {}

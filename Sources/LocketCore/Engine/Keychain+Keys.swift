@@ -39,7 +39,7 @@ extension Keychain {
                                                      accessGroup: options.accessGroup)
         for (_, _, data) in entries { try checkSize(data) }
         try write {
-            let inserter = try itemStore.makeInserter()
+            let inserter = try storage.itemStore.makeInserter()
             var added = 0
             for (itemClass, attributes, data) in entries {
                 do {
@@ -115,7 +115,7 @@ extension Keychain {
     /// its access control needs is never asked for a value that would be
     /// refused anyway.
     func refuseNonExtractable(_ query: Query, limit: MatchLimit) throws {
-        for item in try rows(query, limit: limit, data: false) { try Keychain.requireExtractable(item) }
+        for item in try rows(query, limit: limit, data: false, reads: true) { try Keychain.requireExtractable(item) }
     }
 
     /// The first item of `itemClass` that `query` matches, its value opened;
@@ -123,13 +123,9 @@ extension Keychain {
     private func openOne(_ query: Query, _ itemClass: ItemClass, exportable: Bool = false) throws -> Item {
         guard query.itemClass == itemClass else { throw KeychainError(.param, "the query is not for \(itemClass.name) items") }
         let found = try transaction(write: false) { () throws -> [Item] in
-            try refreshFormat()
             if exportable { try refuseNonExtractable(query, limit: .one) }
-            let found = try rows(query, limit: .one, data: true)
-            if found.isEmpty { try checkKeysCurrent() }
             // A key opened to use it is a read of its secret (SPEC §17 audit), even if it never leaves the engine.
-            if let remote { try remote.audit(found.map(\.persistentRef), "read") }
-            return found
+            return try rows(query, limit: .one, data: true, reads: true)
         }
         guard let item = found.first else { throw KeychainError(.itemNotFound) }
         return item

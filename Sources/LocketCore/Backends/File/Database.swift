@@ -74,6 +74,15 @@ final class Database {
         try connect(create: create)
     }
 
+    /// The file at `path`, not opened until the first transaction (which
+    /// checks it as `Keychain.open` does): a keychain just made.
+    init(unopened path: String) {
+        self.path = path
+    }
+
+    /// Whether a transaction is running (a nested call joins it).
+    var inTransaction: Bool { depth > 0 }
+
     private func connect(create: Bool) throws {
         // Taking the exclusive lock goes through a shared one, which SQLite
         // keeps while it waits: two waiters would wait for each other until

@@ -10,20 +10,22 @@ extension Keychain {
     /// waits out `passwordDelayMilliseconds`.
     public func unlock(password: SecureBytes, timeout: UInt32?) throws {
         guard keybag.hasPassword else { return }
-        if remote != nil { return try unlockRemote(password: password, timeout: timeout) }
         let checked = try checkPassword(password)
-        let kek = checked.kek
         var unwrapped = checked.keys
-        if device == nil {
-            // A lost device secret: make a new one. Device-bound items of the
-            // old one stay unreadable, as after restoring a phone from backup.
-            try DeviceKey.create(secretPath: environment.deviceSecretPath())
-            device = try deviceKey()
+        if storage.policy.wrapsKeysForDevice {
+            if device == nil {
+                // A lost device secret: make a new one. Device-bound items of the
+                // old one stay unreadable, as after restoring a phone from backup.
+                try DeviceKey.create(secretPath: environment.deviceSecretPath())
+                device = try deviceKey()
+            }
+            if let device, !isBoundDevice(device) {
+                try rebind(&unwrapped, kek: checked.kek, device: device)
+            }
+            try rewrapForThisDevice(unwrapped, device: device)
         }
-        if let device, !isBoundDevice(device) {
-            try rebind(&unwrapped, kek: kek, device: device)
-        }
-        try rewrapForThisDevice(unwrapped, device: device)
+        // Elsewhere nothing is written, and no key is wrapped for this device:
+        // the keys the password opens go to this machine's session only.
         try saveSession(unwrapped, timeout: timeout ?? defaultTimeout)
         try reloadKeys()
     }
@@ -46,9 +48,9 @@ extension Keychain {
         try bag.wrap(fresh, kek: kek, device: device)
         let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
         let boundary: Int64 = try write {
-            let boundary = max(try store.maximumID(), tdoBoundary)
-            try MetaStore.writeKeybag(database, bag)
-            try MetaStore.write(database, [(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, BigEndian.bytes(boundary))])
+            let boundary = max(try storage.itemStore.maximumID(), tdoBoundary)
+            try storage.writeKeybag(bag, replacingAll: false)
+            try storage.writeMeta([(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, BigEndian.bytes(boundary))])
             return boundary
         }
         keybag = bag
@@ -72,22 +74,24 @@ extension Keychain {
         guard !missing.entries.isEmpty else { return }
         var bag = keybag
         try bag.wrap(missing, kek: nil, device: device)
-        try write { try MetaStore.writeKeybag(database, bag) }
+        try write { try storage.writeKeybag(bag, replacingAll: false) }
         keybag = bag
     }
 
     // MARK: - Checking a password
 
     /// Checks `password` (nil for a keychain without one) and returns the
-    /// KEK and the keys it opens. The one path every password takes: the
-    /// wrong-password delay is waited out, and the attempt counted before the
-    /// hash (so killing the process during it does not dodge the count) and
-    /// reset after a success.
+    /// KEK and the keys it opens, once the header has authenticated with
+    /// them. The one path every password takes (unlock, passwd, restore,
+    /// a proof of presence). Where the storage counts wrong passwords, the
+    /// delay is waited out, and the attempt counted before the hash (so
+    /// killing the process during it does not dodge the count) and reset
+    /// after a success.
     func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try checkKDFParameters()
-        // Nobody waits for the file during the delay and the hash.
-        releaseFile()
-        let counted = hasPassword
+        // Nobody waits for the keychain during the delay and the hash.
+        storage.release()
+        let counted = hasPassword && storage.policy.countsPasswordFailures
         if counted {
             waitOutPasswordDelay()
             try recordAttempt(failed: true)
@@ -139,16 +143,16 @@ extension Keychain {
     /// Nor is an attempt on an older copy being accepted: it is not written
     /// before it is accepted (whoever put it back set its count anyway).
     func recordAttempt(failed: Bool) throws {
-        guard keys[Keybag.indexKeyName] != nil, !isRolledBack, remote == nil else { return }
+        guard keys[Keybag.indexKeyName] != nil, !isRolledBack else { return }
         if !failed && failedAttempts == 0 { return }
         // Fully synchronous, as every write: the generation mirror follows the
-        // commit, and must never be ahead of it after a power cut.
-        try write {
-            let before = try MetaStore.value(database, .failures).map(BigEndian.int64) ?? 0
-            let failures = failed ? before + 1 : 0
-            try MetaStore.write(database, [(.failures, BigEndian.bytes(failures)),
-                                           (.failedAt, BigEndian.bytes(Clock.seconds())),
-                                           (.failedAtMilliseconds, BigEndian.bytes(Clock.milliseconds()))])
+        // commit, and must never be ahead of it after a power cut. The count
+        // is the header's, as `write` has just read it.
+        try write(advancingHeader: true) {
+            let failures = failed ? Int64(failedAttempts) + 1 : 0
+            try storage.writeMeta([(.failures, BigEndian.bytes(failures)),
+                                   (.failedAt, BigEndian.bytes(Clock.seconds())),
+                                   (.failedAtMilliseconds, BigEndian.bytes(Clock.milliseconds()))])
         }
     }
 
@@ -166,7 +170,8 @@ extension Keychain {
     @discardableResult
     public func changePassword(old: SecureBytes?, new: SecureBytes?, kdf cost: KDFCost? = nil, rotate: Bool = false) throws -> Int {
         try requireOwner("changing the password")
-        try requireFile("changing the password")
+        try require(.changePassword)
+        if rotate { try require(.rotateKeys) }
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", reason: .emptyPassword) }
         if new == nil && !hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
         if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
@@ -196,21 +201,21 @@ extension Keychain {
         for (name, key) in presence { try bag.wrapPresence(name, key, kek: newKEK) }
         let removed: Int = try write {
             var removed = 0
-            try MetaStore.write(database, publicKeys)
+            try storage.writeMeta(publicKeys)
             if new == nil {
                 for name in PresenceKeys.names where bag.rows[name] != nil {
-                    try MetaStore.removeKeybagRow(database, name)
-                    try MetaStore.remove(database, PresenceKeys.publicKeyRow(name))
+                    try storage.removeKeybagRow(name)
+                    try storage.removeMeta(PresenceKeys.publicKeyRow(name))
                     bag.removeRow(name)
                 }
-                removed = try store.delete(ItemFilter(protectionClass: .whenPasscodeSetThisDeviceOnly))
-                try MetaStore.removeKeybagRow(database, passcodeName)
-                try MetaStore.remove(database, .kdf)
+                removed = try storage.itemStore.delete(ItemFilter(protectionClass: .whenPasscodeSetThisDeviceOnly))
+                try storage.removeKeybagRow(passcodeName)
+                try storage.removeMeta(.kdf)
                 bag.removeRow(passcodeName)
             } else {
-                try MetaStore.write(database, [(.kdf, kdf!.encoded)])
+                try storage.writeMeta([(.kdf, kdf!.encoded)])
             }
-            try MetaStore.writeKeybag(database, bag)
+            try storage.writeKeybag(bag, replacingAll: false)
             return removed
         }
         let hadPassword = keybag.hasPassword

@@ -14,7 +14,7 @@ final class InsertPipeline: @unchecked Sendable {
     // @unchecked: every mutable property below is read and written only with
     // `mutex` held, and the inserter only by the thread the protocol above names.
 
-    private let inserter: ItemStore.Inserter
+    private let inserter: any ItemInserting
     private let capacity: Int
     private let byteBudget: Int
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -37,7 +37,7 @@ final class InsertPipeline: @unchecked Sendable {
     private var thread: pthread_t?
 
     /// Starts the writer thread; with none to be had, `submit` inserts in the caller's thread.
-    init(_ inserter: ItemStore.Inserter, capacity: Int = 256, byteBudget: Int = 1 << 20) {
+    init(_ inserter: any ItemInserting, capacity: Int = 256, byteBudget: Int = 1 << 20) {
         self.inserter = inserter
         self.capacity = capacity
         self.byteBudget = byteBudget

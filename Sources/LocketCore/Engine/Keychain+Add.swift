@@ -66,7 +66,7 @@ extension Keychain {
         try write {
             // One prepared INSERT for the batch; a lazy sequence keeps only the
             // secret being inserted in guarded memory, not the whole batch.
-            let inserter = try itemStore.makeInserter()
+            let inserter = try storage.itemStore.makeInserter()
             for (new, data) in items {
                 try checkSize(data)
                 let group = new.accessGroup ?? defaultGroup
@@ -92,7 +92,7 @@ extension Keychain {
                 using inserter: (any ItemInserting)? = nil, control: AccessControl? = nil) throws -> Item {
         let row = try seal(itemClass, attributes, group: group, pclass: pclass, data: data, extra: extra,
                            ref: ref, created: created, modified: modified, control: control)
-        try (inserter ?? itemStore.makeInserter()).insert(
+        try (inserter ?? storage.itemStore.makeInserter()).insert(
             ref: row.ref, itemClass: itemClass, accessible: pclass, group: group,
             digests: row.digests, attributes: row.attributes, data: row.data)
         return Item(itemClass: itemClass, attributes: attributes, accessGroup: group, accessible: pclass,
@@ -105,7 +105,7 @@ extension Keychain {
               pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
               ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
               control: AccessControl? = nil) throws -> SealedItemRow {
-        if remote != nil && pclass.thisDeviceOnly { throw Keychain.notShareable(pclass) }
+        try storage.admit(pclass)
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, .attributes)
@@ -125,11 +125,6 @@ extension Keychain {
                              created: created, modified: modified)
     }
 
-    /// The key that seals `field` of `row`, or why it is not available.
-    func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
-        if let remote { return try remoteFieldKey(remote, row, field) }
-        return try Sealing.fieldKey(try cache.groupKey(row.accessible, row.accessGroup), row, field)
-    }
 }
 
 /// An item's row, sealed and digested, ready for the store: nothing in it is secret.

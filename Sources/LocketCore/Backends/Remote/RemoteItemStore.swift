@@ -78,6 +78,22 @@ struct RemoteItemStore: ItemStoring {
         return counts
     }
 
+    /// Not offline: a pass over every row is a write's (a rotation), which needs the server.
+    func ids(after id: Int64, limit: Int) throws -> [Int64] {
+        try execute("SELECT id FROM locket.items WHERE id > $1 ORDER BY id LIMIT $2", [.int(id), .int(Int64(limit))]).compactMap { $0[0].int }
+    }
+
+    func makeRowReader() throws -> RowReader { RowReader(store: store) }
+
+    /// Rows by id, one statement each.
+    struct RowReader: ItemRowReading {
+        let store: RemoteStore
+        func row(_ id: Int64) throws -> Row? {
+            try store.execute("SELECT id, ref, cls, pdmn, agrp, attrs, data FROM locket.items WHERE id = $1", [.int(id)]).first.map(Row.init(values:))
+        }
+        func finish() {}
+    }
+
     func maximumID() throws -> Int64 {
         if let offline = store.offline { return offline.rows.map(\.id).max() ?? 0 }
         return try execute("SELECT coalesce(max(id), 0) FROM locket.items", []).first?[0].int ?? 0
