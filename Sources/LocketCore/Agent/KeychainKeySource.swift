@@ -9,36 +9,38 @@ import Synchronization
 /// commands would wait on it), and `lock`, auto-lock, protection classes,
 /// access groups and access control are those of the moment of the request.
 public struct KeychainKeySource: AgentKeySource, Sendable {
-    /// The keychain file, or the name of a remote keychain.
-    public let path: String
+    /// The keychain the keys come from.
+    public let location: KeychainLocation
     /// Who the agent serves: the owner, or an app by its entitlements (`-e`).
     public let caller: Caller
     let environment: Environment
-    /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
-    private let opener: @Sendable (Caller, Environment, Bool) throws -> Keychain
+    /// How old an offline cache may answer when the keychain's server is unreachable (µs; nil: never).
+    let maxStale: Int64?
     /// Public key blobs already derived, for listings (see PublicBlobs).
     private let publicBlobs = PublicBlobs()
 
+    /// Keys from the keychain at `location`, opened afresh for every request
+    /// (for a remote keychain: its helper, its connection and its database
+    /// password, every time).
+    public init(location: KeychainLocation, caller: Caller, environment: Environment, maxStale: Int64? = nil) {
+        self.location = location
+        self.caller = caller
+        self.environment = environment
+        self.maxStale = maxStale
+    }
+
+    /// Keys from the keychain file at `path`.
     public init(path: String, caller: Caller, environment: Environment) {
-        self.path = path
-        self.caller = caller
-        self.environment = environment
-        opener = { caller, environment, extendSession in
-            try Keychain.open(at: path, caller: caller, environment: environment, extendSession: extendSession)
-        }
+        self.init(location: .file(path), caller: caller, environment: environment)
     }
 
-    /// Keys from a keychain `open` opens, once per request: a remote one
-    /// (SPEC §17), whose connection and helper go with each request.
-    public init(name: String, caller: Caller, environment: Environment,
-                open: @escaping @Sendable (Caller, Environment, Bool) throws -> Keychain) {
-        path = name
-        self.caller = caller
-        self.environment = environment
-        opener = open
-    }
+    /// The keychain's path or URL.
+    public var path: String { location.description }
 
-    private func open(extendSession: Bool) throws -> Keychain { try opener(caller, environment, extendSession) }
+    /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
+    private func open(extendSession: Bool) throws -> Keychain {
+        try Keychain.open(location, caller: caller, environment: environment, extendSession: extendSession, maxStale: maxStale)
+    }
 
     /// The SSH-capable private keys (ed25519, P-256/384/521, RSA) the caller
     /// may see whose protection class is open now, oldest first, each named
