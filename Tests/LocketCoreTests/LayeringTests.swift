@@ -51,6 +51,35 @@ final class LayeringTests: XCTestCase {
         XCTAssertEqual(found, [], "\n" + found.joined(separator: "\n"))
     }
 
+    /// docs/ARCHITECTURE.md's layer table is this test's table: every module
+    /// and folder of it has a row, and a Swift module's row names every
+    /// module it may import.
+    func testTheArchitecturePageShowsThisTable() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let page = try String(contentsOf: root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        guard let start = page.range(of: "## Layers and what each may touch"), let end = page.range(of: "\n## ", range: start.upperBound..<page.endIndex) else {
+            return XCTFail("docs/ARCHITECTURE.md has no layer table")
+        }
+        let rows = page[start.upperBound..<end.lowerBound].split(separator: "\n").filter { $0.hasPrefix("| ") }.map { row in
+            row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "`", with: "") }
+        }
+        func row(naming name: String) -> [String]? {
+            rows.first { $0.first?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.contains(name) == true }
+        }
+        for (module, allowed) in Self.table {
+            guard let cells = row(naming: module) else { XCTFail("no row for \(module)"); continue }
+            guard !module.hasPrefix("C") else { continue }
+            for imported in allowed {
+                let name = imported.replacingOccurrences(of: "internal ", with: "")
+                XCTAssertTrue(cells.last?.contains(name) == true, "\(module)'s row does not name \(name)")
+            }
+        }
+        for folder in Set(Self.confined.values).union([Self.engine]) {
+            XCTAssertNotNil(row(naming: folder), "no row for \(folder)")
+        }
+        for imported in Self.engineImports { XCTAssertTrue(row(naming: Self.engine)?.last?.contains(imported) == true, imported) }
+    }
+
     /// The checker finds a forbidden import, a forbidden #include and an
     /// unknown module, and passes what the table allows.
     func testTheCheckerFailsOnForbiddenImports() throws {
