@@ -50,7 +50,7 @@ extension Keychain {
         let indexKey = try indexKey()
         filter.terms = query.attributes.map { attribute, value in
             ItemFilter.Term(attribute: attribute, digest: Sealing.indexDigest(indexKey, query.itemClass, attribute, value),
-                                  isEmpty: value.isEmpty)
+                             isEmpty: value.isEmpty)
         }
         let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
         if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) {
