@@ -5,11 +5,10 @@ import LocketSupport
 /// `locket secret-service` (SPEC §18): the Secret Service provider lives in
 /// its own executable, `locket-secret-service` (libdbus-1 is linked into it
 /// alone, so `find` pays nothing for D-Bus), found as the PostgreSQL helper
-/// is: `../libexec/locket/` from this executable (make install), else beside
-/// it (the build tree). This command resolves the keychains and the options
-/// from the command table, then execs the provider with them, so the
-/// provider is the process the user started: signals reach it, and its exit
-/// status (COMMAND's, with `--`) is the command's.
+/// is (`CompanionExecutable.find`). This command resolves the keychains and
+/// the options from the command table, then execs the provider with them, so
+/// the provider is the process the user started: signals reach it, and its
+/// exit status (COMMAND's, with `--`) is the command's.
 extension Commands {
     static let secretServiceSpec = CommandSpec(
         name: "secret-service", usage: "[-k KEYCHAIN]... [--replace] [--app EXECUTABLE=ENTITLEMENTS]... [-- COMMAND [ARG]...]",
@@ -58,7 +57,7 @@ extension Commands {
             arguments += ["--entitlements", entitlements]
         }
         if !invocation.operands.isEmpty { arguments += ["--"] + invocation.operands }
-        guard let helper = secretServiceHelper() else {
+        guard let helper = CompanionExecutable.find("locket-secret-service") else {
             throw KeychainError(.notAvailable, "locket-secret-service is not installed next to locket (make install)")
         }
         context.out.flush()
@@ -66,24 +65,5 @@ extension Commands {
         defer { argv.free() }
         execv(helper, argv.pointers)
         throw KeychainError(.notAvailable, "cannot run \(helper): \(String(cString: strerror(errno)))")
-    }
-
-    /// `../libexec/locket/locket-secret-service` from this executable, then
-    /// beside it, if it is a regular executable only root or this user can replace.
-    static func secretServiceHelper() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        let executable = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = executable.lastIndex(of: "/") else { return nil }
-        let directory = String(executable[..<slash])
-        let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
-        for candidate in ["\(parent)/libexec/locket/locket-secret-service", "\(directory)/locket-secret-service"] {
-            var info = stat()
-            guard stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o111 != 0,
-                  info.st_uid == 0 || info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else { continue }
-            return candidate
-        }
-        return nil
     }
 }

@@ -80,32 +80,14 @@ final class HelperProcess {
     /// Refuses a helper that is not a regular executable file, or that a user
     /// other than root and the caller owns or can write (it sees the password).
     static func checkExecutable(_ path: String) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
+        switch CompanionExecutable.refusal(at: path) {
+        case nil: return
+        case .missing:
             throw KeychainError(.notAvailable, "the PostgreSQL helper \(path) is missing: remote keychains need locket-postgres installed")
-        }
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o111 != 0 else {
+        case .notExecutable:
             throw KeychainError(.notAvailable, "the PostgreSQL helper \(path) is not an executable file")
-        }
-        guard info.st_uid == 0 || info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+        case .replaceable:
             throw KeychainError(.notAvailable, "the PostgreSQL helper \(path) can be replaced by another user; refusing to run it")
         }
-    }
-
-    /// Where the helper is installed relative to the running executable:
-    /// `../libexec/locket/locket-postgres` (make install), then beside it
-    /// (the build tree). Nil when neither exists.
-    static func defaultPath() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        let executable = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = executable.lastIndex(of: "/") else { return nil }
-        let directory = String(executable[..<slash])
-        let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
-        for candidate in ["\(parent)/libexec/locket/locket-postgres", "\(directory)/locket-postgres"] where access(candidate, X_OK) == 0 {
-            return candidate
-        }
-        return nil
     }
 }

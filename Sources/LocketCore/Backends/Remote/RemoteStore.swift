@@ -29,7 +29,7 @@ final class RemoteStore {
 
     /// Starts the helper and connects; errSecNotAvailable when the server can't be reached.
     init(_ location: RemoteLocation, password: [UInt8]?, environment: Environment) throws {
-        guard let helper = location.helper ?? HelperProcess.defaultPath() else {
+        guard let helper = location.helper ?? CompanionExecutable.find("locket-postgres") else {
             throw KeychainError(.notAvailable, "locket-postgres is not installed next to locket: remote keychains need it (make install)")
         }
         link = try RemoteConnection(helper: helper, parameters: location.parameters, password: password, environment: environment)
