@@ -73,4 +73,19 @@ final class KeychainLocatorTests: XCTestCase {
         XCTAssertKeychainError(.noSuchKeychain, try Keychain.open(try resolve("nobody"), environment: temporary.environment))
         XCTAssertEqual(KeychainKeySource(location: try resolve(nil), caller: .owner, environment: temporary.environment).path, temporary.path)
     }
+
+    /// In-process callers (the Security module) key what they keep open by
+    /// location and ask whether it is a file they can watch.
+    func testLocationsCompareByWhatTheyNameAndTellAFileFromADatabase() throws {
+        XCTAssertEqual(try resolve(nil), try resolve("login"))
+        XCTAssertEqual(try resolve(nil).filePath, data + "/login.keychain")
+        XCTAssertNotEqual(try resolve("work"), try resolve("login"))
+        let url = "postgres://team@db.example/keys"
+        XCTAssertEqual(try resolve(url), try resolve(nil, ["LOCKET_KEYCHAIN": url]))
+        XCTAssertEqual(Set([try resolve(url), try resolve(url), try resolve(nil)]).count, 2)
+        XCTAssertNil(try resolve(url).filePath)
+        XCTAssertNotEqual(KeychainLocation.remote(try RemoteLocation(url: url)),
+                          KeychainLocation.remote(try RemoteLocation(url: url), passwordService: "pg-team"))
+        XCTAssertNotEqual(KeychainLocation.remote(try RemoteLocation(url: url)), KeychainLocation.file(url))
+    }
 }

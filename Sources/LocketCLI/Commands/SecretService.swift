@@ -5,10 +5,11 @@ import LocketSupport
 /// `locket secret-service` (SPEC §18): the Secret Service provider lives in
 /// its own executable, `locket-secret-service` (libdbus-1 is linked into it
 /// alone, so `find` pays nothing for D-Bus), found as the PostgreSQL helper
-/// is (`CompanionExecutable.find`). This command resolves the keychains and
-/// the options from the command table, then execs the provider with them, so
-/// the provider is the process the user started: signals reach it, and its
-/// exit status (COMMAND's, with `--`) is the command's.
+/// is (`CompanionExecutable.find`). This command resolves the keychains (as
+/// every command does, `KeychainLocator`) and the options from the command
+/// table, then execs the provider with them, so the provider is the process
+/// the user started: signals reach it, and its exit status (COMMAND's, with
+/// `--`) is the command's.
 extension Commands {
     static let secretServiceSpec = CommandSpec(
         name: "secret-service", usage: "[-k KEYCHAIN]... [--replace] [--app EXECUTABLE=ENTITLEMENTS]... [-- COMMAND [ARG]...]",
@@ -26,14 +27,15 @@ extension Commands {
         let environment = context.environment
         var specs = invocation.all("keychain")
         if specs.isEmpty { specs = [context.globals.keychain].compactMap { $0 } }
-        let defaultPath = try environment.keychainPath(nil)
+        let defaultLocation = try KeychainLocator.resolve(nil, environment: environment)
         var arguments = ["locket-secret-service"]
         var names: [String] = []
         for spec in specs.isEmpty ? [nil] : specs.map(Optional.some) {
-            let path = try environment.keychainPath(spec)
-            if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
-                // Free-form attributes live in a file's blind rows only (docs/ARCHITECTURE.md).
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain")
+            let location = try KeychainLocator.resolve(spec, environment: environment)
+            // A collection is a file the provider stats, makes and deletes, and
+            // a remote keychain stores no free-form attributes (docs/ARCHITECTURE.md).
+            guard let path = location.filePath else {
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
             }
             var name = String(path.split(separator: "/").last ?? "login")
             if name.hasSuffix(".keychain") { name.removeLast(".keychain".count) }
@@ -42,7 +44,7 @@ extension Commands {
             }
             names.append(name)
             arguments += ["--collection", name, path]
-            if path == defaultPath { arguments += ["--default", name] }
+            if location == defaultLocation { arguments += ["--default", name] }
         }
         if invocation.has("replace") { arguments.append("--replace") }
         for app in invocation.all("app") {

@@ -4,7 +4,7 @@ import LocketSupport
 /// where its database password comes from. `KeychainLocator.resolve` makes
 /// one from what a user names (`-k`, LOCKET_KEYCHAIN); an in-process caller
 /// may also make one directly. `Keychain.open(_:)` and `Keychain.create(_:)` take it.
-public struct KeychainLocation: Sendable, CustomStringConvertible {
+public struct KeychainLocation: Sendable, Hashable, CustomStringConvertible {
     enum Place: Sendable {
         case file(path: String)
         /// A registered name's password service: the generic password in the
@@ -31,6 +31,30 @@ public struct KeychainLocation: Sendable, CustomStringConvertible {
         switch place {
         case .file(let path): path
         case .remote(let location, _): location.url
+        }
+    }
+
+    /// The keychain file's path; nil for a keychain in a database.
+    public var filePath: String? {
+        if case .file(let path) = place { return path }
+        return nil
+    }
+
+    /// The same keychain, named the same way: the same path, or the same
+    /// URL, parameters, helper and password service.
+    public static func == (a: KeychainLocation, b: KeychainLocation) -> Bool { a.identity == b.identity }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) { hasher.combine(identity) }
+
+    /// Everything that tells two locations apart, as text (an optional
+    /// marked present or absent, so that none equals an empty one).
+    private var identity: [String] {
+        switch place {
+        case .file(let path): ["file", path]
+        case .remote(let location, let service):
+            ["remote", location.url, location.helper.map { "+" + $0 } ?? "-", service.map { "+" + $0 } ?? "-"]
+                + location.parameters.flatMap { [$0.0, $0.1] }
         }
     }
 
