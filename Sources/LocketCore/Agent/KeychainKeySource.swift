@@ -94,7 +94,7 @@ extension Keychain {
         if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
         let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]
         return try transaction(write: false) {
-            var scan = RowScan(query, filter: try storeFilter(query), data: true, strict: applicationLabel != nil)
+            let scan = RowScan(query, filter: try storeFilter(query), data: true, strict: applicationLabel != nil)
             // A listing leaves out the groups this machine can't open; a key asked for by its label is refused as a find is.
             scan.listing = applicationLabel == nil
             // Each key opened is a read of its secret, listed or used (SPEC §17 audit).

@@ -20,7 +20,7 @@ extension Keychain {
     /// `matching`, one item at a time: memory stays flat however many match.
     public func forEachMatch(_ query: Query, opening: Bool = true, _ body: (Item) throws -> Void) throws {
         try transaction(write: false) {
-            var scan = RowScan(query, filter: try storeFilter(query), data: false, strict: false)
+            let scan = RowScan(query, filter: try storeFilter(query), data: false, strict: false)
             scan.opening = opening || !query.attributes.isEmpty || query.hasFreeForm
             try self.scan(scan) { match in
                 try body(match.item)

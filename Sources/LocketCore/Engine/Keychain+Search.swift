@@ -75,7 +75,7 @@ extension Keychain {
     func rows(_ query: Query, limit: MatchLimit, data: Bool, reads: Bool = false, holding: HeldRows? = nil) throws -> [Item] {
         var found: [Item] = []
         let wanted = limit.sqlLimit
-        var scan = RowScan(query, filter: try storeFilter(query), data: data)
+        let scan = RowScan(query, filter: try storeFilter(query), data: data)
         scan.recordingReads = reads && data
         scan.reportingRotation = reads
         scan.holding = holding
@@ -101,7 +101,7 @@ extension Keychain {
                     if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }
-            var scan = RowScan(every: visible, data: returnData, strict: false)
+            let scan = RowScan(every: visible, data: returnData, strict: false)
             // A machine's view leaves out the groups it can't open, as an app's leaves out other apps'.
             scan.listing = true
             // A non-extractable key is listed without its value (SPEC §12).

@@ -42,7 +42,7 @@ extension Keychain {
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
                 extra: SecureBytes?, freeForm: FreeForm? = nil) throws -> [Item] {
         // Re-sealing under a new group needs the old secret open as well.
-        var scan = RowScan(query, filter: try storeFilter(query), data: newGroup != nil || data == nil)
+        let scan = RowScan(query, filter: try storeFilter(query), data: newGroup != nil || data == nil)
         // The secret of an item with access control is sealed under its own
         // key, not the group's: it is kept as it is unless replaced.
         scan.keepingAccessData = true
