@@ -54,9 +54,9 @@ struct KeychainTarget: Hashable {
 /// `Keychain.sessionFingerprint`), not the entitlements file. Anything else
 /// opens it again, as the next command would. A keychain in a database,
 /// which other machines change unseen, is opened for each call and never
-/// kept, as the ssh-agent opens it for each request. Processes are kept apart by
-/// the engine's transactions, threads by this lock: one call at a time per
-/// process, never a prompt under it (`Operation`).
+/// kept, as the ssh-agent opens it for each request. Processes are kept
+/// apart by the engine's transactions, threads by this lock: one call at a
+/// time per process, never a prompt under it (`Operation`).
 final class KeychainPool: @unchecked Sendable {
     static let shared = KeychainPool()
 
