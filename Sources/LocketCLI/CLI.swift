@@ -116,7 +116,7 @@ final class Context {
     let out: OutputBuffer
     /// The keychain opened with its file kept open for the first call;
     /// every prompt releases it first (`releaseKeychainFile`).
-    private weak var heldKeychain: Keychain?
+    weak var heldKeychain: Keychain?
 
     init(io: IO) {
         self.io = io
@@ -169,37 +169,6 @@ final class Context {
         let path = try globals.entitlements ?? io.environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 }
         guard let path else { return .owner }
         return .app(try Entitlements.load(path: path))
-    }
-
-    /// The keychain path from -k or the environment.
-    func keychainPath() throws -> String { try environment.keychainPath(globals.keychain) }
-
-    /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
-    /// With `keepsFileOpen`, the file stays open (locked) for the command's
-    /// first call, which must follow at once: whatever waits in between
-    /// (every prompt does) calls `releaseKeychainFile` first.
-    /// `caller` replaces the one `-e` names (the credential socket opens the
-    /// keychain as each unit).
-    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false, keepsFileOpen: Bool = true,
-                      caller given: Caller? = nil) throws -> Keychain {
-        Diagnostics.protectProcess()
-        // What a killed `exec --file` left: one lstat when there is nothing.
-        SecretFiles.removeAbandoned(environment)
-        // Entitlements first: a bad file must stop the command before anything is read or written.
-        let caller = try given ?? self.caller()
-        let spec = try keychainSpec()
-        if let spec, RemoteLocation.isURL(spec),
-           let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, acceptRollback: acceptRollback, registeredToo: false) { return remote }
-        do {
-            let keychain = try Keychain.open(at: environment.keychainPath(spec), caller: caller, environment: environment,
-                                             extendSession: extendSession, acceptRollback: acceptRollback, keepsFileOpen: keepsFileOpen)
-            heldKeychain = keychain
-            return keychain
-        } catch let error as KeychainError where error.code == .noSuchKeychain {
-            // No such file: a name registered with `keychain add-remote`?
-            guard let remote = try openRemoteKeychain(caller: caller, extendSession: extendSession, acceptRollback: acceptRollback, registeredToo: true) else { throw error }
-            return remote
-        }
     }
 
     /// Lets other processes have the keychain's file while this one waits

@@ -15,17 +15,17 @@ enum ItemValues {
     }
 
     /// The value of one found item for `returns`; nil when nothing was asked.
-    static func value(_ found: Found, _ returns: ItemRequest.Returns, _ location: KeychainLocation,
+    static func value(_ found: Found, _ returns: ItemRequest.Returns, _ target: KeychainTarget,
                       _ authentication: Authentication) throws -> AnyObject? {
         if returns.isEmpty { return nil }
         if returns == .data { return try data(found) as NSData }
         if returns == .persistentRef { return try persistentRef(found) as NSData }
-        if returns == .ref { return try ref(found, location, authentication) }
+        if returns == .ref { return try ref(found, target, authentication) }
         var out: [String: Any] = [:]
         if returns.contains(.attributes) { out = attributes(found) }
         if returns.contains(.data) { out["v_Data"] = try data(found) }
         if returns.contains(.persistentRef) { out["v_PersistentRef"] = try persistentRef(found) }
-        if returns.contains(.ref) { out["v_Ref"] = try ref(found, location, authentication) }
+        if returns.contains(.ref) { out["v_Ref"] = try ref(found, target, authentication) }
         return out as NSDictionary
     }
 
@@ -102,7 +102,7 @@ enum ItemValues {
     }
 
     /// The item as an object.
-    static func ref(_ found: Found, _ location: KeychainLocation, _ authentication: Authentication) throws -> AnyObject {
+    static func ref(_ found: Found, _ target: KeychainTarget, _ authentication: Authentication) throws -> AnyObject {
         switch found {
         case .item(let item):
             switch item.itemClass {
@@ -110,15 +110,15 @@ enum ItemValues {
                 var described = item
                 described.data = nil
                 let publicKey = item[.keyClass] == Array("public".utf8) ? try item.data.map { try AsymmetricKey(subjectPublicKeyInfo: $0.bytes) } : nil
-                return SecKey(stored: StoredKey(location: location, item: described, authentication: authentication), publicKey: publicKey)
+                return SecKey(stored: StoredKey(target: target, item: described, authentication: authentication), publicKey: publicKey)
             case .certificate:
                 return SecCertificate(try Certificate(der: Array(try data(item))))
             case .genericPassword, .internetPassword:
                 throw KeychainError(.param, "kSecReturnRef applies to keys, certificates and identities")
             }
         case .identity(let key, let certificate):
-            guard let certificateObject = try ref(.item(certificate), location, authentication) as? SecCertificate,
-                  let keyObject = try ref(.item(key), location, authentication) as? SecKey else {
+            guard let certificateObject = try ref(.item(certificate), target, authentication) as? SecCertificate,
+                  let keyObject = try ref(.item(key), target, authentication) as? SecKey else {
                 throw KeychainError(.decode, "an identity could not be read")
             }
             return SecIdentity(certificate: certificateObject, privateKey: keyObject)

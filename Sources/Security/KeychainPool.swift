@@ -3,21 +3,22 @@ import LocketCore
 import LocketSupport
 import Synchronization
 
-/// Where the module's keychain is and who is calling: as the command line
+/// Which keychain a call works on and who is calling: as the command line
 /// decides at every command (SPEC §2, §6), the module decides at every call.
-struct KeychainLocation: Hashable {
-    /// The keychain file.
-    let path: String
+struct KeychainTarget: Hashable {
+    /// The keychain, as LocketCore's locator names it.
+    let location: KeychainLocation
     /// The calling app's entitlements file; nil: the owner.
     let entitlements: String?
 
-    /// `LOCKET_KEYCHAIN` (a path, or a name in `$XDG_DATA_HOME/locket/`),
-    /// else the default keychain, `login`; `LOCKET_ENTITLEMENTS`, else none.
+    /// `LOCKET_KEYCHAIN` resolved as the command line resolves it
+    /// (`KeychainLocator`: a path, a NAME in `$XDG_DATA_HOME/locket/`, a
+    /// `postgres://` URL, or a remote registered as NAME where no such file
+    /// exists), else the default keychain, `login`; `LOCKET_ENTITLEMENTS`,
+    /// else none.
     ///
-    /// The one place the module names a keychain: when the engine resolves
-    /// keychain specs itself (a locator for paths, names and URLs), this is
-    /// the function that changes.
-    static func current() throws -> KeychainLocation {
+    /// The one place the module names a keychain.
+    static func current() throws -> KeychainTarget {
         // The variables it depends on, as they are now: while they are as at
         // the last call, so is the answer (a call is a few microseconds).
         var variables: [String?] = []
@@ -25,24 +26,24 @@ struct KeychainLocation: Hashable {
             let value: UnsafeMutablePointer<CChar>? = getenv(name)
             variables.append(value.map { String(cString: $0) })
         }
-        if let (seen, location) = lastLocation.withLock({ $0 }), seen == variables { return location }
+        if let (seen, target) = lastTarget.withLock({ $0 }), seen == variables { return target }
         let environment = Environment.process
         let spec = try environment["LOCKET_KEYCHAIN"].flatMap { $0.isEmpty ? nil : $0 }
-        if let spec, RemoteLocation.isURL(spec) {
-            throw KeychainError(.notAvailable, "remote keychains (\(Printable.clip(spec))) are not available to the Security module yet")
-        }
-        let location = KeychainLocation(path: try environment.keychainPath(spec),
-                                        entitlements: try environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 })
-        lastLocation.withLock { $0 = (variables, location) }
-        return location
+        let target = KeychainTarget(location: try KeychainLocator.resolve(spec, environment: environment),
+                                    entitlements: try environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 })
+        // A NAME is a file, or a registered remote while no file has the
+        // name: that can change between calls, so it is resolved at each.
+        if let spec, !spec.contains("/"), !RemoteLocation.isURL(spec) { return target }
+        lastTarget.withLock { $0 = (variables, target) }
+        return target
     }
 
-    private static let lastLocation = Mutex<([String?], KeychainLocation)?>(nil)
+    private static let lastTarget = Mutex<([String?], KeychainTarget)?>(nil)
 
     /// Opens the keychain for its caller, as `locket -e ENTITLEMENTS` would.
     func open() throws -> Keychain {
         let caller: Caller = try entitlements.map { .app(try Entitlements.load(path: $0)) } ?? .owner
-        return try Keychain.open(at: path, caller: caller, environment: .process)
+        return try Keychain.open(location, caller: caller, environment: .process)
     }
 }
 
@@ -51,65 +52,71 @@ struct KeychainLocation: Hashable {
 /// nothing changed since: not its file (`FileChanges`), not the session
 /// (another process's `locket lock` or `unlock`, or the auto-lock timeout:
 /// `Keychain.sessionFingerprint`), not the entitlements file. Anything else
-/// opens it again, as the next command would. Processes are kept apart by
-/// the engine's transactions, threads by this lock: one call at a time per
-/// process, never a prompt under it (`Operation`).
+/// opens it again, as the next command would. A keychain in a database,
+/// which other machines change unseen, is opened for each call and never
+/// kept, as the ssh-agent opens it for each request. Processes are kept
+/// apart by the engine's transactions, threads by this lock: one call at a
+/// time per process, never a prompt under it (`Operation`).
 final class KeychainPool: @unchecked Sendable {
     static let shared = KeychainPool()
 
     private let lock = NSLock()
-    private var open: [KeychainLocation: OpenKeychain] = [:]
+    private var open: [KeychainTarget: OpenKeychain] = [:]
     private var calls: UInt64 = 0
     /// At most this many keychains are kept open.
     static let maximumOpen = 4
     private let files = FileChanges()
 
-    /// Runs `body` with the keychain at `location`.
-    func withKeychain<T>(_ location: KeychainLocation, _ body: (OpenKeychain) throws -> T) throws -> T {
+    /// Runs `body` with the keychain of `target`.
+    func withKeychain<T>(_ target: KeychainTarget, _ body: (OpenKeychain) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        return try body(try current(location))
+        return try body(try current(target))
     }
 
     /// A keychain of the caller's own, not kept: for an operation that
     /// gives proofs (`Operation`), which die with it.
-    func openPrivate(_ location: KeychainLocation) throws -> Keychain {
+    func openPrivate(_ target: KeychainTarget) throws -> Keychain {
         lock.lock()
         defer { lock.unlock() }
-        return try KeychainPool.open(location)
+        return try KeychainPool.open(target)
     }
 
-    /// Opens `location`. The engine sets the umask to 077 when it opens a
+    /// Opens `target`. The engine sets the umask to 077 when it opens a
     /// keychain (it also gives every file it makes an explicit private mode):
     /// the app's own is put back, under the pool's lock so that two threads
     /// never put back each other's.
-    private static func open(_ location: KeychainLocation) throws -> Keychain {
+    private static func open(_ target: KeychainTarget) throws -> Keychain {
         let mask = umask(0o077)
         defer { umask(mask) }
-        return try location.open()
+        return try target.open()
     }
 
-    /// The kept keychain of `location` while still current, else a new one.
-    private func current(_ location: KeychainLocation) throws -> OpenKeychain {
+    /// The kept keychain of `target` while still current, else a new one.
+    private func current(_ target: KeychainTarget) throws -> OpenKeychain {
         let changes = files.drain()
         if !changes.isEmpty {
-            for (kept, entry) in open where changes.affect(entry.file) { open[kept] = nil }
+            for (kept, entry) in open where entry.file.map(changes.affect) ?? true { open[kept] = nil }
         }
         calls += 1
-        if let entry = open[location] {
+        if let entry = open[target] {
             if try entry.isCurrent() {
                 entry.lastCall = calls
                 return entry
             }
-            open[location] = nil
+            open[target] = nil
         }
-        guard let file = KeychainPath(location.path) else {
-            throw KeychainError(.noSuchKeychain, "no keychain at \(location.path)", reason: .noKeychain(path: location.path))
+        guard let path = target.location.filePath else {
+            // Not kept: nothing here would see another machine's write.
+            return OpenKeychain(try KeychainPool.open(target), file: nil, entitlements: nil, probe: SessionProbe(), fingerprint: [])
+        }
+        guard let file = KeychainPath(path) else {
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)", reason: .noKeychain(path: path))
         }
         // Watched (and the entitlements file's state taken) before the keychain is read: a change after is seen.
         let watched = files.watch(file)
-        let entitlements = location.entitlements.map(FileStamp.init)
-        let keychain = try KeychainPool.open(location)
+        let entitlements = target.entitlements.map(FileStamp.init)
+        let keychain = try KeychainPool.open(target)
         let probe = SessionProbe()
         let entry = OpenKeychain(keychain, file: file, entitlements: entitlements, probe: probe,
                                  fingerprint: try keychain.reloadSession(extend: false, probe: probe))
@@ -119,7 +126,7 @@ final class KeychainPool: @unchecked Sendable {
             if open.count >= KeychainPool.maximumOpen, let oldest = open.min(by: { $0.value.lastCall < $1.value.lastCall }) {
                 open[oldest.key] = nil
             }
-            open[location] = entry
+            open[target] = entry
         }
         return entry
     }
@@ -131,7 +138,8 @@ final class KeychainPool: @unchecked Sendable {
 /// fails the next call as it would fail a command.
 final class OpenKeychain {
     let keychain: Keychain
-    let file: KeychainPath
+    /// Its file, watched; nil for a keychain in a database (never kept).
+    let file: KeychainPath?
     private let entitlements: FileStamp?
     private let probe: SessionProbe
     private var fingerprint: [UInt8]
@@ -147,7 +155,7 @@ final class OpenKeychain {
     static let maximumHeld = 256
     static let maximumHeldBytes = 4 << 20
 
-    init(_ keychain: Keychain, file: KeychainPath, entitlements: FileStamp?, probe: SessionProbe, fingerprint: [UInt8]) {
+    init(_ keychain: Keychain, file: KeychainPath?, entitlements: FileStamp?, probe: SessionProbe, fingerprint: [UInt8]) {
         self.keychain = keychain
         self.file = file
         self.entitlements = entitlements

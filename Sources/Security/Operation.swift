@@ -15,15 +15,15 @@ import LocketTerminal
 enum Operation {
     /// `body` with the keychain, and the pool's entry when it is the pool's
     /// (for searches answered from held rows, and forgetting them after a write).
-    static func run<T>(_ authentication: Authentication, newItem: Bool = false, location: KeychainLocation? = nil,
+    static func run<T>(_ authentication: Authentication, newItem: Bool = false, target: KeychainTarget? = nil,
                        _ body: (Keychain, OpenKeychain?) throws -> T) throws -> T {
-        let location = try location ?? KeychainLocation.current()
+        let target = try target ?? KeychainTarget.current()
         do {
-            return try KeychainPool.shared.withKeychain(location) { entry in try body(entry.keychain, entry) }
+            return try KeychainPool.shared.withKeychain(target) { entry in try body(entry.keychain, entry) }
         } catch let error as KeychainError {
             guard case .proofNeeded? = error.reason else { throw error }
         }
-        let keychain = try KeychainPool.shared.openPrivate(location)
+        let keychain = try KeychainPool.shared.openPrivate(target)
         if let password = authentication.applicationPassword { keychain.applicationPassword = try SecureBytes(copying: password) }
         var proofs: TerminalProofs?
         while true {

@@ -14,7 +14,7 @@ extension ItemCalls {
         if request.returns.contains(.persistentRef) && request.kind == .identity {
             throw KeychainError(.param, "an identity has no persistent reference of its own: ask for its certificate's or key's")
         }
-        let location = try KeychainLocation.current()
+        let target = try KeychainTarget.current()
         let found: ItemValues.Found
         switch request.kind {
         case .item(let itemClass)? where !itemClass.holdsKeyMaterial: found = .item(try addPassword(request, itemClass))
@@ -30,7 +30,7 @@ extension ItemCalls {
             found = try addKeyMaterial(adding, keys: [privateKey], certificates: [identity.certificate.certificate])
         default: throw KeychainError(.param, "SecItemAdd needs kSecClass")
         }
-        return try ItemValues.value(found, request.returns, location, request.authentication)
+        return try ItemValues.value(found, request.returns, target, request.authentication)
     }
 
     /// A generic or internet password.

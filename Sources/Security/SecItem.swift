@@ -44,7 +44,7 @@ enum ItemCalls {
 
     static func copyMatching(_ request: ItemRequest) throws -> AnyObject? {
         let limit = request.limit ?? .one
-        let location = try KeychainLocation.current()
+        let target = try KeychainTarget.current()
         let found: [ItemValues.Found]
         switch request.kind {
         case .identity?: found = try identities(request, limit)
@@ -53,7 +53,7 @@ enum ItemCalls {
             guard request.persistentRef != nil else { throw KeychainError(.param, "SecItemCopyMatching needs kSecClass") }
             found = try firstClass { try items(request, $0, limit).map { .item($0) } }
         }
-        let values = try found.map { try ItemValues.value($0, request.returns, location, request.authentication) }
+        let values = try found.map { try ItemValues.value($0, request.returns, target, request.authentication) }
         if request.returns.isEmpty { return nil }
         if limit == .one { return values.first ?? nil }
         return values.compactMap { $0 } as NSArray

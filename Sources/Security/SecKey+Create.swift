@@ -113,8 +113,8 @@ private struct KeyParameters {
             }
             return SecKey(try AsymmetricKey.generate(type), extractable: options.extractable)
         }
-        let location = try KeychainLocation.current()
-        return try Operation.run(authentication, newItem: true, location: location) { keychain, entry in
+        let target = try KeychainTarget.current()
+        return try Operation.run(authentication, newItem: true, target: target) { keychain, entry in
             let (item, publicKey) = try keychain.generateKey(type, options: options)
             entry?.didWrite()
             if publicPermanent {
@@ -125,7 +125,7 @@ private struct KeyParameters {
                 publicOptions.accessible = options.accessControl?.protection ?? options.accessible
                 try keychain.addKeyFile(try KeyImport.parse(publicKey.subjectPublicKeyInfo, format: .der) { SecureBytes() }, options: publicOptions)
             }
-            return SecKey(stored: StoredKey(location: location, item: item, authentication: authentication), publicKey: publicKey)
+            return SecKey(stored: StoredKey(target: target, item: item, authentication: authentication), publicKey: publicKey)
         }
     }
 }

@@ -83,7 +83,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
     public static func == (a: SecKey, b: SecKey) -> Bool {
         switch (a.backing, b.backing) {
         case (.memory(let x, _), .memory(let y, _)): x.keyClass == y.keyClass && x.pairs(with: y)
-        case (.stored(let x), .stored(let y)): x.ref == y.ref && x.location == y.location
+        case (.stored(let x), .stored(let y)): x.ref == y.ref && x.target == y.target
         default: false
         }
     }
@@ -99,7 +99,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
 /// A key item of a keychain, as a SecKey refers to it: where, which
 /// (persistent reference), its attributes, and how its uses may be proven.
 struct StoredKey {
-    let location: KeychainLocation
+    let target: KeychainTarget
     let item: Item
     let authentication: Authentication
 
@@ -114,7 +114,7 @@ struct StoredKey {
 
     /// `body` with the key's keychain, proofs supplied as its access control asks.
     func use<R>(_ body: (Keychain) throws -> R) throws -> R {
-        try Operation.run(authentication, location: location) { keychain, _ in try body(keychain) }
+        try Operation.run(authentication, target: target) { keychain, _ in try body(keychain) }
     }
 }
 

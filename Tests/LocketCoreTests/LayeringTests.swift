@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import XCTest
 
-/// The module layering (docs: ENGINE-V2 §1): what each directory under
-/// Sources/ may import or #include. A module the table doesn't know fails too,
+/// The module layering (docs/ARCHITECTURE.md, whose layer table is this
+/// test's): what each directory under Sources/ may import or #include, and
+/// inside LocketCore, what the engine and each backend may. A module the table doesn't know fails too,
 /// so a new one is placed in the layers when it is added. SwiftPM lets a
 /// target import any module its dependencies use, so only this test keeps
 /// LocketCLI away from SQLite and libsodium.
@@ -38,11 +39,56 @@ final class LayeringTests: XCTestCase {
         "locket-secret-service": ["LocketSecretService", "Glibc"],
     ]
 
+    /// Inside LocketCore (issue 25): a storage's library is its backend's
+    /// alone (SQLite the file's, the helper's wire protocol the remote
+    /// keychain's), and the engine (`Keychain`, its row scan, the storage
+    /// protocol) imports neither and names no storage: it holds a
+    /// `KeychainStorage` and never asks which. A new storage is a folder
+    /// under Backends/, not a branch in Engine/.
+    static let confined: [String: String] = [
+        "CSQLite": "LocketCore/Backends/File",
+        "CLocketSQLite": "LocketCore/Backends/File",
+        "LocketWire": "LocketCore/Backends/Remote",
+    ]
+    static let engine = "LocketCore/Engine"
+    static let engineImports: Set<String> = ["LocketSupport", "Glibc"]
+    /// Words no file of the engine contains, in any case: the storages' names and their libraries'.
+    static let engineNeverSays = ["remote", "postgres", "sqlite", "database", "FileStorage", ".file("]
+
     func testEveryModuleImportsOnlyWhatItsLayerAllows() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources").path
         let found = try Self.violations(sources: sources)
         XCTAssertEqual(found, [], "\n" + found.joined(separator: "\n"))
+    }
+
+    /// docs/ARCHITECTURE.md's layer table is this test's table: every module
+    /// and folder of it has a row, and a Swift module's row names every
+    /// module it may import.
+    func testTheArchitecturePageShowsThisTable() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let page = try String(contentsOf: root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
+        guard let start = page.range(of: "## Layers and what each may touch"), let end = page.range(of: "\n## ", range: start.upperBound..<page.endIndex) else {
+            return XCTFail("docs/ARCHITECTURE.md has no layer table")
+        }
+        let rows = page[start.upperBound..<end.lowerBound].split(separator: "\n").filter { $0.hasPrefix("| ") }.map { row in
+            row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "`", with: "") }
+        }
+        func row(naming name: String) -> [String]? {
+            rows.first { $0.first?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.contains(name) == true }
+        }
+        for (module, allowed) in Self.table {
+            guard let cells = row(naming: module) else { XCTFail("no row for \(module)"); continue }
+            guard !module.hasPrefix("C") else { continue }
+            for imported in allowed {
+                let name = imported.replacingOccurrences(of: "internal ", with: "")
+                XCTAssertTrue(cells.last?.contains(name) == true, "\(module)'s row does not name \(name)")
+            }
+        }
+        for folder in Set(Self.confined.values).union([Self.engine]) {
+            XCTAssertNotNil(row(naming: folder), "no row for \(folder)")
+        }
+        for imported in Self.engineImports { XCTAssertTrue(row(naming: Self.engine)?.last?.contains(imported) == true, imported) }
     }
 
     /// The checker finds a forbidden import, a forbidden #include and an
@@ -57,6 +103,9 @@ final class LayeringTests: XCTestCase {
             "LocketSupport/Leak.swift": "public import CSodium\n",
             "CLocketSystem/x.c": "#include <termios.h>\n#include \"own.h\"\n#  include <sqlite3.h>\n",
             "Mystery/a.swift": "import Glibc\n",
+            "LocketCore/Engine/Leaky.swift": "import LocketSupport\nimport CSodium\n// if a Remote keychain...\n",
+            "LocketCore/Items/Raw.swift": "import CSQLite\n",
+            "LocketCore/Backends/File/Db.swift": "import CSQLite\nimport CLocketSQLite\n",
         ]
         for (path, text) in files {
             let full = root + "/" + path
@@ -67,6 +116,9 @@ final class LayeringTests: XCTestCase {
             "CLocketSystem/x.c: #include <sqlite3.h> (CSQLite) is not allowed in CLocketSystem",
             "LocketCLI/Bad.swift: import CSQLite is not allowed in LocketCLI",
             "LocketCLI/Sub/Worse.swift: import CSodium is not allowed in LocketCLI",
+            "LocketCore/Engine/Leaky.swift: import CSodium is not allowed in LocketCore/Engine",
+            "LocketCore/Engine/Leaky.swift: the engine names a storage ('remote')",
+            "LocketCore/Items/Raw.swift: import CSQLite belongs to LocketCore/Backends/File",
             "LocketSupport/Leak.swift: import CSodium is allowed in LocketSupport only as `internal import`",
             "Mystery: a module the layering table doesn't know",
         ])
@@ -85,7 +137,22 @@ final class LayeringTests: XCTestCase {
                 let name = "\(module)/\(file)"
                 let path = directory + "/" + file
                 if file.hasSuffix(".swift") {
-                    for (access, imported) in swiftImports(try String(contentsOfFile: path, encoding: .utf8)) {
+                    let text = try String(contentsOfFile: path, encoding: .utf8)
+                    if name.hasPrefix(engine + "/") {
+                        let lowered = text.lowercased()
+                        for word in engineNeverSays where lowered.contains(word.lowercased()) {
+                            out.append("\(name): the engine names a storage ('\(word)')")
+                        }
+                    }
+                    for (access, imported) in swiftImports(text) {
+                        if module == "LocketCore", let home = confined[imported], !name.hasPrefix(home + "/") {
+                            out.append("\(name): import \(imported) belongs to \(home)")
+                            continue
+                        }
+                        if name.hasPrefix(engine + "/") && !engineImports.contains(imported) {
+                            out.append("\(name): import \(imported) is not allowed in \(engine)")
+                            continue
+                        }
                         if allowed.contains(imported) { continue }
                         if allowed.contains("internal " + imported) {
                             if ["internal", "fileprivate", "private"].contains(access) { continue }

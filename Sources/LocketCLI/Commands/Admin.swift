@@ -7,7 +7,7 @@ extension Commands {
     static func passwd(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain()
         // Before any prompt: a remote keychain's password is not changed here.
-        try keychain.requireFile("changing the password")
+        try keychain.require(.changePassword)
         let fromStdin = false
         var old: SecureBytes?
         if keychain.hasPassword {

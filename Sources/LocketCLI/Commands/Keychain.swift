@@ -9,22 +9,16 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "creating a keychain is for its owner, not an app with entitlements")
         }
         let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "init").cost } ?? context.io.defaultKDF ?? .moderate
-        if let (location, databasePassword) = try context.remoteKeychain(registeredToo: true) {
-            if invocation.has("no-password") {
-                throw UsageError(message: "a remote keychain needs a password: without one its keys would open for whoever reads the database", command: "init")
-            }
-            let password = try Prompt.password(context, prompt: "New password for \(location.url): ", confirm: true,
-                                               fromStdin: invocation.has("password-stdin"))
-            try Keychain.createRemote(location, password: password, kdf: cost, databasePassword: databasePassword, environment: context.environment)
-            return 0
+        let location = try context.keychainLocation()
+        if invocation.has("no-password") && location.requiresPassword {
+            throw UsageError(message: "a remote keychain needs a password: without one its keys would open for whoever reads the database", command: "init")
         }
-        let path = try context.keychainPath()
         var password: SecureBytes?
         if !invocation.has("no-password") {
-            password = try Prompt.password(context, prompt: "New password for \(path): ", confirm: true,
+            password = try Prompt.password(context, prompt: "New password for \(location): ", confirm: true,
                                            fromStdin: invocation.has("password-stdin"))
         }
-        try Keychain.create(at: path, password: password, kdf: cost, environment: context.environment)
+        try Keychain.create(location, password: password, kdf: cost, environment: context.environment)
         return 0
     }
 

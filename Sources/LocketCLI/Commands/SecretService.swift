@@ -5,11 +5,11 @@ import LocketSupport
 /// `locket secret-service` (SPEC §18): the Secret Service provider lives in
 /// its own executable, `locket-secret-service` (libdbus-1 is linked into it
 /// alone, so `find` pays nothing for D-Bus), found as the PostgreSQL helper
-/// is: `../libexec/locket/` from this executable (make install), else beside
-/// it (the build tree). This command resolves the keychains and the options
-/// from the command table, then execs the provider with them, so the
-/// provider is the process the user started: signals reach it, and its exit
-/// status (COMMAND's, with `--`) is the command's.
+/// is (`CompanionExecutable.find`). This command resolves the keychains (as
+/// every command does, `KeychainLocator`) and the options from the command
+/// table, then execs the provider with them, so the provider is the process
+/// the user started: signals reach it, and its exit status (COMMAND's, with
+/// `--`) is the command's.
 extension Commands {
     static let secretServiceSpec = CommandSpec(
         name: "secret-service", usage: "[-k KEYCHAIN]... [--replace] [--app EXECUTABLE=ENTITLEMENTS]... [-- COMMAND [ARG]...]",
@@ -27,14 +27,15 @@ extension Commands {
         let environment = context.environment
         var specs = invocation.all("keychain")
         if specs.isEmpty { specs = [context.globals.keychain].compactMap { $0 } }
-        let defaultPath = try environment.keychainPath(nil)
+        let defaultLocation = try KeychainLocator.resolve(nil, environment: environment)
         var arguments = ["locket-secret-service"]
         var names: [String] = []
         for spec in specs.isEmpty ? [nil] : specs.map(Optional.some) {
-            let path = try environment.keychainPath(spec)
-            if path.hasPrefix("postgres://") || path.hasPrefix("postgresql://") {
-                // Free-form attributes live in a file's blind rows only (docs/ARCHITECTURE.md).
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain")
+            let location = try KeychainLocator.resolve(spec, environment: environment)
+            // A collection is a file the provider stats, makes and deletes, and
+            // a remote keychain stores no free-form attributes (docs/ARCHITECTURE.md).
+            guard let path = location.filePath else {
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
             }
             var name = String(path.split(separator: "/").last ?? "login")
             if name.hasSuffix(".keychain") { name.removeLast(".keychain".count) }
@@ -43,7 +44,7 @@ extension Commands {
             }
             names.append(name)
             arguments += ["--collection", name, path]
-            if path == defaultPath { arguments += ["--default", name] }
+            if location == defaultLocation { arguments += ["--default", name] }
         }
         if invocation.has("replace") { arguments.append("--replace") }
         for app in invocation.all("app") {
@@ -58,7 +59,7 @@ extension Commands {
             arguments += ["--entitlements", entitlements]
         }
         if !invocation.operands.isEmpty { arguments += ["--"] + invocation.operands }
-        guard let helper = secretServiceHelper() else {
+        guard let helper = CompanionExecutable.find("locket-secret-service") else {
             throw KeychainError(.notAvailable, "locket-secret-service is not installed next to locket (make install)")
         }
         context.out.flush()
@@ -66,24 +67,5 @@ extension Commands {
         defer { argv.free() }
         execv(helper, argv.pointers)
         throw KeychainError(.notAvailable, "cannot run \(helper): \(String(cString: strerror(errno)))")
-    }
-
-    /// `../libexec/locket/locket-secret-service` from this executable, then
-    /// beside it, if it is a regular executable only root or this user can replace.
-    static func secretServiceHelper() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        let executable = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = executable.lastIndex(of: "/") else { return nil }
-        let directory = String(executable[..<slash])
-        let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
-        for candidate in ["\(parent)/libexec/locket/locket-secret-service", "\(directory)/locket-secret-service"] {
-            var info = stat()
-            guard stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o111 != 0,
-                  info.st_uid == 0 || info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else { continue }
-            return candidate
-        }
-        return nil
     }
 }

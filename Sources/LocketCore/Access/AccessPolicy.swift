@@ -28,8 +28,8 @@ extension Keychain {
 
     /// Which rows a query may touch: the one group it names (authorized), or
     /// every group the caller may see (nil for the owner: all of them).
-    func filter(_ query: Query) throws -> ItemStore.Filter {
-        var filter = ItemStore.Filter(itemClass: query.itemClass, ref: query.persistentRef)
+    func filter(_ query: Query) throws -> ItemFilter {
+        var filter = ItemFilter(itemClass: query.itemClass, ref: query.persistentRef)
         if let group = query.accessGroup {
             try authorize(group)
             filter.group = group

@@ -56,19 +56,19 @@ extension Keychain {
         guard seconds <= Keychain.maximumPresenceReuse else {
             throw KeychainError(.param, "the presence reuse window is at most \(Keychain.maximumPresenceReuse) seconds")
         }
-        try requireFile("changing settings")
+        try require(.settings)
         try write {
             // A wider window is a weaker policy: a process that could set it
             // without the password would widen it and wait for the user's
-            // next proof. Compared with the file's value, not the one read at open.
-            let stored = try MetaStore.value(database, .presenceReuse).flatMap { $0.count == 8 ? BigEndian.int64($0) : nil } ?? 0
+            // next proof. Compared with the stored value, not the one read at open.
+            let stored = try storage.readMeta(.presenceReuse).flatMap { $0.count == 8 ? BigEndian.int64($0) : nil } ?? 0
             if Int64(seconds) > stored && !proof.passwordProven {
                 guard hasPassword else {
                     throw KeychainError(.notAvailable, "the presence reuse window serves user presence, which needs a keychain with a password")
                 }
                 throw proofNeeded(password: true, application: false, label: nil)
             }
-            try MetaStore.write(database, [(.presenceReuse, BigEndian.bytes(Int64(seconds)))])
+            try storage.writeMeta([(.presenceReuse, BigEndian.bytes(Int64(seconds)))])
         }
     }
 
@@ -80,7 +80,7 @@ extension Keychain {
         guard hasPassword else {
             throw KeychainError(.notAvailable, "user presence needs a keychain with a password")
         }
-        let kek = remote != nil ? try checkRemotePassword(password).kek : try checkPassword(password).kek
+        let kek = try checkPassword(password).kek
         proof.passwordProven = true
         var bag = keybag
         var missing: [(MetaKey, [UInt8])] = []
@@ -97,14 +97,11 @@ extension Keychain {
             proof.presenceKeys[name] = secretKey
         }
         if !missing.isEmpty {
-            // A remote keychain gets its presence keys at init, with the header they belong to.
-            if remote != nil {
-                throw KeychainError(.notAvailable, "this remote keychain was made without access control keys; "
-                                    + "items with user presence need a keychain made by this release")
-            }
+            // Where the header moves on only when keys are replaced, the presence keys come at init, with the header they belong to.
+            try require(.addMissingKeys)
             try write {
-                try MetaStore.writeKeybag(database, bag)
-                try MetaStore.write(database, missing)
+                try storage.writeKeybag(bag, replacingAll: false)
+                try storage.writeMeta(missing)
             }
             keybag = bag
         }
@@ -124,8 +121,8 @@ extension Keychain {
             guard hasPassword else {
                 throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
             }
-            // A remote keychain's come with its header, read and authenticated at open.
-            publicKey = remote != nil ? meta[PresenceKeys.publicKeyRow(name)] : try MetaStore.value(database, PresenceKeys.publicKeyRow(name))
+            // As read at open, or by the write this runs in (a keychain from before access control gets them at a first proof).
+            publicKey = meta[PresenceKeys.publicKeyRow(name)]
             // A keychain from before access control: its keys are made with the password.
             guard publicKey?.count == 32 else { throw proofNeeded(password: true, application: false, label: label) }
         }

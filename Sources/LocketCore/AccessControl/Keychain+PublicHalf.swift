@@ -19,10 +19,7 @@ extension Keychain {
     /// added before the public half was kept), for the caller to open the value.
     func keptPublicHalf(_ query: Query) throws -> (item: Item, key: AsymmetricKey)? {
         guard query.itemClass == .key else { return nil }
-        let found = try transaction(write: false) { () throws -> [Item] in
-            try refreshFormat()
-            return try rows(query, limit: .one, data: false)
-        }
+        let found = try transaction(write: false) { try rows(query, limit: .one, data: false) }
         guard let item = found.first, let spki = item.access?.publicHalf else { return nil }
         return (item, try AsymmetricKey(subjectPublicKeyInfo: spki))
     }

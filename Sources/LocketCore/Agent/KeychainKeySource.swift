@@ -9,33 +9,37 @@ import Synchronization
 /// commands would wait on it), and `lock`, auto-lock, protection classes,
 /// access groups and access control are those of the moment of the request.
 public struct KeychainKeySource: AgentKeySource, Sendable {
-    /// The keychain file, or the name of a remote keychain.
-    public let path: String
+    /// The keychain the keys come from.
+    public let location: KeychainLocation
     /// Who the agent serves: the owner, or an app by its entitlements (`-e`).
     public let caller: Caller
     let environment: Environment
-    /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
-    private let opener: @Sendable (Caller, Environment, Bool) throws -> Keychain
+    /// How old an offline cache may answer when the keychain's server is unreachable (µs; nil: never).
+    let maxStale: Int64?
     /// Public key blobs already derived, for listings (see PublicBlobs).
     private let publicBlobs = PublicBlobs()
 
-    public init(path: String, caller: Caller, environment: Environment) {
-        self.path = path
+    /// Keys from the keychain at `location`, opened afresh for every request
+    /// (for a remote keychain: its helper, its connection and its database
+    /// password, every time).
+    public init(location: KeychainLocation, caller: Caller, environment: Environment, maxStale: Int64? = nil) {
+        self.location = location
         self.caller = caller
         self.environment = environment
-        opener = { caller, environment, extendSession in
-            try Keychain.open(at: path, caller: caller, environment: environment, extendSession: extendSession)
-        }
+        self.maxStale = maxStale
     }
 
-    /// Keys from a keychain `open` opens, once per request: a remote one
-    /// (SPEC §17), whose connection and helper go with each request.
-    public init(name: String, caller: Caller, environment: Environment,
-                open: @escaping @Sendable (Caller, Environment, Bool) throws -> Keychain) {
-        path = name
-        self.caller = caller
-        self.environment = environment
-        opener = open
+    /// Keys from the keychain file at `path`.
+    public init(path: String, caller: Caller, environment: Environment) {
+        self.init(location: .file(path), caller: caller, environment: environment)
+    }
+
+    /// The keychain's path or URL.
+    public var path: String { location.description }
+
+    /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
+    private func open(extendSession: Bool) throws -> Keychain {
+        try Keychain.open(location, caller: caller, environment: environment, extendSession: extendSession, maxStale: maxStale)
     }
 
     /// The SSH-capable private keys (ed25519, P-256/384/521, RSA) the caller
@@ -44,7 +48,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     /// extend the auto-lock timer. When every such key is locked, the lock's
     /// error (errSecInteractionNotAllowed), so that the refusal is said.
     public func identities() throws -> [AgentIdentity] {
-        let keychain = try opener(caller, environment, false)
+        let keychain = try open(extendSession: false)
         return try keychain.agentKeys(applicationLabel: nil).map { item, pkcs8 in
             let name = item[.label].isEmpty ? item[.applicationTag] : item[.label]
             let blob = try publicBlobs.blob(of: pkcs8) { try AsymmetricKey(pkcs8: pkcs8).sshPublicKeyBlob() }
@@ -69,7 +73,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         // item and checked byte for byte: the match is the key, and its
         // private half is decoded once, by the signature itself. The keychain
         // (its connection) is let go before the signature is made.
-        let found = try opener(caller, environment, true)
+        let found = try open(extendSession: true)
             .agentKeys(applicationLabel: wanted.applicationLabel).first {
                 $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
             }
@@ -90,29 +94,27 @@ extension Keychain {
         if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
         let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]
         return try transaction(write: false) {
-            try refreshFormat()
-            let cursor = try itemStore.select(try storeFilter(query), data: true)
+            let scan = RowScan(query, filter: try storeFilter(query), data: true, strict: applicationLabel != nil)
+            // A listing leaves out the groups this machine can't open; a key asked for by its label is refused as a find is.
+            scan.listing = applicationLabel == nil
+            // Each key opened is a read of its secret, listed or used (SPEC §17 audit).
+            scan.recordingReads = true
+            scan.reportingRotation = true
+            scan.admits = { sshTypes.contains(String(decoding: $0[.type], as: UTF8.self)) }
             var found: [(item: Item, pkcs8: SecureBytes)] = []
             var locked: KeychainError?
-            while let row = try cursor.next() {
-                // A remote keychain's keys of groups this device was not approved for are not its to list.
-                if applicationLabel == nil, let remote, try !remote.holdsKey(row.accessGroup) { continue }
-                guard let item = try open(row, itemClass: .key, data: true, strict: applicationLabel != nil) else { continue }
+            try self.scan(scan) { match in
+                let item = match.item
                 guard item.availability == .available else {
                     if item.availability != .damaged, locked == nil {
                         locked = unavailable(item.accessible, item.accessGroup)
                     }
-                    continue
+                    return true
                 }
-                guard query.attributes.allSatisfy({ item[$0.0] == $0.1 }),
-                      sshTypes.contains(String(decoding: item[.type], as: UTF8.self)), let data = item.data else { continue }
-                found.append((item, data))
+                if let data = item.data { found.append((item, data)) }
+                return true
             }
-            // As a search does: a rotation since open is not reported as no key or a locked one.
-            if found.isEmpty { try checkKeysCurrent() }
             if found.isEmpty, let locked { throw locked }
-            // Each key opened is a read of its secret, listed or used (SPEC §17 audit).
-            if let remote { try remote.audit(found.map(\.item.persistentRef), "read") }
             return found
         }
     }

@@ -32,12 +32,6 @@ public struct Query: Sendable {
         freeFormValues.append(value)
     }
 
-    /// Whether `item`'s free-form attributes hold every pair of the query.
-    func matchesFreeForm(_ item: Item) -> Bool {
-        for k in freeFormNames.indices where item.freeForm.attributes[freeFormNames[k]] != freeFormValues[k] { return false }
-        return true
-    }
-
     /// Adds an equality, refusing attributes the class does not have.
     public mutating func match(_ attribute: Attribute, _ value: [UInt8]) throws {
         guard itemClass.supports(attribute) else { throw Query.foreign(attribute, itemClass) }

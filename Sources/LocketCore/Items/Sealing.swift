@@ -61,7 +61,7 @@ enum Sealing {
     /// Every digest the store keeps for an item with `attributes` (and
     /// `freeForm`; `ref` is needed only when it makes the item unique by reference).
     static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]],
-                        _ freeForm: FreeForm, ref: [UInt8]) -> ItemStore.Digests {
+                        _ freeForm: FreeForm, ref: [UInt8]) -> ItemDigests {
         var digests = digests(indexKey, itemClass, attributes)
         if freeForm.uniqueByReference { digests.primaryKey = referenceKeyDigest(indexKey, itemClass, ref) }
         digests.free = freeForm.attributes.map { freeFormDigest(indexKey, itemClass, $0.key, $0.value) }
@@ -69,15 +69,15 @@ enum Sealing {
     }
 
     /// Every digest the store keeps for an item with `attributes`.
-    static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> ItemStore.Digests {
+    static func digests(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> ItemDigests {
         // One context for the class's digests, cut back after each.
         var context = indexContext(itemClass)
         let index = itemClass.attributes.map { attribute in
             let value = attributes[attribute] ?? []
-            return ItemStore.Digests.IndexDigest(attribute: attribute, digest: indexDigest(indexKey, &context, attribute, value),
+            return ItemDigests.IndexDigest(attribute: attribute, digest: indexDigest(indexKey, &context, attribute, value),
                                                  isEmpty: value.isEmpty)
         }
-        return ItemStore.Digests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index)
+        return ItemDigests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index)
     }
 
     /// The key that seals one field of one row: derived from the (class, group)

@@ -32,14 +32,10 @@ struct GenerationMirror {
         try self.init(environment: environment, keychainID: keychainID, place: GenerationMirror.absolute(keychainPath), key: device)
     }
 
-    /// The mirror of a remote keychain's header (docs/REMOTE.md), per URL as
-    /// a file's is per path, authenticated with `key` (derived from the
-    /// keychain's blind-index key: a remote keychain has no device-wrapped key).
-    init(environment: Environment, keychainID: [UInt8], remoteURL: String, key: SecureBytes) throws {
-        try self.init(environment: environment, keychainID: keychainID, place: remoteURL, key: key)
-    }
-
-    private init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) throws {
+    /// The mirror of the keychain at `place` (a path made absolute, a URL),
+    /// authenticated with a key derived from `device` (the device key, or
+    /// for a storage without device wraps a key derived from the blind-index key).
+    init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) throws {
         let name = Hex.encode(keychainID) + "-" + Hex.encode(KeyDerivation.digest(id: keychainID,
                                                                                  KeyDerivation.Context("locket.generation-mirror.path.v1").with(file)).prefix(8))
         path = (try? environment.stateDirectory()).map { $0 + "/locket/" + name + ".generation" }

@@ -1,7 +1,7 @@
 import LocketSupport
 
-/// The keychain's header: every row of the `meta` and `keybag` tables, and
-/// its authentication (SPEC §7 "Rollback").
+/// The keychain's header: every meta row and every keybag row, and its
+/// authentication (SPEC §7 "Rollback").
 ///
 /// `header_mac` is a MAC over every other meta row and every keybag row under
 /// a key derived from the blind-index key (`idx`), which opens while locked
@@ -31,6 +31,23 @@ struct Header {
     var meta: [String: [UInt8]]
     /// Every keybag row, by class.
     var keybag: [String: KeybagRow]
+    /// How the MAC covers the keybag: as the storage keeps it.
+    var layout: Layout = .tables
+
+    /// Where the keybag rows are, as far as the MAC is concerned.
+    enum Layout {
+        /// A table of their own, each row with its password wrap and its device wrap.
+        case tables
+        /// Among the meta rows, as `prefix` + class, the password wrap as the
+        /// value: a storage that keeps no device wraps and one table of rows.
+        case metaRows(prefix: String)
+    }
+
+    init(meta: [String: [UInt8]], keybag: [String: KeybagRow], layout: Layout = .tables) {
+        self.meta = meta
+        self.keybag = keybag
+        self.layout = layout
+    }
 
     /// The number of committed writes this header has seen; 0 for a header
     /// without a MAC (from before generations, or stripped of its MAC: a
@@ -68,6 +85,11 @@ struct Header {
 
     /// The MAC of every row but the MAC itself, in name order.
     func mac(_ key: SecureBytes) throws -> SecureBytes {
+        if case .metaRows(let prefix) = layout {
+            var rows = Header(meta: meta, keybag: [:])
+            for (name, row) in keybag { if let kek = row.kek { rows.meta[prefix + name] = kek } }
+            return try rows.mac(key)
+        }
         var context = KeyDerivation.Context("locket.header.v1")
         // Room for every field at once: grown row by row, the buffer was copied again and again.
         var size = 16

@@ -1,4 +1,5 @@
 import CLocketSystem
+import CSodium
 import Glibc
 import LocketSupport
 
@@ -36,6 +37,38 @@ extension SessionStore {
         if timeout > 0 && Clock.seconds() - Int64(st.st_mtim.tv_sec) >= Int64(timeout) { return nil }
         SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
         return record
+    }
+
+    /// A digest of both tiers' records as they are now (`currentRecord`),
+    /// keyed by `key` (the keychain's identity): it changes when another
+    /// process unlocks, locks or lets the session expire, and not when a use
+    /// is stamped.
+    func fingerprint(key: [UInt8], serials: inout [String: Int32]) -> [UInt8] {
+        // libsodium's state is opaque to Swift: its size comes from the library.
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+        defer {
+            sodium_memzero(memory, crypto_generichash_statebytes())
+            memory.deallocate()
+        }
+        let state = OpaquePointer(memory)
+        key.withUnsafeBytes { id in
+            _ = crypto_generichash_init(state, id.baseAddress!.assumingMemoryBound(to: UInt8.self), id.count, 16)
+        }
+        func absorb(_ bytes: UnsafeRawBufferPointer) {
+            var length = UInt32(bytes.count).bigEndian
+            withUnsafeBytes(of: &length) { _ = crypto_generichash_update(state, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), 4) }
+            if let base = bytes.baseAddress { _ = crypto_generichash_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count)) }
+        }
+        for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
+            if let record = currentRecord(tier, serials: &serials) {
+                record.withUnsafeBytes { absorb($0) }
+            } else {
+                absorb(UnsafeRawBufferPointer(start: nil, count: 0))
+            }
+        }
+        var out = [UInt8](repeating: 0, count: 16)
+        out.withUnsafeMutableBytes { _ = crypto_generichash_final(state, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), 16) }
+        return out
     }
 
     /// A keyring key's payload when it is a session record, its stamp zeroed.

@@ -189,7 +189,7 @@ final class AccessControlTests: KeychainTestCase {
         try add("up", presence)
         var bag = keychain.keybag
         try bag.wrapPresence(PresenceKeys.presenceName, SecureBytes(copying: Sodium.random(32)), kek: SecureBytes(copying: Sodium.random(32)))
-        try keychain.write { try MetaStore.writeKeybag(keychain.database, bag) }
+        try keychain.write { try keychain.storage.writeKeybag(bag, replacingAll: false) }
         let later = try temporary.open()
         XCTAssertNoThrow(try later.changePassword(old: secret(temporary.password!), new: secret("second")))
         let proving = try temporary.open()

@@ -65,7 +65,7 @@ final class RemoteAccessControlTests: XCTestCase {
         let keychain = try first.open()
         for name in PresenceKeys.names {
             XCTAssertEqual(keychain.meta[PresenceKeys.publicKeyRow(name)]?.count, 32, name)
-            XCTAssertNotNil(keychain.remoteHeader.meta[RemoteStore.keybagPrefix + name], "the wrapped secret key of \(name)")
+            XCTAssertNotNil(keychain.header.keybag[name]?.kek, "the wrapped secret key of \(name)")
         }
         XCTAssertTrue(keychain.headerChecked)
     }

@@ -187,4 +187,40 @@ final class RemoteCommandLineTests: PostgresTestCase {
         run = try locket(first, ["-k", url, "find", "-s", "deploy", "-w"])
         XCTAssertEqual(run.out, "tok-1\n", run.summary)
     }
+
+    /// The Security module (SPEC §19) names its keychain through the same
+    /// locator (`LOCKET_KEYCHAIN=postgres://...`) and opens it through the
+    /// same `Keychain.open`: a program's SecItem calls on a remote keychain,
+    /// and the command line on another process sees what they did.
+    func testTheSecurityModuleUsesARemoteKeychainNamedByItsURL() throws {
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let host = (exe as NSString).deletingLastPathComponent + "/SecurityTestHost"
+        guard FileManager.default.isExecutableFile(atPath: host) else { throw XCTSkip("SecurityTestHost is not built next to the tests") }
+        let server = try running()
+        let url = socketURL(server, try server.makeDatabase())
+        let first = try machine()
+        var run = try locket(first, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-one\n"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        run = try locket(first, ["-k", url, "add", "-s", "deploy", "-a", "ci", "-w"], input: .text("tok-1"))
+        XCTAssertEqual(run.status, 0, run.summary)
+        var environment = first.environment
+        environment["LOCKET_KEYCHAIN"] = url
+        let read = Spawn.run(host, ["read", "deploy", "ci"], environment: environment, input: .devNull, timeout: 60)
+        XCTAssertEqual(read.out, "tok-1\n", read.summary)
+        // Adds w-0 ... w-3, reads each back, updates w-0 and w-2, deletes w-0.
+        let worker = Spawn.run(host, ["worker", "w", "8"], environment: environment, input: .devNull, timeout: 120)
+        XCTAssertEqual(worker.out, "ok 11\n", worker.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "workers", "-a", "w-2", "-w"])
+        XCTAssertEqual(run.out, "u2\n", run.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "workers", "-a", "w-1", "-w"])
+        XCTAssertEqual(run.out, "v1\n", run.summary)
+        run = try locket(first, ["-k", url, "find", "-s", "workers", "-a", "w-0"])
+        XCTAssertEqual(run.status, 44, run.summary)
+        // A machine that never unlocked it: the module's call fails as the command would.
+        let second = try machine()
+        environment = second.environment
+        environment["LOCKET_KEYCHAIN"] = url
+        let locked = Spawn.run(host, ["read", "deploy", "ci"], environment: environment, input: .devNull, timeout: 60)
+        XCTAssertEqual(locked.out, "status -25308\n", locked.summary)
+    }
 }

@@ -80,6 +80,28 @@ final class RemoteKeychainTests: PostgresTestCase {
         XCTAssertEqual(try first.open().search(query(.genericPassword, [.account: "a"]), returnData: true)[0].secretString, "one")
     }
 
+    /// Free-form attributes (SPEC §18) are a capability a remote keychain
+    /// lacks (an item unique by reference sets a header row that its writes,
+    /// which don't seal the header again, would leave outside the MAC): add
+    /// and update refuse them before anything is written.
+    func testFreeFormAttributesAreACapabilityItLacks() throws {
+        let (first, _, _) = try machines.created()
+        let keychain = try first.open()
+        XCTAssertFalse(keychain.capabilities.contains(.freeFormAttributes))
+        var item = try genp("svc", "a")
+        item.freeForm = FreeForm(attributes: ["xdg:schema": "org.example.Password"], uniqueByReference: true)
+        XCTAssertThrowsError(try keychain.add(item, data: secret("one"))) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
+        }
+        try keychain.add(try genp("svc", "a"), data: secret("one"))
+        XCTAssertThrowsError(try keychain.update(query(.genericPassword, [.service: "svc"]), changes: [:],
+                                                 freeForm: FreeForm(attributes: ["application": "x"]))) { error in
+            XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
+        }
+        let found = try first.open().search(query(.genericPassword, [.service: "svc"]), limit: .all)
+        XCTAssertEqual(found.map(\.freeForm), [FreeForm()])
+    }
+
     func testCreatingTwiceAndOpeningAnEmptyDatabaseAreRefused() throws {
         let (first, location, _) = try machines.created()
         XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("p"), kdf: .interactive, environment: first.environment)) { error in

@@ -1,0 +1,245 @@
+import CLocketSQLite
+import CSQLite
+import CSodium
+import Glibc
+
+/// One SQLite connection, open only while a transaction runs (or, once,
+/// from a keychain's opening to its first call: `Keychain.open(keepsFileOpen:)`).
+///
+/// The connection uses `locking_mode=EXCLUSIVE` (SPEC §11: the read path
+/// writes nothing): WAL mode then keeps its index in heap memory, so there is
+/// no `-shm` to rebuild (the unix VFS truncated and rewrote it in every
+/// process) and nothing to hijack beside the keychain. The price is that the
+/// connection holds an exclusive lock on the file from its first read until
+/// it is closed, so it is closed at the end of every outermost `transaction`
+/// (which also checkpoints and empties the WAL) and opened again by the next:
+/// nothing slow (a password hash, a prompt, a child process, a server's idle
+/// time) ever runs while it holds the file. Every statement must therefore
+/// run inside `transaction`.
+final class Database {
+    private(set) var handle: OpaquePointer?
+    let path: String
+    /// Nested `transaction` calls (the outermost one closes the connection).
+    private var depth = 0
+
+    /// How long a command waits for another process's transaction before
+    /// reporting errSecIO. Concurrent `locket` commands hold the file for
+    /// milliseconds, so this only runs out when something is stuck.
+    static let busyTimeoutMilliseconds: Int32 = 10_000
+
+    /// What SQLite may open beside a keychain: the WAL, and a rollback journal
+    /// (written only while a new file is switched to WAL, but looked for at
+    /// every open: a non-empty one would be played back into the keychain).
+    /// The one list of them. (No `-shm`: exclusive locking keeps the WAL's
+    /// index in memory; `staleSharedMemorySuffix` is what older releases left.)
+    static let companionSuffixes = ["-wal", "-journal"]
+
+    /// The shared-memory index releases before exclusive locking kept beside
+    /// a keychain. Never opened now; removed by the first write (under the
+    /// exclusive lock, so no process of an older release can be using it).
+    static let staleSharedMemorySuffix = "-shm"
+
+    /// Makes every companion of the keychain at `path`, in a shared sticky
+    /// directory, the user's own private file before SQLite opens it (SPEC §7):
+    /// the unix VFS opens them itself, with O_CREAT, so no check inside the
+    /// VFS could see it. Returns the files it created.
+    @discardableResult
+    static func claimCompanions(of path: String) throws -> [String] {
+        var created: [String] = []
+        let user = geteuid()
+        do {
+            for suffix in companionSuffixes {
+                if try FileIO.claimInSharedDirectory(path + suffix, user: user) { created.append(path + suffix) }
+            }
+        } catch {
+            for file in created { unlink(file) }
+            throw error
+        }
+        if !created.isEmpty {
+            // The VFS skips SQLite's directory fsync for a WAL that already
+            // exists: make the new names durable here, once.
+            let directory = open(FileIO.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directory >= 0 {
+                fsync(directory)
+                Glibc.close(directory)
+            }
+        }
+        return created
+    }
+
+    /// Opens the file at `path` (the caller has checked it and claimed its
+    /// companions, `Keychain.open`, or made it, `Keychain.create`).
+    init(path: String, create: Bool) throws {
+        self.path = path
+        try connect(create: create)
+    }
+
+    /// The file at `path`, not opened until the first transaction (which
+    /// checks it as `Keychain.open` does): a keychain just made.
+    init(unopened path: String) {
+        self.path = path
+    }
+
+    /// Whether a transaction is running (a nested call joins it).
+    var inTransaction: Bool { depth > 0 }
+
+    private func connect(create: Bool) throws {
+        // Taking the exclusive lock goes through a shared one, which SQLite
+        // keeps while it waits: two waiters would wait for each other until
+        // the timeout. So a connection that finds the file held closes
+        // (dropping its shared lock), waits a random while (so that waiters do
+        // not move in step) and tries again, up to the busy timeout.
+        var waited: Int32 = 0
+        var ceiling: UInt32 = 2
+        while true {
+            let rc = try openAndLock(create: create)
+            if rc & 0xff != SQLITE_BUSY || waited >= Self.busyTimeoutMilliseconds {
+                if rc != SQLITE_OK {
+                    defer { close() }
+                    try check(rc)
+                }
+                return
+            }
+            close()
+            let pause = 1 + randombytes_uniform(ceiling)
+            usleep(pause * 1000)
+            waited += Int32(pause)
+            ceiling = min(ceiling * 2, 32)
+        }
+    }
+
+    /// Opens the connection and takes the file's lock (exclusive, kept until
+    /// close) by reading the header; returns the result code of that read.
+    private func openAndLock(create: Bool) throws -> Int32 {
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &handle, flags, locket_sqlite_vfs())
+        if rc != SQLITE_OK {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            handle = nil
+            throw KeychainError(.io, "cannot open \(path): \(message)")
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        // No busy handler: SQLite's would wait while keeping a shared lock,
+        // and waiters that each keep one wait for each other (see connect).
+        // Once this connection holds the file, no other process can.
+        // Before the first access to the WAL: its index then lives in this
+        // process's memory, and no -shm is opened or made.
+        sqlite3_exec(handle, "PRAGMA locking_mode=EXCLUSIVE", nil, nil, nil)
+        // Keep the -wal file between commands: creating and deleting it in
+        // every writing process costs more than the write itself (and the
+        // VFS keeps its blocks too: see `transaction`)...
+        var persist: Int32 = 1
+        sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        // ...but empty: see `transaction` (journal_size_limit).
+        return create ? SQLITE_OK : sqlite3_exec(handle, "PRAGMA schema_version", nil, nil, nil)
+    }
+
+    /// Opens the connection again after `close`, with the checks `Keychain.open`
+    /// made: the file must still be the user's private regular file.
+    private func reconnect() throws {
+        if try FileIO.checkPrivateFile(path, what: "keychain") { try Self.claimCompanions(of: path) }
+        try connect(create: false)
+    }
+
+    /// Closes the connection: checkpoints and empties the WAL, and releases
+    /// the file to other processes. The next transaction opens it again.
+    func close() {
+        guard let handle else { return }
+        // A statement still alive would keep the connection, and its lock, open.
+        assert(sqlite3_next_stmt(handle, nil) == nil, "a statement outlived its transaction")
+        sqlite3_close_v2(handle)
+        self.handle = nil
+    }
+
+    deinit { close() }
+
+    /// Maps a SQLite result code to a KeychainError, or returns when it is a success.
+    @discardableResult
+    func check(_ rc: Int32, _ context: @autoclosure () -> String = "") throws -> Int32 {
+        switch rc & 0xff {
+        case SQLITE_OK, SQLITE_ROW, SQLITE_DONE:
+            return rc
+        case SQLITE_CONSTRAINT:
+            throw KeychainError(.duplicateItem)
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            throw KeychainError(.io, "the keychain stayed busy for \(Self.busyTimeoutMilliseconds / 1000) s (another process holds it)")
+        case SQLITE_NOTADB:
+            throw KeychainError(.invalidKeychain, "\(path) is not a keychain")
+        case SQLITE_CORRUPT:
+            throw KeychainError(.decode, "\(path) is damaged")
+        case SQLITE_FULL:
+            throw KeychainError(.io, "the disk is full")
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN:
+            throw KeychainError(.io, "cannot write \(path)")
+        default:
+            let message = String(cString: sqlite3_errmsg(handle))
+            let where_ = context()
+            throw KeychainError(.io, where_.isEmpty ? "\(path): \(message)" : "\(path): \(where_): \(message)")
+        }
+    }
+
+    func execute(_ sql: String) throws {
+        try check(sqlite3_exec(handle, sql, nil, nil, nil), sql)
+    }
+
+    func prepare(_ sql: String) throws -> Statement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
+        // locket's statements are fixed: one that no longer compiles means the
+        // file's tables are not a keychain's (another SQLite file, a flipped
+        // byte in the schema, an edit), not an I/O error; SQLite's wording helps no one.
+        if rc & 0xff == SQLITE_ERROR {
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain, or its tables were changed")
+        }
+        try check(rc)
+        return Statement(stmt!, database: self)
+    }
+
+    /// Runs `body` in one transaction: IMMEDIATE for writers so that two
+    /// writers serialize at BEGIN (where the busy timeout applies) instead of
+    /// failing at their first write. The outermost transaction opens the
+    /// connection if it is closed and closes it at the end, committed or not
+    /// (unless `keepOpen`): its statements must not outlive `body`.
+    func transaction<T>(write: Bool, keepOpen: Bool = false, _ body: () throws -> T) throws -> T {
+        if depth == 0 && handle == nil { try reconnect() }
+        depth += 1
+        defer {
+            depth -= 1
+            if depth == 0 && !keepOpen { close() }
+        }
+        try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        // The exclusive lock is held now: no process of a release before
+        // exclusive locking has the file open, so its -shm can go.
+        if write && depth == 1 {
+            unlink(path + Self.staleSharedMemorySuffix)
+            // A writer's WAL is checkpointed and emptied at close, so the
+            // next process has nothing to recover: SQLite truncates it to
+            // zero, which the "locket" VFS turns into zeroing it in place,
+            // keeping its blocks (CLocketSQLite/vfs.c). Set by writers
+            // only: a read leaves nothing in the WAL, and each statement
+            // prepared is paid by every `find`.
+            sqlite3_exec(handle, "PRAGMA journal_size_limit=0", nil, nil, nil)
+        }
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            throw error
+        }
+    }
+
+    /// Runs `body` inside the current transaction, or in a read transaction
+    /// of its own when none is running (a statement outside any transaction
+    /// would leave the connection, and its lock, open).
+    func reading<T>(_ body: () throws -> T) throws -> T {
+        depth > 0 ? try body() : try transaction(write: false, body)
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+    /// The rowid of the last row this connection inserted.
+    var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+}

@@ -1,0 +1,66 @@
+import Glibc
+import LocketSupport
+
+extension Keychain {
+    /// Opens the keychain file at `path` for `caller` and loads whatever keys
+    /// the session holds. A keychain older than this device has seen (put
+    /// back from a copy) fails with errSecDecode (reason `.rolledBack`),
+    /// unless `acceptRollback`: then it opens with `isRolledBack` set, for
+    /// `acceptRollback(password:)`.
+    ///
+    /// The file is held (an exclusive lock: other processes wait) only while
+    /// a call reads or writes it. With `keepsFileOpen`, the connection that
+    /// read the header stays open for the first such call, which saves that
+    /// call opening the file and parsing its schema again (about a third of
+    /// a `find`); the caller must then make that call at once, or call
+    /// `releaseFile()` before anything that waits (a prompt, a child, a server).
+    public static func open(at path: String, caller: Caller = .owner, environment: Environment, extendSession: Bool = true,
+                            acceptRollback: Bool = false, keepsFileOpen: Bool = false) throws -> Keychain {
+        try Sodium.ready()
+        umask(0o077)
+        let (storage, stored) = try FileStorage.open(path, keepOpen: keepsFileOpen)
+        return try open(storage, stored, caller: caller, environment: environment, extendSession: extendSession,
+                        acceptRollback: acceptRollback)
+    }
+}
+
+extension FileStorage {
+    /// The file at `path`, checked (the user's own private regular file) and
+    /// its header read: the keybag and meta rows, checked for the format and
+    /// a sane identity. With `keepOpen` the connection stays open.
+    static func open(_ path: String, keepOpen: Bool) throws -> (FileStorage, StoredHeader) {
+        guard FileIO.exists(path) else {
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)", reason: .noKeychain(path: path))
+        }
+        if try FileIO.checkPrivateFile(path, what: "keychain") {
+            try Database.claimCompanions(of: path)
+        }
+        let db = try Database(path: path, create: false)
+        let header: Header
+        do {
+            header = try db.transaction(write: false, keepOpen: keepOpen) { try MetaStore.read(db) }
+        } catch let error as KeychainError where error.code == .io {
+            // "no such table" and friends: a SQLite file, but not a keychain.
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
+        }
+        let meta = header.meta
+        guard let encoded = meta[.format], encoded.count == 8, case let format = BigEndian.int64(encoded), format >= 1 else {
+            throw KeychainError(.invalidKeychain, "\(path) is not a locket keychain")
+        }
+        // Refused before anything is written: a newer release's file is never touched.
+        guard format <= Schema.format else {
+            throw KeychainError(.invalidKeychain, "\(path) is a keychain of format \(format), newer than this locket knows (\(Schema.format))",
+                                reason: .newerFormat(format))
+        }
+        guard let id = meta[.id], id.count == 16 else { throw KeychainError(.decode, "\(path) has a damaged header") }
+        var kdf: KDFParameters?
+        if let encoded = meta[.kdf] {
+            guard let parameters = KDFParameters(encoded: encoded) else {
+                throw KeychainError(.decode, "\(path) has damaged password-hash parameters")
+            }
+            kdf = parameters
+        }
+        return (FileStorage(database: db, format: format),
+                StoredHeader(keybag: Keybag(keychainID: id, kdf: kdf, rows: header.keybag), meta: meta))
+    }
+}

@@ -1,0 +1,125 @@
+import Glibc
+import LocketSupport
+
+/// Remote keychains (SPEC §17, docs/REMOTE.md): creating and opening one in
+/// PostgreSQL. Items are sealed and digested by the engine exactly as in a
+/// file; the server holds what a file holds.
+extension Keychain {
+    /// The remote keychain's store, nil for another keychain: for the
+    /// operations only a remote keychain has (devices, the audit, the offline cache).
+    var remoteStore: RemoteStore? { storage as? RemoteStore }
+
+    /// Whether the keychain lives in PostgreSQL rather than a file.
+    public var isRemote: Bool { remoteStore != nil }
+
+    /// Creates a keychain in the database at `location` (its schema first,
+    /// if the database has none) with `password`, which a remote keychain
+    /// needs: without one its keys would open for whoever reads the database.
+    /// `databasePassword`: the server login's, when libpq's own sources don't give it.
+    public static func createRemote(_ location: RemoteLocation, password: SecureBytes, kdf cost: KDFCost = .moderate,
+                                    databasePassword: SecureBytes? = nil, deviceName: String = "creator", environment: Environment) throws {
+        try create(in: RemoteStore.New(location, databasePassword: databasePassword, deviceName: deviceName), password: password,
+                   kdf: cost, environment: environment)
+    }
+
+    /// Opens the keychain in the database at `location` for `caller` and
+    /// loads whatever keys this machine's session holds for it.
+    /// The header is authenticated and checked against this machine's
+    /// generation mirror when the session holds the blind-index key; an older
+    /// one fails with errSecDecode (reason `.rolledBack`) unless `acceptRollback`.
+    /// `maxStale` (µs): when the server is unreachable, read the offline
+    /// cache if it is no older (docs/REMOTE.md); nil: never. With it, a
+    /// server that does not answer is given `offlineConnectTimeout` seconds
+    /// to answer, not the helper's 10, unless the URL sets `connect_timeout`.
+    public static func open(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
+                            environment: Environment, extendSession: Bool = true, acceptRollback: Bool = false,
+                            maxStale: Int64? = nil) throws -> Keychain {
+        try Sodium.ready()
+        umask(0o077)
+        let (store, stored) = try RemoteStore.open(location, databasePassword: databasePassword, environment: environment, maxStale: maxStale)
+        return try open(store, stored, caller: caller, environment: environment, extendSession: extendSession, acceptRollback: acceptRollback)
+    }
+}
+
+extension RemoteStore {
+    /// Connects to `location` and reads the keychain's header there; when
+    /// the server can't be reached and `maxStale` allows, the offline cache's.
+    static func open(_ location: RemoteLocation, databasePassword: SecureBytes?, environment: Environment,
+                     maxStale: Int64?) throws -> (RemoteStore, StoredHeader) {
+        var reach = location
+        if maxStale != nil && location.value("connect_timeout") == nil {
+            reach.parameters.append(("connect_timeout", String(Keychain.offlineConnectTimeout)))
+        }
+        let store: RemoteStore
+        do {
+            store = try RemoteStore(reach, password: databasePassword?.bytes, environment: environment)
+        } catch let error as KeychainError where error.code == .notAvailable && maxStale != nil {
+            return try openOffline(location, environment: environment, maxStale: maxStale!, cause: error)
+        }
+        let (version, stored) = try store.transaction { transaction in
+            let version = try RemoteSchema.installedVersion(transaction)
+            return (version, version == 0 ? [:] : try store.readMeta(transaction))
+        }
+        if version > RemoteSchema.version {
+            throw KeychainError(.invalidKeychain, "\(location.url) has schema version \(version); this locket knows up to \(RemoteSchema.version)")
+        }
+        guard let id = stored[MetaKey.id.rawValue] else {
+            throw KeychainError(.noSuchKeychain, "no keychain in \(location.url)", reason: .noKeychain(path: location.url))
+        }
+        let header = RemoteStore.header(stored)
+        guard id.count == 16, header.meta.integer(.format) == KeychainFormat.current,
+              let kdf = header.meta[.kdf].flatMap(KDFParameters.init(encoded:)) else {
+            throw KeychainError(.decode, "\(location.url) has a damaged header")
+        }
+        return (store, StoredHeader(keybag: Keybag(keychainID: id, kdf: kdf, rows: header.keybag), meta: header.meta))
+    }
+
+    /// Where a new remote keychain goes: a database, its schema made if it has none.
+    final class New: KeychainPlace {
+        let location: RemoteLocation
+        let databasePassword: SecureBytes?
+        let deviceName: String
+        private var store: RemoteStore?
+
+        init(_ location: RemoteLocation, databasePassword: SecureBytes?, deviceName: String) {
+            self.location = location
+            self.databasePassword = databasePassword
+            self.deviceName = deviceName
+        }
+
+        var address: String { location.url }
+        var medium: String { "database" }
+        var policy: StoragePolicy { RemoteStore.policy }
+        var headerLayout: Header.Layout { .metaRows(prefix: RemoteStore.keybagPrefix) }
+
+        /// A keychain there already is found in `make`'s transaction, where two creators meet.
+        func checkVacant() throws {}
+
+        func prepare(environment: Environment) throws {
+            let store = try RemoteStore(location, password: databasePassword?.bytes, environment: environment)
+            try RemoteSchema.prepare(store.connection)
+            self.store = store
+        }
+
+        func make(header: [(String, [UInt8])], keybag: Keybag, environment: Environment) throws -> any KeychainStorage {
+            guard let store else { throw KeychainError(.io, "the database was not prepared") }
+            let deviceKey = try DeviceIdentity.generateSecretKey()
+            let devicePublicKey = try BackupRecipients.publicKey(secretKey: deviceKey)
+            var deviceID: Int64 = 0
+            try store.transaction { transaction in
+                if try store.readMeta(transaction)[MetaKey.id.rawValue] != nil {
+                    throw KeychainError(.duplicateKeychain, "\(location.url) already holds a keychain")
+                }
+                try store.writeMeta(header + keybag.remoteMeta)
+                // The creating machine is the first device, approved: its groups' keys are wrapped to it as it makes them.
+                let device = try store.execute("INSERT INTO locket.devices(public_key, name, state) VALUES ($1, $2, 'approved') RETURNING id",
+                                               [.bytes(devicePublicKey), .text(deviceName)])
+                deviceID = device.first?[0].int ?? 0
+            }
+            let device = try DeviceIdentity(id: deviceID, secretKey: deviceKey)
+            try device.save(keychainID: keybag.keychainID, environment: environment)
+            store.device = device
+            return store
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import LocketSupport
+
+/// A remote keychain's connection, the transaction the engine is in, and
+/// its header: the meta rows (format, identity, password-hash parameters)
+/// and the keybag, stored in `locket.meta` as `keybag.NAME` rows, each class
+/// key wrapped by the password's KEK exactly as a file wraps it. There are
+/// no device-wrapped rows: every machine shares one database, so a key that
+/// opens without the password would open for whoever reads the database.
+final class RemoteStore {
+    private let link: RemoteConnection?
+    let location: RemoteLocation
+    /// The snapshot this command reads instead of the server, which it could
+    /// not reach (`--max-stale`, docs/REMOTE.md "The offline cache"); nil online.
+    let offline: RemoteCache?
+    private var current: RemoteConnection.Transaction?
+    /// This machine's device in the keychain, nil before it enrolls.
+    var device: DeviceIdentity?
+    /// The keychain's identity and the environment, for the local files of an offline read.
+    var keychainID: [UInt8]?
+    var environment = Environment([:])
+    /// The group keys this device holds, read once per transaction (a
+    /// revocation elsewhere replaces them).
+    private var groupKeys: [String: SecureBytes]?
+
+    /// The prefix of a keybag row's name in `locket.meta`.
+    static let keybagPrefix = "keybag."
+    /// The classes a remote keychain has keys for: no ThisDeviceOnly one.
+    static let keyNames = ProtectionClass.allCases.filter { !$0.thisDeviceOnly }.map(\.rawValue) + [Keybag.indexKeyName]
+
+    /// Starts the helper and connects; errSecNotAvailable when the server can't be reached.
+    init(_ location: RemoteLocation, password: [UInt8]?, environment: Environment) throws {
+        guard let helper = location.helper ?? CompanionExecutable.find("locket-postgres") else {
+            throw KeychainError(.notAvailable, "locket-postgres is not installed next to locket: remote keychains need it (make install)")
+        }
+        link = try RemoteConnection(helper: helper, parameters: location.parameters, password: password, environment: environment)
+        self.location = location
+        offline = nil
+    }
+
+    /// A store that answers reads from `snapshot` and refuses the rest.
+    init(_ location: RemoteLocation, offline snapshot: RemoteCache) {
+        link = nil
+        self.location = location
+        offline = snapshot
+    }
+
+    /// The connection; offline, errSecNotAvailable: whatever needs the server
+    /// (every write, the audit list, devices) is refused.
+    var connection: RemoteConnection {
+        get throws {
+            guard let link else { throw KeychainError(.notAvailable, "\(location.url) is unreachable: this needs the server (offline, only reads of after-first-unlock items come from the local cache)") }
+            return link
+        }
+    }
+
+    var items: RemoteItemStore { RemoteItemStore(store: self) }
+
+    /// Runs `body` in one serializable transaction, run again on a
+    /// serialization failure (so `body` must have no effect outside the
+    /// database). Nested calls join the transaction already open.
+    /// Never inlined: a file keychain's read path must not carry this one's generic code.
+    @inline(never)
+    func transaction<T>(_ body: (RemoteConnection.Transaction) throws -> T) throws -> T {
+        if let current { return try body(current) }
+        return try connection.transaction(isolation: .serializable) { transaction in
+            current = transaction
+            groupKeys = nil
+            defer { current = nil; groupKeys = nil }
+            return try body(transaction)
+        }
+    }
+
+    /// One statement inside the open transaction.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [RemoteValue]) throws -> [RemoteRow] {
+        guard let current else { return try connection.execute(sql, parameters) }
+        return try current.execute(sql, parameters)
+    }
+
+    /// Every meta row, keybag rows included, read in `transaction`.
+    func readMeta(_ transaction: RemoteConnection.Transaction) throws -> [String: [UInt8]] {
+        var meta: [String: [UInt8]] = [:]
+        for row in try transaction.execute("SELECT name, value FROM locket.meta", []) {
+            if let name = row[0].text, let value = row[1].bytes { meta[name] = value }
+        }
+        return meta
+    }
+
+    /// Writes meta rows (insert or replace).
+    func writeMeta(_ values: [(String, [UInt8])]) throws {
+        for (name, value) in values {
+            try execute("""
+                INSERT INTO locket.meta(name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                """, [.text(name), .bytes(value)])
+        }
+    }
+}
+
+extension RemoteStore {
+    /// The key of access group `group` this device holds, read in the open
+    /// transaction. A group nobody has made yet is made here, its first key
+    /// wrapped to this device. A group that exists without a key for this
+    /// device is refused: a device opens only the groups it was granted, by
+    /// the keys it can unwrap, not by a WHERE clause.
+    func groupKey(_ group: String) throws -> SecureBytes {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        if let key = try heldGroupKeys(device)[group] { return key }
+        if try execute("SELECT 1 FROM locket.groups WHERE agrp = $1", [.text(group)]).isEmpty {
+            let key = try SecureBytes(copying: Sodium.random(32))
+            try execute(RemoteStatements.createGroup, [.text(group)])
+            try execute(RemoteStatements.wrapGroupKey, [.text(group), .int(device.id), .bytes(DeviceIdentity.seal(key, to: device.publicKey))])
+            groupKeys?[group] = key
+            return key
+        }
+        throw KeychainError(.interactionNotAllowed, "this device was not approved for the access group '\(Printable.clip(group))'",
+                            reason: .notApproved(group: group))
+    }
+
+    /// The group keys this device holds, read once per transaction.
+    private func heldGroupKeys(_ device: DeviceIdentity) throws -> [String: SecureBytes] {
+        if let groupKeys { return groupKeys }
+        var keys: [String: SecureBytes] = [:]
+        if let offline {
+            for (group, wrapped) in offline.wrappedKeys { keys[group] = try device.open(wrapped) }
+            groupKeys = keys
+            return keys
+        }
+        for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
+            guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
+            keys[name] = try device.open(wrapped)
+        }
+        groupKeys = keys
+        return keys
+    }
+
+    /// Whether this device holds the key of `group`: what a listing
+    /// (`dump`, the ssh-agent's keys) shows of a group it was not approved
+    /// for is nothing, as a caller's listing leaves out groups outside its
+    /// entitlements. errSecInteractionNotAllowed before the machine enrolls.
+    func holdsKey(_ group: String) throws -> Bool {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        return try heldGroupKeys(device)[group] != nil
+    }
+
+    /// Forgets the group keys read in this transaction (after a rotation).
+    func forgetGroupKeys() { groupKeys = nil }
+
+    /// Appends (this device, `ref`, `operation`) to the audit, in the open
+    /// transaction: a secret is read only if its reading is recorded.
+    func audit(_ refs: [[UInt8]], _ operation: String) throws {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        if offline != nil, let keychainID {
+            // Kept locally and appended on the next contact (Keychain.contactServer).
+            return try RemoteCache.appendPendingAudit(refs, keychainID: keychainID, environment: environment)
+        }
+        for ref in refs { try execute(RemoteStatements.appendAudit, [.int(device.id), .bytes(ref), .text(operation)]) }
+    }
+}
+
+extension Keybag {
+    /// The keybag rows of a remote keychain's meta (KEK-wrapped only).
+    static func remoteRows(_ meta: [String: [UInt8]]) -> [String: KeybagRow] {
+        var rows: [String: KeybagRow] = [:]
+        for (name, value) in meta where name.hasPrefix(RemoteStore.keybagPrefix) {
+            rows[String(name.dropFirst(RemoteStore.keybagPrefix.count))] = KeybagRow(kek: value)
+        }
+        return rows
+    }
+
+    /// This keybag as meta rows of a remote keychain.
+    var remoteMeta: [(String, [UInt8])] {
+        rows.compactMap { name, row in row.kek.map { (RemoteStore.keybagPrefix + name, $0) } }
+    }
+}

@@ -1,0 +1,70 @@
+import LocketSupport
+
+/// Settings and status: what needs no password.
+extension Keychain {
+    // MARK: - Settings
+
+    /// The inactivity timeout `unlock` uses when none is given: the
+    /// keychain's setting, else 300 s. 0 means no auto-lock.
+    public var defaultTimeout: UInt32 {
+        guard let stored = meta[.timeout], stored.count == 8 else { return 300 }
+        return UInt32(clamping: BigEndian.int64(stored))
+    }
+
+    /// Stores the keychain's default auto-lock timeout (0: never).
+    public func setDefaultTimeout(_ seconds: UInt32) throws {
+        try requireOwner("changing settings")
+        try require(.settings)
+        let value = BigEndian.bytes(Int64(seconds))
+        try write { try storage.writeMeta([(.timeout, value)]) }
+    }
+
+    /// The Argon2id cost of the password, nil without one.
+    public var kdfCost: KDFCost? { keybag.kdf?.cost }
+
+    /// How many when-passcode-set items removing the password would delete.
+    public var passcodeItemCount: Int {
+        (try? countByClass()[.whenPasscodeSetThisDeviceOnly]) ?? 0
+    }
+
+    // MARK: - Status
+
+    /// What `locket status` reports; needs no password.
+    public struct Status: Sendable {
+        public var path: String
+        public var hasPassword: Bool
+        public var whenUnlocked: Bool
+        public var afterFirstUnlock: Bool
+        /// nil: locked, or no auto-lock.
+        public var secondsUntilAutoLock: Int64?
+        public var autoLockTimeout: UInt32
+        public var sessionBackend: String?
+        public var itemCounts: [ProtectionClass: Int]
+        public var failedAttempts: Int
+        /// The access groups a session unlocked by an app is limited to; nil for an owner session.
+        public var scopedGroups: [String]?
+    }
+
+    public func status() throws -> Status {
+        let counts = try countByClass()
+        let whenUnlocked = hasPassword ? try session.peek(.whenUnlocked) : nil
+        let firstUnlock = hasPassword ? try session.peek(.afterFirstUnlock) : nil
+        return Status(path: path, hasPassword: hasPassword,
+                      whenUnlocked: !hasPassword || whenUnlocked != nil,
+                      afterFirstUnlock: !hasPassword || firstUnlock != nil,
+                      secondsUntilAutoLock: whenUnlocked?.secondsLeft,
+                      autoLockTimeout: defaultTimeout,
+                      sessionBackend: (whenUnlocked ?? firstUnlock)?.backend.rawValue,
+                      itemCounts: counts, failedAttempts: failedAttempts, scopedGroups: sessionScope?.groups)
+    }
+
+    func countByClass() throws -> [ProtectionClass: Int] {
+        try transaction(write: false) {
+            var counts: [ProtectionClass: Int] = [:]
+            for (code, count) in try storage.itemStore.countByProtectionClass(ItemFilter(visibleGroups: caller.accessGroups)) {
+                if let pclass = ProtectionClass(rawValue: code) { counts[pclass] = count }
+            }
+            return counts
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import LocketSupport
+
+/// SecItemUpdate and SecItemDelete.
+extension Keychain {
+    /// Changes every match (SecItemUpdate), all or nothing. `changes` maps
+    /// sealed attributes to new values; `accessGroup` moves the items to that
+    /// group. As everywhere in the API, the access group is its own
+    /// `accessGroup` value; `.accessGroup` in `changes` means the same.
+    @discardableResult
+    public func update(_ query: Query, changes: [Attribute: [UInt8]], accessGroup: String? = nil, data: SecureBytes? = nil,
+                       extra: SecureBytes? = nil, freeForm: FreeForm? = nil) throws -> Int {
+        if let data { try checkSize(data) }
+        if let freeForm { try checkFreeForm(freeForm) }
+        if changes[.accessible] != nil {
+            throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
+        }
+        var changes = changes
+        var group = accessGroup
+        if let named = changes.removeValue(forKey: .accessGroup) {
+            let text = String(decoding: named, as: UTF8.self)
+            if let group, group != text { throw KeychainError(.param, "two different access groups to move to") }
+            group = text
+        }
+        for attribute in changes.keys where !query.itemClass.supports(attribute) {
+            throw Query.foreign(attribute, query.itemClass)
+        }
+        for attribute in changes.keys where !query.itemClass.isUpdatable(attribute) {
+            let why = attribute == .extractable ? "is set when the key is added" : "is derived from its value"
+            throw KeychainError(.readOnlyAttr, "the \(attribute.longName) (\(attribute.code)) of a \(query.itemClass.name) \(why): it can't be changed")
+        }
+        if data != nil && query.itemClass.holdsKeyMaterial {
+            throw KeychainError(.param, "the value of a \(query.itemClass.name) can't be replaced (delete it and import the new one)")
+        }
+        if let group { try authorize(group) }
+        return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra, freeForm: freeForm).count }
+    }
+
+    /// The body of update, inside the caller's transaction.
+    /// A new `data` replaces the secret and its metadata (`extra`) together;
+    /// a `freeForm` replaces the items' free-form attributes and content type
+    /// (an item's uniqueness stays what it was made with).
+    func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
+                extra: SecureBytes?, freeForm: FreeForm? = nil) throws -> [Item] {
+        // Re-sealing under a new group needs the old secret open as well.
+        let scan = RowScan(query, filter: try storeFilter(query), data: newGroup != nil || data == nil)
+        // The secret of an item with access control is sealed under its own
+        // key, not the group's: it is kept as it is unless replaced.
+        scan.keepingAccessData = true
+        var matches: [(Int64, Item, sealedData: [UInt8]?)] = []
+        try self.scan(scan) { match in
+            matches.append((match.id, match.item, data == nil ? match.sealedData : nil))
+            return true
+        }
+        guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
+        let updater = try storage.itemStore.makeUpdater()
+        let now = Clock.milliseconds()
+        var updated: [Item] = []
+        for (id, var item, sealedData) in matches {
+            for (attribute, value) in changes { item[attribute] = value }
+            if let newGroup { item.accessGroup = newGroup }
+            if let freeForm {
+                let unique = item.freeForm.uniqueByReference
+                item.freeForm = freeForm
+                item.freeForm.uniqueByReference = unique
+            }
+            item.modificationDate = now
+            let row = Sealing.RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
+                                          ref: item.persistentRef)
+            var access = item.access
+            var sealed = sealedData
+            if sealed == nil {
+                guard let secret = data ?? item.data else { throw KeychainError(.decode, "an item's secret could not be opened") }
+                let dataRecord = try DataRecord.encode(secret: secret, extra: data != nil ? extra : item.extra)
+                var dataKey = try fieldKey(row, .data)
+                if let control = item.accessControl {
+                    (access, dataKey) = try sealAccess(control, row, label: Keychain.label(item.attributes),
+                                                       publicHalf: Keychain.publicHalf(item.itemClass, item.attributes, secret))
+                }
+                sealed = SecretBox.seal(dataRecord, key: dataKey)
+            }
+            var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now, access: access?.encoded,
+                                           freeForm: item.freeForm)
+            defer { wipe(&record) }
+            try updater.update(id: id, group: item.accessGroup,
+                               digests: Sealing.digests(try indexKey(), item.itemClass, item.attributes, item.freeForm, ref: item.persistentRef),
+                               attributes: SecretBox.seal(record, key: try fieldKey(row, .attributes)),
+                               data: sealed!)
+            item.data = nil
+            item.extra = nil
+            updated.append(item)
+        }
+        return updated
+    }
+
+    /// Deletes every match (SecItemDelete). Works while locked: it needs only
+    /// digests, never an open value, so a read failure can never cause it.
+    @discardableResult
+    public func delete(_ query: Query) throws -> Int {
+        try write {
+            let n = try storage.itemStore.delete(try storeFilter(query))
+            if n == 0 { throw KeychainError(.itemNotFound) }
+            return n
+        }
+    }
+}
