@@ -5,12 +5,12 @@
 public enum RemoteStatements {
     // MARK: Devices
 
-    /// $1 public key (32 bytes), $2 name -> id. A new device starts pending.
-    public static let enrollDevice = "INSERT INTO locket.devices(public_key, name) VALUES ($1, $2) RETURNING id"
-    /// -> id, public_key, name, state, enrolled (µs since 1970), in enrolment order.
-    public static let listDevices = "SELECT id, public_key, name, state, enrolled FROM locket.devices ORDER BY id"
-    /// $1 device id -> public_key, state; locks the row for the approving or revoking transaction.
-    public static let lockDevice = "SELECT public_key, state FROM locket.devices WHERE id = $1 FOR UPDATE"
+    /// $1 X25519 public key, $2 name, $3 Ed25519 public key (32 bytes each) -> id. A new device starts pending.
+    public static let enrollDevice = "INSERT INTO locket.devices(public_key, name, signing_key) VALUES ($1, $2, $3) RETURNING id"
+    /// -> id, public_key, name, state, enrolled, signing_key, in enrolment order.
+    public static let listDevices = "SELECT id, public_key, name, state, enrolled, signing_key FROM locket.devices ORDER BY id"
+    /// $1 device id -> public_key, state, signing_key; locks the row for the approving or revoking transaction.
+    public static let lockDevice = "SELECT public_key, state, signing_key FROM locket.devices WHERE id = $1 FOR UPDATE"
     /// $1 device id -> id. Only a pending device can be approved (no row otherwise).
     public static let approveDevice = "UPDATE locket.devices SET state = 'approved', changed = now() WHERE id = $1 AND state = 'pending' RETURNING id"
     /// $1 device id -> id. Only an approved device can be revoked (no row otherwise).
@@ -58,10 +58,10 @@ public enum RemoteStatements {
 
     // MARK: Items (format 2)
 
-    /// $1 ref, $2 cls, $3 pdmn, $4 agrp, $5 pk, $6 attrs, $7 data -> id.
+    /// $1 ref, $2 cls, $3 pdmn, $4 agrp, $5 pk, $6 attrs, $7 data, $8 version hash, $9 data hash -> id.
     /// A duplicate (pk, cls, agrp) fails with SQLSTATE 23505 (errSecDuplicateItem).
     public static let insertItem = """
-        INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+        INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data, vh, dh) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
         """
     /// $1 item id, $2 digest.
     public static let insertBlind = "INSERT INTO locket.blind(digest, item) VALUES ($2, $1)"
@@ -76,17 +76,13 @@ public enum RemoteStatements {
         """
     /// $1 group -> id, ref, attrs, data, locked for re-sealing.
     public static let lockGroupItems = "SELECT id, ref, attrs, data FROM locket.items WHERE agrp = $1 ORDER BY id FOR UPDATE"
-    /// $1 id, $2 attrs, $3 data: a re-sealed or updated item.
-    public static let updateItem = "UPDATE locket.items SET attrs = $2, data = $3 WHERE id = $1"
+    /// $1 id, $2 attrs, $3 data, $4 version hash, $5 data hash: a re-sealed item.
+    public static let updateItem = "UPDATE locket.items SET attrs = $2, data = $3, vh = $4, dh = $5 WHERE id = $1"
     /// $1 id (its blind rows go with it).
     public static let deleteItem = "DELETE FROM locket.items WHERE id = $1"
 
     // MARK: Audit
 
-    /// $1 device id, $2 item ref, $3 operation ('read', 'add', 'update', 'delete').
-    public static let appendAudit = "INSERT INTO locket.audit(device, item, operation) VALUES ($1, $2, $3)"
-    /// $1 device id, $2 item ref, $3 operation, $4 when (µs since 1970): a read answered offline, appended on the next contact.
-    public static let appendAuditAt = "INSERT INTO locket.audit(device, item, operation, at) VALUES ($1, $2, $3, to_timestamp($4::float8 / 1000000))"
     /// $1 device id -> state.
     public static let deviceState = "SELECT state FROM locket.devices WHERE id = $1"
     /// $1 group -> id, ref, cls, pdmn, agrp, pk, attrs, data, blind digests (comma-separated text):
