@@ -125,8 +125,7 @@ extension RemoteStore {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
         }
         guard let roster = verifiedRoster, roster.roster.isApproved(device.id) else {
-            throw KeychainError(.interactionNotAllowed, "this device is not approved in \(location.url)'s signed membership: \(what) needs an approved device",
-                                reason: .notEnrolled)
+            throw KeychainError(.interactionNotAllowed, "this device is not approved in \(location.url)'s signed membership: \(what) needs an approved device")
         }
         return (device, roster)
     }
