@@ -24,6 +24,8 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         XCTAssertEqual(try read(revoked, "one"), "before-revoke")
         let sql = try running().connect(database: database)
         let kept = try KeptDevice.keep(revoked, sql)
+        // The check reads what such a device can: while approved, the item.
+        XCTAssertEqual(try kept.readable(sql, markers: ["before-revoke"]), ["before-revoke"])
         try admin.open().revoke(device: id)
         return (admin, location, kept, id, sql)
     }
