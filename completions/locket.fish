@@ -293,6 +293,8 @@ complete -c locket -n '__fish_seen_subcommand_from secret-service' -l app -r -F 
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l password-service -x -d 'the database password is the generic password of this service in the login keychain'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l name -x -d 'enroll: the name admins see (default: the host name)'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l groups -x -d 'approve: the access groups whose keys the device gets'
+complete -c locket -n '__fish_seen_subcommand_from keychain' -l fingerprint -x -d 'approve: the device\'s fingerprint as its enroll printed it (hex or words), compared out of band'
+complete -c locket -n '__fish_seen_subcommand_from keychain' -l expect -x -d 'verify: another device\'s view (what its verify printed); fails on a rollback or a fork'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l since -x -d 'audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)'
 complete -c locket -n '__fish_seen_subcommand_from help' -a 'init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service keychain'
 complete -c locket -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'

@@ -41,7 +41,7 @@ enum Hints {
         case .notEnrolled?:
             return "run 'locket \(context.keychainArgument)keychain enroll', then have an approved device approve it"
         case .notApproved(let group)?:
-            return "an approved device of the group runs 'locket \(context.keychainArgument)keychain approve DEVICE --groups \(Printable.clip(group))'"
+            return "an approved device of the group runs 'locket \(context.keychainArgument)keychain approve DEVICE --fingerprint FINGERPRINT --groups \(Printable.clip(group))'"
         case .proofNeeded(let request)?:
             if context.commandName == "settings" {
                 return "a longer presence reuse window needs the keychain password: run the command at a terminal (a shorter one needs nothing)"

@@ -7,7 +7,7 @@ extension Commands {
     static func keychain(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let operands = invocation.operands
         guard let operation = operands.first else {
-            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke, audit or sync", command: "keychain")
+            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke, audit, verify or sync", command: "keychain")
         }
         func count(_ n: Int, _ what: String) throws {
             guard operands.count == n else { throw UsageError(message: "\(operation) takes \(what)", command: "keychain") }
@@ -20,8 +20,10 @@ extension Commands {
         case "enroll":
             try count(1, "no operand")
             let keychain = try context.openKeychain()
-            let id = try keychain.enroll(name: invocation.value("name") ?? hostName())
-            context.out.line("device \(id): ask an approved device to run 'locket \(context.keychainArgument)keychain approve \(id) --groups GROUP,...'")
+            let enrolled = try keychain.enroll(name: invocation.value("name") ?? hostName())
+            context.out.line("device \(enrolled.id): fingerprint \(enrolled.fingerprint) (\(enrolled.fingerprintWords))")
+            context.out.line("tell it to the owner of an approved device, who checks it and runs 'locket \(context.keychainArgument)keychain approve \(enrolled.id) --fingerprint \(enrolled.fingerprint) --groups GROUP,...'")
+            context.out.line("this device now trusts the membership last signed by device \(enrolled.signer), fingerprint \(enrolled.signerFingerprint): compare it with 'keychain devices' there")
         case "devices":
             try count(1, "no operand")
             try listDevices(try context.openKeychain().devices(), context)
@@ -30,7 +32,10 @@ extension Commands {
             guard let groups = invocation.value("groups")?.split(separator: ",").map(String.init), !groups.isEmpty else {
                 throw UsageError(message: "approve needs --groups GROUP,...", command: "keychain")
             }
-            try context.openKeychain().approve(device: try deviceID(operands[1]), groups: groups)
+            guard let fingerprint = invocation.value("fingerprint") else {
+                throw UsageError(message: "approve needs --fingerprint FINGERPRINT: the one 'keychain enroll' printed on that device, compared out of band", command: "keychain")
+            }
+            try context.openKeychain().approve(device: try deviceID(operands[1]), groups: groups, fingerprint: fingerprint)
         case "revoke":
             try count(2, "a DEVICE id")
             try context.openKeychain().revoke(device: try deviceID(operands[1]))
@@ -38,6 +43,15 @@ extension Commands {
             try count(1, "no operand")
             let since = try invocation.value("since").map { try AuditTime.parse($0, now: Clock.milliseconds() * 1000) } ?? 0
             try listAudit(try context.openKeychain().audit(since: since), context)
+        case "verify":
+            try count(1, "no operand")
+            let keychain = try context.openKeychain()
+            if let other = invocation.value("expect") {
+                let view = try keychain.verifyRemote(against: other)
+                context.out.line("consistent with \(Printable.clip(other)): this device sees \(view)")
+            } else {
+                context.out.line(try keychain.remoteView())
+            }
         case "sync":
             try count(1, "no operand")
             let keychain = try context.openKeychain()
@@ -68,11 +82,13 @@ extension Commands {
                 w.key("state"); w.string(device.state)
                 w.key("groups"); w.beginArray(); for group in device.groups { w.string(group) }; w.endArray()
                 w.key("thisMachine"); w.bool(device.isThisMachine)
+                w.key("fingerprint"); w.string(device.fingerprint)
+                w.key("fingerprintWords"); w.string(device.fingerprintWords)
             }
         }
         for device in devices {
             let groups = device.groups.isEmpty ? "-" : device.groups.map { Printable.clip($0) }.joined(with: ",")
-            context.out.line("\(device.id)\t\(device.state)\t\(Printable.clip(device.name))\t\(groups)\(device.isThisMachine ? "\t(this machine)" : "")")
+            context.out.line("\(device.id)\t\(device.state)\t\(Printable.clip(device.name))\t\(groups)\t\(device.fingerprint)\(device.isThisMachine ? "\t(this machine)" : "")")
         }
     }
 

@@ -25,4 +25,11 @@ final class Machines {
         let binary = try XCTUnwrap(LocketBinary.path, "no locket binary: make build")
         return Spawn.run(binary, arguments, environment: sandbox.environment, input: input, timeout: 60)
     }
+
+    /// The fingerprint `keychain enroll` printed ("device 2: fingerprint 3f9a-...-9c03 (words)"), "" when none.
+    static func fingerprint(_ enrollOutput: String) -> String {
+        guard let line = enrollOutput.split(separator: "\n").first(where: { $0.hasPrefix("device ") }),
+              let range = line.range(of: ": fingerprint ") else { return "" }
+        return String(line[range.upperBound...].prefix { $0 != " " })
+    }
 }

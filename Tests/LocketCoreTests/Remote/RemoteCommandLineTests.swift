@@ -47,7 +47,7 @@ final class RemoteCommandLineTests: PostgresTestCase {
         run = try locket(second, ["-k", url, "keychain", "enroll", "--name", "runner-2"])
         XCTAssertEqual(run.status, 0, run.summary)
         let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) })
-        run = try locket(first, ["-k", url, "keychain", "approve", id, "--groups", "default"])
+        run = try locket(first, ["-k", url, "keychain", "approve", id, "--fingerprint", Machines.fingerprint(run.out), "--groups", "default"])
         XCTAssertEqual(run.status, 0, run.summary)
         run = try locket(first, ["-k", url, "--json", "keychain", "devices"])
         let devices = try run.jsonArray()
@@ -168,7 +168,7 @@ final class RemoteCommandLineTests: PostgresTestCase {
         let second = try machine()
         run = try locket(second, ["-k", url, "keychain", "enroll"])
         let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) }, run.summary)
-        XCTAssertEqual(try locket(first, ["-k", url, "keychain", "approve", id, "--groups", "default"]).status, 0)
+        XCTAssertEqual(try locket(first, ["-k", url, "keychain", "approve", id, "--fingerprint", Machines.fingerprint(run.out), "--groups", "default"]).status, 0)
         run = try locket(first, ["-k", url, "keychain", "revoke", id])
         XCTAssertEqual(run.status, 0, run.summary)
         for row in older { try admin.execute("UPDATE locket.meta SET value = $2 WHERE name = $1", [.text(row[0].text!), .bytes(row[1].bytes!)]) }

@@ -16,7 +16,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         try admin.open().add(genp("s", "one", group: "g1"), data: secret("secret-one"))
         try admin.open().add(genp("s", "two", group: "g2"), data: secret("secret-two"))
         let (device, id) = try machines.enrolled(location, name: "b")
-        try admin.open().approve(device: id, groups: ["g1"])
+        try machines.approve(admin, id, groups: ["g1"])
 
         // Through the engine: g1 opens, g2 is refused as not approved.
         XCTAssertEqual(try device.open().search(query(.genericPassword, [.account: "one"]), returnData: true)[0].secretString, "secret-one")
@@ -51,7 +51,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let (admin, location, database) = try machines.created()
         try admin.open().add(genp("s", "one", group: "g1"), data: secret("before"))
         let (device, id) = try machines.enrolled(location, name: "b")
-        try admin.open().approve(device: id, groups: ["g1"])
+        try machines.approve(admin, id, groups: ["g1"])
         XCTAssertEqual(try device.open().search(query(.genericPassword, [.account: "one"]), returnData: true)[0].secretString, "before")
         let connection = try running().connect(database: database)
         let sealedBefore = try connection.execute("SELECT data FROM locket.items")[0][0].bytes
@@ -88,13 +88,13 @@ final class RemoteDeviceTests: PostgresTestCase {
         var listed = try device.open().devices()
         XCTAssertEqual(listed.map(\.state), ["approved", "pending"])
         XCTAssertEqual(listed.map(\.isThisMachine), [false, true])
-        try admin.open().approve(device: id, groups: ["g1"])
+        try machines.approve(admin, id, groups: ["g1"])
         listed = try admin.open().devices()
         XCTAssertEqual(listed.map(\.groups), [["g1"], ["g1"]])
         XCTAssertThrowsError(try device.open().enroll(name: "again")) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .duplicateItem)
         }
-        XCTAssertThrowsError(try admin.open().approve(device: 999, groups: ["g1"])) { error in
+        XCTAssertThrowsError(try admin.open().approve(device: 999, groups: ["g1"], fingerprint: "0000-0000-0000-0000-0000")) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .itemNotFound)
         }
     }

@@ -145,7 +145,7 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
             run = Self.locket(other, ["-k", url, "keychain", "enroll", "--name", "m\(index + 1)"])
             XCTAssertEqual(run.status, 0, run.summary)
             let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) }, run.summary)
-            run = Self.locket(admin, ["-k", url, "keychain", "approve", id, "--groups", "default"])
+            run = Self.locket(admin, ["-k", url, "keychain", "approve", id, "--fingerprint", Machines.fingerprint(run.out), "--groups", "default"])
             XCTAssertEqual(run.status, 0, run.summary)
         }
     }

@@ -111,7 +111,7 @@ final class RemoteKeyUseTests: XCTestCase {
         run = try locket(second, ["-k", url, "keychain", "enroll", "--name", "runner-b"])
         XCTAssertEqual(run.status, 0, run.summary)
         let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) })
-        run = try locket(first, ["-k", url, "keychain", "approve", id, "--groups", "team.b"])
+        run = try locket(first, ["-k", url, "keychain", "approve", id, "--fingerprint", Machines.fingerprint(run.out), "--groups", "team.b"])
         XCTAssertEqual(run.status, 0, run.summary)
         for data in [false, true] {
             run = try locket(second, ["-k", url, "--json", "dump"] + (data ? ["--data"] : []))

@@ -8,6 +8,8 @@ import XCTest
 /// a suite calls from `tearDown`.
 final class RemoteMachines {
     private var made: [TemporaryKeychain] = []
+    /// What each device's enrolment printed as its fingerprint, by id.
+    var fingerprints: [Int64: String] = [:]
 
     /// A new, empty database of the shared server, as a location (over the socket).
     static func newLocation() throws -> RemoteLocation { try SharedPostgres.newKeychainLocation() }
@@ -30,9 +32,15 @@ final class RemoteMachines {
                   groups: [String] = [Keychain.defaultAccessGroup]) throws -> (machine: TemporaryKeychain, id: Int64) {
         let machine = try joining(location)
         try machine.unlock()
-        let id = try machine.open().enroll(name: name)
-        if let admin { try admin.open().approve(device: id, groups: groups) }
-        return (machine, id)
+        let enrolment = try machine.open().enroll(name: name)
+        fingerprints[enrolment.id] = enrolment.fingerprint
+        if let admin { try approve(admin, enrolment.id, groups: groups) }
+        return (machine, enrolment.id)
+    }
+
+    /// `admin` approves device `id` with the fingerprint its enrolment printed.
+    func approve(_ admin: TemporaryKeychain, _ id: Int64, groups: [String]) throws {
+        try admin.open().approve(device: id, groups: groups, fingerprint: fingerprints[id] ?? "")
     }
 
     /// Locks and deletes every machine made.

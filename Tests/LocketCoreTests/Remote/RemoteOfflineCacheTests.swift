@@ -148,7 +148,7 @@ final class RemoteOfflineCacheTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.summary)
         run = try locket(second, ["-k", url, "keychain", "enroll", "--name", "runner"])
         let id = try XCTUnwrap(run.out.split(separator: " ").dropFirst().first.map { String($0.dropLast()) })
-        run = try locket(first, ["-k", url, "keychain", "approve", id, "--groups", "default"])
+        run = try locket(first, ["-k", url, "keychain", "approve", id, "--fingerprint", Machines.fingerprint(run.out), "--groups", "default"])
         XCTAssertEqual(run.status, 0, run.summary)
         run = try locket(second, ["-k", url, "keychain", "sync"])
         XCTAssertEqual(run.status, 0, run.summary)

@@ -2,15 +2,19 @@ import CSodium
 import LocketSupport
 
 /// This machine's device in one remote keychain (SPEC §17 "Devices"): its id
-/// in `locket.devices` and its X25519 secret key, kept in the local device
-/// state (`$XDG_STATE_HOME/locket/remote-ID.device`, 0600), never in the
-/// database. Group keys are sealed (crypto_box_seal) to its public key.
+/// in `locket.devices`, its X25519 secret key and its Ed25519 signing seed,
+/// kept in the local device state (`$XDG_STATE_HOME/locket/remote-ID.device`,
+/// 0600), never in the database. Group keys are sealed (crypto_box_seal) to
+/// its X25519 public key; what it publishes (the signed membership, the
+/// state of the items, its audit entries) it signs with the Ed25519 key.
 struct DeviceIdentity {
     let id: Int64
     let secretKey: SecureBytes
     let publicKey: [UInt8]
+    let signingSeed: SecureBytes
+    let signingKey: [UInt8]
 
-    static let size = 8 + 32
+    static let size = 8 + 32 + 32
 
     static func path(keychainID: [UInt8], environment: Environment) throws -> String {
         try environment.stateDirectory() + "/locket/remote-" + Hex.encode(keychainID) + ".device"
@@ -19,18 +23,37 @@ struct DeviceIdentity {
     /// A fresh key pair (the id comes from the database).
     static func generateSecretKey() throws -> SecureBytes { try SecureBytes(copying: Sodium.random(32)) }
 
-    init(id: Int64, secretKey: SecureBytes) throws {
+    init(id: Int64, secretKey: SecureBytes, signingSeed: SecureBytes) throws {
         self.id = id
         self.secretKey = secretKey
         publicKey = try BackupRecipients.publicKey(secretKey: secretKey)
+        self.signingSeed = signingSeed
+        signingKey = try DeviceSigning.publicKey(seed: signingSeed)
     }
+
+    /// Both secret keys of a new device (its id comes from the database).
+    static func generate(id: Int64) throws -> DeviceIdentity {
+        try DeviceIdentity(id: id, secretKey: generateSecretKey(), signingSeed: generateSecretKey())
+    }
+
+    /// The same keys under the id the database gave them.
+    func with(id: Int64) throws -> DeviceIdentity { try DeviceIdentity(id: id, secretKey: secretKey, signingSeed: signingSeed) }
+
+    func fingerprint(keychainID: [UInt8]) -> DeviceFingerprint {
+        DeviceFingerprint(keychainID: keychainID, encryptionKey: publicKey, signingKey: signingKey)
+    }
+
+    func sign(_ message: [UInt8]) throws -> [UInt8] { try DeviceSigning.sign(message, seed: signingSeed) }
 
     /// This machine's device for the keychain, nil when it never enrolled.
     static func load(keychainID: [UInt8], environment: Environment) throws -> DeviceIdentity? {
         let file = try path(keychainID: keychainID, environment: environment)
         guard let stored = try FileIO.readSecret(file, expected: size, what: "the enrolled device's key") else { return nil }
         let id = stored.withUnsafeBytes { BigEndian.int64(Array($0.prefix(8))) }
-        return try DeviceIdentity(id: id, secretKey: stored.withUnsafeBytes { try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.dropFirst(8))) })
+        return try stored.withUnsafeBytes {
+            try DeviceIdentity(id: id, secretKey: SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[8..<40])),
+                               signingSeed: SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[40..<72])))
+        }
     }
 
     /// Keeps the device in the local state; errSecDuplicateKeychain when one is there.
@@ -42,6 +65,7 @@ struct DeviceIdentity {
             let id = BigEndian.bytes(self.id)
             for i in 0..<8 { out[i] = id[i] }
             secretKey.withUnsafeBytes { key in for i in 0..<32 { out[8 + i] = key[i] } }
+            signingSeed.withUnsafeBytes { seed in for i in 0..<32 { out[40 + i] = seed[i] } }
         }
         try stored.withUnsafeBytes { try FileIO.writeNew(file, $0) }
     }

@@ -1,7 +1,9 @@
 /// The audit of a remote keychain (SPEC §17): every read of a secret appends
 /// (device, item reference, operation, time) to `locket.audit`, in the
-/// reading transaction, and the table is append-only (RemoteSchema). The
-/// server learns which device read which item, never what it holds.
+/// reading transaction, as the next link of the reading device's signed
+/// chain (`SignedAuditEntry`); the table is also append-only by trigger
+/// (RemoteSchema) against mistakes. The server learns which device read
+/// which item, never what it holds.
 extension Keychain {
     /// One audit row.
     public struct AuditEntry: Sendable, Equatable {
@@ -15,18 +17,16 @@ extension Keychain {
         public let at: Int64
     }
 
-    /// The audit rows since `since` (microseconds since 1970), oldest first; the owner's.
+    /// The audit rows since `since` (microseconds since 1970), in the order
+    /// they were appended; the owner's. Every device's chain is checked
+    /// first, whole (`RemoteStore.verifiedAudit`): the first broken link is
+    /// errSecDecode naming the device, entry and row, and nothing is listed.
     public func audit(since: Int64) throws -> [AuditEntry] {
         guard let remote = remoteStore else { throw KeychainError(.notAvailable, "the audit is a remote keychain's") }
         try requireOwner("reading the audit")
         return try remote.transaction { _ in
-            try remote.execute("""
-                SELECT a.id, a.device, d.name, a.item, a.operation, a.at FROM locket.audit a
-                JOIN locket.devices d ON d.id = a.device
-                WHERE a.at >= to_timestamp($1::float8 / 1000000) ORDER BY a.id
-                """, [.int(since)]).map { row in
-                AuditEntry(id: row[0].int ?? 0, device: row[1].int ?? 0, deviceName: row[2].text ?? "", item: row[3].bytes ?? [],
-                           operation: row[4].text ?? "", at: row[5].int ?? 0)
+            try remote.verifiedAudit().filter { $0.entry.at >= since }.map { entry, row, name in
+                AuditEntry(id: row, device: entry.device, deviceName: name, item: entry.item, operation: entry.operation, at: entry.at)
             }
         }
     }

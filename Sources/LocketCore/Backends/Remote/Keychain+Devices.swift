@@ -4,16 +4,37 @@ import LocketSupport
 /// groups, revoke. An item's field key needs both its class key (the password,
 /// as in a file) and its group's key, which the database holds only sealed to
 /// each approved device's X25519 public key: a device opens only its groups.
+/// Who is approved, with which keys, and each group's generation and
+/// members are the signed membership (`Roster`), not the server's tables:
+/// an approval needs the new device's fingerprint, compared out of band.
 extension Keychain {
     /// One device as `keychain devices` lists it.
     public struct RemoteDevice: Sendable, Equatable {
         public let id: Int64
         public let name: String
+        /// approved or revoked as the signed membership says; pending for a
+        /// device it doesn't name yet.
         public let state: String
-        /// The access groups it holds a current key for.
+        /// The access groups it holds a current key for, by the signed membership.
         public let groups: [String]
         /// Whether it is this machine.
         public let isThisMachine: Bool
+        /// `3f9a-0c12-77e0-a41b-9c03`: of the keys the signed membership
+        /// holds for an approved or revoked device (so the ones its approver
+        /// checked), of the keys in the server's table for a pending one.
+        public let fingerprint: String
+        /// The same as ten words.
+        public let fingerprintWords: String
+    }
+
+    /// What `enroll` tells the user: this device's id and fingerprint (to
+    /// read to an admin), and who signed the membership it now trusts.
+    public struct Enrolment: Sendable, Equatable {
+        public let id: Int64
+        public let fingerprint: String
+        public let fingerprintWords: String
+        public let signer: Int64
+        public let signerFingerprint: String
     }
 
     private func requireRemote(_ what: String) throws -> RemoteStore {
@@ -24,109 +45,175 @@ extension Keychain {
     /// This machine's device id, nil before it enrolls.
     public var deviceID: Int64? { remoteStore?.device?.id }
 
-    /// Asks to join: a new X25519 key pair, the public key in the database as
-    /// a pending device named `name`, the secret key in this machine's device
-    /// state. Returns the device id an approved device approves.
+    /// Asks to join: new X25519 and Ed25519 key pairs, the public keys in
+    /// the database as a pending device named `name`, the secret keys in this
+    /// machine's device state. The membership verified now is the one this
+    /// device trusts from here on (its signer's fingerprint is shown to compare).
     @discardableResult
-    public func enroll(name: String) throws -> Int64 {
+    public func enroll(name: String) throws -> Enrolment {
         let remote = try requireRemote("enrolling")
         if let device = remote.device { throw KeychainError(.duplicateItem, "this machine is already device \(device.id)") }
-        let secretKey = try DeviceIdentity.generateSecretKey()
-        let publicKey = try BackupRecipients.publicKey(secretKey: secretKey)
+        let keys = try DeviceIdentity.generate(id: 0)
         let id: Int64 = try remote.transaction { _ in
-            guard let id = try remote.execute(RemoteStatements.enrollDevice, [.bytes(publicKey), .text(name)]).first?[0].int else {
+            guard let id = try remote.execute(RemoteStatements.enrollDevice, [.bytes(keys.publicKey), .text(name), .bytes(keys.signingKey)])
+                .first?[0].int else {
                 throw KeychainError(.io, "the database returned no device id")
             }
             return id
         }
-        let device = try DeviceIdentity(id: id, secretKey: secretKey)
+        let device = try keys.with(id: id)
         try device.save(keychainID: keybag.keychainID, environment: environment)
         remote.device = device
-        return id
+        guard let roster = remote.verifiedRoster else { throw KeychainError(.io, "the membership was not read") }
+        remote.trust = RemoteTrust(roster: roster, state: remote.verifiedState)
+        try remote.trust.save(keychainID: keybag.keychainID, device: device, environment: environment)
+        let signer = roster.roster.device(roster.roster.signer).map(roster.roster.fingerprint)
+        let mine = device.fingerprint(keychainID: keybag.keychainID)
+        return Enrolment(id: id, fingerprint: mine.hex, fingerprintWords: mine.words, signer: roster.roster.signer,
+                         signerFingerprint: signer?.hex ?? "")
     }
 
     /// Every device, in enrolment order.
     public func devices() throws -> [RemoteDevice] {
         let remote = try requireRemote("listing devices")
         return try remote.transaction { _ in
-            try remote.execute(RemoteStatements.listDevices, []).map { row in
+            let roster = remote.verifiedRoster?.roster
+            return try remote.execute(RemoteStatements.listDevices, []).map { row in
                 let id = row[0].int ?? 0
-                let groups = try remote.execute(RemoteStatements.deviceGroups, [.int(id)]).compactMap { $0[0].text }
-                return RemoteDevice(id: id, name: row[2].text ?? "", state: row[3].text ?? "", groups: groups,
-                                    isThisMachine: id == remote.device?.id)
+                let signed = roster?.device(id)
+                let fingerprint = signed.map { roster!.fingerprint($0) }
+                    ?? DeviceFingerprint(keychainID: keybag.keychainID, encryptionKey: row[1].bytes ?? [], signingKey: row[5].bytes ?? [])
+                let state = signed.map { $0.revokedAt == 0 ? "approved" : "revoked" } ?? "pending"
+                let groups = roster?.groups.filter { $0.members.contains(id) && signed?.revokedAt == 0 }.map(\.name) ?? []
+                return RemoteDevice(id: id, name: row[2].text ?? "", state: state, groups: groups,
+                                    isThisMachine: id == remote.device?.id, fingerprint: fingerprint.hex, fingerprintWords: fingerprint.words)
             }
         }
     }
 
     /// Grants device `id` the current keys of `groups`, each wrapped to its
-    /// public key by this device, which must hold them; a pending device
-    /// becomes approved. All or nothing.
-    public func approve(device id: Int64, groups: [String]) throws {
+    /// public key by this device, which must hold them and be approved; the
+    /// device's keys must have `fingerprint` (either form, as `enroll`
+    /// printed it on that device), or nothing is granted: a key the server
+    /// swapped in is never approved. The next membership epoch names the
+    /// device and its keys. All or nothing.
+    public func approve(device id: Int64, groups: [String], fingerprint: String) throws {
         let remote = try requireRemote("approving a device")
         try requireOwner("approving a device")
         guard !groups.isEmpty else { throw KeychainError(.param, "name the access groups to approve the device for") }
+        guard let expected = DeviceFingerprint.parse(fingerprint) else {
+            throw KeychainError(.param, "'\(Printable.clip(fingerprint))' is not a device fingerprint (5 groups of 4 hex digits, or 10 words)")
+        }
         try remote.transaction { _ in
             guard let target = try remote.execute(RemoteStatements.lockDevice, [.int(id)]).first,
-                  let publicKey = target[0].bytes, let state = target[1].text else {
+                  let publicKey = target[0].bytes, let signingKey = target[2].bytes else {
                 throw KeychainError(.itemNotFound, "no device \(id)")
             }
-            guard state != "revoked" else { throw KeychainError(.param, "device \(id) was revoked; it enrolls again as a new device") }
-            for group in groups {
-                let key = try remote.groupKey(group)
-                try remote.execute(RemoteStatements.wrapGroupKey + " ON CONFLICT DO NOTHING",
-                                   [.text(group), .int(id), .bytes(DeviceIdentity.seal(key, to: publicKey))])
+            let found = DeviceFingerprint(keychainID: keybag.keychainID, encryptionKey: publicKey, signingKey: signingKey)
+            guard found == expected else {
+                throw KeychainError(.authFailed, """
+                    device \(id)'s keys have fingerprint \(found.hex), not \(expected.hex): not approved. \
+                    Compare again with what 'keychain enroll' printed on that device; if they differ, its key was replaced
+                    """)
             }
-            if state == "pending" { try remote.execute(RemoteStatements.approveDevice, [.int(id)]) }
+            var keys: [String: SecureBytes] = [:]
+            for group in groups { keys[group] = try remote.groupKey(group) }
+            // groupKey may have made a group: the membership to extend is the newest.
+            guard var next = remote.verifiedRoster?.roster else { throw KeychainError(.io, "the membership was not read") }
+            if let known = next.device(id) {
+                guard known.revokedAt == 0 else { throw KeychainError(.param, "device \(id) was revoked; it enrolls again as a new device") }
+            } else {
+                next.devices.append(Roster.Device(id: id, encryptionKey: publicKey, signingKey: signingKey, revokedAt: 0))
+            }
+            for (index, group) in next.groups.enumerated() {
+                guard let key = keys[group.name] else { continue }
+                if !group.members.contains(id) { next.groups[index].members.append(id) }
+                try remote.storeWrappedKey(group: group.name, generation: group.generation, device: id,
+                                           wrapped: DeviceIdentity.seal(key, to: publicKey))
+            }
+            try remote.publish(next)
+            try remote.execute(RemoteStatements.approveDevice, [.int(id)])
         }
     }
 
-    /// Revokes device `id`: in one transaction, each group it held gets a new
-    /// key generation, every item of the group is re-sealed under it, the
-    /// other members get the new key, and the older wraps are dropped, so
-    /// nothing written after this is readable with what the device kept.
-    /// This device must hold those groups and have their items' classes unlocked.
+    /// Revokes device `id`: in one transaction, the next membership epoch
+    /// marks it revoked, each group it held gets a new key generation
+    /// wrapped to the remaining members' keys as the signed membership holds
+    /// them (never the server's table), every item of the group is re-sealed
+    /// under it, and the older wraps are dropped, so nothing written after
+    /// this is readable with what the device kept. This device must be
+    /// approved, hold those groups and have their items' classes unlocked.
     public func revoke(device id: Int64) throws {
         let remote = try requireRemote("revoking a device")
         try requireOwner("revoking a device")
         // A server that puts back the keys from before the revocation puts back an older header too: it moves on with them.
         try write(advancingHeader: true) {
-            let groups = try remote.execute(RemoteStatements.deviceGroups, [.int(id)]).compactMap { $0[0].text }
-            guard try !remote.execute(RemoteStatements.revokeDevice, [.int(id)]).isEmpty else {
+            let (me, current) = try remote.approvedDevice("revoking a device")
+            guard let target = current.roster.device(id), target.revokedAt == 0 else {
                 throw KeychainError(.itemNotFound, "no approved device \(id)")
             }
-            for group in groups { try rotate(group: group, remote) }
+            guard id != me.id else { throw KeychainError(.param, "a device can't revoke itself: revoke it from another approved device") }
+            var next = current.roster
+            next.devices = next.devices.map { device in
+                var device = device
+                if device.id == id { device.revokedAt = current.roster.epoch + 1 }
+                return device
+            }
+            // Every item of the groups it held, opened under the current keys before they change.
+            var opened: [(String, [(Int64, Sealing.RowIdentity, SecureBytes, SecureBytes)])] = []
+            var newKeys: [String: SecureBytes] = [:]
+            for (index, group) in next.groups.enumerated() where group.members.contains(id) {
+                opened.append((group.name, try open(group: group.name, remote)))
+                let key = try SecureBytes(copying: Sodium.random(32))
+                newKeys[group.name] = key
+                next.groups[index].generation += 1
+                next.groups[index].members.removeAll { $0 == id }
+                next.groups[index].keyCheck = Roster.keyCheck(keychainID: keybag.keychainID, group: group.name,
+                                                              generation: next.groups[index].generation, key: key)
+            }
+            try remote.execute(RemoteStatements.revokeDevice, [.int(id)])
+            try remote.publish(next)
+            for group in next.groups {
+                guard let key = newKeys[group.name] else { continue }
+                try remote.execute("UPDATE locket.groups SET generation = $2 WHERE agrp = $1", [.text(group.name), .int(group.generation)])
+                for member in group.members {
+                    guard let device = next.device(member), device.revokedAt == 0 else { continue }
+                    try remote.storeWrappedKey(group: group.name, generation: group.generation, device: member,
+                                               wrapped: DeviceIdentity.seal(key, to: device.encryptionKey))
+                }
+                try remote.execute("DELETE FROM locket.group_keys WHERE agrp = $1 AND generation <> $2", [.text(group.name), .int(group.generation)])
+            }
+            remote.forgetGroupKeys()
+            for (_, items) in opened {
+                for (rowID, identity, attrs, data) in items { try reseal(rowID, identity, attrs, data, remote) }
+            }
         }
     }
 
-    /// A new generation of `group`'s key, its items re-sealed, inside the caller's transaction.
-    private func rotate(group: String, _ remote: RemoteStore) throws {
-        _ = try remote.execute(RemoteStatements.lockGroup, [.text(group)])
-        // The members before the generation moves (the revoked device is no longer approved).
-        let members = try remote.execute(RemoteStatements.groupMembers, [.text(group)])
-        let rows = try remote.execute("SELECT id, ref, cls, pdmn, attrs, data FROM locket.items WHERE agrp = $1 ORDER BY id FOR UPDATE",
+    /// Every item of `group`, opened (unpadded and unsealed) under the keys this device holds now.
+    private func open(group: String, _ remote: RemoteStore) throws -> [(Int64, Sealing.RowIdentity, SecureBytes, SecureBytes)] {
+        let rows = try remote.execute("SELECT id, ref, cls, pdmn, agrp, attrs, data, pk, dh FROM locket.items WHERE agrp = $1 ORDER BY id FOR UPDATE",
                                       [.text(group)])
-        var opened: [(Int64, Sealing.RowIdentity, SecureBytes, SecureBytes)] = []
-        for row in rows {
-            guard let itemClass = row[2].text.flatMap(ItemClass.init(rawValue:)),
-                  let pclass = row[3].text.flatMap(ProtectionClass.init(rawValue:)),
-                  let id = row[0].int, let ref = row[1].bytes, let attrs = row[4].bytes, let data = row[5].bytes else {
+        return try rows.map { values in
+            let row = try remote.opened(values)
+            guard let itemClass = row.itemClass, let pclass = ProtectionClass(rawValue: row.protectionClassCode) else {
                 throw KeychainError(.decode, "an item of the group could not be read for re-sealing")
             }
-            let identity = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
-            opened.append((id, identity, try SecretBox.open(attrs, key: try fieldKey(identity, .attributes), what: "an item's attributes"),
-                           try SecretBox.open(data, key: try fieldKey(identity, .data), what: "an item's secret")))
+            let identity = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: row.ref)
+            let attrs = try row.withAttributes { try SecretBox.open($0, key: try fieldKey(identity, .attributes), what: "an item's attributes") }
+            let data = try row.withData { try SecretBox.open($0, key: try fieldKey(identity, .data), what: "an item's secret") }
+            return (row.id, identity, attrs, data)
         }
-        _ = try remote.execute(RemoteStatements.advanceGroup, [.text(group)])
-        let key = try SecureBytes(copying: Sodium.random(32))
-        for member in members {
-            guard let device = member[0].int, let publicKey = member[1].bytes else { continue }
-            try remote.execute(RemoteStatements.wrapGroupKey, [.text(group), .int(device), .bytes(DeviceIdentity.seal(key, to: publicKey))])
-        }
-        try remote.execute(RemoteStatements.dropOldGroupKeys, [.text(group)])
-        remote.forgetGroupKeys()
-        for (id, identity, attrs, data) in opened {
-            try remote.execute(RemoteStatements.updateItem, [.int(id), .bytes(SecretBox.seal(attrs, key: try fieldKey(identity, .attributes))),
-                                                             .bytes(SecretBox.seal(data, key: try fieldKey(identity, .data)))])
-        }
+    }
+
+    /// One item sealed again under its group's new key, its version hash with it.
+    private func reseal(_ id: Int64, _ identity: Sealing.RowIdentity, _ attrs: SecureBytes, _ data: SecureBytes, _ remote: RemoteStore) throws {
+        let pk = try remote.execute("SELECT pk FROM locket.items WHERE id = $1", [.int(id)]).first?[0].bytes ?? []
+        let stored = try remote.padded(group: identity.accessGroup, primaryKey: pk,
+                                       attributes: SecretBox.seal(attrs, key: try fieldKey(identity, .attributes)),
+                                       data: SecretBox.seal(data, key: try fieldKey(identity, .data)))
+        try remote.execute(RemoteStatements.updateItem, [.int(id), .bytes(stored.attributes), .bytes(stored.data),
+                                                         .bytes(stored.version), .bytes(stored.dataHash)])
+        remote.wrote(id: id, version: stored.version)
     }
 }

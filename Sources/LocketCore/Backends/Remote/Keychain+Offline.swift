@@ -37,12 +37,15 @@ extension Keychain {
         let path = try RemoteCache.path(url: remote.location.url, environment: environment)
         let started = Clock.milliseconds() * 1000
         let snapshot: RemoteCache? = try remote.transaction { transaction in
-            let state = try remote.execute(RemoteStatements.deviceState, [.int(device.id)]).first?[0].text
-            guard state == "approved" else { return nil }
+            // Approved by the signed membership, not by the server's state column.
+            guard let roster = remote.verifiedRoster?.roster, roster.isApproved(device.id) else { return nil }
             var cache = RemoteCache(syncedAt: started, deviceID: device.id, meta: try remote.readMeta(transaction), wrappedKeys: [], rows: [])
-            for row in try remote.execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
-                guard let group = row[0].text, let wrapped = row[2].bytes else { continue }
-                cache.wrappedKeys.append((group, wrapped))
+            for group in roster.groups where group.members.contains(device.id) {
+                // Checked against the membership (generation and key check) before it is kept.
+                guard try remote.holdsKey(group.name), let wrapped = try remote.execute("""
+                    SELECT wrapped FROM locket.group_keys WHERE agrp = $1 AND generation = $2 AND device = $3
+                    """, [.text(group.name), .int(group.generation), .int(device.id)]).first?[0].bytes else { continue }
+                cache.wrappedKeys.append((group.name, wrapped))
             }
             for (group, _) in cache.wrappedKeys {
                 for row in try remote.execute(RemoteStatements.cachedItems, [.text(group)]) {
@@ -50,6 +53,7 @@ extension Keychain {
                           let pk = row[5].bytes, let attrs = row[6].bytes, let data = row[7].bytes else {
                         throw KeychainError(.decode, "an item row of \(remote.location.url) could not be read for the offline cache")
                     }
+                    try remote.checkVersion(id: id, primaryKey: pk, attributes: attrs, dataHash: SignedState.dataHash(data))
                     let digests = (row[8].text ?? "").split(separator: ",").compactMap { Int64($0) }
                     cache.rows.append(RemoteCache.Row(id: id, ref: ref, itemClass: cls, protectionClass: pdmn, group: group,
                                                       primaryKey: pk, attributes: attrs, data: data, digests: Set(digests)))
@@ -126,9 +130,9 @@ extension RemoteStore {
         guard hasCache || pending != nil else { return }
         let state = try transaction { _ in
             for (ref, at) in pending ?? [] {
-                try execute(RemoteStatements.appendAuditAt, [.int(device.id), .bytes(ref), .text("read"), .int(at)])
+                try appendAudit(ref, "read", at: at)
             }
-            return try execute(RemoteStatements.deviceState, [.int(device.id)]).first?[0].text
+            return verifiedRoster?.roster.isApproved(device.id) == true ? "approved" : "revoked"
         }
         if pending != nil { unlink(sending) }
         if hasCache && state != "approved" { unlink(cachePath) }

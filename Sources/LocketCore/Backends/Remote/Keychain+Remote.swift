@@ -63,6 +63,7 @@ extension RemoteStore {
         if version > RemoteSchema.version {
             throw KeychainError(.invalidKeychain, "\(location.url) has schema version \(version); this locket knows up to \(RemoteSchema.version)")
         }
+        if version > 0 && version < RemoteSchema.version { throw RemoteSchema.olderVersion(version, location.url) }
         guard let id = stored[MetaKey.id.rawValue] else {
             throw KeychainError(.noSuchKeychain, "no keychain in \(location.url)", reason: .noKeychain(path: location.url))
         }
@@ -103,22 +104,37 @@ extension RemoteStore {
 
         func make(header: [(String, [UInt8])], keybag: Keybag, environment: Environment) throws -> any KeychainStorage {
             guard let store else { throw KeychainError(.io, "the database was not prepared") }
-            let deviceKey = try DeviceIdentity.generateSecretKey()
-            let devicePublicKey = try BackupRecipients.publicKey(secretKey: deviceKey)
-            var deviceID: Int64 = 0
+            let keys = try DeviceIdentity.generate(id: 0)
+            var device = keys
+            let keychainID = keybag.keychainID
             try store.transaction { transaction in
                 if try store.readMeta(transaction)[MetaKey.id.rawValue] != nil {
                     throw KeychainError(.duplicateKeychain, "\(location.url) already holds a keychain")
                 }
                 try store.writeMeta(header + keybag.remoteMeta)
                 // The creating machine is the first device, approved: its groups' keys are wrapped to it as it makes them.
-                let device = try store.execute("INSERT INTO locket.devices(public_key, name, state) VALUES ($1, $2, 'approved') RETURNING id",
-                                               [.bytes(devicePublicKey), .text(deviceName)])
-                deviceID = device.first?[0].int ?? 0
+                let row = try store.execute("""
+                    INSERT INTO locket.devices(public_key, signing_key, name, state) VALUES ($1, $2, $3, 'approved') RETURNING id
+                    """, [.bytes(keys.publicKey), .bytes(keys.signingKey), .text(deviceName)])
+                device = try keys.with(id: row.first?[0].int ?? 0)
+                // Epoch 1 of the membership (the creator alone, the root every
+                // device's trust starts from) and the first state (no item).
+                let roster = try SignedRoster.sign(Roster(keychainID: keychainID, epoch: 1, previous: [UInt8](repeating: 0, count: 32),
+                                                          signer: device.id,
+                                                          devices: [Roster.Device(id: device.id, encryptionKey: device.publicKey,
+                                                                                  signingKey: device.signingKey, revokedAt: 0)],
+                                                          groups: []), by: device)
+                try store.insertRoster(roster)
+                let state = try SignedState.sign(after: nil, keychainID: keychainID, rosterEpoch: 1, root: SignedState.root([]), by: device)
+                try store.insertState(state)
+                store.working = RemoteTrust(roster: roster, state: state)
             }
-            let device = try DeviceIdentity(id: deviceID, secretKey: deviceKey)
-            try device.save(keychainID: keybag.keychainID, environment: environment)
+            try device.save(keychainID: keychainID, environment: environment)
             store.device = device
+            store.keychainID = keychainID
+            store.environment = environment
+            store.trust = store.working
+            try store.trust.save(keychainID: keychainID, device: device, environment: environment)
             return store
         }
     }

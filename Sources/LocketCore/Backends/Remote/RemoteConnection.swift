@@ -123,11 +123,18 @@ public final class RemoteConnection {
                     helper?.stop()
                     helper = nil
                     if committing {
-                        throw KeychainError(.io, "the connection to the PostgreSQL server was lost during COMMIT: the transaction may or may not have been committed")
+                        throw KeychainError(.io, "the connection to the PostgreSQL server was lost during COMMIT: the change may or may not have been applied")
                     }
                     guard !reconnected else { throw failure.keychainError }
                     reconnected = true
                     continue
+                }
+                if reconnected, case .connect = failure {
+                    // The write was under way when its connection went; COMMIT was never sent.
+                    throw KeychainError(failure.keychainError.code, """
+                        the connection to the PostgreSQL server was lost before the change was committed, and could not be made again: \
+                        the change was not applied (\(failure.keychainError.message))
+                        """)
                 }
                 // The server aborted the transaction; end it on our side too.
                 _ = try? run("ROLLBACK", [])

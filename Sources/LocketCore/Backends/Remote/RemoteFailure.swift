@@ -44,7 +44,7 @@ enum RemoteFailure: Error {
             let named = constraint.isEmpty ? "" : ", constraint \(constraint)"
             let status = "(SQLSTATE \(sqlstate.isEmpty ? "none" : sqlstate)\(named))"
             if lost {
-                return KeychainError(.io, "the connection to the PostgreSQL server was lost; the open transaction was not committed \(status)")
+                return KeychainError(.io, "the connection to the PostgreSQL server was lost; the open transaction was not committed: nothing of it was applied \(status)")
             }
             switch sqlstate.prefix(2) {
             case "23" where sqlstate == "23505":

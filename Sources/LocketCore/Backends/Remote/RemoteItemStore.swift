@@ -33,17 +33,17 @@ struct RemoteItemStore: ItemStoring {
 
     func select(_ filter: ItemFilter, data: Bool) throws -> Cursor {
         if let rows = cached(filter) {
-            return Cursor(rows: rows.map { row in
+            return Cursor(store: store, rows: rows.map { row in
                 RemoteRow(values: [.int(row.id), .bytes(row.ref), .text(row.itemClass), .text(row.protectionClass), .text(row.group),
-                                   .bytes(row.attributes), data ? .bytes(row.data) : .null], names: [])
+                                   .bytes(row.attributes), data ? .bytes(row.data) : .null, .bytes(row.primaryKey), .null], names: [])
             })
         }
         let (sql, parameters) = condition(filter)
         let rows = try execute("""
-            SELECT id, ref, cls, pdmn, agrp, attrs, \(data ? "data" : "NULL::bytea")
+            SELECT id, ref, cls, pdmn, agrp, attrs, \(data ? "data" : "NULL::bytea"), pk, dh
             FROM locket.items WHERE \(sql) ORDER BY id
             """, parameters)
-        return Cursor(rows: rows)
+        return Cursor(store: store, rows: rows)
     }
 
     func makeInserter() throws -> any ItemInserting { Inserter(store: store) }
@@ -52,7 +52,9 @@ struct RemoteItemStore: ItemStoring {
     func delete(_ filter: ItemFilter) throws -> Int {
         // The blind rows go with their items (ON DELETE CASCADE).
         let (sql, parameters) = condition(filter)
-        return try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id", parameters).count
+        let deleted = try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id", parameters).count
+        if deleted > 0 { store.changedItems = true }
+        return deleted
     }
 
     func classesAndGroups(_ filter: ItemFilter) throws -> [(String, String)] {
@@ -89,7 +91,8 @@ struct RemoteItemStore: ItemStoring {
     struct RowReader: ItemRowReading {
         let store: RemoteStore
         func row(_ id: Int64) throws -> Row? {
-            try store.execute("SELECT id, ref, cls, pdmn, agrp, attrs, data FROM locket.items WHERE id = $1", [.int(id)]).first.map(Row.init(values:))
+            try store.execute("SELECT id, ref, cls, pdmn, agrp, attrs, data, pk, dh FROM locket.items WHERE id = $1", [.int(id)]).first
+                .map { try store.opened($0) }
         }
         func finish() {}
     }
@@ -115,10 +118,15 @@ struct RemoteItemStore: ItemStoring {
         }
     }
 
+    /// Each row checked against the signed state and its padding removed (`RemoteStore.opened`).
     final class Cursor: ItemCursor {
+        private let store: RemoteStore
         private var rows: IndexingIterator<[RemoteRow]>
-        init(rows: [RemoteRow]) { self.rows = rows.makeIterator() }
-        func next() throws -> Row? { rows.next().map(Row.init(values:)) }
+        init(store: RemoteStore, rows: [RemoteRow]) {
+            self.store = store
+            self.rows = rows.makeIterator()
+        }
+        func next() throws -> Row? { try rows.next().map { try store.opened($0) } }
     }
 
     /// One statement per item: the row and its blind rows together. An
@@ -129,15 +137,18 @@ struct RemoteItemStore: ItemStoring {
         let store: RemoteStore
         func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
                     digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
+            let stored = try store.padded(group: group, primaryKey: digests.primaryKey, attributes: attributes, data: data)
             let inserted = try store.execute("""
-                WITH item AS (INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data)
-                              VALUES ($1, $2, $3, $4, $5, $6, $7)
+                WITH item AS (INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data, vh, dh)
+                              VALUES ($1, $2, $3, $4, $5, $6, $7, $9, $10)
                               ON CONFLICT ON CONSTRAINT items_primary_key DO NOTHING RETURNING id),
                      blind AS (INSERT INTO locket.blind(digest, item) SELECT d, item.id FROM item, unnest($8::text::bigint[]) d)
                 SELECT id FROM item
                 """, [.bytes(ref), .text(itemClass.rawValue), .text(accessible.rawValue), .text(group),
-                      .bytes(digests.primaryKey), .bytes(attributes), .bytes(data), RemoteItemStore.digestArray(digests)])
-            if inserted.isEmpty { throw KeychainError(.duplicateItem) }
+                      .bytes(digests.primaryKey), .bytes(stored.attributes), .bytes(stored.data), RemoteItemStore.digestArray(digests),
+                      .bytes(stored.version), .bytes(stored.dataHash)])
+            guard let id = inserted.first?[0].int else { throw KeychainError(.duplicateItem) }
+            store.wrote(id: id, version: stored.version)
         }
     }
 
@@ -145,14 +156,51 @@ struct RemoteItemStore: ItemStoring {
     struct Updater: ItemUpdating {
         let store: RemoteStore
         func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
+            let stored = try store.padded(group: group, primaryKey: digests.primaryKey, attributes: attributes, data: data)
             try store.execute("""
-                WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5 WHERE id = $1),
+                WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5, vh = $7, dh = $8 WHERE id = $1),
                      wanted AS (SELECT d FROM unnest($6::text::bigint[]) d),
                      dropped AS (DELETE FROM locket.blind WHERE item = $1 AND digest NOT IN (SELECT d FROM wanted))
                 INSERT INTO locket.blind(digest, item) SELECT d, $1 FROM wanted ON CONFLICT DO NOTHING
-                """, [.int(id), .text(group), .bytes(digests.primaryKey), .bytes(attributes), .bytes(data),
-                      RemoteItemStore.digestArray(digests)])
+                """, [.int(id), .text(group), .bytes(digests.primaryKey), .bytes(stored.attributes), .bytes(stored.data),
+                      RemoteItemStore.digestArray(digests), .bytes(stored.version), .bytes(stored.dataHash)])
+            store.wrote(id: id, version: stored.version)
         }
+    }
+}
+
+extension RemoteStore {
+    /// A row as the engine reads it: checked against the item's version
+    /// hash in the verified state, its values unpadded when this device
+    /// holds the group (otherwise the engine refuses the row before opening it).
+    func opened(_ values: RemoteRow) throws -> RemoteItemStore.Row {
+        var columns = values.values
+        guard columns.count >= 9, let id = columns[0].int, let group = columns[4].text, let attributes = columns[5].bytes else {
+            return RemoteItemStore.Row(values: values)
+        }
+        let data = columns[6].bytes
+        if versions != nil {
+            try checkVersion(id: id, primaryKey: columns[7].bytes ?? [], attributes: attributes,
+                             dataHash: data.map(SignedState.dataHash) ?? columns[8].bytes ?? [])
+        }
+        if let key = try paddingKey(group) {
+            columns[5] = .bytes(try RemotePadding.open(attributes, key: key))
+            if let data { columns[6] = .bytes(try RemotePadding.open(data, key: key)) }
+        }
+        return RemoteItemStore.Row(values: RemoteRow(values: columns, names: []))
+    }
+
+    /// The engine's sealed values as stored: padded, sealed under the group's
+    /// padding key, with the version hash the next signed state covers.
+    func padded(group: String, primaryKey: [UInt8], attributes: [UInt8], data: [UInt8])
+        throws -> (attributes: [UInt8], data: [UInt8], version: [UInt8], dataHash: [UInt8]) {
+        guard let key = try paddingKey(group) else {
+            throw KeychainError(.interactionNotAllowed, "this device was not approved for the access group '\(Printable.clip(group))'",
+                                reason: .notApproved(group: group))
+        }
+        let storedAttributes = RemotePadding.seal(attributes, key: key), storedData = RemotePadding.seal(data, key: key)
+        let dataHash = SignedState.dataHash(storedData)
+        return (storedAttributes, storedData, SignedState.version(primaryKey: primaryKey, attributes: storedAttributes, dataHash: dataHash), dataHash)
     }
 }
 

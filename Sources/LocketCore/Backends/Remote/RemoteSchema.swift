@@ -5,10 +5,12 @@
 /// values, keyed digests, class, protection class, access group, references.
 public enum RemoteSchema {
     /// The schema version this locket creates and reads.
-    public static let version: Int32 = 1
+    public static let version: Int32 = 2
 
-    /// Version 1, statement by statement (PQexecParams runs one at a time).
-    static let version1: [String] = [
+    /// Version 2, statement by statement (PQexecParams runs one at a time).
+    /// Version 1 (issue 17) had no signing keys, signed membership, state
+    /// chain or signed audit; it is refused, not upgraded (`prepare`).
+    static let statements: [String] = [
         "CREATE SCHEMA locket",
         // name -> value; 'schema' holds the version as int4send (4 bytes, big-endian).
         "CREATE TABLE locket.meta(name text PRIMARY KEY, value bytea NOT NULL)",
@@ -26,6 +28,8 @@ public enum RemoteSchema {
             pk bytea NOT NULL,
             attrs bytea NOT NULL,
             data bytea NOT NULL,
+            vh bytea NOT NULL,
+            dh bytea NOT NULL,
             CONSTRAINT items_primary_key UNIQUE (pk, cls, agrp))
         """,
         // Blind indexes: digest = keyed hash of (item class, attribute code, value).
@@ -36,12 +40,14 @@ public enum RemoteSchema {
             PRIMARY KEY (digest, item))
         """,
         "CREATE INDEX blind_item ON locket.blind(item)",
-        // Devices: the X25519 public key (the private key stays on the device)
-        // and the name its owner gave it, which admins read to approve it.
+        // Devices: the X25519 and Ed25519 public keys (the secret keys stay on
+        // the device) and the name its owner gave it, which admins read to
+        // approve it. Informational: the signed membership (roster) decides.
         """
         CREATE TABLE locket.devices(
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             public_key bytea NOT NULL UNIQUE CHECK (octet_length(public_key) = 32),
+            signing_key bytea NOT NULL UNIQUE CHECK (octet_length(signing_key) = 32),
             name text NOT NULL,
             state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'revoked')),
             enrolled timestamptz NOT NULL DEFAULT now(),
@@ -58,15 +64,25 @@ public enum RemoteSchema {
             wrapped bytea NOT NULL,
             PRIMARY KEY (agrp, generation, device))
         """,
+        // The signed membership, one row per epoch (Roster), and the signed
+        // state chain of the items, one row per changing transaction (SignedState).
+        "CREATE TABLE locket.roster(epoch bigint PRIMARY KEY, body bytea NOT NULL, signature bytea NOT NULL)",
+        "CREATE TABLE locket.states(seq bigint PRIMARY KEY, body bytea NOT NULL, signature bytea NOT NULL)",
         // Who read or changed which item, when. The item is its persistent
-        // reference (no foreign key: the audit outlives the item).
+        // reference (no foreign key: the audit outlives the item). Each
+        // device's entries are a hash chain it signs (seq, body, signature:
+        // SignedAuditEntry); the other columns repeat the body for queries.
         """
         CREATE TABLE locket.audit(
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             device bigint NOT NULL REFERENCES locket.devices(id),
+            seq bigint NOT NULL,
             item bytea NOT NULL,
             operation text NOT NULL CHECK (operation IN ('read', 'add', 'update', 'delete')),
-            at timestamptz NOT NULL DEFAULT now())
+            at timestamptz NOT NULL DEFAULT now(),
+            body bytea NOT NULL,
+            signature bytea NOT NULL,
+            UNIQUE (device, seq))
         """,
         "CREATE INDEX audit_at ON locket.audit(at)",
         // Append-only by trigger rather than by REVOKE: privileges don't bind
@@ -88,11 +104,22 @@ public enum RemoteSchema {
         CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON locket.audit
             FOR EACH STATEMENT EXECUTE FUNCTION locket.audit_append_only()
         """,
-        "INSERT INTO locket.meta(name, value) VALUES ('schema', int4send(1))",
+        "INSERT INTO locket.meta(name, value) VALUES ('schema', int4send(2))",
     ]
 
-    /// Upgrades from version N to N+1, at index N-1 (none yet).
+    /// Upgrades from version N to N+1, at index N-1: none. Version 1 is not
+    /// upgraded: its device keys and group memberships were never signed,
+    /// so whatever a migration signed would vouch for rows the server could
+    /// have rewritten (the attacks version 2 stops). Refused with what to do.
     static let upgrades: [[String]] = []
+
+    static func olderVersion(_ found: Int32, _ url: String) -> KeychainError {
+        KeychainError(.invalidKeychain, """
+            \(url) was made by an earlier locket (remote schema version \(found)), whose devices and group keys are not signed: \
+            this locket can't vouch for them after the fact. Read its items with that release (dump --data) and add them \
+            to a keychain this locket makes in a new database
+            """)
+    }
 
     /// Creates the schema, or upgrades it to `version`, in one transaction;
     /// concurrent callers wait for each other (an advisory lock). Returns the
@@ -109,7 +136,9 @@ public enum RemoteSchema {
                 throw KeychainError(.invalidKeychain, "the remote keychain has schema version \(found); this locket knows up to \(version)")
             }
             if found == 0 {
-                for statement in version1 { try transaction.execute(statement) }
+                for statement in statements { try transaction.execute(statement) }
+            } else if found < 2 {
+                throw olderVersion(found, "the database")
             } else {
                 for step in Int(found)..<Int(version) {
                     for statement in upgrades[step - 1] { try transaction.execute(statement) }
@@ -122,14 +151,23 @@ public enum RemoteSchema {
         }
     }
 
+    static let damagedVersion = KeychainError(.invalidKeychain, """
+        the remote keychain's tables are there but its schema version is missing or 0: the database was altered or \
+        damaged. Restore it from a backup; init does not overwrite an existing schema
+        """)
+
     /// The version recorded in the database, 0 when there is no schema yet.
     public static func installedVersion(_ transaction: RemoteConnection.Transaction) throws -> Int32 {
         let exists = try transaction.execute("SELECT to_regclass('locket.meta') IS NOT NULL")
         guard exists.first?[0].bool == true else { return 0 }
         let rows = try transaction.execute("SELECT value FROM locket.meta WHERE name = 'schema'")
         guard let bytes = rows.first?[0].bytes, bytes.count == 4 else {
-            throw KeychainError(.invalidKeychain, "the remote keychain's schema has no version")
+            throw damagedVersion
         }
-        return Int32(bitPattern: bytes.reduce(0) { $0 << 8 | UInt32($1) })
+        let found = Int32(bitPattern: bytes.reduce(0) { $0 << 8 | UInt32($1) })
+        // Tables without a version are not an empty database: `init` would
+        // fail on them, so no hint should send the user there.
+        guard found > 0 else { throw damagedVersion }
+        return found
     }
 }

@@ -5,63 +5,29 @@
 public enum RemoteStatements {
     // MARK: Devices
 
-    /// $1 public key (32 bytes), $2 name -> id. A new device starts pending.
-    public static let enrollDevice = "INSERT INTO locket.devices(public_key, name) VALUES ($1, $2) RETURNING id"
-    /// -> id, public_key, name, state, enrolled (µs since 1970), in enrolment order.
-    public static let listDevices = "SELECT id, public_key, name, state, enrolled FROM locket.devices ORDER BY id"
-    /// $1 device id -> public_key, state; locks the row for the approving or revoking transaction.
-    public static let lockDevice = "SELECT public_key, state FROM locket.devices WHERE id = $1 FOR UPDATE"
+    /// $1 X25519 public key, $2 name, $3 Ed25519 public key (32 bytes each) -> id. A new device starts pending.
+    public static let enrollDevice = "INSERT INTO locket.devices(public_key, name, signing_key) VALUES ($1, $2, $3) RETURNING id"
+    /// -> id, public_key, name, state, enrolled, signing_key, in enrolment order.
+    public static let listDevices = "SELECT id, public_key, name, state, enrolled, signing_key FROM locket.devices ORDER BY id"
+    /// $1 device id -> public_key, state, signing_key; locks the row for the approving or revoking transaction.
+    public static let lockDevice = "SELECT public_key, state, signing_key FROM locket.devices WHERE id = $1 FOR UPDATE"
     /// $1 device id -> id. Only a pending device can be approved (no row otherwise).
     public static let approveDevice = "UPDATE locket.devices SET state = 'approved', changed = now() WHERE id = $1 AND state = 'pending' RETURNING id"
     /// $1 device id -> id. Only an approved device can be revoked (no row otherwise).
     public static let revokeDevice = "UPDATE locket.devices SET state = 'revoked', changed = now() WHERE id = $1 AND state = 'approved' RETURNING id"
 
     // MARK: Groups and their keys
-
-    /// $1 group: makes the group at generation 1 if it is new.
-    public static let createGroup = "INSERT INTO locket.groups(agrp) VALUES ($1) ON CONFLICT (agrp) DO NOTHING"
-    /// $1 group -> generation, locking the group for a rotation.
-    public static let lockGroup = "SELECT generation FROM locket.groups WHERE agrp = $1 FOR UPDATE"
-    /// $1 group, $2 device id, $3 wrapped key (a sealed box to the device's
-    /// public key): grants the group's current generation to the device.
-    public static let wrapGroupKey = """
-        INSERT INTO locket.group_keys(agrp, generation, device, wrapped)
-        SELECT agrp, generation, $2, $3 FROM locket.groups WHERE agrp = $1
-        """
-    /// $1 device id -> agrp, generation, wrapped: the current keys this device was granted.
-    public static let deviceGroupKeys = """
-        SELECT k.agrp, k.generation, k.wrapped FROM locket.group_keys k
-        JOIN locket.groups g ON g.agrp = k.agrp AND g.generation = k.generation
-        JOIN locket.devices d ON d.id = k.device AND d.state = 'approved'
-        WHERE k.device = $1 ORDER BY k.agrp
-        """
-    /// $1 group -> device id, public key of every approved device holding the
-    /// group's current key: who gets the next generation when one is revoked.
-    public static let groupMembers = """
-        SELECT d.id, d.public_key FROM locket.group_keys k
-        JOIN locket.groups g ON g.agrp = k.agrp AND g.generation = k.generation
-        JOIN locket.devices d ON d.id = k.device
-        WHERE k.agrp = $1 AND d.state = 'approved' ORDER BY d.id
-        """
-    /// $1 device id -> agrp of every group it holds a current key for (what a revocation rotates).
-    public static let deviceGroups = """
-        SELECT k.agrp FROM locket.group_keys k JOIN locket.groups g ON g.agrp = k.agrp AND g.generation = k.generation
-        WHERE k.device = $1 ORDER BY k.agrp
-        """
-    /// $1 group -> the new generation.
-    public static let advanceGroup = "UPDATE locket.groups SET generation = generation + 1 WHERE agrp = $1 RETURNING generation"
-    /// $1 group: drops the wraps of generations before the current one (after re-sealing).
-    public static let dropOldGroupKeys = """
-        DELETE FROM locket.group_keys k USING locket.groups g
-        WHERE k.agrp = $1 AND g.agrp = k.agrp AND k.generation < g.generation
-        """
+    //
+    // Which generation is current and who holds it is the signed membership's
+    // (Roster), never these tables': the statements are in RemoteStore
+    // (`groupKey`, `storeWrappedKey`) and Keychain+Devices (`revoke`).
 
     // MARK: Items (format 2)
 
-    /// $1 ref, $2 cls, $3 pdmn, $4 agrp, $5 pk, $6 attrs, $7 data -> id.
+    /// $1 ref, $2 cls, $3 pdmn, $4 agrp, $5 pk, $6 attrs, $7 data, $8 version hash, $9 data hash -> id.
     /// A duplicate (pk, cls, agrp) fails with SQLSTATE 23505 (errSecDuplicateItem).
     public static let insertItem = """
-        INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+        INSERT INTO locket.items(ref, cls, pdmn, agrp, pk, attrs, data, vh, dh) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
         """
     /// $1 item id, $2 digest.
     public static let insertBlind = "INSERT INTO locket.blind(digest, item) VALUES ($2, $1)"
@@ -74,21 +40,13 @@ public enum RemoteStatements {
         SELECT i.id, i.ref, i.pdmn, i.agrp, i.attrs, i.data FROM locket.blind b JOIN locket.items i ON i.id = b.item
         WHERE b.digest = $2 AND i.cls = $1 ORDER BY i.id
         """
-    /// $1 group -> id, ref, attrs, data, locked for re-sealing.
-    public static let lockGroupItems = "SELECT id, ref, attrs, data FROM locket.items WHERE agrp = $1 ORDER BY id FOR UPDATE"
-    /// $1 id, $2 attrs, $3 data: a re-sealed or updated item.
-    public static let updateItem = "UPDATE locket.items SET attrs = $2, data = $3 WHERE id = $1"
+    /// $1 id, $2 attrs, $3 data, $4 version hash, $5 data hash: a re-sealed item.
+    public static let updateItem = "UPDATE locket.items SET attrs = $2, data = $3, vh = $4, dh = $5 WHERE id = $1"
     /// $1 id (its blind rows go with it).
     public static let deleteItem = "DELETE FROM locket.items WHERE id = $1"
 
     // MARK: Audit
 
-    /// $1 device id, $2 item ref, $3 operation ('read', 'add', 'update', 'delete').
-    public static let appendAudit = "INSERT INTO locket.audit(device, item, operation) VALUES ($1, $2, $3)"
-    /// $1 device id, $2 item ref, $3 operation, $4 when (µs since 1970): a read answered offline, appended on the next contact.
-    public static let appendAuditAt = "INSERT INTO locket.audit(device, item, operation, at) VALUES ($1, $2, $3, to_timestamp($4::float8 / 1000000))"
-    /// $1 device id -> state.
-    public static let deviceState = "SELECT state FROM locket.devices WHERE id = $1"
     /// $1 group -> id, ref, cls, pdmn, agrp, pk, attrs, data, blind digests (comma-separated text):
     /// the after-first-unlock items of the group, for the offline cache.
     public static let cachedItems = """

@@ -97,6 +97,7 @@ extension RemoteStore: TypedItemStorage {
         self.keychainID = keychainID
         self.environment = environment
         device = try DeviceIdentity.load(keychainID: keychainID, environment: environment)
+        if let device { trust = try RemoteTrust.load(keychainID: keychainID, device: device, environment: environment) }
         try settleOfflineState()
     }
 

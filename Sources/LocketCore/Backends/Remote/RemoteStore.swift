@@ -21,6 +21,21 @@ final class RemoteStore {
     /// The group keys this device holds, read once per transaction (a
     /// revocation elsewhere replaces them).
     private var groupKeys: [String: SecureBytes]?
+    /// What this device verified before (`RemoteTrust`), and whether this
+    /// transaction moved it on (saved once the transaction committed).
+    var trust = RemoteTrust()
+    var working = RemoteTrust()
+    /// Verified at the start of each online transaction (RemoteStore+Trust):
+    /// the newest membership, the newest state, every item's version hash by
+    /// id; and whether the transaction changed an item or the membership.
+    var verifiedRoster: SignedRoster?
+    var verifiedState: SignedState?
+    var versions: [Int64: [UInt8]]?
+    var changedItems = false
+    /// This device's latest audit entry, once this transaction has read or appended it.
+    var auditHead: RemoteTrust.AuditHead?
+    /// The padding keys of the groups this transaction has opened.
+    var paddingKeys: [String: SecureBytes] = [:]
 
     /// The prefix of a keybag row's name in `locket.meta`.
     static let keybagPrefix = "keybag."
@@ -62,12 +77,19 @@ final class RemoteStore {
     @inline(never)
     func transaction<T>(_ body: (RemoteConnection.Transaction) throws -> T) throws -> T {
         if let current { return try body(current) }
-        return try connection.transaction(isolation: .serializable) { transaction in
+        let result = try connection.transaction(isolation: .serializable) { transaction in
             current = transaction
             groupKeys = nil
-            defer { current = nil; groupKeys = nil }
-            return try body(transaction)
+            paddingKeys = [:]
+            auditHead = nil
+            defer { current = nil; groupKeys = nil; paddingKeys = [:]; auditHead = nil }
+            try verifyOnBegin()
+            let result = try body(transaction)
+            if changedItems { try advanceState() }
+            return result
         }
+        try saveTrust()
+        return result
     }
 
     /// One statement inside the open transaction.
@@ -107,10 +129,20 @@ extension RemoteStore {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
         }
         if let key = try heldGroupKeys(device)[group] { return key }
-        if try execute("SELECT 1 FROM locket.groups WHERE agrp = $1", [.text(group)]).isEmpty {
+        if offline == nil, let roster = verifiedRoster, roster.roster.group(group) == nil, let keychainID {
+            // A group the signed membership doesn't have yet: made here, by an
+            // approved device, in the next epoch. A row someone put in the
+            // server's table first is overwritten: the membership decides.
+            let (device, _) = try approvedDevice("making an access group")
             let key = try SecureBytes(copying: Sodium.random(32))
-            try execute(RemoteStatements.createGroup, [.text(group)])
-            try execute(RemoteStatements.wrapGroupKey, [.text(group), .int(device.id), .bytes(DeviceIdentity.seal(key, to: device.publicKey))])
+            var next = roster.roster
+            next.groups.append(Roster.Group(name: group, generation: 1,
+                                            keyCheck: Roster.keyCheck(keychainID: keychainID, group: group, generation: 1, key: key),
+                                            members: [device.id]))
+            try publish(next)
+            try execute("DELETE FROM locket.group_keys WHERE agrp = $1", [.text(group)])
+            try execute("INSERT INTO locket.groups(agrp, generation) VALUES ($1, 1) ON CONFLICT (agrp) DO UPDATE SET generation = 1", [.text(group)])
+            try storeWrappedKey(group: group, generation: 1, device: device.id, wrapped: DeviceIdentity.seal(key, to: device.publicKey))
             groupKeys?[group] = key
             return key
         }
@@ -118,7 +150,15 @@ extension RemoteStore {
                             reason: .notApproved(group: group))
     }
 
-    /// The group keys this device holds, read once per transaction.
+    func storeWrappedKey(group: String, generation: Int64, device: Int64, wrapped: [UInt8]) throws {
+        try execute("INSERT INTO locket.group_keys(agrp, generation, device, wrapped) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    [.text(group), .int(generation), .int(device), .bytes(wrapped)])
+    }
+
+    /// The group keys this device holds, read once per transaction, each
+    /// checked against the verified membership: the generation it names
+    /// and the key's check. A wrap of another generation or key (an older
+    /// one put back, one copied from another row) is refused, not used.
     private func heldGroupKeys(_ device: DeviceIdentity) throws -> [String: SecureBytes] {
         if let groupKeys { return groupKeys }
         var keys: [String: SecureBytes] = [:]
@@ -127,12 +167,41 @@ extension RemoteStore {
             groupKeys = keys
             return keys
         }
-        for row in try execute(RemoteStatements.deviceGroupKeys, [.int(device.id)]) {
-            guard let name = row[0].text, let wrapped = row[2].bytes else { continue }
-            keys[name] = try device.open(wrapped)
+        let roster = verifiedRoster?.roster
+        for row in try execute("SELECT agrp, generation, wrapped FROM locket.group_keys WHERE device = $1 ORDER BY agrp, generation", [.int(device.id)]) {
+            guard let name = row[0].text, let generation = row[1].int, let wrapped = row[2].bytes else { continue }
+            guard let roster else {
+                keys[name] = try device.open(wrapped)
+                continue
+            }
+            // Wraps the membership does not grant this device are no key of its.
+            guard let granted = roster.group(name), granted.members.contains(device.id), roster.isApproved(device.id) else { continue }
+            if generation < granted.generation { continue }
+            guard generation == granted.generation else {
+                throw KeychainError(.decode, "the key of access group '\(Printable.clip(name))' is offered at generation \(generation), beyond the signed membership's \(granted.generation): the database was altered")
+            }
+            let key = try device.open(wrapped)
+            guard Roster.keyCheck(keychainID: roster.keychainID, group: name, generation: generation, key: key) == granted.keyCheck else {
+                throw KeychainError(.decode, "the key of access group '\(Printable.clip(name))' is not the one its signed membership names: the database was altered")
+            }
+            keys[name] = key
+        }
+        if let roster, roster.isApproved(device.id) {
+            for group in roster.groups where group.members.contains(device.id) && keys[group.name] == nil {
+                throw KeychainError(.decode, "this device's key of access group '\(Printable.clip(group.name))' at generation \(group.generation) is missing (an older one put back, or removed): the database was altered")
+            }
         }
         groupKeys = keys
         return keys
+    }
+
+    /// The key that pads and seals again `group`'s values, nil when this device doesn't hold the group.
+    func paddingKey(_ group: String) throws -> SecureBytes? {
+        if let key = paddingKeys[group] { return key }
+        guard let device, let groupKey = try heldGroupKeys(device)[group] else { return nil }
+        let key = try RemotePadding.key(groupKey: groupKey)
+        paddingKeys[group] = key
+        return key
     }
 
     /// Whether this device holds the key of `group`: what a listing
@@ -147,19 +216,23 @@ extension RemoteStore {
     }
 
     /// Forgets the group keys read in this transaction (after a rotation).
-    func forgetGroupKeys() { groupKeys = nil }
+    func forgetGroupKeys() {
+        groupKeys = nil
+        paddingKeys = [:]
+    }
 
     /// Appends (this device, `ref`, `operation`) to the audit, in the open
     /// transaction: a secret is read only if its reading is recorded.
     func audit(_ refs: [[UInt8]], _ operation: String) throws {
-        guard let device else {
+        guard device != nil else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
         }
         if offline != nil, let keychainID {
             // Kept locally and appended on the next contact (Keychain.contactServer).
             return try RemoteCache.appendPendingAudit(refs, keychainID: keychainID, environment: environment)
         }
-        for ref in refs { try execute(RemoteStatements.appendAudit, [.int(device.id), .bytes(ref), .text(operation)]) }
+        let now = Clock.milliseconds() * 1000
+        for ref in refs { try appendAudit(ref, operation, at: now) }
     }
 }
 

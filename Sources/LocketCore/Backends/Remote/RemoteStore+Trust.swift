@@ -1,0 +1,176 @@
+import LocketSupport
+
+/// The checks every online transaction makes before anything is read or
+/// written (docs/REMOTE.md "What each key proves", "Freshness"): the signed
+/// membership from the epoch this device last verified to the newest, the
+/// signed state chain from the link it last saw to the newest, and the
+/// newest state's root against every item's version hash. What it verified
+/// is kept (`RemoteTrust`) once the transaction commits.
+extension RemoteStore {
+    /// Before the body of each attempt. Nothing to check before the keychain
+    /// is open (its identity unknown) or offline (the snapshot is this device's).
+    func verifyOnBegin() throws {
+        verifiedRoster = nil
+        verifiedState = nil
+        versions = nil
+        changedItems = false
+        working = trust
+        guard offline == nil, let keychainID else { return }
+        let roster = try verifyRoster(keychainID)
+        try verifyState(roster)
+    }
+
+    /// After the commit: what this transaction verified or wrote is what this device now trusts.
+    func saveTrust() throws {
+        guard working != trust, let device, let keychainID else { return }
+        trust = working
+        do {
+            try trust.save(keychainID: keychainID, device: device, environment: environment)
+        } catch let error as KeychainError {
+            throw KeychainError(.io, "the change was applied, but this device's trust record could not be kept: \(error.message)")
+        }
+    }
+
+    /// The newest signed membership, verified link by link from the one this device kept.
+    private func verifyRoster(_ keychainID: [UInt8]) throws -> SignedRoster {
+        let pinned = working.roster
+        let rows = try execute("SELECT epoch, body, signature FROM locket.roster WHERE epoch >= $1 ORDER BY epoch",
+                               [.int(pinned?.roster.epoch ?? 1)])
+        var current: SignedRoster? = nil
+        for row in rows {
+            let signed = try SignedRoster(body: row[1].bytes ?? [], signature: row[2].bytes ?? [])
+            if let pinned, current == nil {
+                guard signed == pinned else {
+                    throw KeychainError(.decode, "\(location.url) shows another membership at epoch \(pinned.roster.epoch) than this device verified: the database was altered or forked")
+                }
+            } else {
+                try signed.verify(after: current, keychainID: keychainID)
+            }
+            current = signed
+        }
+        guard let current else {
+            if let pinned {
+                throw KeychainError(.decode, "\(location.url) was rolled back: its membership is older than epoch \(pinned.roster.epoch), which this device verified")
+            }
+            throw KeychainError(.decode, "\(location.url) has no signed membership: the database was altered")
+        }
+        verifiedRoster = current
+        if device != nil { working.roster = current }
+        return current
+    }
+
+    /// The newest signed state, verified from the one this device kept, and
+    /// the items' version hashes against its root.
+    private func verifyState(_ roster: SignedRoster) throws {
+        let pinned = working.state
+        let rows = try pinned.map {
+            try execute("SELECT seq, body, signature FROM locket.states WHERE seq >= $1 ORDER BY seq", [.int($0.sequence)])
+        } ?? execute("SELECT seq, body, signature FROM locket.states ORDER BY seq DESC LIMIT 1", [])
+        var current: SignedState? = nil
+        for row in rows {
+            let signed = try SignedState(body: row[1].bytes ?? [], signature: row[2].bytes ?? [])
+            if let pinned, current == nil {
+                guard signed == pinned else {
+                    throw KeychainError(.decode, "\(location.url) shows another state of its items at \(pinned.sequence) than this device saw: the database was altered or forked")
+                }
+            } else {
+                try signed.verify(after: current, roster: roster.roster)
+            }
+            current = signed
+        }
+        guard let current else {
+            if let pinned {
+                throw KeychainError(.decode, "\(location.url) was rolled back: the state of its items is older than \(pinned.sequence), which this device saw")
+            }
+            throw KeychainError(.decode, "\(location.url) has no signed state of its items: the database was altered")
+        }
+        // Every change of the membership writes a state in its transaction.
+        guard current.rosterEpoch == roster.roster.epoch else {
+            throw KeychainError(.decode, "\(location.url)'s newest state was written under membership epoch \(current.rosterEpoch), not the newest (\(roster.roster.epoch)): the database was altered")
+        }
+        var items: [(id: Int64, ref: [UInt8], version: [UInt8])] = []
+        var versions: [Int64: [UInt8]] = [:]
+        for row in try execute("SELECT id, ref, vh FROM locket.items ORDER BY id", []) {
+            guard let id = row[0].int, let ref = row[1].bytes, let version = row[2].bytes else {
+                throw KeychainError(.decode, "an item of \(location.url) has no version hash: the database was altered")
+            }
+            items.append((id, ref, version))
+            versions[id] = version
+        }
+        guard SignedState.root(items) == current.root else {
+            throw KeychainError(.decode, "the items in \(location.url) are not those of its signed state \(current.sequence) (rows put back, added or removed): the database was altered")
+        }
+        verifiedState = current
+        self.versions = versions
+        if device != nil { working.state = current }
+    }
+
+    /// The version hash this transaction trusts for item `id`, which a row read must match.
+    func checkVersion(id: Int64, primaryKey: [UInt8], attributes: [UInt8], dataHash: [UInt8]) throws {
+        guard let versions else { return }
+        guard let expected = versions[id], expected == SignedState.version(primaryKey: primaryKey, attributes: attributes, dataHash: dataHash) else {
+            throw KeychainError(.decode, "an item of \(location.url) is not the version its signed state holds (an older or foreign row): the database was altered")
+        }
+    }
+
+    /// An item this transaction wrote: its version is trusted from here on.
+    func wrote(id: Int64, version: [UInt8]) {
+        versions?[id] = version
+        changedItems = true
+    }
+
+    /// The device that writes must be approved in the verified membership.
+    func approvedDevice(_ what: String) throws -> (DeviceIdentity, SignedRoster) {
+        guard let device else {
+            throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(location.url)", reason: .notEnrolled)
+        }
+        guard let roster = verifiedRoster, roster.roster.isApproved(device.id) else {
+            throw KeychainError(.interactionNotAllowed, "this device is not approved in \(location.url)'s signed membership: \(what) needs an approved device")
+        }
+        return (device, roster)
+    }
+
+    /// The next state, signed by this device, at the end of a transaction that changed an item or the membership.
+    func advanceState() throws {
+        guard let keychainID else { return }
+        let (device, roster) = try approvedDevice("a change")
+        var items: [(id: Int64, ref: [UInt8], version: [UInt8])] = []
+        for row in try execute("SELECT id, ref, vh FROM locket.items ORDER BY id", []) {
+            items.append((row[0].int ?? 0, row[1].bytes ?? [], row[2].bytes ?? []))
+        }
+        let next = try SignedState.sign(after: verifiedState, keychainID: keychainID, rosterEpoch: roster.roster.epoch,
+                                        root: SignedState.root(items), by: device)
+        try insertState(next)
+        verifiedState = next
+        working.state = next
+        changedItems = false
+    }
+
+    /// One link of the state chain. Reading its key first makes a concurrent
+    /// writer's insert a serialization failure (retried), not a unique violation.
+    func insertState(_ state: SignedState) throws {
+        _ = try execute("SELECT 1 FROM locket.states WHERE seq = $1", [.int(state.sequence)])
+        try execute("INSERT INTO locket.states(seq, body, signature) VALUES ($1, $2, $3)",
+                    [.int(state.sequence), .bytes(state.body), .bytes(state.signature)])
+    }
+
+    /// The next membership epoch, signed by this device; the state follows at the end of the transaction.
+    func publish(_ roster: Roster) throws {
+        let (device, current) = try approvedDevice("changing the membership")
+        var next = roster
+        next.epoch = current.roster.epoch + 1
+        next.previous = current.hash
+        next.signer = device.id
+        let signed = try SignedRoster.sign(next, by: device)
+        try insertRoster(signed)
+        verifiedRoster = signed
+        working.roster = signed
+        changedItems = true
+    }
+
+    func insertRoster(_ roster: SignedRoster) throws {
+        _ = try execute("SELECT 1 FROM locket.roster WHERE epoch = $1", [.int(roster.roster.epoch)])
+        try execute("INSERT INTO locket.roster(epoch, body, signature) VALUES ($1, $2, $3)",
+                    [.int(roster.roster.epoch), .bytes(roster.body), .bytes(roster.signature)])
+    }
+}
