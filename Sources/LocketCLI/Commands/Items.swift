@@ -168,7 +168,7 @@ enum Commands {
             }
             let name = String(text[..<equals])
             let value = String(text[text.index(after: equals)...])
-            if edit.setting[name] != nil || (edit.removing.contains(name) && FreeFormMapping.attribute(named: name) == nil) {
+            if edit.setting[name] != nil || edit.removing.contains(name) {
                 throw UsageError(message: "the free-form attribute '\(Printable.clip(name))' is given twice", command: "update")
             }
             if try !mapped(name, Array(value.utf8)) { edit.setting[name] = value }
