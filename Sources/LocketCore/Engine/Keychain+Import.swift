@@ -81,6 +81,7 @@ extension Keychain {
             var waiting: [(item: ImportedItem, decided: ImportOutcome?)] = []
             var head = 0
             var told = 0
+            var markedUniqueByReference = false
             func tellSettled() throws {
                 let inserted = writer.inserted
                 while head < waiting.count {
@@ -122,7 +123,13 @@ extension Keychain {
                 }
                 try authorize(group)
                 try checkFreeForm(item.freeForm)
-                if item.freeForm.uniqueByReference { try markUniqueByReference() }
+                if item.freeForm.uniqueByReference && !markedUniqueByReference {
+                    // The header row is written here, on the importing thread: the
+                    // writer must be idle first (the connection is one thread's at a time).
+                    while let failure = writer.drain() { try settle(failure) }
+                    try markUniqueByReference()
+                    markedUniqueByReference = true
+                }
                 let row = try seal(item.itemClass, item.attributes, group: group, pclass: item.accessible ?? .whenUnlocked,
                                    data: item.data, extra: item.extra, ref: item.persistentRef,
                                    created: item.creationDate, modified: item.modificationDate, freeForm: item.freeForm)

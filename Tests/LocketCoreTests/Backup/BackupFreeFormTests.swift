@@ -64,6 +64,27 @@ final class BackupFreeFormTests: KeychainTestCase {
         XCTAssertEqual(try target.search(query(ref: first.persistentRef), returnData: true)[0].secretString, "bus one")
     }
 
+    func testBusItemsBehindManyOthersAreRestoredWhole() throws {
+        // The first item unique by reference writes the header row while the import's
+        // writer thread has rows queued: it waits for the writer to be idle first.
+        try keychain.addBatch(try (0..<300).map { (item: try genp("svc \($0)", "acct"), data: try secret("s")) })
+        var refs: [[UInt8]] = []
+        for i in 0..<3 { refs.append(try keychain.add(busItem("bus \(i)", ["k": "\(i)"]), data: secret("bus \(i)")).persistentRef) }
+        let passphrase = try secret("backup passphrase")
+        let file = try backup(of: keychain, passphrase: passphrase)
+        defer { file.remove() }
+        let fresh = try TemporaryKeychain(name: "fresh", kdf: weakKDF())
+        defer { fresh.remove() }
+        let target = try fresh.open()
+        XCTAssertEqual(try restore(file, passphrase: passphrase, into: target), Array(repeating: .added, count: 303))
+        for (i, ref) in refs.enumerated() {
+            var byK = Query(itemClass: .genericPassword)
+            byK.match(freeForm: "k", "\(i)")
+            XCTAssertEqual(try target.search(byK, returnData: true).map(\.persistentRef), [ref])
+        }
+        XCTAssertEqual(try target.search(query(.genericPassword, [.service: "gh", .account: "bob"]), limit: .all).count, 3)
+    }
+
     func testImportingTheSameBackupAgainSkipsOrUpdatesEachItemByItsOwnIdentity() throws {
         let bus = try keychain.add(busItem("L1", ["app": "one"]), data: secret("bus"))
         let passphrase = try secret("backup passphrase")
