@@ -173,6 +173,8 @@ extension Keychain {
         let changes = Dictionary(uniqueKeysWithValues: Attribute.allCases.filter {
             item.itemClass.supports($0) && $0.isSealed
         }.map { ($0, attributes[$0] ?? []) })
+        // A kind-1 record (every backup before kind 2) can't say "no free-form
+        // attributes": the existing item's are kept rather than erased.
         _ = try modify(query, changes: changes, accessGroup: nil, data: item.data, extra: item.extra,
                        freeForm: item.freeForm.isEmpty ? nil : item.freeForm,
                        filter: conflicting)
