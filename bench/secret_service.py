@@ -130,6 +130,63 @@ def rss(pid):
     return fields["VmRSS"], fields["VmHWM"]
 
 
+def cpu_ns(pid):
+    """CPU time of every thread of `pid` so far, in ns (schedstat: exact, where /proc/PID/stat counts 10 ms ticks)."""
+    total = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+            total += int(f.read().split()[0])
+    return total
+
+
+def child_run(arguments, env):
+    """Runs `arguments`; (wall s, its own CPU s from wait4's rusage)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(arguments, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+
+
+def breakdown(sides, pids, count=100):
+    """Where one `secret-tool lookup` spends its time on each side: the
+    process's wall time, secret-tool's own CPU, the provider's and the
+    bus daemon's CPU per lookup (their counters across `count` lookups, run
+    one after another), and what a provider that took no time at all would
+    leave: the best ratio any provider could reach against gnome-keyring."""
+    rng = random.Random(7)
+    rows = {}
+    for side, env in sides.items():
+        provider, daemon = pids[side]
+        walls, clients = [], []
+        before = (cpu_ns(provider), cpu_ns(daemon))
+        for _ in range(count):
+            n = rng.randrange(ITEMS)
+            wall, cpu = child_run(["secret-tool", "lookup", "service", "svc-%d" % n, "username", "user"], env)
+            walls.append(wall)
+            clients.append(cpu)
+        after = (cpu_ns(provider), cpu_ns(daemon))
+        rows[side] = (statistics.median(walls) * 1000, statistics.median(clients) * 1000,
+                      (after[0] - before[0]) / count / 1e6, (after[1] - before[1]) / count / 1e6)
+    bare = [child_run(["secret-tool"], sides["locket"]) for _ in range(30)]
+    print()
+    print("Where a `secret-tool lookup` goes (%d lookups a side, one after another; load average %s):" % (count, os.getloadavg()[0]))
+    print()
+    print("| per lookup | locket | gnome-keyring |")
+    print("| --- | --- | --- |")
+    for k, name in enumerate(["wall time of the secret-tool process (median)", "secret-tool's own CPU (median)",
+                              "the provider's CPU (mean)", "dbus-daemon's CPU (mean)"]):
+        print("| %s | %.2f ms | %.2f ms |" % (name, rows["locket"][k], rows["gnome-keyring"][k]))
+    print("| secret-tool with no arguments (start, libraries, usage; no D-Bus): wall / CPU | %.2f / %.2f ms | |" % (
+        statistics.median(b[0] for b in bare) * 1000, statistics.median(b[1] for b in bare) * 1000))
+    floor = rows["locket"][0] - rows["locket"][2]
+    print()
+    print("A provider that took no time would leave %.2f ms of locket's %.2f ms: at best %.2fx gnome-keyring's %.2f ms "
+          "(locket's provider: %.2fx of gnome-keyring's CPU per lookup)" % (
+              floor, rows["locket"][0], floor / rows["gnome-keyring"][0], rows["gnome-keyring"][0],
+              rows["locket"][2] / rows["gnome-keyring"][2]))
+
+
 def main():
     # locket: a keychain of its own, unlocked, its provider on one bus.
     locket_env = dict(os.environ)
@@ -179,6 +236,7 @@ def main():
              for side, env in sides.items()}
     print("| secretstorage, 1,000 GetSecret in one process | %.0f /s | %.0f /s | %.2fx the rate |" % (
         rates["locket"], rates["gnome-keyring"], rates["locket"] / rates["gnome-keyring"]))
+    breakdown(sides, {"locket": (provider.pid, locket_bus.pid), "gnome-keyring": (gnome.pid, gnome_bus.pid)})
     # The provider's memory with BIG items, after listing them all and reading some.
     subprocess.run(["/usr/bin/python3", "-c", FILL, str(ITEMS), str(BIG)], env=locket_bus_env, check=True)
     subprocess.run(["/usr/bin/python3", "-c", """

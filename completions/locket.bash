@@ -48,6 +48,8 @@ _locket() {
         find:--ref|update:--ref|delete:--ref|export:--ref|otp:--ref|aws-credential:--ref|kube-credential:--ref|key:--ref) return ;;
         find:--limit) return ;;
         update:--set) return ;;
+        update:--set-attr) return ;;
+        update:--remove-attr) return ;;
         unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
         unlock:--password-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         unlock:--credential) return ;;
@@ -90,7 +92,7 @@ _locket() {
         init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr -w --password --data-file --generate --charset --print --accessible -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --attr --tag --hash --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --set -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --set --set-attr --remove-attr -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         delete) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         dump) COMPREPLY=($(compgen -W "--data --class -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;

@@ -124,6 +124,8 @@ complete -c locket -n '__fish_seen_subcommand_from update' -l tag -x -d 'applica
 complete -c locket -n '__fish_seen_subcommand_from update' -l hash -x -d 'SHA-256 fingerprint of a certificate (cert, identity), hexadecimal'
 complete -c locket -n '__fish_seen_subcommand_from update' -l ref -x -d 'the item with this persistent reference'
 complete -c locket -n '__fish_seen_subcommand_from update' -l set -x -d 'set an attribute (long name or four-char code)'
+complete -c locket -n '__fish_seen_subcommand_from update' -l set-attr -x -d 'set a free-form attribute (genp), keeping the others; service and username set -s and -a'
+complete -c locket -n '__fish_seen_subcommand_from update' -l remove-attr -x -d 'remove a free-form attribute (genp); service and username empty -s and -a'
 complete -c locket -n '__fish_seen_subcommand_from update' -s w -l password -d 'the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes'
 complete -c locket -n '__fish_seen_subcommand_from update' -l data-file -r -F -d 'read the secret\'s exact bytes from PATH (- for stdin)'
 complete -c locket -n '__fish_seen_subcommand_from update' -l prompt -x -d 'the reason shown when the keychain password is asked for (user-presence items)'

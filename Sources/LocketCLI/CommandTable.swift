@@ -61,12 +61,16 @@ public enum CommandTable {
                         conflicts: [("limit", "all"), ("password", "show-data")], operands: false, run: Commands.find)
         }),
         ("update", {
-            CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [-w [SECRET] | --data-file PATH|-] [--prompt TEXT] [--application-password-stdin]",
+            CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [--set-attr NAME=VALUE]... [--remove-attr NAME]... [-w [SECRET] | --data-file PATH|-] [--prompt TEXT] [--application-password-stdin]",
                         summary: "change every matching item, all or nothing",
                         options: attributes + [
                             ref,
                             OptionSpec("set", nil, .value("NAME=VALUE"), repeatable: true,
                                        "set an attribute (long name or four-char code)"),
+                            OptionSpec("set-attr", nil, .value("NAME=VALUE"), repeatable: true,
+                                       "set a free-form attribute (genp), keeping the others; service and username set -s and -a"),
+                            OptionSpec("remove-attr", nil, .value("NAME"), repeatable: true,
+                                       "remove a free-form attribute (genp); service and username empty -s and -a"),
                             secretOption, dataFile, prompt, applicationPasswordStdin,
                         ],
                         conflicts: [("password", "data-file")], operands: false, run: Commands.update)

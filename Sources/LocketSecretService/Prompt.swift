@@ -21,6 +21,8 @@ final class Prompt {
     let client: ClientIdentity
     var action: Action
     var input: PasswordInput?
+    /// An unlock deriving its key on its own thread (UnlockJob).
+    var job: UnlockJob?
     var started = false
     var attempts = 0
     /// The first of the two passwords of a new keychain.
@@ -41,11 +43,13 @@ final class Prompt {
     }
 
     var path: String { ObjectPath.promptPrefix + id }
-    var descriptor: Int32? { input?.fd }
+    var descriptor: Int32? { job?.fd ?? input?.fd }
 
+    /// Stops asking; an unlock already deriving ends on its own thread, unheard.
     func cancel() {
         input?.cancel()
         input = nil
+        job = nil
     }
 
     static func now() -> Int {

@@ -133,37 +133,69 @@ extension Provider {
         prompt.input = input
     }
 
-    /// The prompt's input has something: a password to use, or a cancel.
+    /// The prompt's descriptor is readable: its unlock has ended, or its
+    /// input has a password to use, or a cancel.
     func promptReadable(_ prompt: Prompt) {
+        if let job = prompt.job {
+            guard let outcome = job.finished() else { return }
+            prompt.job = nil
+            do {
+                try outcome.get()
+                try unlocked(prompt)
+            } catch {
+                failed(prompt, error)
+            }
+            return
+        }
         guard let input = prompt.input, let outcome = input.read() else { return }
         prompt.input = nil
         guard let password = outcome else { return complete(prompt, dismissed: true) }
         do {
             try use(password, prompt)
-        } catch let error as KeychainError where error.code == .authFailed {
+        } catch {
+            failed(prompt, error)
+        }
+    }
+
+    /// A password did not do what the prompt was for: asked again after a
+    /// wrong one (three at most), dismissed on anything else.
+    private func failed(_ prompt: Prompt, _ error: any Error) {
+        if let error = error as? KeychainError, error.code == .authFailed {
             prompt.attempts += 1
             if prompt.attempts >= Prompt.attempts { return complete(prompt, dismissed: true) }
-            ask(prompt, retry: true)
-        } catch {
-            log("a prompt failed: \(error)")
-            complete(prompt, dismissed: true)
+            return ask(prompt, retry: true)
         }
+        log("a prompt failed: \(error)")
+        complete(prompt, dismissed: true)
+    }
+
+    /// The first pending keychain of an unlock prompt is unlocked: on to the
+    /// next, or Completed with the objects the client named.
+    private func unlocked(_ prompt: Prompt) throws {
+        guard case .unlock(var pending, let objects) = prompt.action else { return }
+        pending.removeFirst()
+        prompt.attempts = 0
+        guard pending.isEmpty else {
+            prompt.action = .unlock(pending: pending, objects: objects)
+            return ask(prompt, retry: false)
+        }
+        complete(prompt, dismissed: false) { $0.variant("ao") { $0.objectPaths(objects) } }
     }
 
     /// Does what the prompt was for with `password`; asks again while more is needed.
     private func use(_ password: SecureBytes, _ prompt: Prompt) throws {
         switch prompt.action {
-        case .unlock(var pending, let objects):
+        case .unlock(let pending, _):
+            // The key derivation runs on a thread of its own; the loop hears its end (promptReadable).
+            if let job = UnlockJob(keychainPath: pending[0].keychainPath, caller: prompt.client.caller, environment: environment,
+                                   password: password) {
+                prompt.job = job
+                return
+            }
             let keychain = try open(pending[0], prompt.client)
             defer { keychain.releaseFile() }
             try keychain.unlock(password: password, timeout: nil)
-            pending.removeFirst()
-            prompt.attempts = 0
-            guard pending.isEmpty else {
-                prompt.action = .unlock(pending: pending, objects: objects)
-                return ask(prompt, retry: false)
-            }
-            complete(prompt, dismissed: false) { $0.variant("ao") { $0.objectPaths(objects) } }
+            try unlocked(prompt)
         case .create(let name, let path, let label, let alias):
             guard let first = prompt.first else {
                 prompt.first = password

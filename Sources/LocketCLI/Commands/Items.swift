@@ -124,14 +124,56 @@ enum Commands {
             let value = try AttributeValue.parse(attribute, Array(text.utf8), for: query.itemClass)
             if attribute == .accessGroup { newGroup = text } else { changes[attribute] = value }
         }
+        let edit = try freeFormEdit(invocation, query.itemClass, changes: &changes)
         try AccessPrompt.checkStdin(invocation, command: "update")
         let keychain = try context.openKeychain()
         let data = try Prompt.secret(context, invocation, confirm: true)
-        if changes.isEmpty && newGroup == nil && data == nil {
-            throw UsageError(message: "nothing to change: give --set NAME=VALUE, -w or --data-file", command: "update")
+        if changes.isEmpty && newGroup == nil && data == nil && edit.isEmpty {
+            throw UsageError(message: "nothing to change: give --set NAME=VALUE, --set-attr NAME=VALUE, --remove-attr NAME, -w or --data-file",
+                             command: "update")
         }
-        try AccessPrompt.run(keychain, invocation, context) { try keychain.update(query, changes: changes, accessGroup: newGroup, data: data) }
+        try AccessPrompt.run(keychain, invocation, context) {
+            try keychain.update(query, changes: changes, accessGroup: newGroup, data: data, freeFormEdit: edit)
+        }
         return 0
+    }
+
+    /// update's `--set-attr NAME=VALUE` and `--remove-attr NAME` (SPEC §18),
+    /// named as `--attr` names them: `service` and `username` are the
+    /// service and account (set, or emptied), every other name free-form.
+    private static func freeFormEdit(_ invocation: Invocation, _ itemClass: ItemClass,
+                                     changes: inout [Attribute: [UInt8]]) throws -> FreeFormEdit {
+        var edit = FreeFormEdit()
+        let setting = invocation.all("set-attr")
+        let removing = invocation.all("remove-attr")
+        guard !setting.isEmpty || !removing.isEmpty else { return edit }
+        guard itemClass == .genericPassword else {
+            throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no free-form attributes (--set-attr and --remove-attr are for generic passwords)")
+        }
+        func mapped(_ name: String, _ value: [UInt8]) throws -> Bool {
+            guard let attribute = FreeFormMapping.attribute(named: name) else { return false }
+            if changes[attribute] != nil {
+                throw UsageError(message: "the \(attribute.longName) is changed twice (--set and --set-attr/--remove-attr \(name))", command: "update")
+            }
+            changes[attribute] = try AttributeValue.parse(attribute, value)
+            return true
+        }
+        for name in removing {
+            guard !name.isEmpty else { throw UsageError(message: "--remove-attr takes a NAME", command: "update") }
+            if try !mapped(name, []) { edit.removing.insert(name) }
+        }
+        for text in setting {
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw UsageError(message: "--set-attr takes NAME=VALUE, not '\(Printable.clip(text))'", command: "update")
+            }
+            let name = String(text[..<equals])
+            let value = String(text[text.index(after: equals)...])
+            if edit.setting[name] != nil || edit.removing.contains(name) {
+                throw UsageError(message: "the free-form attribute '\(Printable.clip(name))' is given twice", command: "update")
+            }
+            if try !mapped(name, Array(value.utf8)) { edit.setting[name] = value }
+        }
+        return edit
     }
 
     /// `locket delete`

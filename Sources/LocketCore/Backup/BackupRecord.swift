@@ -22,6 +22,9 @@ public struct BackupRecord: Sendable {
     public var data: SecureBytes
     /// Metadata sealed with the secret (the git credential helper's fields).
     public var extra: SecureBytes?
+    /// Free-form attributes, content type and uniqueness of an item made
+    /// over the Secret Service (SPEC §18); empty for every other item.
+    public var freeForm = FreeForm()
     /// Four-char codes of attributes in the backup that this locket does not
     /// know and that the writer marked optional: they were left out (see
     /// BackupFormat.md, "Attributes"). Empty for every backup this locket writes.
@@ -47,12 +50,17 @@ public struct BackupRecord: Sendable {
         self.init(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
                   persistentRef: item.persistentRef, creationDate: item.creationDate,
                   modificationDate: item.modificationDate, attributes: item.attributes, data: data, extra: item.extra)
+        freeForm = item.freeForm
     }
 }
 
 /// The byte layout of a record inside the decrypted stream (BackupFormat.md, "Records").
 enum BackupRecordCoding {
     static let kindItem: UInt8 = 1
+    /// An item with free-form attributes: kind 1's fields, then its FreeForm
+    /// record. A reader that knows only kind 1 refuses it as newer rather
+    /// than drop the attributes a Secret Service client finds the item by.
+    static let kindItemWithFreeForm: UInt8 = 2
     static let flagRequired: UInt8 = 1
     /// The largest record body a reader accepts: the largest secret, every
     /// attribute at its largest, and room for classes yet to come.
@@ -77,6 +85,8 @@ enum BackupRecordCoding {
         guard record.accessGroup.utf8.count <= 0xffff else { throw bad("its access group is too long") }
         guard record.persistentRef.count <= 0xff else { throw bad("its persistent reference is too long") }
         guard (record.extra?.count ?? 0) <= Keychain.maximumDataLength else { throw bad("its secret's metadata is too large") }
+        do { try record.freeForm.validate() } catch let error as KeychainError { throw bad(error.message) }
+        if !record.freeForm.isEmpty && record.itemClass != .genericPassword { throw bad("only generic passwords have free-form attributes") }
         for (attribute, value) in record.attributes {
             guard attribute != .accessGroup, attribute != .accessible else { throw bad("\(attribute.longName) is given as an attribute") }
             guard record.itemClass.supports(attribute) else { throw bad("it has a \(attribute.longName) attribute") }
@@ -84,9 +94,22 @@ enum BackupRecordCoding {
         }
     }
 
+    /// The record's FreeForm field (kind 2 only): its length and bytes, as
+    /// the item's own record keeps them (BackupFormat.md, "Free-form attributes").
+    static func encodeFreeForm(_ record: BackupRecord) -> [UInt8]? {
+        guard !record.freeForm.isEmpty else { return nil }
+        let encoded = record.freeForm.encoded()
+        var out: [UInt8] = []
+        out.reserveCapacity(4 + encoded.count)
+        BigEndian.append(UInt32(encoded.count), to: &out)
+        out.append(contentsOf: encoded)
+        return out
+    }
+
     /// Appends the record's head (everything before the secret, starting with
-    /// the body length) to `out`. The secret and its metadata follow it.
-    static func encodeHead(_ record: BackupRecord, into out: inout [UInt8]) {
+    /// the body length) to `out`. The secret, its metadata and `freeForm`
+    /// (encodeFreeForm's bytes, which make the record kind 2) follow it.
+    static func encodeHead(_ record: BackupRecord, freeForm: [UInt8]? = nil, into out: inout [UInt8]) {
         var attributeCount = 0
         var attributeBytes = 0
         for attribute in Attribute.allCases {
@@ -98,9 +121,9 @@ enum BackupRecordCoding {
         let group = record.accessGroup.utf8
         let extraBytes = record.extra.map { 4 + $0.count } ?? 0
         let body = 1 + 4 + 1 + pdmn.count + 2 + group.count + 1 + record.persistentRef.count + 16 + 2 + attributeBytes
-            + 4 + record.data.count + 1 + extraBytes
+            + 4 + record.data.count + 1 + extraBytes + (freeForm?.count ?? 0)
         BigEndian.append(UInt32(body), to: &out)
-        out.append(kindItem)
+        out.append(freeForm == nil ? kindItem : kindItemWithFreeForm)
         BigEndian.append(fourCC(record.itemClass.rawValue), to: &out)
         out.append(UInt8(pdmn.count))
         out.append(contentsOf: pdmn)
@@ -131,7 +154,7 @@ enum BackupRecordCoding {
     static func decode(_ r: UnsafeRawBufferPointer, number: Int) throws -> BackupRecord {
         var cursor = Cursor(r, number: number)
         let kind = try cursor.byte()
-        guard kind == kindItem else { throw cursor.newer("a record of kind \(kind)") }
+        guard kind == kindItem || kind == kindItemWithFreeForm else { throw cursor.newer("a record of kind \(kind)") }
         let classCode = try cursor.u32()
         guard let itemClass = classCodes.first(where: { $0.0 == classCode })?.1 else {
             throw cursor.newer("the item class '\(Printable.clip(String(decoding: withUnsafeBytes(of: classCode.bigEndian) { Array($0) }, as: UTF8.self)))'")
@@ -176,11 +199,23 @@ enum BackupRecordCoding {
             extra = try SecureBytes(copying: try cursor.bytes(n))
         default: throw cursor.malformed("its metadata flag is neither 0 nor 1")
         }
+        var freeForm = FreeForm()
+        if kind == kindItemWithFreeForm {
+            let field = Array(try cursor.bytes(Int(try cursor.u32())))
+            do {
+                freeForm = try FreeForm(encoded: field)
+                try freeForm.validate()
+            } catch let error as KeychainError {
+                throw cursor.malformed("its free-form attributes: \(error.message)")
+            }
+            guard itemClass == .genericPassword, !freeForm.isEmpty else { throw cursor.malformed("it has free-form attributes it can't have") }
+        }
         guard cursor.atEnd else { throw cursor.malformed("bytes follow its last field") }
         var record = BackupRecord(itemClass: itemClass, accessible: accessible, accessGroup: accessGroup,
                                   persistentRef: persistentRef, creationDate: created, modificationDate: modified,
                                   attributes: attributes, data: data, extra: extra)
         record.skippedAttributeCodes = skipped
+        record.freeForm = freeForm
         return record
     }
 

@@ -89,7 +89,8 @@ public final class BackupWriter {
         precondition(!finished, "append after finish")
         try BackupRecordCoding.validate(record)
         head.removeAll(keepingCapacity: true)
-        BackupRecordCoding.encodeHead(record, into: &head)
+        let freeForm = BackupRecordCoding.encodeFreeForm(record)
+        BackupRecordCoding.encodeHead(record, freeForm: freeForm, into: &head)
         try head.withUnsafeBytes { try put($0) }
         try record.data.withUnsafeBytes { try put($0) }
         if let extra = record.extra {
@@ -100,6 +101,10 @@ public final class BackupWriter {
         } else {
             var none: UInt8 = 0
             try withUnsafeBytes(of: &none) { try put($0) }
+        }
+        if var freeForm {
+            defer { wipe(&freeForm) }
+            try freeForm.withUnsafeBytes { try put($0) }
         }
         count += 1
     }

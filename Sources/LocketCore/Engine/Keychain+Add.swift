@@ -24,8 +24,11 @@ extension Keychain {
                 var query = Query(itemClass: new.itemClass)
                 for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
                 query.accessGroup = group
+                // The item whose primary key conflicted, and only it: items made over
+                // the Secret Service with the same service and account are others.
+                let conflicting = try primaryKeyFilter(query)
                 if let requested = new.accessible ?? control?.protection {
-                    let existing = try rows(query, limit: .one, data: false).first
+                    let existing = try rows(query, limit: .one, data: false, filter: conflicting).first
                     if let existing, existing.accessible != requested {
                         throw KeychainError(.param, "accessible can't be changed on an existing item (delete and add it again)")
                     }
@@ -36,7 +39,7 @@ extension Keychain {
                 var changes = new.attributes.filter { $0.key.isSealed }
                 changes[.label] = changes[.label] ?? attributes[.label]
                 let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra,
-                                         freeForm: new.freeForm.isEmpty ? nil : new.freeForm)
+                                         freeForm: new.freeForm.isEmpty ? nil : new.freeForm, filter: conflicting)
                 return updated[0]
             }
         }

@@ -15,6 +15,9 @@ public struct ImportedItem {
     public var persistentRef: [UInt8]?
     public var creationDate: Int64?
     public var modificationDate: Int64?
+    /// Free-form attributes, content type and uniqueness (SPEC §18): a backup
+    /// of an item made over the Secret Service carries them.
+    public var freeForm = FreeForm()
 
     /// An item with the given fields; the rest as a new item would have them.
     public init(itemClass: ItemClass, attributes: [Attribute: [UInt8]], data: SecureBytes, extra: SecureBytes? = nil,
@@ -36,6 +39,7 @@ public struct ImportedItem {
         self.init(itemClass: record.itemClass, attributes: record.attributes, data: record.data, extra: record.extra,
                   accessGroup: record.accessGroup, accessible: record.accessible, persistentRef: record.persistentRef,
                   creationDate: record.creationDate, modificationDate: record.modificationDate)
+        freeForm = record.freeForm
     }
 }
 
@@ -77,6 +81,7 @@ extension Keychain {
             var waiting: [(item: ImportedItem, decided: ImportOutcome?)] = []
             var head = 0
             var told = 0
+            var markedUniqueByReference = false
             func tellSettled() throws {
                 let inserted = writer.inserted
                 while head < waiting.count {
@@ -117,9 +122,17 @@ extension Keychain {
                     continue
                 }
                 try authorize(group)
+                try checkFreeForm(item.freeForm)
+                if item.freeForm.uniqueByReference && !markedUniqueByReference {
+                    // The header row is written here, on the importing thread: the
+                    // writer must be idle first (the connection is one thread's at a time).
+                    while let failure = writer.drain() { try settle(failure) }
+                    try markUniqueByReference()
+                    markedUniqueByReference = true
+                }
                 let row = try seal(item.itemClass, item.attributes, group: group, pclass: item.accessible ?? .whenUnlocked,
                                    data: item.data, extra: item.extra, ref: item.persistentRef,
-                                   created: item.creationDate, modified: item.modificationDate)
+                                   created: item.creationDate, modified: item.modificationDate, freeForm: item.freeForm)
                 waiting.append((item, nil))
                 while !writer.submit(row) {
                     if let failure = writer.drain() { try settle(failure) }
@@ -133,23 +146,38 @@ extension Keychain {
 
     /// An imported item whose reference or primary key is taken: added with
     /// a new reference when only the reference is another item's (the same
-    /// backup restored after an edit), else left alone or updated.
+    /// backup restored after an edit), else left alone or updated. The item
+    /// it conflicts with is the one with its primary key, or, for an item
+    /// unique by reference (made over the Secret Service), the one with its
+    /// reference: never another item that only shares a service and account.
     private func resolveDuplicate(_ item: ImportedItem, updateExisting: Bool, using inserter: any ItemInserting) throws -> ImportOutcome {
         let group = item.accessGroup ?? defaultGroup
         let attributes = item.attributes
         var query = Query(itemClass: item.itemClass)
-        for attribute in item.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
         query.accessGroup = group
-        if try rows(query, limit: .one, data: false).isEmpty {
+        let conflicting: ItemFilter
+        if item.freeForm.uniqueByReference, let ref = item.persistentRef {
+            query.persistentRef = ref
+            conflicting = try storeFilter(query)
+        } else {
+            for attribute in item.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+            conflicting = try primaryKeyFilter(query)
+        }
+        if try rows(query, limit: .one, data: false, filter: conflicting).isEmpty {
             _ = try insert(item.itemClass, attributes, group: group, pclass: item.accessible ?? .whenUnlocked, data: item.data,
-                           extra: item.extra, ref: nil, created: item.creationDate, modified: item.modificationDate, using: inserter)
+                           extra: item.extra, ref: nil, created: item.creationDate, modified: item.modificationDate, using: inserter,
+                           freeForm: item.freeForm)
             return .addedWithNewReference
         }
         guard updateExisting else { return .existing }
         let changes = Dictionary(uniqueKeysWithValues: Attribute.allCases.filter {
             item.itemClass.supports($0) && $0.isSealed
         }.map { ($0, attributes[$0] ?? []) })
-        _ = try modify(query, changes: changes, accessGroup: nil, data: item.data, extra: item.extra)
+        // A kind-1 record (every backup before kind 2) can't say "no free-form
+        // attributes": the existing item's are kept rather than erased.
+        _ = try modify(query, changes: changes, accessGroup: nil, data: item.data, extra: item.extra,
+                       freeForm: item.freeForm.isEmpty ? nil : item.freeForm,
+                       filter: conflicting)
         return .updated
     }
 }

@@ -66,16 +66,30 @@ extension Keychain {
         return filter
     }
 
+    /// The filter of the one item whose primary key `query` gives in full
+    /// (every primary-key attribute and the group): by the primary-key
+    /// digest even where items unique by reference exist, since theirs is
+    /// of their reference and never equal. So `add -U` and `import -U`
+    /// touch the item whose key conflicted, never an item made over the
+    /// Secret Service that only shares its service and account.
+    func primaryKeyFilter(_ query: Query) throws -> ItemFilter {
+        var filter = try storeFilter(query)
+        filter.primaryKey = Sealing.primaryKeyDigest(try indexKey(), query.itemClass,
+                                                     Dictionary(query.attributes, uniquingKeysWith: { first, _ in first }))
+        return filter
+    }
+
     /// Matching items in stable order (oldest first), inside the caller's
     /// transaction. A match whose class key is unavailable fails the whole
     /// search with errSecInteractionNotAllowed: a locked item is never
     /// reported as missing. With `reads`, as a read handed to the caller:
     /// each secret recorded, a miss checked against a rotation. With
     /// `holding`, every row selected is also copied there.
-    func rows(_ query: Query, limit: MatchLimit, data: Bool, reads: Bool = false, holding: HeldRows? = nil) throws -> [Item] {
+    func rows(_ query: Query, limit: MatchLimit, data: Bool, reads: Bool = false, holding: HeldRows? = nil,
+              filter: ItemFilter? = nil) throws -> [Item] {
         var found: [Item] = []
         let wanted = limit.sqlLimit
-        let scan = RowScan(query, filter: try storeFilter(query), data: data)
+        let scan = RowScan(query, filter: try filter ?? storeFilter(query), data: data)
         scan.recordingReads = reads && data
         scan.reportingRotation = reads
         scan.holding = holding

@@ -6,11 +6,22 @@ extension Keychain {
     /// sealed attributes to new values; `accessGroup` moves the items to that
     /// group. As everywhere in the API, the access group is its own
     /// `accessGroup` value; `.accessGroup` in `changes` means the same.
+    /// `freeForm` replaces the matches' free-form attributes whole (the
+    /// Secret Service's Attributes); `freeFormEdit` sets and removes some,
+    /// keeping each match's others (`locket update --set-attr`).
     @discardableResult
     public func update(_ query: Query, changes: [Attribute: [UInt8]], accessGroup: String? = nil, data: SecureBytes? = nil,
-                       extra: SecureBytes? = nil, freeForm: FreeForm? = nil) throws -> Int {
+                       extra: SecureBytes? = nil, freeForm: FreeForm? = nil, freeFormEdit: FreeFormEdit? = nil) throws -> Int {
         if let data { try checkSize(data) }
         if let freeForm { try checkFreeForm(freeForm) }
+        if let freeFormEdit, !freeFormEdit.isEmpty {
+            guard query.itemClass == .genericPassword else {
+                throw KeychainError(.noSuchAttr, "\(query.itemClass.name) items have no free-form attributes")
+            }
+            // What the edit leaves must be storable; each match is checked again once edited.
+            try checkFreeForm(try freeFormEdit.applied(to: FreeForm()))
+            if freeForm != nil { throw KeychainError(.param, "free-form attributes are replaced or edited, not both") }
+        }
         if changes[.accessible] != nil {
             throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
         }
@@ -32,17 +43,22 @@ extension Keychain {
             throw KeychainError(.param, "the value of a \(query.itemClass.name) can't be replaced (delete it and import the new one)")
         }
         if let group { try authorize(group) }
-        return try write { try modify(query, changes: changes, accessGroup: group, data: data, extra: extra, freeForm: freeForm).count }
+        return try write {
+            try modify(query, changes: changes, accessGroup: group, data: data, extra: extra, freeForm: freeForm,
+                       freeFormEdit: freeFormEdit?.isEmpty == false ? freeFormEdit : nil).count
+        }
     }
 
     /// The body of update, inside the caller's transaction.
     /// A new `data` replaces the secret and its metadata (`extra`) together;
     /// a `freeForm` replaces the items' free-form attributes and content type
     /// (an item's uniqueness stays what it was made with).
+    /// `filter`, when given, selects the rows instead of the query's own (`primaryKeyFilter`).
     func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
-                extra: SecureBytes?, freeForm: FreeForm? = nil) throws -> [Item] {
+                extra: SecureBytes?, freeForm: FreeForm? = nil, freeFormEdit: FreeFormEdit? = nil,
+                filter: ItemFilter? = nil) throws -> [Item] {
         // Re-sealing under a new group needs the old secret open as well.
-        let scan = RowScan(query, filter: try storeFilter(query), data: newGroup != nil || data == nil)
+        let scan = RowScan(query, filter: try filter ?? storeFilter(query), data: newGroup != nil || data == nil)
         // The secret of an item with access control is sealed under its own
         // key, not the group's: it is kept as it is unless replaced.
         scan.keepingAccessData = true
@@ -63,6 +79,7 @@ extension Keychain {
                 item.freeForm = freeForm
                 item.freeForm.uniqueByReference = unique
             }
+            if let freeFormEdit { item.freeForm = try freeFormEdit.applied(to: item.freeForm) }
             item.modificationDate = now
             let row = Sealing.RowIdentity(itemClass: item.itemClass, accessible: item.accessible, accessGroup: item.accessGroup,
                                           ref: item.persistentRef)

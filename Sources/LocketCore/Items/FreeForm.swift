@@ -104,3 +104,31 @@ public struct FreeForm: Sendable, Equatable {
         guard i == r.count else { throw bad }
     }
 }
+
+/// A change to some of an item's free-form attributes (`locket update
+/// --set-attr/--remove-attr`): names set to a value, names removed, every
+/// other attribute kept. `update` applies it to each match in turn, where
+/// the Secret Service's Attributes property replaces the whole set.
+public struct FreeFormEdit: Sendable, Equatable {
+    /// Names set (added or replaced), with their new values.
+    public var setting: [String: String] = [:]
+    /// Names removed; a name the item lacks is left absent.
+    public var removing: Set<String> = []
+
+    public init(setting: [String: String] = [:], removing: Set<String> = []) {
+        self.setting = setting
+        self.removing = removing
+    }
+
+    public var isEmpty: Bool { setting.isEmpty && removing.isEmpty }
+
+    /// `freeForm` with the edit applied (removals first: a name both removed
+    /// and set ends set), checked as a new item's would be.
+    func applied(to freeForm: FreeForm) throws -> FreeForm {
+        var edited = freeForm
+        for name in removing { edited.attributes[name] = nil }
+        for (name, value) in setting { edited.attributes[name] = value }
+        try edited.validate()
+        return edited
+    }
+}

@@ -170,6 +170,48 @@ def plain_session(bus):
     provider.stop()
 
 
+def bus_items_in_updates_and_backups(bus):
+    """Items made by secret-tool are unique by reference: add -U changes only
+    the item made by add; update edits their free-form attributes; a backup
+    carries those attributes into a fresh keychain, where secret-tool finds
+    the items by them again."""
+    provider = Provider(bus)
+    for n, label in (("1", "L1"), ("2", "L2")):
+        run(["secret-tool", "store", "--label", label, "service", "gh", "username", "bob", "n", n], bus, input=b"bus " + n.encode())
+    locket("add", "-s", "gh", "-a", "bob", "-l", "CLI", "-w", input=b"cli\n")
+    locket("add", "-U", "-s", "gh", "-a", "bob", "-l", "CLI2", "-w", input=b"rotated\n")
+    for n, label in (("1", "L1"), ("2", "L2")):
+        item = json.loads(locket("find", "--attr", "n=" + n, "--json").stdout)
+        check(item["label"] == label, "add -U changed the bus item's label: %r" % item)
+        check(run(["secret-tool", "lookup", "n", n], bus).stdout == b"bus " + n.encode(), "add -U changed the bus item's secret")
+    items = json.loads(locket("find", "-s", "gh", "-a", "bob", "--all", "--json").stdout)
+    check(sorted(i["label"] for i in items) == ["CLI2", "L1", "L2"], "after add -U: %r" % [i["label"] for i in items])
+    # update edits one free-form attribute and keeps the others; secret-tool sees the change.
+    locket("update", "--attr", "n=2", "--set-attr", "n=two", "--set-attr", "team=platform")
+    locket("update", "--attr", "n=two", "--remove-attr", "team")
+    check(run(["secret-tool", "lookup", "n", "two", "service", "gh"], bus).stdout == b"bus 2", "secret-tool missed the edited item")
+    check(run(["secret-tool", "lookup", "n", "2"], bus, expect=None).stdout == b"", "the old value still finds the item")
+    edited = json.loads(locket("find", "--attr", "n=two", "--json").stdout)
+    check(edited["attributes"] == {"n": "two"} and edited["label"] == "L2", "update lost or kept attributes: %r" % edited)
+    provider.stop()
+
+    backup = os.path.join(SCRATCH, "bus.backup")
+    locket("export", "--format", "backup", "--kdf", "interactive", "--passphrase-stdin", "-o", backup, input=b"backup pass\n")
+    locket("-k", "fresh", "init", "--no-password")
+    locket("-k", "fresh", "import", backup, "--passphrase-stdin", input=b"backup pass\n")
+    provider = Provider(bus, "-k", "fresh")
+    check(run(["secret-tool", "lookup", "service", "gh", "username", "bob", "n", "1"], bus).stdout == b"bus 1",
+          "secret-tool lookup missed a restored bus item")
+    check(run(["secret-tool", "lookup", "n", "two"], bus).stdout == b"bus 2", "secret-tool lookup missed the restored edit")
+    searched = run(["secret-tool", "search", "--all", "service", "gh"], bus)
+    out = (searched.stdout + searched.stderr).decode()
+    check("attribute.n = 1" in out and "attribute.n = two" in out and out.count("attribute.username = bob") == 3,
+          "secret-tool search --all after restore: " + out)
+    restored = json.loads(locket("-k", "fresh", "find", "-s", "gh", "-a", "bob", "--all", "--json").stdout)
+    check(sorted(i["label"] for i in restored) == ["CLI2", "L1", "L2"], "restored: %r" % [i["label"] for i in restored])
+    provider.stop()
+
+
 if __name__ == "__main__":
     main({name: function for name, function in globals().items() if callable(function) and not name.startswith("_")
           and function.__module__ == "__main__"})

@@ -523,6 +523,49 @@ for i in range(10000):
     again.stop()
 
 
+def unlock_does_not_block(bus):
+    """While one collection's unlock derives its key (Argon2id, 256 MiB here),
+    the provider goes on answering lookups in a collection already unlocked."""
+    locket("-k", "slow", "init", "--kdf", "moderate", "--password-stdin", input=(PASSWORD + "\n").encode())
+    locket("-k", "slow", "lock")
+    provider = Provider(bus, "-k", "login", "-k", "slow", environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
+    waiting, asking = connect(bus), connect(bus)
+    session = plain_session(asking)
+    item = create(asking, session, {"app": "fast"}, b"fast-secret")
+    slow = "/org/freedesktop/secrets/collection/slow"
+    unlocked, prompt = call(waiting, SERVICE, "Unlock", "ao", ([slow],))
+    check(unlocked == [] and prompt != "/", "Unlock of the locked collection: %r" % ((unlocked, prompt),))
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+    outcome = {}
+    with waiting.filter(rule) as queue:
+        started = time.monotonic()
+        call(waiting, obj(prompt, "org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+
+        def wait():
+            outcome["body"] = waiting.recv_until_filtered(queue, timeout=120).body
+            outcome["at"] = time.monotonic()
+        thread = threading.Thread(target=wait)
+        thread.start()
+        latencies = []
+        while thread.is_alive():
+            sent = time.monotonic()
+            (got,) = call(asking, obj(item, ITEM), "GetSecret", "o", (session,), timeout=120)
+            latencies.append(time.monotonic() - sent)
+            check(got[2] == b"fast-secret", "GetSecret during the unlock gave another secret")
+        thread.join()
+    window = outcome["at"] - started
+    dismissed, result = outcome["body"]
+    check(not dismissed and result == ("ao", [slow]), "Completed: %r" % ((dismissed, result),))
+    check(window > 0.2, "the unlock took %.3f s: too fast to tell (is the keychain's KDF moderate?)" % window)
+    slowest = max(latencies)
+    print("unlock %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (window, len(latencies), slowest * 1000), flush=True)
+    check(slowest < window / 2, "a lookup waited %.3f s of the unlock's %.3f s" % (slowest, window))
+    locket("-k", "slow", "add", "-s", "after", "-a", "unlock", "-w", input=b"v\n")  # the shell sees the unlock
+    waiting.close()
+    asking.close()
+    provider.stop()
+
+
 if __name__ == "__main__":
     main({name: function for name, function in globals().items() if callable(function)
           and getattr(function, "__module__", "") == "__main__" and not name[0].isupper() and name not in

@@ -23,6 +23,12 @@ final class SecretServiceClientsEndToEndTests: SecretServiceCase {
     /// git's libsecret credential helper, built from the sources Debian's git ships.
     func testGitCredentialLibsecret() throws { try runCase("clients.py", "git_libsecret", needs: ["cc", "pkg-config"]) }
 
+    /// secret-tool's items and locket: add -U leaves them alone, update --set-attr/--remove-attr edits
+    /// them, and export + import into a fresh keychain keeps what secret-tool finds them by.
+    func testBusItemsInUpdatesAndBackups() throws {
+        try runCase("clients.py", "bus_items_in_updates_and_backups", needs: ["secret-tool"])
+    }
+
     /// A client of the plain algorithm: the secret crosses as it is.
     func testPlainSession() throws { try runCase("clients.py", "plain_session") }
 }

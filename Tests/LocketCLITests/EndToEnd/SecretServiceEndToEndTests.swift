@@ -34,6 +34,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
         XCTAssertEqual(secret("-s", "term"), Array("s3cret".utf8), "the shell did not see the unlock")
     }
 
+    /// An unlock's key derivation runs off the loop: a lookup in a collection already unlocked answers meanwhile.
+    func testLookupsAnswerWhileAnotherCollectionUnlocks() throws { try runCase("provider.py", "unlock_does_not_block") }
+
     /// A client that disconnects mid-prompt: its askpass is stopped, the provider keeps answering.
     func testClientGoneMidPrompt() throws { try runCase("provider.py", "client_gone_mid_prompt") }
 

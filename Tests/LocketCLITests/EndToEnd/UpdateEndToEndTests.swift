@@ -11,6 +11,24 @@ final class EndToEndUpdateTests: EndToEndCase {
         initKeychain()
     }
 
+    /// --set-attr and --remove-attr edit free-form attributes (SPEC §18), keeping the others; service and username are -s and -a.
+    func testSetAndRemoveFreeFormAttributes() throws {
+        add("-s", "svc", "-a", "me", "--attr", "keep=1", "--attr", "drop=x", secret: "s")
+        ok("update", "-s", "svc", "--set-attr", "added=new", "--remove-attr", "drop", "--set-attr", "username=bob")
+        let fields = expect(0, "find", "--attr", "added=new", "--attr", "keep=1").fields
+        XCTAssertEqual(fields["account"], "bob")
+        XCTAssertNil(fields["attr.drop"])
+        expect(44, "find", "--attr", "drop=x")
+        ok("update", "--attr", "keep=1", "--remove-attr", "service")
+        XCTAssertNil(expect(0, "find", "--attr", "keep=1").fields["service"])
+        var run = expect(2, "update", "--attr", "keep=1", "--set-attr", "novalue")
+        XCTAssertTrue(run.err.contains("--set-attr takes NAME=VALUE"), run.summary)
+        run = expect(2, "update", "--attr", "keep=1", "--set", "account=a", "--set-attr", "username=b")
+        XCTAssertTrue(run.err.contains("changed twice"), run.summary)
+        run = expect(41, "update", "--class", "inet", "-s", "h", "--set-attr", "k=v")
+        XCTAssertTrue(run.err.contains("no free-form attributes"), run.summary)
+    }
+
     func testSetByLongNameAndByCode() throws {
         add("-s", "svc", "-a", "me", secret: "s")
         ok("update", "-s", "svc", "--set", "comment=by long name", "--set", "description=kind one")
