@@ -156,7 +156,8 @@ final class PowerLossReplayer {
             let metadata = prefixes[Int(random.next() % UInt64(prefixes.count))]
             let writes = Set(optional.filter { _ in random.next() & 1 == 1 })
             var torn: CrashState.Torn?
-            if random.next() % 4 == 0, let victim = writes.randomElement(using: &random) {
+            if random.next() % 4 == 0, let victim = writes.sorted().randomElement(using: &random) {
+                // Sorted: a Set's order changes from run to run, and LOCKET_SEED must replay the same states.
                 let count = sectorRanges(of: victim).count
                 if count > 1 {
                     torn = CrashState.Torn(operation: victim, sectors: tornMasks(count, 1, &random)[0])
@@ -173,12 +174,12 @@ final class PowerLossReplayer {
         if sectors < 7 {
             return (1..<((1 << sectors) - 1)).prefix(count).map { mask in (0..<sectors).map { mask & (1 << $0) != 0 } }
         }
-        var out: Set<[Bool]> = []
+        var out: [[Bool]] = []
         while out.count < count {
             let mask = (0..<sectors).map { _ in random.next() & 1 == 1 }
-            if mask.contains(true) && mask.contains(false) { out.insert(mask) }
+            if mask.contains(true) && mask.contains(false) && !out.contains(mask) { out.append(mask) }
         }
-        return Array(out)
+        return out
     }
 
     private func ext4Allows(_ state: CrashState, required: Requirements) -> Bool {

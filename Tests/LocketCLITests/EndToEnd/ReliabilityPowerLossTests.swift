@@ -93,6 +93,31 @@ final class EndToEndReliabilityPowerLossTests: EndToEndCase {
                                     input: .text(EndToEndCase.password + "\n" + new + "\n"), passwords: [EndToEndCase.password, new]))
     }
 
+    /// The first `init` on a machine: the device secret, the keychain's
+    /// directory and file, the generation mirror, all made anew. Once it
+    /// said yes, the keychain must be there after a power loss.
+    func testFirstInitSurvivesPowerLoss() throws {
+        try check(PowerLossScenario(name: "init", arguments: ["init", "--password-stdin", "--kdf", "interactive"],
+                                    input: .text(EndToEndCase.password + "\n")))
+    }
+
+    /// `restore --accept-rollback` of an older copy put back: only the
+    /// generation mirror changes (lowered). Once restore said yes, the copy
+    /// must not be refused as rolled back after a power loss.
+    func testRestoreOfAnOlderCopySurvivesPowerLoss() throws {
+        prepare()
+        let keychain = sandbox.loginKeychain
+        let older = [keychain, keychain + "-wal"].map { ReliabilityFiles.read($0) }
+        reliableOK(["add", "-s", "after the copy", "-a", "acct", "--data-file", dataFile("later", 30)])
+        reliableOK(["delete", "-s", "keep-0", "-a", "acct"])
+        for (path, bytes) in zip([keychain, keychain + "-wal"], older) {
+            unlink(path)
+            if let bytes { ReliabilityFiles.write(path, bytes) }
+        }
+        try check(PowerLossScenario(name: "restore", arguments: ["restore", "--accept-rollback", "--password-stdin"],
+                                    input: .text(EndToEndCase.password + "\n")))
+    }
+
     /// The format 1 -> 2 migration in the first write, on the format-1
     /// release's own keychain without a password (Tests/Fixtures/format1).
     func testFormatMigrationOfTheFixtureSurvivesPowerLoss() throws {
