@@ -37,7 +37,12 @@ enum FileIO {
     /// and still lose the name it was given (issue 30, the power-loss check).
     static func syncDirectory(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot open the directory \(path): \(errnoText())") }
+        guard fd >= 0 else {
+            // A directory one may write but not read (a drop box) can't be
+            // synced: durability there is the file system's, not a refusal.
+            if errno == EACCES { return }
+            throw KeychainError(.io, "cannot open the directory \(path): \(errnoText())")
+        }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot sync the directory \(path): \(errnoText())") }
     }

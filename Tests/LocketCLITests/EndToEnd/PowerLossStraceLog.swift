@@ -58,23 +58,23 @@ struct StraceLog {
             }
             rest = start + rest[close.upperBound...]
         }
-        guard let call = try Call(rest) else { return }
+        guard let call = try StraceCall(rest) else { return }
         try handle(call, pid: pid)
     }
 
     // MARK: - Calls
 
-    private mutating func handle(_ call: Call, pid: Int32) throws {
-        for argument in call.arguments { if let (_, path) = Call.descriptor(argument), let path, path.hasPrefix("/") {
+    private mutating func handle(_ call: StraceCall, pid: Int32) throws {
+        for argument in call.arguments { if let (_, path) = StraceCall.descriptor(argument), let path, path.hasPrefix("/") {
             if argument.hasPrefix("AT_FDCWD") { workingDirectories[pid] = path }
         } }
         guard call.result >= 0 else { return }
         let a = call.arguments
         switch call.name {
         case "execve":
-            programs[pid] = Array(Call.strings(in: a.count > 1 ? a[1] : "").dropFirst())
+            programs[pid] = Array(StraceCall.strings(in: a.count > 1 ? a[1] : "").dropFirst())
         case "open", "openat", "creat":
-            guard let (fd, opened) = Call.descriptor(call.returned), let path = opened else { return }
+            guard let (fd, opened) = StraceCall.descriptor(call.returned), let path = opened else { return }
             offsets[key(pid, fd)] = 0
             guard tracked(path), !isDirectory(path) else { return }
             let flags = call.name == "creat" ? "O_CREAT|O_TRUNC" : a[call.name == "openat" ? 2 : 1]
@@ -90,7 +90,7 @@ struct StraceLog {
                 emit(.truncate(inode: inode, size: 0), pid, "truncate \(short(path)) to 0")
             }
         case "write", "pwrite64":
-            guard let (fd, described) = Call.descriptor(a[0]), let path = described, tracked(path) else { return }
+            guard let (fd, described) = StraceCall.descriptor(a[0]), let path = described, tracked(path) else { return }
             if path.hasSuffix(" (deleted)") { return }
             guard let inode = names[path] else { throw PowerLossRecordingError(description: "a write to \(path), which has no name here") }
             let offset: Int
@@ -101,21 +101,21 @@ struct StraceLog {
                 offset = at
                 offsets[key(pid, fd)] = at + call.result
             }
-            guard let bytes = Call.bytes(a[1]) else { throw PowerLossRecordingError(description: "a write's bytes were cut: \(a[1].suffix(20))") }
+            guard let bytes = StraceCall.bytes(a[1]) else { throw PowerLossRecordingError(description: "a write's bytes were cut: \(a[1].suffix(20))") }
             sizes[inode] = max(sizes[inode] ?? 0, offset + call.result)
             emit(.write(inode: inode, offset: offset, bytes: Array(bytes.prefix(call.result))), pid,
                  "\(call.name) \(short(path)) \(call.result) bytes at \(offset)")
         case "lseek":
-            if let (fd, _) = Call.descriptor(a[0]) { offsets[key(pid, fd)] = call.result }
+            if let (fd, _) = StraceCall.descriptor(a[0]) { offsets[key(pid, fd)] = call.result }
         case "close":
-            if let (fd, _) = Call.descriptor(a[0]) { offsets[key(pid, fd)] = nil }
+            if let (fd, _) = StraceCall.descriptor(a[0]) { offsets[key(pid, fd)] = nil }
         case "ftruncate":
-            guard let (_, described) = Call.descriptor(a[0]), let path = described, tracked(path), let inode = names[path] else { return }
+            guard let (_, described) = StraceCall.descriptor(a[0]), let path = described, tracked(path), let inode = names[path] else { return }
             let size = Int(a[1]) ?? 0
             sizes[inode] = size
             emit(.truncate(inode: inode, size: size), pid, "ftruncate \(short(path)) to \(size)")
         case "fsync", "fdatasync":
-            guard let (_, described) = Call.descriptor(a[0]), let path = described, tracked(path) || roots.contains(path) else { return }
+            guard let (_, described) = StraceCall.descriptor(a[0]), let path = described, tracked(path) || roots.contains(path) else { return }
             if isDirectory(path) {
                 emit(.syncDirectory(path), pid, "fsync of the directory \(short(path))")
             } else if let inode = names[path] {
@@ -165,7 +165,7 @@ struct StraceLog {
             directories.insert(path)
             emit(.makeDirectory(path), pid, "mkdir \(short(path))")
         case "mmap":
-            guard a.count > 4, let (_, described) = Call.descriptor(a[4]), let path = described, tracked(path) else { return }
+            guard a.count > 4, let (_, described) = StraceCall.descriptor(a[4]), let path = described, tracked(path) else { return }
             if a[2].contains("PROT_WRITE") && a[3].contains("MAP_SHARED") {
                 throw PowerLossRecordingError(description: "\(path) is written through a shared mapping, which is not modelled")
             }
@@ -174,10 +174,10 @@ struct StraceLog {
         default:
             // writev, pwritev, truncate, fallocate, ...: fail if it touched a recorded file.
             for argument in a {
-                if let (_, path) = Call.descriptor(argument), let path, tracked(path) {
+                if let (_, path) = StraceCall.descriptor(argument), let path, tracked(path) {
                     throw PowerLossRecordingError(description: "\(call.name) on \(path) is not modelled")
                 }
-                if let bytes = Call.bytes(argument), let path = String(bytes: bytes, encoding: .utf8), tracked(path) {
+                if let bytes = StraceCall.bytes(argument), let path = String(bytes: bytes, encoding: .utf8), tracked(path) {
                     throw PowerLossRecordingError(description: "\(call.name) on \(path) is not modelled")
                 }
             }
@@ -209,10 +209,10 @@ struct StraceLog {
 
     /// A path argument made absolute against its directory descriptor (or the working directory).
     private func resolve(_ argument: String, in directory: String?, pid: Int32) throws -> String {
-        guard let bytes = Call.bytes(argument) else { throw PowerLossRecordingError(description: "not a path: \(argument.prefix(80))") }
+        guard let bytes = StraceCall.bytes(argument) else { throw PowerLossRecordingError(description: "not a path: \(argument.prefix(80))") }
         let path = String(decoding: bytes, as: UTF8.self)
         if path.hasPrefix("/") { return Self.normalized(path) }
-        let base = directory.flatMap { Call.descriptor($0)?.1 } ?? workingDirectories[pid]
+        let base = directory.flatMap { StraceCall.descriptor($0)?.1 } ?? workingDirectories[pid]
         guard let base else { throw PowerLossRecordingError(description: "a relative path \(path) with no known directory") }
         return Self.normalized(base + "/" + path)
     }
@@ -232,101 +232,5 @@ struct StraceLog {
             return String(path.dropFirst(parent.count + 1))
         }
         return path
-    }
-}
-
-/// One system call of the log: `name(arguments) = result`.
-struct Call {
-    var name: String
-    var arguments: [String]
-    var result: Int
-    /// The result as printed (`3</path>` for a descriptor).
-    var returned: String
-
-    /// nil for a line that is not a finished call.
-    init?(_ text: String) throws {
-        guard let open = text.firstIndex(of: "(") else { return nil }
-        name = String(text[..<open])
-        var depth = 0
-        var current = ""
-        var arguments: [String] = []
-        var index = text.index(after: open)
-        var closed = false
-        while index < text.endIndex {
-            let c = text[index]
-            if c == "(" || c == "[" || c == "{" || c == "<" { depth += 1 }
-            if c == ")" || c == "]" || c == "}" || c == ">" {
-                if depth == 0 && c == ")" { closed = true; break }
-                depth -= 1
-            }
-            if c == "," && depth == 0 {
-                arguments.append(current.trimmingCharacters(in: .whitespaces))
-                current = ""
-            } else {
-                current.append(c)
-            }
-            index = text.index(after: index)
-        }
-        guard closed else { return nil }
-        if !current.trimmingCharacters(in: .whitespaces).isEmpty || !arguments.isEmpty {
-            arguments.append(current.trimmingCharacters(in: .whitespaces))
-        }
-        self.arguments = arguments
-        let tail = text[text.index(after: index)...]
-        guard let equals = tail.range(of: " = ") else { return nil }
-        returned = String(tail[equals.upperBound...])
-        result = Int(returned.prefix { $0 == "-" || $0.isNumber }) ?? -1
-    }
-
-    /// `3</path>` -> (3, "/path"); `AT_FDCWD</cwd>` -> (-100, "/cwd").
-    static func descriptor(_ argument: String) -> (Int, String?)? {
-        let number = argument.prefix { $0 == "-" || $0.isNumber || $0.isUppercase || $0 == "_" }
-        let fd = number == "AT_FDCWD" ? -100 : Int(number)
-        guard let fd else { return nil }
-        guard let open = argument.firstIndex(of: "<"), argument.hasSuffix(">") else { return (fd, nil) }
-        let inner = argument[argument.index(after: open)..<argument.index(before: argument.endIndex)]
-        return (fd, String(decoding: unescape(inner), as: UTF8.self))
-    }
-
-    /// The bytes of a quoted string argument; nil when it is not one or was cut (`"..."...`).
-    static func bytes(_ argument: String) -> [UInt8]? {
-        guard argument.hasPrefix("\""), argument.hasSuffix("\""), argument.count >= 2 else { return nil }
-        return unescape(argument.dropFirst().dropLast())
-    }
-
-    /// The strings of an array argument: `["a", "b"]`.
-    static func strings(in argument: String) -> [String] {
-        guard argument.hasPrefix("[") else { return [] }
-        return argument.dropFirst().dropLast().split(separator: ",").compactMap { part in
-            bytes(part.trimmingCharacters(in: .whitespaces)).map { String(decoding: $0, as: UTF8.self) }
-        }
-    }
-
-    /// strace's escapes (`\xHH` under -xx, and the C ones it may still use) as bytes.
-    static func unescape<S: StringProtocol>(_ text: S) -> [UInt8] {
-        let utf8 = Array(text.utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(utf8.count / 4)
-        var i = 0
-        func hex(_ c: UInt8) -> UInt8 { c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57 }
-        while i < utf8.count {
-            if utf8[i] == 0x5c, i + 1 < utf8.count {
-                switch utf8[i + 1] {
-                case 0x78 where i + 3 < utf8.count:
-                    out.append(hex(utf8[i + 2]) << 4 | hex(utf8[i + 3]))
-                    i += 4
-                    continue
-                case 0x6e: out.append(0x0a)
-                case 0x74: out.append(0x09)
-                case 0x72: out.append(0x0d)
-                default: out.append(utf8[i + 1])
-                }
-                i += 2
-            } else {
-                out.append(utf8[i])
-                i += 1
-            }
-        }
-        return out
     }
 }
