@@ -12,11 +12,12 @@ import Glibc
 /// How many crash states are checked.
 enum PowerLossBudget {
     /// States drawn per crash point (all of them where there are fewer):
-    /// `LOCKET_POWERLOSS_STATES`, else 256 in a soak and 3 in `make test`.
-    static let perPoint: Int = {
+    /// `LOCKET_POWERLOSS_STATES`, else 256 in a soak and the scenario's own
+    /// small number in `make test`.
+    static func perPoint(inMakeTest: Int) -> Int {
         if let text = ProcessInfo.processInfo.environment["LOCKET_POWERLOSS_STATES"], let n = Int(text), n > 0 { return n }
-        return ReliabilityScale.soak ? 256 : 3
-    }()
+        return ReliabilityScale.soak ? 256 : inMakeTest
+    }
 }
 
 /// One recorded command and what its crash states must show.
@@ -32,6 +33,10 @@ struct PowerLossScenario {
     /// changes, by the program's command (`add`, `update`). Else one
     /// transaction holds every change.
     var transactions: [(command: String, keys: Set<String>)] = []
+    /// States per crash point in `make test`: the two extremes (nothing kept
+    /// since the last sync, everything kept) and one at random; only the
+    /// extremes where each state costs Argon2id hashes (init, passwd).
+    var makeTestStates = 3
 }
 
 /// What the binary showed of one state: each item's JSON by key, and
@@ -71,7 +76,7 @@ extension EndToEndCase {
         var problems: [String] = []
         let points = replayer.crashPoints
         for point in points {
-            let (count, states) = replayer.states(at: point, budget: PowerLossBudget.perPoint, random: &random)
+            let (count, states) = replayer.states(at: point, budget: PowerLossBudget.perPoint(inMakeTest: scenario.makeTestStates), random: &random)
             total += count
             generated += states.count
             let acknowledged = replayer.exited(before: point).filter { $0.status == 0 }.map { $0.program.first ?? "" }

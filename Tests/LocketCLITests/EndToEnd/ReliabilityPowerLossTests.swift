@@ -45,7 +45,8 @@ final class EndToEndReliabilityPowerLossTests: PowerLossCase {
         prepare()
         let new = "a new password"
         try check(PowerLossScenario(name: "passwd-rotate", arguments: ["passwd", "--rotate", "--kdf", "interactive"],
-                                    input: .text(EndToEndCase.password + "\n" + new + "\n"), passwords: [EndToEndCase.password, new]))
+                                    input: .text(EndToEndCase.password + "\n" + new + "\n"), passwords: [EndToEndCase.password, new],
+                                    makeTestStates: 2))
     }
 
     /// The first `init` on a machine: the device secret, the keychain's
@@ -53,7 +54,7 @@ final class EndToEndReliabilityPowerLossTests: PowerLossCase {
     /// said yes, the keychain must be there after a power loss.
     func testFirstInitSurvivesPowerLoss() throws {
         try check(PowerLossScenario(name: "init", arguments: ["init", "--password-stdin", "--kdf", "interactive"],
-                                    input: .text(EndToEndCase.password + "\n")))
+                                    input: .text(EndToEndCase.password + "\n"), makeTestStates: 2))
     }
 
     /// `restore --accept-rollback` of an older copy put back: only the
