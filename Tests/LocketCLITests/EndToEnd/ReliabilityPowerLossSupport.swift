@@ -45,7 +45,7 @@ struct PowerLossScenario {
 struct PowerLossObservation {
     var values: [String: String] = [:]
     var problems: [String] = []
-    /// The generation mirror against the file's generation: equal, behind, missing.
+    /// The generation mirror against the file's generation: equal, behind, ahead (a copy put back), missing.
     var mirror: String?
 }
 
