@@ -151,6 +151,10 @@ build: deps
 # runs go ahead even if the first fails; the summary's status is make's.
 FUZZ_SECONDS ?= 60
 TEST_FLAGS ?= --parallel --num-workers 4
+# Suites that only `make soak` runs (with every other reliability suite):
+# the power-loss check of the commands beyond add, update, delete, passwd
+# --rotate, init, restore and racing writers (docs/RELIABILITY.md "Power loss").
+SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # The suites that also run against a remote keychain (SPEC §17), run a second
 # time with LOCKET_TEST_BACKEND=remote: those whose class sets `alsoRemote`.
 REMOTE_CONFORMANCE = LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
@@ -162,7 +166,7 @@ test: deps test-deps
 	$(MAKE) --no-print-directory build & release=$$!; \
 	$(SWIFT) build --build-tests; tests=$$?; \
 	wait $$release && [ $$tests -eq 0 ]
-	-LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS)
+	-LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --skip '$(SOAK_ONLY)'
 	-LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest-remote.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
 	@cat .build/reliability.log 2>/dev/null || true
 	@Tests/xctest-report summary .build/xctest.log .build/xctest-remote.log

@@ -27,8 +27,13 @@ enum DeviceKey {
         unlink(temporary)
         try secret.withUnsafeBytes { try FileIO.writeNew(temporary, $0) }
         defer { unlink(temporary) }
-        if link(temporary, secretPath) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(secretPath): \(errnoText())")
+        if link(temporary, secretPath) != 0 {
+            guard errno == EEXIST else { throw KeychainError(.io, "cannot create \(secretPath): \(errnoText())") }
+            return
         }
+        // A keychain made next is bound to this secret: its name must not be
+        // lost to a power loss that keeps the keychain.
+        unlink(temporary)
+        try FileIO.syncDirectory(FileIO.directory(of: secretPath))
     }
 }

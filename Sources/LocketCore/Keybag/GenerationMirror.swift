@@ -19,7 +19,9 @@ import LocketSupport
 /// lost device secret) would otherwise lock out every keychain. Updates are
 /// in place under flock(2), never lowering the value; no fsync, because a lost
 /// update only weakens detection and never refuses a good keychain, and the
-/// keychain's own commit reaches the disk first (synchronous=FULL).
+/// keychain's own commit reaches the disk first (synchronous=FULL). Only a
+/// lowering (`set`, accepting a rollback) is synced: lost, it would refuse
+/// the keychain again (issue 30's power-loss check).
 struct GenerationMirror {
     private static let magic: [UInt8] = Array("LKG1".utf8)
     private static let length = 4 + 8 + 16
@@ -115,10 +117,12 @@ struct GenerationMirror {
     func raise(to generation: UInt64) -> UInt64? { update { current in max(current ?? 0, generation) } }
 
     /// Sets the record to `generation`, even lower: accepting a rollback.
+    /// Synced, unlike a raise: a lowering lost to a power loss would refuse
+    /// the keychain again after `restore` said it was accepted.
     @discardableResult
-    func set(_ generation: UInt64) -> UInt64? { update { _ in generation } }
+    func set(_ generation: UInt64) -> UInt64? { update(durable: true) { _ in generation } }
 
-    private func update(_ next: (UInt64?) -> UInt64) -> UInt64? {
+    private func update(durable: Bool = false, _ next: (UInt64?) -> UInt64) -> UInt64? {
         guard let path else { return nil }
         try? FileIO.makeDirectories(FileIO.directory(of: path))
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -134,6 +138,11 @@ struct GenerationMirror {
         let bytes = record(value)
         let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         guard written == bytes.count, ftruncate(fd, off_t(bytes.count)) == 0 else { return nil }
+        if durable {
+            guard fsync(fd) == 0 else { return nil }
+            // A mirror made just now: its name too.
+            if current == nil { try? FileIO.syncDirectory(FileIO.directory(of: path)) }
+        }
         return value
     }
 }

@@ -23,9 +23,28 @@ enum FileIO {
         }
         let parent = directory(of: path)
         if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(path): \(errnoText())")
+        if mkdir(path, 0o700) != 0 {
+            guard errno == EEXIST else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
+            return
         }
+        // What is made in it next (a device secret, a keychain) is made
+        // durable by a sync of this directory; this makes its name durable.
+        try syncDirectory(parent)
+    }
+
+    /// Makes the names in `path` (files linked, renamed, removed in it)
+    /// survive a power loss: without it the kernel may write a file's data
+    /// and still lose the name it was given (issue 30, the power-loss check).
+    static func syncDirectory(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            // A directory one may write but not read (a drop box) can't be
+            // synced: durability there is the file system's, not a refusal.
+            if errno == EACCES { return }
+            throw KeychainError(.io, "cannot open the directory \(path): \(errnoText())")
+        }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot sync the directory \(path): \(errnoText())") }
     }
 
     /// Reads a small file completely; nil when it does not exist.

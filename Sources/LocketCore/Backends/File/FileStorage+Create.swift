@@ -60,22 +60,28 @@ extension FileStorage {
                 // and nobody else can plant or read a file SQLite uses meanwhile (a
                 // predictable name in /tmp could be made first by another user).
                 New.removeAbandonedInits(of: path)
-                let workspace = try New.makeWorkspace(for: path)
-                defer { New.removeWorkspace(workspace) }
-                let temporary = workspace + "/keychain"
                 do {
-                    let db = try Database(path: temporary, create: true)
-                    try db.execute("PRAGMA journal_mode=WAL")
-                    try db.transaction(write: true) {
-                        for sql in Schema.statements(format: format) { try db.execute(sql) }
-                        try MetaStore.write(db, named: header)
-                        try MetaStore.writeKeybag(db, keybag)
+                    let workspace = try New.makeWorkspace(for: path)
+                    defer { New.removeWorkspace(workspace) }
+                    let temporary = workspace + "/keychain"
+                    do {
+                        let db = try Database(path: temporary, create: true)
+                        try db.execute("PRAGMA journal_mode=WAL")
+                        try db.transaction(write: true) {
+                            for sql in Schema.statements(format: format) { try db.execute(sql) }
+                            try MetaStore.write(db, named: header)
+                            try MetaStore.writeKeybag(db, keybag)
+                        }
+                    }
+                    guard link(temporary, path) == 0 else {
+                        if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
+                        throw KeychainError(.io, "cannot create \(path): \(errnoText())")
                     }
                 }
-                guard link(temporary, path) == 0 else {
-                    if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
-                    throw KeychainError(.io, "cannot create \(path): \(errnoText())")
-                }
+                // With the workspace gone, one sync of the directory makes the
+                // new name (and that removal) survive a power loss: init says
+                // yes only after it.
+                try FileIO.syncDirectory(FileIO.directory(of: path))
             } catch {
                 for file in claimed { unlink(file) }
                 throw error
