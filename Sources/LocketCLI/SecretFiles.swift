@@ -27,20 +27,17 @@ final class SecretFiles {
     init(_ files: [(name: String, secret: SecureBytes)], environment: Environment) throws {
         let parent = try SecretFiles.parent(environment)
         var template = Array("\(parent)/\(SecretFiles.identity()).XXXXXX".utf8CString)
-        let made: String? = template.withUnsafeMutableBufferPointer { buffer in
-            mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
+        let made = try template.withUnsafeMutableBufferPointer { buffer in
+            try pointerOrErrno("mkdtemp") { mkdtemp(buffer.baseAddress!) }.get { KeychainError(.io, "cannot create a directory in \(parent): \($0)") }
         }
-        guard let made else { throw KeychainError(.io, "cannot create a directory in \(parent): \(errnoText())") }
-        directory = made
+        directory = String(cString: made)
         do {
             for (name, secret) in files {
                 let path = "\(directory)/\(name)"
-                let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
+                let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+                    .get { KeychainError(.io, "cannot create \(path): \($0)") }
                 defer { close(fd) }
-                guard secret.withUnsafeBytes({ writeAll(fd, $0) }) else {
-                    throw KeychainError(.io, "cannot write \(path): \(errnoText())")
-                }
+                try secret.withUnsafeBytes { writeAll(fd, $0) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
                 paths.append((name, path))
             }
         } catch {
@@ -112,7 +109,7 @@ final class SecretFiles {
     /// Whether the process that made a directory is still running: the pid
     /// exists and started when the directory's name says.
     private static func isRunning(_ pid: pid_t, startedAt start: UInt64) -> Bool {
-        if kill(pid, 0) != 0 && errno == ESRCH { return false }
+        if nothingOrErrno("kill", { kill(pid, 0) }).error?.code == ESRCH { return false }
         // Alive, or another user's process (EPERM): compare start times; if
         // they can't be read, keep the directory.
         guard let current = startTime(of: pid) else { return true }

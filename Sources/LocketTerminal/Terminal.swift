@@ -37,15 +37,7 @@ public enum Terminal {
     /// Writes `text` (already made printable) to `fd`, whole.
     public static func write(_ fd: Int32, _ text: String) {
         var text = text
-        text.withUTF8 { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }
-                done += n
-            }
-        }
+        text.withUTF8 { _ = writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 
     /// Who "this terminal session" is, for the presence reuse window: the

@@ -139,7 +139,7 @@ final class WipeAndWriteTests: XCTestCase {
         let bytes = (0..<40_000).map { UInt8($0 & 0xff) }
         // More than a pipe holds at once would block: write from another thread.
         let writeEnd = fds[1]
-        let writer = Thread { XCTAssertTrue(writeAll(writeEnd, bytes)); close(writeEnd) }
+        let writer = Thread { XCTAssertNil(writeAll(writeEnd, bytes).error); close(writeEnd) }
         writer.start()
         var read: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -150,7 +150,6 @@ final class WipeAndWriteTests: XCTestCase {
         }
         close(fds[0])
         XCTAssertEqual(read, bytes)
-        XCTAssertFalse(writeAll(-1, [1]))
-        XCTAssertEqual(errno, EBADF)
+        XCTAssertEqual(writeAll(-1, [1]).error, Errno(EBADF))
     }
 }

@@ -27,8 +27,8 @@ enum DeviceKey {
         unlink(temporary)
         try secret.withUnsafeBytes { try FileIO.writeNew(temporary, $0) }
         defer { unlink(temporary) }
-        if link(temporary, secretPath) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(secretPath): \(errnoText())")
+        if let failure = nothingOrErrno("link", { link(temporary, secretPath) }).error, failure.code != EEXIST {
+            throw KeychainError(.io, "cannot create \(secretPath): \(failure)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import XCTest
 
 #if canImport(Glibc)
@@ -68,13 +69,12 @@ final class BackgroundProcess {
                 return
             }
             let wait = max(0, min(deadline.timeIntervalSinceNow, 0.02))
-            let n = poll(&fds, nfds_t(fds.count), Int32(wait * 1000))
-            if n < 0 && errno != EINTR { return }
+            guard case .success = valueOrErrno("poll", { poll(&fds, nfds_t(fds.count), Int32(wait * 1000)) }) else { return }
             for p in fds where p.revents != 0 {
-                let r = buffer.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
-                if r > 0 {
-                    if p.fd == outFD { stdout += buffer[0..<r] } else { stderr += buffer[0..<r] }
-                } else if r == 0 || (errno != EINTR && errno != EAGAIN) {
+                let r = buffer.withUnsafeMutableBytes { raw in valueOrErrno("read") { read(p.fd, raw.baseAddress, raw.count) } }
+                if case .success(let n) = r, n > 0 {
+                    if p.fd == outFD { stdout += buffer[0..<n] } else { stderr += buffer[0..<n] }
+                } else if r.error?.code != EAGAIN {
                     close(p.fd)
                     if p.fd == outFD { outFD = -1 } else { errFD = -1 }
                 }
@@ -85,10 +85,8 @@ final class BackgroundProcess {
     /// Whether the process has exited (reaps it without blocking).
     var hasExited: Bool {
         if reaped { return true }
-        var waitStatus: Int32 = 0
-        let r = waitpid(pid, &waitStatus, WNOHANG)
-        guard r == pid else { return false }
-        record(waitStatus)
+        guard case .success(let ended) = Spawner.wait(pid, options: WNOHANG), ended.pid == pid else { return false }
+        record(ended.status)
         return true
     }
 
@@ -134,9 +132,7 @@ final class BackgroundProcess {
     func terminate() {
         if !reaped {
             kill(pid, SIGKILL)
-            var waitStatus: Int32 = 0
-            while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
-            record(waitStatus)
+            record((try? Spawner.wait(pid).get().status) ?? 0)
         }
         for fd in [outFD, errFD] where fd >= 0 { close(fd) }
         outFD = -1

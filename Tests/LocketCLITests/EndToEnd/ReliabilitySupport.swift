@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import XCTest
 
 #if canImport(Glibc)
@@ -125,18 +126,23 @@ struct ReliabilityChild {
     func wait(timeout: Double = 60) -> Exit {
         let deadline = ReliabilityClock.now() + timeout
         var status: Int32 = 0
-        var usage = rusage()
         var timedOut = false
         var peak = 0
-        while true {
+        polling: while true {
             if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
                 peak = max(peak, kib)
             }
-            let r = wait4(pid, &status, WNOHANG, &usage)
-            if r == pid { break }
-            if r < 0 && errno != EINTR { return Exit(status: nil, signal: nil, maxRSSKiB: 0) }
+            switch Spawner.wait(pid, options: WNOHANG) {
+            case .success(let ended) where ended.pid == pid:
+                status = ended.status
+                break polling
+            case .success:
+                break
+            case .failure:
+                return Exit(status: nil, signal: nil, maxRSSKiB: 0)
+            }
             if ReliabilityClock.now() > deadline && !timedOut {
                 timedOut = true
                 kill()
@@ -184,16 +190,9 @@ enum ReliabilityFiles {
 
     /// Writes `bytes` to `path` (replacing it in place), mode 0600.
     static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        precondition(fd >= 0, "cannot write \(path): \(String(cString: strerror(errno)))")
-        var offset = 0
-        bytes.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { if errno == EINTR { continue }; break }
-                offset += n
-            }
-        }
+        let opened = valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        guard case .success(let fd) = opened else { preconditionFailure("cannot write \(path): \(opened.error!)") }
+        _ = writeAll(fd, bytes)
         fchmod(fd, mode)
         close(fd)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketSystem
 import LocketTestSupport
 import XCTest
 
@@ -190,8 +191,7 @@ final class PostgresServer: @unchecked Sendable {
         if let watchdog, let watchdogInput {
             // The server is stopped already; the watchdog's pg_ctl finds nothing to stop.
             close(watchdogInput)
-            var status: Int32 = 0
-            while waitpid(watchdog, &status, 0) < 0 && errno == EINTR {}
+            _ = Spawner.wait(watchdog)
             self.watchdog = nil
             self.watchdogInput = nil
         }
@@ -298,8 +298,7 @@ final class PostgresServer: @unchecked Sendable {
         defer { unlink("\(scratch).out"); unlink("\(scratch).err") }
         let pid = try spawn(program, arguments, environment: environment,
                             stdin: .devNull, stdout: "\(scratch).out", stderr: "\(scratch).err")
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let status = (try? Spawner.wait(pid).get().status) ?? 0
         let out = FileManager.default.contents(atPath: "\(scratch).out") ?? Data()
         let errors = FileManager.default.contents(atPath: "\(scratch).err") ?? Data()
         guard status == 0 else {
@@ -309,34 +308,19 @@ final class PostgresServer: @unchecked Sendable {
         return out
     }
 
-    enum Input { case devNull, descriptor(Int32) }
-
-    /// posix_spawn with stdin from /dev/null or `descriptor`, stdout and
-    /// stderr to files, and no other descriptor of this process: a server
+    /// The test spawner with stdin from /dev/null or a descriptor, stdout
+    /// and stderr to files, and no other descriptor of this process: a server
     /// that outlives this test process must not hold the pipe the test
     /// runner reads its output from. Swift's Glibc doesn't export
     /// posix_spawn_file_actions_addclosefrom_np, so bash closes them before
     /// it execs `program`; `newSession` puts it in a session of its own (setsid).
     static func spawn(_ program: String, _ arguments: [String], environment: [String: String],
-                      stdin: Input, stdout: String, stderr: String, newSession: Bool = false) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        switch stdin {
-        case .devNull: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                      stdin: ChildStream, stdout: String, stderr: String, newSession: Bool = false) throws -> pid_t {
         let closeAndExec = #"for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n<&-"; done; exec "$@""#
         let command = (newSession ? ["/usr/bin/setsid"] : []) + ["/bin/bash", "-c", closeAndExec, "spawn", program] + arguments
-        let argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
-        guard rc == 0 else { throw ServerFailure(description: "could not start \(program): errno \(rc)") }
-        return pid
+        let spawned = ProcessSpawner.spawn(command[0], command.dropFirst().map { Array($0.utf8) }, environmentEntries: ProcessSpawner.entries(environment),
+                                           stdin: stdin, stdout: .file(stdout, mode: 0o644), stderr: .file(stderr, mode: 0o644))
+        return try spawned.get { ServerFailure(description: "could not start \(program): errno \($0.code)") }
     }
 
     struct ServerFailure: Error, CustomStringConvertible { let description: String }

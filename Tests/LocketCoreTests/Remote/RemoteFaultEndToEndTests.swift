@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import LocketTestSupport
 import XCTest
 
@@ -227,8 +228,10 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
         var status: Int32 = 0
         var sent = false
         while true {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid { break }
+            if case .success(let ended) = Spawner.wait(pid, options: WNOHANG), ended.pid == pid {
+                status = ended.status
+                break
+            }
             let elapsed = Date().timeIntervalSince(started)
             if !sent && elapsed >= delay {
                 Glibc.kill(pid, SIGKILL)
@@ -236,7 +239,7 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
             }
             if elapsed > 60 {
                 Glibc.kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                _ = Spawner.wait(pid)
                 return RunResult(status: nil, signal: SIGKILL, stdout: [], stderr: [], timedOut: true, duration: elapsed, arguments: arguments)
             }
             usleep(2_000)

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketSystem
 import XCTest
 
 #if canImport(Glibc)
@@ -64,9 +65,7 @@ enum SharedPostgres {
         let lockFD = open("\(parent.directory)/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lockFD >= 0 else { throw PostgresServer.ServerFailure(description: "\(parent.directory)/lock: errno \(errno)") }
         defer { close(lockFD) }
-        while flock(lockFD, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw PostgresServer.ServerFailure(description: "flock: errno \(errno)") }
-        }
+        try nothingOrErrno("flock") { flock(lockFD, LOCK_EX) }.get { PostgresServer.ServerFailure(description: "flock: errno \($0.code)") }
         let statePath = "\(parent.directory)/state"
         if let text = FileManager.default.contents(atPath: statePath) {
             let state = try decode(text)
