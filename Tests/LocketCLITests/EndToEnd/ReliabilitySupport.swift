@@ -61,20 +61,10 @@ enum ReliabilityReport {
     }
 }
 
-/// SplitMix64: small, fast, and reproducible from a printed seed.
-struct ReliabilityRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+/// The suite's generator: SplitMix64, reproducible from a printed seed.
+typealias ReliabilityRandom = SplitMix
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix {
     mutating func bytes(_ count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         var i = 0

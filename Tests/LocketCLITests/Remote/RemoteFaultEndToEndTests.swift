@@ -60,7 +60,7 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
         // A restart would take the run's shared server from every other test process.
         let server = fault == .restart ? try privateServer() : try running()
         let database = try server.makeDatabase()
-        let url = "postgres://\(PostgresServer.user)@/\(database)?host=\(server.socket)&port=\(server.port)"
+        let url = server.socketURL(database)
         let machines = try (0..<3).map { _ in try machine() }
         let checker = try machine()
         try setUp(url, admin: machines[0], others: Array(machines.dropFirst()) + [checker])
