@@ -186,13 +186,23 @@ final class DirectorySessionTests: SessionTestCase {
         XCTAssertEqual(try sessionFiles(keychain), [])
     }
 
+    /// The session file's modification time is its last use: set back rather
+    /// than slept through, so a loaded machine can't stretch the idle time.
     func testUseWithinTheTimeoutExtendsTheSession() throws {
         let keychain = try made("pw")
-        try keychain.unlock(timeout: 3)
-        usleep(1_600_000)
+        try keychain.unlock(timeout: 30)
+        let file = keychain.directory + "/run/locket/\(try keychain.open().identity).wu"
+        func idle(_ seconds: Int) {
+            var times = [timespec(tv_sec: time(nil) - seconds, tv_nsec: 0), timespec(tv_sec: time(nil) - seconds, tv_nsec: 0)]
+            XCTAssertEqual(utimensat(AT_FDCWD, file, &times, 0), 0)
+        }
+        idle(20)
         XCTAssertTrue(try keychain.open().isUnlocked)
-        usleep(1_700_000)
-        // 3.3 s after unlock, 1.7 s after the last use.
+        var st = stat()
+        XCTAssertEqual(stat(file, &st), 0)
+        XCTAssertGreaterThan(st.st_mtim.tv_sec, time(nil) - 10, "the use made the session's last use now")
+        idle(20)
+        // 40 s after unlock, 20 s after the last use.
         XCTAssertTrue(try keychain.open().isUnlocked, "the timeout counts inactivity, not time since unlock")
     }
 
