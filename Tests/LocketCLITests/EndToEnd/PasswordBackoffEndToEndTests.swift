@@ -102,25 +102,6 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         XCTAssertEqual(rounds, 1, "in five rounds the machine never placed the attempts around a second boundary")
     }
 
-    /// Runs `locket ARGS` under strace, if installed: the result and the total of
-    /// the sleeps it asked the kernel for (nil without strace).
-    private func sleeps(_ arguments: [String], input: Input = .devNull) throws -> (RunResult, Double?) {
-        guard let strace = SystemTool.path("strace") else { return (locket(arguments, input: input), nil) }
-        let log = sandbox.home + "/sleeps.log"
-        defer { unlink(log) }
-        let result = Spawn.run(strace, ["-f", "-qq", "-e", "trace=nanosleep,clock_nanosleep", "-o", log, binary] + arguments,
-                               environment: sandbox.environment, input: input, timeout: Self.timeout)
-        // clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=0, tv_nsec=999000000}, NULL) = 0
-        var total = 0.0
-        for line in (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n") ?? [] {
-            guard let sec = line.firstRange(of: "tv_sec="), let nsec = line.firstRange(of: "tv_nsec=") else { continue }
-            let seconds = Double(line[sec.upperBound...].prefix { $0.isNumber }) ?? 0
-            let nanoseconds = Double(line[nsec.upperBound...].prefix { $0.isNumber }) ?? 0
-            total += seconds + nanoseconds / 1e9
-        }
-        return (result, total)
-    }
-
     // MARK: - Point 8: no terminal, nothing on stdin
 
     func testNoPasswordToReadFailsAtOnceAsInteractionNotAllowed() {

@@ -245,11 +245,9 @@ final class EndToEndReliabilityLimitsTests: EndToEndCase {
             durations.append(found.duration)
         }
         durations.sort()
-        // Fast means an index probe, not a scan: the pages one find reads from
-        // the keychain stay a few per B-tree level however many items there are,
-        // counted with strace (the milliseconds depend on the machine's load;
-        // they are a figure here and in `make bench`, bench/README.md).
-        if let pages = try keychainPagesRead(["find", "-s", "bulk-\(count / 2)", "-a", "bulk", "-w"]) {
+        // Fast is an index probe, not a scan: a few pages read however many items there are
+        // (strace; the milliseconds depend on the load: a figure here and in `make bench`).
+        if let pages = try keychainReads(["find", "-s", "bulk-\(count / 2)", "-a", "bulk", "-w"]) {
             let filePages = Int(ReliabilityFiles.read(sandbox.loginKeychain)?.count ?? 0) / 4096
             XCTAssertLessThan(pages, 64, "a find among \(count) items read \(pages) of the keychain's \(filePages) pages")
             figures.append(("find_pages_read/keychain_pages", "\(pages)/\(filePages)"))
@@ -291,31 +289,12 @@ final class EndToEndReliabilityLimitsTests: EndToEndCase {
             XCTAssertEqual(all.out.components(separatedBy: "\"account\":\"bulk\"").count - 1, count)
             figures.append(("find_all_seconds", String(format: "%.2f", all.duration)))
         }
-        XCTAssertEqual(statusJSONCount(), count)
+        XCTAssertEqual(itemCounts()["when-unlocked"], count)
         let delete = Spawn.run(binary, ["delete", "-a", "bulk"], environment: sandbox.environment, input: .devNull, timeout: 300)
         XCTAssertEqual(delete.status, 0, delete.summary)
         figures.append(("delete_all_seconds", String(format: "%.2f", delete.duration)))
         XCTAssertEqual(locket(["find", "-a", "bulk"]).status, 44)
         XCTAssertEqual(ReliabilityDatabase.integrity(sandbox.loginKeychain), "ok")
         ReliabilityReport.print("limits-many-items", figures)
-    }
-
-    /// How many reads `locket ARGS` made of the keychain's file and its WAL
-    /// (strace -y names each descriptor's path); nil without strace.
-    private func keychainPagesRead(_ arguments: [String]) throws -> Int? {
-        guard let strace = SystemTool.path("strace") else { return nil }
-        let log = sandbox.home + "/reads.log"
-        defer { unlink(log) }
-        let result = Spawn.run(strace, ["-f", "-y", "-qq", "-e", "trace=read,pread64,preadv,readv", "-o", log, binary] + arguments,
-                               environment: sandbox.environment, input: .devNull, timeout: 60)
-        XCTAssertEqual(result.status, 0, result.summary)
-        let text = try String(contentsOfFile: log, encoding: .utf8)
-        return text.split(separator: "\n").filter { $0.contains("<" + sandbox.loginKeychain) }.count
-    }
-
-    private func statusJSONCount() -> Int? {
-        let status = locket(["--json", "status"])
-        let items = ((try? status.jsonObject())?["items"] as? [String: Any]) ?? [:]
-        return items["when-unlocked"] as? Int
     }
 }
