@@ -84,27 +84,12 @@ final class SecretFiles {
     /// The inode of this process's pid namespace (`pid:[4026531836]`): a pid
     /// means nothing in another namespace (two containers sharing /dev/shm).
     private static func pidNamespace() -> UInt64 {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let n = readlink("/proc/self/ns/pid", &buffer, buffer.count - 1)
-        guard n > 0 else { return 0 }
-        let text = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let text = readLink("/proc/self/ns/pid") else { return 0 }
         return UInt64(text.filter(\.isNumber)) ?? 0
     }
 
-    /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
-    private static func startTime(of pid: pid_t) -> UInt64? {
-        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-        guard let close = buffer[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        let fields = buffer[(close + 1)..<n].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19 else { return nil }
-        return UInt64(String(decoding: fields[19], as: UTF8.self))
-    }
+    /// When the process started (`processStartTime`).
+    private static func startTime(of pid: pid_t) -> UInt64? { processStartTime(pid) }
 
     /// Whether the process that made a directory is still running: the pid
     /// exists and started when the directory's name says.
