@@ -20,13 +20,7 @@ struct ToolResult {
 
 enum Tools {
     /// The path of `name` on PATH, or nil.
-    static func find(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    static func find(_ name: String) -> String? { executableOnPath(name) }
 
     /// Runs `tool args` with `stdin`, in `directory`, with `environment` added.
     @discardableResult
