@@ -42,14 +42,18 @@ let package = Package(
         // SQLITE_TRANSIENT sentinel and the "locket" VFS, for the engine only.
         .target(name: "CLocketSystem"),
         .target(name: "CLocketSQLite"),
+        // The one system-call wrapper (errno read once, EINTR retried once, a
+        // typed Errno, a failure hook for tests) and the one spawner. Glibc
+        // only: the PostgreSQL helper's wire protocol uses it too.
+        .target(name: "LocketSystem", swiftSettings: fastMetadata),
         // Bytes and small system helpers both layers use: hex, big-endian
-        // integers, percent-encoding, base64, the clock, write-all, wipe.
-        .target(name: "LocketSupport", dependencies: ["CSodium"], swiftSettings: fastMetadata),
+        // integers, percent-encoding, base64, the clock, wipe; LocketSystem re-exported.
+        .target(name: "LocketSupport", dependencies: ["CSodium", "LocketSystem"], swiftSettings: fastMetadata),
         // libpq, for the helper only: Debian ships no static libpgcommon/libpgport
         // and libpq needs GSSAPI and LDAP, so it is linked dynamically there.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // The frames `locket` and `locket-postgres` exchange; Glibc only.
-        .target(name: "LocketWire"),
+        // The frames `locket` and `locket-postgres` exchange; Glibc and LocketSystem only.
+        .target(name: "LocketWire", dependencies: ["LocketSystem"]),
         .executableTarget(name: "locket-postgres", dependencies: ["LocketWire", "CLibPQ"]),
         // libdbus-1 (its static archive) for the Secret Service provider, and
         // the two libsystemd functions that archive calls (CLocketDBus).
@@ -75,12 +79,12 @@ let package = Package(
         .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
-        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "CSQLite"], path: "Tests/LocketTestSupport"),
+        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "LocketSystem", "CSQLite"], path: "Tests/LocketTestSupport"),
         // The fuzz targets' bodies: fuzz/run drives them with libFuzzer and
         // ASan; LocketCLITests replays every seed of fuzz/corpus through them.
         .target(name: "LocketFuzzTargets", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/FuzzTargets"),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport", "LocketWire"]),
-        .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport"]),
+        .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport", "LocketSystem"]),
         .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport", "LocketFuzzTargets"]),
         // Test only: a program using the Security module, for tests that need
         // one in a process of its own (beside the CLI, at a real terminal).

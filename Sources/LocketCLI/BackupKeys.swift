@@ -22,8 +22,8 @@ enum BackupKeys {
     /// `--identity FILE`: the user's own X25519 secret key, 64 hex digits,
     /// in a file nobody else can read or write.
     static func secretKey(_ path: String) throws -> SecureBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(errnoText())") }
+        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) }
+            .get { KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \($0)") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {

@@ -33,7 +33,7 @@ public struct IO: Sendable {
 
     /// The real process.
     public static var standard: IO {
-        IO(write: { fd, bytes in writeAll(fd, bytes) }, stdin: 0, environment: Environment.process)
+        IO(write: { fd, bytes in _ = writeAll(fd, bytes) }, stdin: 0, environment: Environment.process)
     }
 }
 

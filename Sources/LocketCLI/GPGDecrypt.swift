@@ -30,23 +30,24 @@ struct GPGDecrypt {
     /// can't be started at all (every file would fail the same way).
     func decrypt(_ path: String) throws -> SecureBytes {
         var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        guard locket_pipe_cloexec(&outPipe) == 0 else { throw KeychainError(.io, "cannot create a pipe: \(String(cString: strerror(errno)))") }
-        guard locket_pipe_cloexec(&errPipe) == 0 else {
+        try nothingOrErrno("pipe2") { locket_pipe_cloexec(&outPipe) }.get { KeychainError(.io, "cannot create a pipe: \($0)") }
+        if let failure = nothingOrErrno("pipe2", { locket_pipe_cloexec(&errPipe) }).error {
             close(outPipe[0]); close(outPipe[1])
-            throw KeychainError(.io, "cannot create a pipe: \(String(cString: strerror(errno)))")
+            throw KeychainError(.io, "cannot create a pipe: \(failure)")
         }
         let argv = CStringArray([program] + options + ["--decrypt", "--quiet", "--batch", "--yes", "--", path])
         defer { argv.free() }
         let block = EnvironmentBlock(plain: environment, secrets: [])
         defer { block.wipe() }
-        let spawned = Spawn.start(program, argv: argv, environment: block.pointers, stdin: .devNull, stdout: outPipe[1], stderr: errPipe[1])
+        let spawned = Spawner.spawn(program, argv: argv.pointers, environment: block.pointers, stdin: .devNull,
+                                    stdout: .descriptor(outPipe[1]), stderr: .descriptor(errPipe[1]), searchPath: true)
         close(outPipe[1])
         close(errPipe[1])
         defer { close(outPipe[0]); close(errPipe[0]) }
         let pid: pid_t
         switch spawned {
         case .success(let child): pid = child
-        case .failure(let error): throw KeychainError(.io, "cannot run \(program): \(String(cString: strerror(error.code)))")
+        case .failure(let error): throw KeychainError(.io, "cannot run \(program): \(error)")
         }
 
         let limit = Keychain.maximumDataLength
@@ -59,7 +60,7 @@ struct GPGDecrypt {
         while open[0] || open[1] {
             var fds = [pollfd(fd: open[0] ? outPipe[0] : -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: open[1] ? errPipe[0] : -1, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 2, -1) < 0 { if errno == EINTR { continue }; break }
+            guard case .success = valueOrErrno("poll", { poll(&fds, 2, -1) }) else { break }
             if open[0], fds[0].revents != 0 {
                 if count == plain.count {
                     // Grown in guarded memory; the old buffer is wiped when released.
@@ -67,9 +68,8 @@ struct GPGDecrypt {
                     bigger.withUnsafeMutableBytes { b in plain.withUnsafeBytes { b.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: count) } }
                     plain = bigger
                 }
-                let n = plain.withUnsafeMutableBytes { read(outPipe[0], $0.baseAddress! + count, $0.count - count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { open[0] = false } else { count += n }
+                let n = plain.withUnsafeMutableBytes { raw in valueOrErrno("read") { read(outPipe[0], raw.baseAddress! + count, raw.count - count) } }
+                if case .success(let got) = n, got > 0 { count += got } else { open[0] = false }
                 if count > limit {
                     tooLarge = true
                     kill(pid, SIGTERM)
@@ -77,12 +77,15 @@ struct GPGDecrypt {
                 }
             }
             if open[1], fds[1].revents != 0 {
-                let n = scratch.withUnsafeMutableBytes { read(errPipe[0], $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { open[1] = false } else if errors.count < 65_536 { errors += scratch[0..<n] }
+                let n = scratch.withUnsafeMutableBytes { raw in valueOrErrno("read") { read(errPipe[0], raw.baseAddress, raw.count) } }
+                if case .success(let got) = n, got > 0 {
+                    if errors.count < 65_536 { errors += scratch[0..<got] }
+                } else {
+                    open[1] = false
+                }
             }
         }
-        let status = Spawn.wait(pid)
+        let status = Spawner.exitStatus(pid)
         if tooLarge { throw KeychainError(.decode, "it decrypts to more than \(limit / 1024 / 1024) MiB") }
         guard status == 0 else {
             failureOutput(errors)

@@ -88,9 +88,9 @@ enum GitHubActions {
         // O_NONBLOCK: a FIFO put there must not hang the job; no O_CREAT: the runner makes the file.
         // Read as well as written: its last byte decides whether a newline goes
         // first (a file we may only write gets one, which the runner skips).
-        var fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 && errno == EACCES { fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
-        guard fd >= 0 else { throw KeychainError(.io, "cannot open $GITHUB_ENV (\(path)): \(String(cString: strerror(errno)))") }
+        var opened = valueOrErrno("open") { open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
+        if opened.error?.code == EACCES { opened = valueOrErrno("open") { open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) } }
+        let fd = try opened.get { KeychainError(.io, "cannot open $GITHUB_ENV (\(path)): \($0)") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
@@ -113,16 +113,17 @@ enum GitHubActions {
                 put([0x0a]); put(delimiter); put([0x0a])
             }
         }
-        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == size else {
-            throw KeychainError(.io, "cannot append to $GITHUB_ENV (\(path)): \(written < 0 ? String(cString: strerror(errno)) : "short write")")
+        // One write: the lines go in whole or, if short, the job learns it.
+        let written = text.withUnsafeBytes { raw in valueOrErrno("write") { write(fd, raw.baseAddress, raw.count) } }
+        guard case .success(size) = written else {
+            throw KeychainError(.io, "cannot append to $GITHUB_ENV (\(path)): \(written.error.map(String.init(describing:)) ?? "short write")")
         }
     }
 
     /// The file's last byte; nil when it can't be read (then a newline goes first, which the runner skips).
     private static func lastByte(_ fd: Int32, size: off_t) -> UInt8? {
         var byte: UInt8 = 0
-        return pread(fd, &byte, 1, size - 1) == 1 ? byte : nil
+        return valueOrErrno("pread") { pread(fd, &byte, 1, size - 1) } == .success(1) ? byte : nil
     }
 
     private static func occurs(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Bool {

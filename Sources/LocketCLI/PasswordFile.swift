@@ -22,10 +22,9 @@ enum PasswordFile {
     /// The password in `path`.
     static func read(_ path: String) throws -> SecureBytes {
         let shown = Printable.clip(path, max: 256)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)
-        guard fd >= 0 else {
-            if errno == ELOOP { throw KeychainError(.param, "\(shown) is a symbolic link; locket reads a password only from the file itself") }
-            throw KeychainError(.io, "cannot read the password file \(shown): \(errnoText())")
+        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY) }.get { failure in
+            failure.code == ELOOP ? KeychainError(.param, "\(shown) is a symbolic link; locket reads a password only from the file itself")
+                                  : KeychainError(.io, "cannot read the password file \(shown): \(failure)")
         }
         defer { close(fd) }
         var st = stat()
@@ -100,10 +99,10 @@ enum PasswordFile {
     /// has none beyond its mode.
     private static func accessACL(_ fd: Int32) -> [(tag: UInt16, permissions: UInt16, id: UInt32)]? {
         var buffer = [UInt8](repeating: 0, count: 4 + 8 * 64)
-        let n = buffer.withUnsafeMutableBytes { locket_access_acl(fd, $0.baseAddress, $0.count) }
+        let got = buffer.withUnsafeMutableBytes { raw in valueOrErrno("fgetxattr") { locket_access_acl(fd, raw.baseAddress, raw.count) } }
         // Too many entries to read is too many to trust: treat as open to others.
-        if n < 0 && errno == ERANGE { return [(tag: 0x20, permissions: 0o7, id: 0)] }
-        guard n >= 4, (n - 4) % 8 == 0, littleEndian32(buffer, at: 0) == 2 else { return nil }
+        if got.error?.code == ERANGE { return [(tag: 0x20, permissions: 0o7, id: 0)] }
+        guard case .success(let n) = got, n >= 4, (n - 4) % 8 == 0, littleEndian32(buffer, at: 0) == 2 else { return nil }
         return stride(from: 4, to: n, by: 8).map { at in
             (tag: UInt16(buffer[at]) | UInt16(buffer[at + 1]) << 8,
              permissions: UInt16(buffer[at + 2]) | UInt16(buffer[at + 3]) << 8,

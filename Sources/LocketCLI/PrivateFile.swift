@@ -19,7 +19,7 @@ enum PrivateFile {
     /// symlink at `path` is replaced, not followed).
     static func write(_ path: String, _ bytes: UnsafeRawBufferPointer, replace: Bool) throws {
         try stream(path, replace: replace) { fd in
-            guard writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+            try writeAll(fd, bytes).get { KeychainError(.io, "cannot write \(path): \($0)") }
         }
     }
 
@@ -31,25 +31,25 @@ enum PrivateFile {
         let base = path.split(separator: "/").last.map(String.init) ?? path
         let random = try PasswordGenerator.generate(length: 12, charset: .alnum).bytes
         let temporary = "\(directory)/.\(base).locket-\(String(decoding: random, as: UTF8.self))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create a file in \(directory): \(String(cString: strerror(errno)))") }
+        let fd = try valueOrErrno("open") { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            .get { KeychainError(.io, "cannot create a file in \(directory): \($0)") }
         var done = false
         defer { if !done { unlink(temporary) } }
         do {
             defer { close(fd) }
             // The umask may have taken bits away, never added any; say exactly 600.
-            guard fchmod(fd, 0o600) == 0 else { throw KeychainError(.io, "cannot set the mode of \(temporary): \(errnoText())") }
+            try nothingOrErrno("fchmod") { fchmod(fd, 0o600) }.get { KeychainError(.io, "cannot set the mode of \(temporary): \($0)") }
             try body(fd)
-            guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+            try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
         }
         if replace {
-            guard rename(temporary, path) == 0 else { throw KeychainError(.io, "cannot replace \(path): \(errnoText())") }
+            try nothingOrErrno("rename") { rename(temporary, path) }.get { KeychainError(.io, "cannot replace \(path): \($0)") }
         } else {
-            guard link(temporary, path) == 0 else {
-                if errno == EEXIST {
+            if let failure = nothingOrErrno("link", { link(temporary, path) }).error {
+                if failure.code == EEXIST {
                     throw KeychainError(.param, "\(path) exists; locket does not replace it", hint: "add -f/--force to replace it")
                 }
-                throw KeychainError(.io, "cannot create \(path): \(errnoText())")
+                throw KeychainError(.io, "cannot create \(path): \(failure)")
             }
             unlink(temporary)
         }

@@ -48,8 +48,8 @@ enum Prompt {
             // producer: wait without the keychain's file.
             context.releaseKeychainFile()
             if path == "-" { return try readAll(context.io.stdin, what: "standard input", contents: "the secret") }
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(String(cString: strerror(errno)))") }
+            let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC) }
+                .get { KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \($0)") }
             defer { close(fd) }
             return try readAll(fd, what: path)
         }
@@ -101,8 +101,7 @@ enum Prompt {
     /// directory is refused at once (errSecParam, with `hint`), never waited on.
     static func readRegularFile(_ path: String, contents: String? = nil, limit: Int = Keychain.maximumDataLength, hint: String) throws -> SecureBytes {
         let shown = Printable.clip(path, max: 256)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(shown): \(String(cString: strerror(errno)))") }
+        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }.get { KeychainError(.io, "cannot read \(shown): \($0)") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "\(shown) is not a regular file", hint: hint) }
@@ -134,8 +133,8 @@ enum Prompt {
     /// Fails instead of hanging when stdin stays silent (no terminal, no data).
     private static func waitForInput(_ fd: Int32, what: String, milliseconds: Int32) throws {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let n = poll(&p, 1, milliseconds)
-        if n == 0 {
+        // Interrupted: as if input came, and the read that follows decides.
+        if case .success(0) = valueOrErrno("poll", retryOnInterrupt: false, { poll(&p, 1, milliseconds) }) {
             throw KeychainError(.interactionNotAllowed, "no \(what) on standard input and no terminal to ask at",
                                 hint: "pipe the \(what) in (or use --password-stdin), or run at a terminal")
         }
@@ -147,9 +146,10 @@ enum Prompt {
         var used = 0
         var c: UInt8 = 0
         while true {
-            let n = read(fd, &c, 1)
-            if n < 0 { if errno == EINTR { continue }; if errno == EBADF { break }; throw KeychainError(.io, "cannot read standard input") }
-            if n == 0 || c == 0x0a { break }
+            let n = valueOrErrno("read") { read(fd, &c, 1) }
+            if n.error?.code == EBADF { break }
+            guard case .success(let got) = n else { throw KeychainError(.io, "cannot read standard input") }
+            if got == 0 || c == 0x0a { break }
             guard used < buffer.count else { throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes") }
             buffer.withUnsafeMutableBytes { $0[used] = c }
             used += 1
@@ -178,12 +178,9 @@ enum Prompt {
                 bigger.withUnsafeMutableBytes { dst in buffer.withUnsafeBytes { src in dst.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: used) } }
                 buffer = bigger
             }
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + used, capacity - used) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EBADF { break }
-                throw KeychainError(.io, "cannot read \(what): \(String(cString: strerror(errno)))")
-            }
+            let read = buffer.withUnsafeMutableBytes { raw in valueOrErrno("read") { Glibc.read(fd, raw.baseAddress! + used, capacity - used) } }
+            if read.error?.code == EBADF { break }
+            let n = try read.get { KeychainError(.io, "cannot read \(what): \($0)") }
             if n == 0 { break }
             used += n
             if used > limit { throw tooLarge }

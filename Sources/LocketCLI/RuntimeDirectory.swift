@@ -36,8 +36,8 @@ enum RuntimeDirectory {
                                 hint: "set XDG_RUNTIME_DIR to a tmpfs directory of yours, mode 700")
         }
         let parent = "\(base)/\(name)-\(geteuid())"
-        if mkdir(parent, 0o700) != 0 && errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(parent): \(errnoText())")
+        if let failure = nothingOrErrno("mkdir", { mkdir(parent, 0o700) }).error, failure.code != EEXIST {
+            throw KeychainError(.io, "cannot create \(parent): \(failure)")
         }
         // Another user may have made this name first: use it only if it is ours alone.
         guard isPrivateDirectory(parent) else {
@@ -49,31 +49,17 @@ enum RuntimeDirectory {
 
     /// Whether `path` may hold private files: a directory, not a symbolic
     /// link, owned by this user with no access for anyone else (mode 700, as
-    /// the XDG Base Directory spec requires of the runtime directory), and
-    /// every directory above it, as written and as resolved, owned by root or
-    /// this user and writable by no one else unless sticky, so that nobody
-    /// else can rename it, or a link on the way to it, after it was checked.
+    /// the XDG Base Directory spec requires of the runtime directory), that
+    /// resolves, and every directory above it, as written and as resolved,
+    /// owned by root or this user and writable by no one else unless sticky,
+    /// so that nobody else can rename it, or a link on the way to it, after
+    /// it was checked (`TrustedPath`).
     static func isTrusted(_ path: String) -> Bool {
         var st = stat()
         guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
               let resolved = realpath(path, nil) else { return false }
-        let real = String(cString: resolved)
         free(resolved)
-        return ancestorsAreSafe(path) && ancestorsAreSafe(real)
-    }
-
-    /// Each proper ancestor of `path` (lstat, so a link on the way counts by
-    /// its own owner): root's or this user's; a directory that others may
-    /// write only with the sticky bit.
-    private static func ancestorsAreSafe(_ path: String) -> Bool {
-        var prefix = ""
-        for component in path.split(separator: "/").dropLast() {
-            prefix += "/" + component
-            var st = stat()
-            guard lstat(prefix, &st) == 0, st.st_uid == 0 || st.st_uid == geteuid() else { return false }
-            if st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o022 != 0, st.st_mode & S_ISVTX == 0 { return false }
-        }
-        return true
+        return TrustedPath.unsafeAncestor(of: path) == nil
     }
 
     /// A fallback base: a directory whose entries others can't rename (root's

@@ -27,20 +27,17 @@ final class SecretFiles {
     init(_ files: [(name: String, secret: SecureBytes)], environment: Environment) throws {
         let parent = try SecretFiles.parent(environment)
         var template = Array("\(parent)/\(SecretFiles.identity()).XXXXXX".utf8CString)
-        let made: String? = template.withUnsafeMutableBufferPointer { buffer in
-            mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
+        let made = try template.withUnsafeMutableBufferPointer { buffer in
+            try pointerOrErrno("mkdtemp") { mkdtemp(buffer.baseAddress!) }.get { KeychainError(.io, "cannot create a directory in \(parent): \($0)") }
         }
-        guard let made else { throw KeychainError(.io, "cannot create a directory in \(parent): \(errnoText())") }
-        directory = made
+        directory = String(cString: made)
         do {
             for (name, secret) in files {
                 let path = "\(directory)/\(name)"
-                let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
+                let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+                    .get { KeychainError(.io, "cannot create \(path): \($0)") }
                 defer { close(fd) }
-                guard secret.withUnsafeBytes({ writeAll(fd, $0) }) else {
-                    throw KeychainError(.io, "cannot write \(path): \(errnoText())")
-                }
+                try secret.withUnsafeBytes { writeAll(fd, $0) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
                 paths.append((name, path))
             }
         } catch {
@@ -87,32 +84,17 @@ final class SecretFiles {
     /// The inode of this process's pid namespace (`pid:[4026531836]`): a pid
     /// means nothing in another namespace (two containers sharing /dev/shm).
     private static func pidNamespace() -> UInt64 {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let n = readlink("/proc/self/ns/pid", &buffer, buffer.count - 1)
-        guard n > 0 else { return 0 }
-        let text = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let text = readLink("/proc/self/ns/pid") else { return 0 }
         return UInt64(text.filter(\.isNumber)) ?? 0
     }
 
-    /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
-    private static func startTime(of pid: pid_t) -> UInt64? {
-        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-        guard let close = buffer[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        let fields = buffer[(close + 1)..<n].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19 else { return nil }
-        return UInt64(String(decoding: fields[19], as: UTF8.self))
-    }
+    /// When the process started (`processStartTime`).
+    private static func startTime(of pid: pid_t) -> UInt64? { processStartTime(pid) }
 
     /// Whether the process that made a directory is still running: the pid
     /// exists and started when the directory's name says.
     private static func isRunning(_ pid: pid_t, startedAt start: UInt64) -> Bool {
-        if kill(pid, 0) != 0 && errno == ESRCH { return false }
+        if nothingOrErrno("kill", { kill(pid, 0) }).error?.code == ESRCH { return false }
         // Alive, or another user's process (EPERM): compare start times; if
         // they can't be read, keep the directory.
         guard let current = startTime(of: pid) else { return true }

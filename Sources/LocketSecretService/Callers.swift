@@ -1,6 +1,7 @@
 import CDBus
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// Who a client is: its uid and process as the bus daemon saw them when it
 /// connected, and the locket caller it gets (the owner, or an app limited to
@@ -73,17 +74,9 @@ extension Provider {
     /// `uid` (a pid reused by another user's process maps to nothing).
     static func executable(of pid: UInt32, uid: UInt32) -> String? {
         var info = stat()
-        guard stat("/proc/\(pid)", &info) == 0, info.st_uid == uid, let path = link("/proc/\(pid)/exe") else { return nil }
+        guard stat("/proc/\(pid)", &info) == 0, info.st_uid == uid, let path = readLink("/proc/\(pid)/exe") else { return nil }
         // An executable replaced while running reads "PATH (deleted)": not the file mapped.
         return path.hasSuffix(" (deleted)") ? nil : path
-    }
-
-    /// The target of the symbolic link `path`, nil when it can't be read.
-    static func link(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
@@ -92,7 +85,7 @@ extension Provider {
     func describeOwner(of name: String) -> String {
         guard let owner = busCall("GetNameOwner", name, { try $0.string() }) else { return "another process" }
         guard let pid = busCall("GetConnectionUnixProcessID", owner, { try $0.uint32() }) else { return owner }
-        let executable = Provider.link("/proc/\(pid)/exe")
+        let executable = readLink("/proc/\(pid)/exe")
         return "\(owner) (pid \(pid)\(executable.map { ", \($0)" } ?? ""))"
     }
 

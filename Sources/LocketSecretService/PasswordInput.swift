@@ -40,31 +40,14 @@ final class PasswordInput {
     private static func askpass(_ program: String, _ text: String) -> PasswordInput? {
         var pipe: [Int32] = [-1, -1]
         guard locket_pipe_cloexec(&pipe) == 0 else { return nil }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(text), nil]
         defer { argv.forEach { free($0) } }
         // A process group of its own: cancelling stops whatever it started
         // too (a `sleep` left behind would hold our stderr open).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+        let spawned = Spawner.spawn(program, argv: argv, environment: environ, stdin: .devNull, stdout: .descriptor(pipe[1]),
+                                    searchPath: true, alsoDefault: [SIGCHLD], newProcessGroup: true)
         close(pipe[1])
-        guard rc == 0 else {
+        guard case .success(let pid) = spawned else {
             close(pipe[0])
             return nil
         }
@@ -95,10 +78,9 @@ final class PasswordInput {
         var chunk = [UInt8](repeating: 0, count: 512)
         defer { wipe(&chunk) }
         while true {
-            let n = Glibc.read(fd, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return nil }
-            if n <= 0 { return .some(finish(complete: false)) }
+            let got = valueOrErrno("read") { Glibc.read(fd, &chunk, chunk.count) }
+            if let failure = got.error, failure.code == EAGAIN || failure.code == EWOULDBLOCK { return nil }
+            guard case .success(let n) = got, n > 0 else { return .some(finish(complete: false)) }
             buffer.append(contentsOf: chunk[..<n])
             if buffer.count > PasswordInput.capacity { return .some(finish(complete: false)) }
             if case .terminal = source, let newline = buffer.firstIndex(where: { $0 == 10 || $0 == 13 }) {
@@ -114,9 +96,7 @@ final class PasswordInput {
         var ok = complete
         switch source {
         case .askpass(let pid)?:
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            ok = status == 0
+            ok = ((try? Spawner.wait(pid).get().status) ?? 0) == 0
             if buffer.last == 10 { buffer.removeLast() }
             if buffer.last == 13 { buffer.removeLast() }
         case .terminal(var saved)?:
@@ -136,9 +116,7 @@ final class PasswordInput {
     func cancel() {
         switch source {
         case .askpass(let pid)?:
-            kill(-pid, SIGTERM)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            Spawner.stop(pid, group: true)
             close(fd)
         case .terminal(var saved)?:
             _ = tcsetattr(fd, TCSAFLUSH, &saved)

@@ -19,15 +19,21 @@ enum PrivateBus {
         defer { stop(daemon) }
         let provider = try Provider(address: address, options: options, environment: .process, log: log)
         try provider.claimName()
-        guard let child = spawn(command, address: address) else {
-            log("error: cannot run \(command[0]): \(String(cString: strerror(errno)))")
-            return errno == ENOENT ? 127 : 126
+        let child: pid_t
+        switch spawn(command, address: address) {
+        case .success(let pid): child = pid
+        case .failure(let failure):
+            log("error: cannot run \(command[0]): \(failure)")
+            return failure.code == ENOENT ? 127 : 126
         }
         var status: Int32 = 0
         var exited = false
         provider.serve(signals: signals) { signal in
             if signal == SIGCHLD {
-                if !exited && waitpid(child, &status, WNOHANG) == child { exited = true }
+                if !exited, case .success(let changed) = Spawner.wait(child, options: WNOHANG), changed.pid == child {
+                    status = changed.status
+                    exited = true
+                }
                 return exited
             }
             if !exited { kill(child, signal) }
@@ -36,11 +42,9 @@ enum PrivateBus {
         if !exited {
             // The bus went away under COMMAND: it is stopped rather than left without its provider.
             log(provider.stopped)
-            kill(child, SIGTERM)
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+            status = Spawner.stop(child)
         }
-        let signalled = status & 0x7f
-        return signalled == 0 ? (status >> 8) & 0xff : 128 + signalled
+        return Spawner.shellStatus(status)
     }
 
     /// dbus-daemon's configuration: a session bus listening in our private
@@ -85,8 +89,10 @@ enum PrivateBus {
         let runtime = (try? Environment.process["XDG_RUNTIME_DIR"]) ?? nil
         let base = runtime.flatMap { $0.hasPrefix("/") && access($0, W_OK) == 0 ? $0 : nil } ?? "/tmp"
         var template = Array((base + "/locket-bus-XXXXXX").utf8CString)
-        guard mkdtemp(&template) != nil else { throw ProviderError("cannot make a directory in \(base): \(String(cString: strerror(errno)))") }
-        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let made = try template.withUnsafeMutableBufferPointer { buffer in
+            try pointerOrErrno("mkdtemp") { mkdtemp(buffer.baseAddress!) }.get { ProviderError("cannot make a directory in \(base): \($0)") }
+        }
+        return String(cString: made)
     }
 
     private static func removeDirectory(_ directory: String) {
@@ -101,55 +107,33 @@ enum PrivateBus {
     }
 
     private static func write(_ text: String, to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ProviderError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+            .get { ProviderError("cannot write \(path): \($0)") }
         defer { close(fd) }
-        let bytes = Array(text.utf8)
-        guard writeAll(fd, bytes) else { throw ProviderError("cannot write \(path)") }
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            offset += n
-        }
-        return true
+        try writeAll(fd, Array(text.utf8)).get { ProviderError("cannot write \(path): \($0)") }
     }
 
     /// Starts dbus-daemon and reads the address it prints.
     private static func startDaemon(config: String) throws -> (pid_t, String) {
         var pipe: [Int32] = [-1, -1]
-        guard locket_pipe_cloexec(&pipe) == 0 else { throw ProviderError("cannot make a pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
-        // Its warnings (it can't raise its descriptor limit in a container) are not the user's business.
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        try nothingOrErrno("pipe2") { locket_pipe_cloexec(&pipe) }.get { ProviderError("cannot make a pipe: \($0)") }
         let arguments = ["dbus-daemon", "--config-file=\(config)", "--nofork", "--nopidfile", "--print-address=1"]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = withChildSpawnAttributes { posix_spawnp(&pid, "dbus-daemon", &actions, $0, argv, environ) }
+        // Its warnings (it can't raise its descriptor limit in a container) are not the user's business.
+        let spawned = Spawner.spawn("dbus-daemon", argv: argv, environment: environ, stdin: .devNull, stdout: .descriptor(pipe[1]),
+                                    stderr: .devNull, searchPath: true)
         close(pipe[1])
         defer { close(pipe[0]) }
-        guard rc == 0 else {
-            throw ProviderError("cannot start dbus-daemon: \(String(cString: strerror(rc))) (Debian's dbus-daemon package has it)")
-        }
+        let pid = try spawned.get { ProviderError("cannot start dbus-daemon: \($0) (Debian's dbus-daemon package has it)") }
         var line: [UInt8] = []
         var fds = [pollfd(fd: pipe[0], events: Int16(POLLIN), revents: 0)]
         let deadline = Prompt.now() + 20
         while !line.contains(10) {
-            guard Prompt.now() < deadline, poll(&fds, 1, 1000) >= 0 || errno == EINTR else { break }
+            guard Prompt.now() < deadline, valueOrErrno("poll", { poll(&fds, 1, 1000) }).error == nil else { break }
             guard fds[0].revents != 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 256)
-            let n = read(pipe[0], &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
+            guard case .success(let n) = valueOrErrno("read", { read(pipe[0], &chunk, chunk.count) }), n > 0 else { break }
             line.append(contentsOf: chunk[..<n])
         }
         guard let end = line.firstIndex(of: 10), end > 0 else {
@@ -159,15 +143,11 @@ enum PrivateBus {
         return (pid, String(decoding: line[..<end], as: UTF8.self))
     }
 
-    private static func stop(_ pid: pid_t) {
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    }
+    private static func stop(_ pid: pid_t) { Spawner.stop(pid) }
 
     /// COMMAND with DBUS_SESSION_BUS_ADDRESS set, the rest of the environment
     /// as it is, byte for byte (the entries are passed on, not re-encoded).
-    private static func spawn(_ command: [String], address: String) -> pid_t? {
+    private static func spawn(_ command: [String], address: String) -> Result<pid_t, Errno> {
         var envp: [UnsafeMutablePointer<CChar>?] = []
         var index = 0
         let prefix = Array("DBUS_SESSION_BUS_ADDRESS=".utf8)
@@ -183,12 +163,6 @@ enum PrivateBus {
             argv.forEach { free($0) }
             free(own)
         }
-        var pid: pid_t = 0
-        let rc = withChildSpawnAttributes { posix_spawnp(&pid, command[0], nil, $0, argv, envp) }
-        guard rc == 0 else {
-            errno = rc
-            return nil
-        }
-        return pid
+        return Spawner.spawn(command[0], argv: argv, environment: envp, searchPath: true)
     }
 }

@@ -2,6 +2,7 @@ import CDBus
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// The Secret Service provider (SPEC §18): owns org.freedesktop.secrets on a
 /// session bus and answers the API over locket keychains, one collection per
@@ -70,9 +71,7 @@ public final class Provider {
         self.options = options
         self.log = log
         apps = try options.apps.map { app in
-            guard let resolved = realpath(app.executable, nil) else {
-                throw ProviderError("\(app.executable): \(String(cString: strerror(errno)))")
-            }
+            let resolved = try pointerOrErrno("realpath") { realpath(app.executable, nil) }.get { ProviderError("\(app.executable): \($0)") }
             defer { free(resolved) }
             return AppEntry(executable: String(cString: resolved), entitlements: try Entitlements.load(path: app.entitlements))
         }
@@ -157,8 +156,9 @@ public final class Provider {
             var fds = [pollfd(fd: busFD, events: Int16(POLLIN), revents: 0), pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
             let watched = prompts.values.compactMap { prompt in prompt.descriptor.map { (prompt, $0) } }
             for (_, fd) in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), promptTimeoutMilliseconds())
-            if ready < 0 && errno != EINTR { stopReason = "poll failed: \(String(cString: strerror(errno)))"; break }
+            // Interrupted: as if nothing were ready; the loop looks again.
+            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), promptTimeoutMilliseconds()) }
+            if let failure = ready.error, failure.code != EINTR { stopReason = "poll failed: \(failure)"; break }
             if fds[1].revents != 0 {
                 var sent: Int32 = 0
                 while case let signal = locket_signalfd_next(signals, &sent), signal != 0 {

@@ -2,6 +2,7 @@ import CCrypto
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// The provider's process: `locket secret-service` parses its options from
 /// the command table and execs this with them resolved:
@@ -38,9 +39,11 @@ public enum SecretServiceMain {
         }
         let forwarded = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
         let watched = command.isEmpty ? [SIGINT, SIGTERM, SIGHUP] : forwarded + [SIGCHLD]
-        let signals = locket_signalfd(watched, Int32(watched.count))
-        guard signals >= 0 else {
-            log("error: cannot watch for signals: \(String(cString: strerror(errno)))")
+        let signals: Int32
+        switch valueOrErrno("signalfd", { locket_signalfd(watched, Int32(watched.count)) }) {
+        case .success(let fd): signals = fd
+        case .failure(let failure):
+            log("error: cannot watch for signals: \(failure)")
             return 1
         }
         defer { close(signals) }

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSystem
 
 /// The programs locket runs beside itself, each in a process of its own so
 /// that `locket` never links their libraries: the PostgreSQL helper (libpq)
@@ -20,11 +21,7 @@ public enum CompanionExecutable {
     /// The first of `../libexec/locket/NAME` and `NAME` beside the running
     /// executable that may be run (`refusal(at:)` is nil); nil when neither may.
     public static func find(_ name: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        let executable = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = executable.lastIndex(of: "/") else { return nil }
+        guard let executable = readLink("/proc/self/exe"), let slash = executable.lastIndex(of: "/") else { return nil }
         let directory = String(executable[..<slash])
         let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
         return ["\(parent)/libexec/locket/\(name)", "\(directory)/\(name)"].first { refusal(at: $0) == nil }

@@ -37,15 +37,7 @@ public enum Terminal {
     /// Writes `text` (already made printable) to `fd`, whole.
     public static func write(_ fd: Int32, _ text: String) {
         var text = text
-        text.withUTF8 { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }
-                done += n
-            }
-        }
+        text.withUTF8 { _ = writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 
     /// Who "this terminal session" is, for the presence reuse window: the
@@ -56,21 +48,7 @@ public enum Terminal {
         var st = stat()
         guard fstat(terminal, &st) == 0, st.st_mode & S_IFMT == S_IFCHR else { return nil }
         let sid = getsid(0)
-        guard sid > 0, let stat = procFile("/proc/\(sid)/stat"), let close = stat.lastIndex(of: UInt8(ascii: ")")),
-              close + 2 < stat.count else { return nil }
-        // Field 22 (starttime) counts from the field after the command name in parentheses (field 3).
-        let fields = stat[(close + 2)...].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19 else { return nil }
-        return "\(st.st_rdev):\(sid):\(String(decoding: fields[19], as: UTF8.self))"
-    }
-
-    /// A small file of /proc, whole; nil when unreadable.
-    private static func procFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        return n > 0 ? Array(buffer[..<n]) : nil
+        guard sid > 0, let started = processStartTime(sid) else { return nil }
+        return "\(st.st_rdev):\(sid):\(started)"
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSystem
 
 /// Frames over file descriptors: whole frames in, whole frames out, with the
 /// size limit checked on the length before the body is read.
@@ -36,19 +37,13 @@ public struct Channel: Sendable {
     }
 
     private func readFully(_ buffer: inout [UInt8], allowEmpty: Bool) throws(Wire.Failure) -> Int {
-        var done = 0
-        while done < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress! + done, $0.count - done) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .system(errno)
-            }
-            if count == 0 {
-                if done == 0 && allowEmpty { return 0 }
-                throw .truncated
-            }
-            done += count
+        let done: Int
+        switch buffer.withUnsafeMutableBytes({ LocketSystem.readFully(input, into: $0) }) {
+        case .success(let count): done = count
+        case .failure(let failure): throw .system(failure.code)
         }
+        if done == 0 && allowEmpty { return 0 }
+        guard done == buffer.count else { throw .truncated }
         return done
     }
 
@@ -57,15 +52,16 @@ public struct Channel: Sendable {
         while done < bytes.count {
             // MSG_NOSIGNAL: a helper that died must come back as EPIPE, not
             // kill the caller with SIGPIPE. Not a socket: plain write.
-            var count = bytes.withUnsafeBytes { send(output, $0.baseAddress! + done, $0.count - done, Int32(MSG_NOSIGNAL)) }
-            if count < 0 && errno == ENOTSOCK {
-                count = bytes.withUnsafeBytes { Glibc.write(output, $0.baseAddress! + done, $0.count - done) }
+            var sent = bytes.withUnsafeBytes { raw in
+                valueOrErrno("send") { send(output, raw.baseAddress! + done, raw.count - done, Int32(MSG_NOSIGNAL)) }
             }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .system(errno)
+            if sent.error?.code == ENOTSOCK {
+                sent = bytes.withUnsafeBytes { raw in valueOrErrno("write") { Glibc.write(output, raw.baseAddress! + done, raw.count - done) } }
             }
-            done += count
+            switch sent {
+            case .success(let count): done += count
+            case .failure(let failure): throw .system(failure.code)
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import CLocketSystem
 import Glibc
+import LocketSupport
 
 /// Tells the module when a keychain's files changed since it last looked
 /// (inotify on the keychain's directory: the file, its `-wal`, a copy
@@ -64,9 +65,7 @@ final class FileChanges {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         defer { buffer.deallocate() }
         while true {
-            let n = read(fd, buffer, capacity)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
+            guard case .success(let n) = valueOrErrno("read", { read(fd, buffer, capacity) }), n > 0 else { break }
             var offset = 0
             while offset + MemoryLayout<inotify_event>.size <= n {
                 let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)

@@ -54,13 +54,8 @@ enum Operation {
 
     /// This process's name, as the kernel knows it.
     private static var programName: String {
-        let fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "this program" }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 1 else { return "this program" }
-        return String(decoding: buffer[..<n].filter { $0 != 0x0a }, as: UTF8.self)
+        guard let comm = readSmallFile("/proc/self/comm", limit: 64), comm.count > 1 else { return "this program" }
+        return String(decoding: comm.filter { $0 != 0x0a }, as: UTF8.self)
     }
 
     /// Before the password prompt: the engine makes a wrong password wait

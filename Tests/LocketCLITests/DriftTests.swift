@@ -1,5 +1,6 @@
 import Glibc
 import LocketCLI
+import LocketSystem
 import Synchronization
 import XCTest
 
@@ -235,9 +236,7 @@ private enum Repo {
 
     static func read(_ name: String, absolute: Bool = false) throws -> String {
         let path = absolute ? name : root + "/" + name
-        guard let file = fopen(path, "rb") else {
-            throw Failure("cannot open \(path): \(String(cString: strerror(errno)))")
-        }
+        let file = try pointerOrErrno("fopen") { fopen(path, "rb") }.get { Failure("cannot open \(path): \($0)") }
         defer { fclose(file) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -259,7 +258,7 @@ private enum Repo {
 private enum Scratch {
     static func directory() throws -> String {
         var template = Array("/tmp/locket-drift-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Repo.Failure("mkdtemp: \(String(cString: strerror(errno)))") }
+        let made = try pointerOrErrno("mkdtemp") { mkdtemp(&template) }.get { Repo.Failure("mkdtemp: \($0)") }
         return String(cString: made)
     }
 

@@ -48,6 +48,16 @@ final class KeychainLocatorTests: XCTestCase {
         XCTAssertKeychainError(.param, try resolve(nil, ["LOCKET_KEYCHAIN": "postgres://u:secret@db.example/keys"]))
     }
 
+    /// A URL's escapes are undone by the one percent-decoder: `%XX` with two
+    /// hexadecimal digits and nothing else (`%+f` parsed as a signed number before).
+    func testAURLsEscapesAreTwoHexadecimalDigits() throws {
+        XCTAssertEqual(try RemoteLocation(url: "postgres://t%65am@db.example/my%20keys").value("dbname"), "my keys")
+        XCTAssertEqual(try RemoteLocation(url: "postgres://t%65am@db.example/keys").value("user"), "team")
+        for broken in ["postgres://db.example/k%+feys", "postgres://db.example/keys%4", "postgres://db.example/k%zzeys"] {
+            XCTAssertKeychainError(.param, try RemoteLocation(url: broken), broken)
+        }
+    }
+
     /// A registered name counts where no keychain file has it; a file of that name wins.
     func testARegisteredNameIsRemoteUnlessAFileHasIt() throws {
         let environment = Environment([

@@ -18,7 +18,9 @@ final class LayeringTests: XCTestCase {
         "CCrypto": ["libc", "CCrypto"],
         "CLocketSystem": ["libc"],
         "CLocketSQLite": ["libc", "CSQLite"],
-        "LocketSupport": ["Glibc", "Synchronization", "internal CSodium"],
+        // The system-call wrapper and spawner: below everything, the helper included.
+        "LocketSystem": ["Glibc"],
+        "LocketSupport": ["Glibc", "Synchronization", "internal CSodium", "LocketSystem"],
         "LocketCore": ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire", "Glibc", "Synchronization"],
         "LocketTerminal": ["LocketCore", "LocketSupport", "CLocketSystem", "Glibc"],
         "LocketCLI": ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc"],
@@ -29,7 +31,7 @@ final class LayeringTests: XCTestCase {
         "LocalAuthentication": ["Foundation"],
         // The PostgreSQL helper (SPEC §17): libpq only ever in its own process.
         "CLibPQ": ["libc", "CLibPQ"],
-        "LocketWire": ["Glibc"],
+        "LocketWire": ["Glibc", "LocketSystem"],
         "locket-postgres": ["LocketWire", "CLibPQ", "Glibc"],
         // The Secret Service provider (SPEC §18): libdbus-1 only ever in its
         // own executable; the D-Bus transfer's DH and AES from libcrypto.

@@ -121,6 +121,47 @@ final class OneTimePasswordTests: XCTestCase {
         }
     }
 
+    /// Percent-decoding of the parameters, pinned before the two private
+    /// decoders became LocketSupport's (issue 25): escapes in names and values
+    /// (either case of hex digit), `+` as a space as in form-encoded queries,
+    /// a malformed escape refused, text parameters valid UTF-8 and at most 256 bytes.
+    func testParametersArePercentDecodedAsAFormQuery() throws {
+        // Names are decoded before they are compared.
+        XCTAssertEqual(try otp("otpauth://totp/x?s%65cr%45t=\(Self.sha1Key)&d%69gits=8").code(at: 59).code, "94287082")
+        // Values: escapes in either case; `+` is a space, `%2B` a plus.
+        XCTAssertEqual(try otp("otpauth://totp/x?secret=\(Self.sha1Key)&digits=%38").digits, 8)
+        XCTAssertEqual(try otp("otpauth://totp/x?secret=\(Self.sha1Key)&algorithm=sha%32%35%36").algorithm, .sha256)
+        XCTAssertEqual(try otp("otpauth://totp/x?secret=\(Self.sha1Key)&period=%36%30").period, 60)
+        XCTAssertEqual(try otp("otpauth://totp/x?secret=\(Self.sha1Key)&digits=8").code(at: 59).code,
+                       try otp("otpauth://totp/x?secret=gezdgnbvgy3tqojqgezdgnbvgy3tqoj%71&digits=8").code(at: 59).code)
+        let refused: [(String, String)] = [
+            // `+` decodes to a space, which no number has.
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&period=+30", "period"),
+            // A plus sign is no base32 digit.
+            ("otpauth://totp/x?secret=GEZD%2BGNBV", "base32"),
+            ("otpauth://totp/x?secret=GEZD%", "a % is not followed by two hexadecimal digits"),
+            ("otpauth://totp/x?secret=GEZD%4", "a % is not followed by two hexadecimal digits"),
+            ("otpauth://totp/x?secret=GEZD%G1", "a % is not followed by two hexadecimal digits"),
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&dig%7its=8", "a parameter name is not valid percent-encoded UTF-8"),
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&%FF=8", "a parameter name is not valid percent-encoded UTF-8"),
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&digits=%3", "the digits parameter is not valid percent-encoded UTF-8"),
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&algorithm=%FF", "the algorithm parameter is not valid percent-encoded UTF-8"),
+            // Over 256 bytes, a text parameter is refused before it is decoded.
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&digits=" + String(repeating: "0", count: 256) + "8",
+             "the digits parameter is not valid percent-encoded UTF-8"),
+            ("otpauth://totp/x?secret=\(Self.sha1Key)&" + String(repeating: "a", count: 257) + "=1", "a parameter name is not valid"),
+        ]
+        for (uri, reason) in refused {
+            XCTAssertThrowsError(try otp(uri), String(uri.prefix(80))) { error in
+                XCTAssertTrue((error as? KeychainError)?.message.contains(reason) == true, "\(uri.prefix(80)): \(error)")
+            }
+        }
+        // A parameter that is not used is never decoded, malformed or not.
+        XCTAssertEqual(try otp("otpauth://totp/x?secret=\(Self.sha1Key)&issuer=%ZZ&image=%").digits, 6)
+        // Exactly 256 bytes of a text parameter is fine.
+        XCTAssertEqual(try otp("otpauth://totp/x?secret=\(Self.sha1Key)&digits=" + String(repeating: "0", count: 255) + "8").digits, 8)
+    }
+
     func testTolerantParsing() throws {
         // Scheme and type in any case, parameter names too, a fragment, a trailing newline, unknown parameters.
         let hotp = try otp("OTPAUTH://HOTP/Issuer:alice%40example.com?Secret=\(Self.sha1Key)&COUNTER=3&issuer=Issuer&image=x#frag\n")

@@ -79,6 +79,26 @@ final class PercentEncodingTests: XCTestCase {
         XCTAssertEqual(PercentEncoding.decodeLenient("%00".utf8), [0])
     }
 
+    /// A form-encoded query (the otpauth:// parameters) reads `+` as a space; `%2B` stays a plus.
+    func testPlusAsSpaceOnlyWhereAskedFor() {
+        XCTAssertEqual(PercentEncoding.decodeStrict("a+b%2Bc".utf8, plusAsSpace: true), Array("a b+c".utf8))
+        XCTAssertEqual(PercentEncoding.decodeStrict("a+b%2Bc".utf8), Array("a+b+c".utf8))
+        XCTAssertNil(PercentEncoding.decodeStrict("a+%4".utf8, plusAsSpace: true))
+    }
+
+    /// Decoding into caller's memory (guarded, for a secret) writes only there, and as much as the array version.
+    func testDecodingIntoGivenMemory() {
+        let input = Array("ab%41+%".utf8)
+        var out = [UInt8](repeating: 0xee, count: input.count)
+        let malformed = input.withUnsafeBytes { raw in out.withUnsafeMutableBytes { PercentEncoding.decodeStrict(raw, into: $0, plusAsSpace: true) } }
+        XCTAssertNil(malformed)
+        let good = Array("ab%41+c".utf8)
+        let count = good.withUnsafeBytes { raw in out.withUnsafeMutableBytes { PercentEncoding.decodeStrict(raw, into: $0, plusAsSpace: true) } }
+        XCTAssertEqual(count, 5)
+        XCTAssertEqual(Array(out[0..<5]), Array("abA c".utf8))
+        XCTAssertEqual(Array(out[0..<5]), PercentEncoding.decodeStrict(good, plusAsSpace: true))
+    }
+
     func testEncodesAllButUnreserved() {
         XCTAssertEqual(String(decoding: PercentEncoding.encode(Array("a b/é~-._Z9".utf8)), as: UTF8.self), "a%20b%2F%C3%A9~-._Z9")
         let all = (0...255).map { UInt8($0) }
@@ -139,7 +159,7 @@ final class WipeAndWriteTests: XCTestCase {
         let bytes = (0..<40_000).map { UInt8($0 & 0xff) }
         // More than a pipe holds at once would block: write from another thread.
         let writeEnd = fds[1]
-        let writer = Thread { XCTAssertTrue(writeAll(writeEnd, bytes)); close(writeEnd) }
+        let writer = Thread { XCTAssertNil(writeAll(writeEnd, bytes).error); close(writeEnd) }
         writer.start()
         var read: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -150,7 +170,6 @@ final class WipeAndWriteTests: XCTestCase {
         }
         close(fds[0])
         XCTAssertEqual(read, bytes)
-        XCTAssertFalse(writeAll(-1, [1]))
-        XCTAssertEqual(errno, EBADF)
+        XCTAssertEqual(writeAll(-1, [1]).error, Errno(EBADF))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -148,7 +149,7 @@ public enum Spawn {
         guard case .success(let pid) = spawned else {
             close(outPipe[0]); close(errPipe[0])
             if inPipe[1] >= 0 { close(inPipe[1]) }
-            let reason = if case .failure(let error) = spawned { String(cString: strerror(error.code.rawValue)) } else { "" }
+            let reason = spawned.error.map(String.init(describing:)) ?? ""
             return RunResult(status: nil, signal: nil, stdout: [], stderr: Array("posix_spawn failed: \(reason)".utf8),
                              timedOut: false, duration: 0, arguments: arguments)
         }
@@ -181,22 +182,22 @@ public enum Spawn {
             if inFD >= 0 { fds.append(pollfd(fd: inFD, events: Int16(POLLOUT), revents: 0)) }
             if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
             if errFD >= 0 { fds.append(pollfd(fd: errFD, events: Int16(POLLIN), revents: 0)) }
-            let n = poll(&fds, nfds_t(fds.count), Int32(min(remaining, 1) * 1000) + 1)
-            if n < 0 { if errno == EINTR { continue }; break }
+            let timeout = Int32(min(remaining, 1) * 1000) + 1
+            guard case .success = valueOrErrno("poll", { poll(&fds, nfds_t(fds.count), timeout) }) else { break }
             for p in fds where p.revents != 0 {
                 if p.fd == inFD {
                     let w = toWrite.withUnsafeBytes { raw in
-                        write(inFD, raw.baseAddress! + written, min(raw.count - written, 65_536))
+                        valueOrErrno("write") { write(inFD, raw.baseAddress! + written, min(raw.count - written, 65_536)) }
                     }
-                    if w > 0 { written += w }
-                    if (w < 0 && errno != EAGAIN && errno != EINTR) || written == toWrite.count {
+                    if case .success(let n) = w { written += n }
+                    if (w.error != nil && w.error?.code != EAGAIN) || written == toWrite.count {
                         close(inFD); inFD = -1
                     }
                 } else {
-                    let r = buffer.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
-                    if r > 0 {
-                        if p.fd == outFD { stdout += buffer[0..<r] } else { stderr += buffer[0..<r] }
-                    } else if r == 0 || (errno != EINTR && errno != EAGAIN) {
+                    let r = buffer.withUnsafeMutableBytes { raw in valueOrErrno("read") { read(p.fd, raw.baseAddress, raw.count) } }
+                    if case .success(let n) = r, n > 0 {
+                        if p.fd == outFD { stdout += buffer[0..<n] } else { stderr += buffer[0..<n] }
+                    } else if r.error?.code != EAGAIN {
                         close(p.fd)
                         if p.fd == outFD { outFD = -1 } else { errFD = -1 }
                     }
@@ -204,8 +205,7 @@ public enum Spawn {
             }
         }
         for fd in [inFD, outFD, errFD, silentFD] where fd >= 0 { close(fd) }
-        var waitStatus: Int32 = 0
-        while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
+        let waitStatus = (try? Spawner.wait(pid).get().status) ?? 0
         let termSignal = waitStatus & 0x7f
         return RunResult(status: termSignal == 0 ? (waitStatus >> 8) & 0xff : nil,
                          signal: termSignal == 0 ? nil : termSignal,

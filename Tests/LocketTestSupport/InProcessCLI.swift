@@ -1,6 +1,7 @@
 import Foundation
 import LocketCLI
 import LocketCore
+import LocketSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -48,14 +49,8 @@ public enum InProcessCLI {
             let writeEnd = fds[1]
             // A thread, so that more than a pipe's 64 KiB never blocks the command reading it.
             let thread = Thread {
-                var offset = 0
-                bytes.withUnsafeBytes { raw in
-                    while offset < raw.count {
-                        let n = write(writeEnd, raw.baseAddress! + offset, raw.count - offset)
-                        if n < 0 { if errno == EINTR { continue }; break }
-                        offset += n
-                    }
-                }
+                // A command that stops reading ends this with EPIPE.
+                _ = writeAll(writeEnd, bytes)
                 close(writeEnd)
             }
             thread.start()

@@ -24,6 +24,25 @@ public enum Loopback {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// Whether something accepts TCP connections on 127.0.0.1:`port` within `timeout` seconds.
+    public static func waitForListener(port: Int, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            close(fd)
+            if connected { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
     /// A port on 127.0.0.1 that neither accepts nor refuses a connection, as
     /// a host that drops packets: a listener whose accept queue (backlog 0)
     /// is full and never read, so the kernel drops every new SYN and a

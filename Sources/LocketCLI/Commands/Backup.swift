@@ -117,10 +117,9 @@ extension Commands {
     /// Reads up to `prefix.count` bytes of standard input, which can't be peeked at.
     private static func readPrefix(_ fd: Int32, _ prefix: inout [UInt8]) -> Int {
         var got = 0
-        while got < prefix.count {
-            let n = prefix.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
+        while got < prefix.count,
+              case .success(let n) = prefix.withUnsafeMutableBytes({ raw in valueOrErrno("read") { read(fd, raw.baseAddress! + got, raw.count - got) } }),
+              n > 0 {
             got += n
         }
         return got
@@ -234,8 +233,8 @@ extension Commands {
     /// FILE, or standard input for `-`; a FIFO with no writer fails rather than hangs.
     private static func openInput(_ path: String, _ context: Context) throws -> Int32 {
         if path == "-" { return context.io.stdin }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(errnoText())") }
+        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+            .get { KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \($0)") }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
             close(fd)

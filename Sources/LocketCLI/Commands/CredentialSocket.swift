@@ -23,8 +23,8 @@ extension Commands {
         let socketPath = try invocation.value("socket") ?? defaultCredentialSocket(context.environment)
         Diagnostics.protectProcess()
         let signals = [SIGTERM, SIGINT, SIGHUP]
-        let signalFD = locket_signalfd(signals, Int32(signals.count))
-        guard signalFD >= 0 else { throw KeychainError(.io, "cannot watch for signals: \(errnoText())") }
+        let signalFD = try valueOrErrno("signalfd") { locket_signalfd(signals, Int32(signals.count)) }
+            .get { KeychainError(.io, "cannot watch for signals: \($0)") }
         defer { close(signalFD) }
         let socket = try CredentialSocket(path: socketPath)
         defer { socket.close() }

@@ -129,8 +129,8 @@ extension Commands {
                 // Without a filter or files locket has nothing left to do: become
                 // the command, so signals, the exit status and the terminal are its own.
                 locket_prepare_exec()
-                locket_execvpe(program, argv.pointers, block.pointers)
-                return execFailure(program, context)
+                let failure = nothingOrErrno("execvpe") { locket_execvpe(program, argv.pointers, block.pointers) }.error
+                return execFailure(program, context, failure ?? Errno(ENOEXEC))
             }
             return try runChild(program, argv: argv, environment: block, masking: secrets.map(\.value), context)
         }
@@ -172,8 +172,7 @@ extension Commands {
 
     /// The entries of an --env-file: a regular file (a FIFO must not hang exec), at most 1 MiB.
     private static func readEnvFile(_ path: String) throws -> [DotEnv.Entry] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }.get { KeychainError(.io, "cannot read \(path): \($0)") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "\(path) is not a regular file") }

@@ -8,9 +8,9 @@ import LocketSupport
 // status handed on, its files removed once it is gone.
 extension Commands {
     /// Reports a failed exec the way shells do: 127 when not found, 126 otherwise.
-    static func execFailure(_ program: String, _ context: Context, code: Int32 = errno) -> Int32 {
-        context.err("locket: error: cannot run \(program): \(String(cString: strerror(code)))")
-        return code == ENOENT ? 127 : 126
+    static func execFailure(_ program: String, _ context: Context, _ failure: Errno) -> Int32 {
+        context.err("locket: error: cannot run \(program): \(failure)")
+        return failure.code == ENOENT ? 127 : 126
     }
 
     /// The signals forwarded to the command.
@@ -35,13 +35,16 @@ extension Commands {
         var previous = sigset_t()
         if let blocked { previous = blocked } else { blockForwardedSignals(&previous) }
         var outPipe: [Int32] = [-1, -1], errPipe: [Int32] = [-1, -1]
-        guard masking == nil || (locket_pipe_cloexec(&outPipe) == 0 && locket_pipe_cloexec(&errPipe) == 0) else {
-            let reason = String(cString: strerror(errno))
+        if masking != nil, let reason = (nothingOrErrno("pipe2") { locket_pipe_cloexec(&outPipe) }.error
+                                         ?? nothingOrErrno("pipe2") { locket_pipe_cloexec(&errPipe) }.error) {
             pthread_sigmask(SIG_SETMASK, &previous, nil)
             throw KeychainError(.io, "cannot create pipes: \(reason)")
         }
         locket_prepare_exec()
-        let spawned = Spawn.start(program, argv: argv, environment: environment.pointers, stdin: .inherit, stdout: outPipe[1], stderr: errPipe[1])
+        // Without a filter the pipes are -1: the command writes to locket's own stdout and stderr.
+        let spawned = Spawner.spawn(program, argv: argv.pointers, environment: environment.pointers,
+                                    stdout: outPipe[1] >= 0 ? .descriptor(outPipe[1]) : .inherit,
+                                    stderr: errPipe[1] >= 0 ? .descriptor(errPipe[1]) : .inherit, searchPath: true)
         signal(SIGPIPE, SIG_IGN)
         locket_disable_core_dumps()
         // Without a filter these are -1, and closing them does nothing.
@@ -54,14 +57,14 @@ extension Commands {
         case .failure(let error):
             pthread_sigmask(SIG_SETMASK, &previous, nil)
             close(outPipe[0]); close(errPipe[0])
-            return execFailure(program, context, code: error.code)
+            return execFailure(program, context, error)
         }
         locket_forward_signals(pid)
         pthread_sigmask(SIG_SETMASK, &previous, nil)
         var status: Int32 = 0
         // Without a filter the command writes straight to locket's stdout and stderr: wait for it.
         guard let secrets = masking else {
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            if case .success(let ended) = Spawner.wait(pid) { status = ended.status }
             return finished(status, files)
         }
         var exited = false
@@ -77,11 +80,11 @@ extension Commands {
             // however long the pause: a timer would let out the first part of a
             // secret written in two (SPEC §16). A command that writes part of a
             // secret and then waits forever keeps that part held.
-            let n = poll(&fds, nfds_t(fds.count), 250)
-            if n < 0 { if errno == EINTR { continue }; break }
+            guard case .success(let n) = valueOrErrno("poll", { poll(&fds, nfds_t(fds.count), 250) }) else { break }
             // The command's exit ends the run even if something it started still
             // holds the pipes: drain what is there without waiting for more.
-            if !exited, waitpid(pid, &status, WNOHANG) == pid {
+            if !exited, case .success(let ended) = Spawner.wait(pid, options: WNOHANG), ended.pid == pid {
+                status = ended.status
                 exited = true
                 for k in streams.indices where open[k] { _ = fcntl(streams[k].fd, F_SETFL, O_NONBLOCK) }
             }
@@ -97,10 +100,10 @@ extension Commands {
                 continue
             }
             for k in streams.indices where open[k] && fds[k].revents != 0 {
-                let got = buffer.withUnsafeMutableBytes { read(streams[k].fd, $0.baseAddress, $0.count) }
-                if got < 0 && errno == EINTR { continue }
-                if got < 0 && errno == EAGAIN && !exited { continue }
-                if got <= 0 {
+                let read = buffer.withUnsafeMutableBytes { raw in valueOrErrno("read") { Glibc.read(streams[k].fd, raw.baseAddress, raw.count) } }
+                if read.error?.code == EAGAIN && !exited { continue }
+                let got = (try? read.get()) ?? 0
+                if got == 0 {
                     open[k] = false
                     _ = writeAll(streams[k].target, streams[k].masker.finish())
                     close(streams[k].fd)
@@ -108,7 +111,7 @@ extension Commands {
                 }
                 let clean = buffer.withUnsafeBytes { streams[k].masker.feed(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
                 // The reader is gone (EPIPE): stop reading, so that the command gets SIGPIPE as it would without locket.
-                if !writeAll(streams[k].target, clean) {
+                if case .failure = writeAll(streams[k].target, clean) {
                     open[k] = false
                     _ = streams[k].masker.finish()
                     close(streams[k].fd)
@@ -116,7 +119,7 @@ extension Commands {
             }
         }
         LocketSupport.wipe(&buffer)
-        if !exited { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
+        if !exited, case .success(let ended) = Spawner.wait(pid) { status = ended.status }
         return finished(status, files)
     }
 

@@ -1,6 +1,7 @@
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// `locket ssh-agent` (SPEC §13): the SSH agent protocol over the keys an
 /// `AgentKeySource` gives, asked afresh for every request.
@@ -55,8 +56,8 @@ extension Commands {
         // socket behind. With COMMAND they go on to it (as with exec), and
         // its exit (SIGCHLD) stops the agent.
         let signals = command.isEmpty ? [SIGTERM, SIGINT, SIGHUP] : AgentChild.forwardedSignals + [SIGCHLD]
-        let signalFD = locket_signalfd(signals, Int32(signals.count))
-        guard signalFD >= 0 else { throw KeychainError(.io, "cannot watch for signals: \(String(cString: strerror(errno)))") }
+        let signalFD = try valueOrErrno("signalfd") { locket_signalfd(signals, Int32(signals.count)) }
+            .get { KeychainError(.io, "cannot watch for signals: \($0)") }
         defer { close(signalFD) }
         let socket: AgentSocket
         if let path = invocation.value("socket") {
@@ -76,8 +77,7 @@ extension Commands {
         let csh = invocation.has("csh") || (!invocation.has("sh") && shell?.hasSuffix("csh") == true)
         if !invocation.has("foreground") {
             context.out.flush()
-            let pid = fork()
-            guard pid >= 0 else { throw KeychainError(.io, "cannot start the agent in the background: \(String(cString: strerror(errno)))") }
+            let pid = try valueOrErrno("fork") { fork() }.get { KeychainError(.io, "cannot start the agent in the background: \($0)") }
             if pid > 0 {
                 // The child serves the socket; this process only says where it is.
                 socket.leaveToChild()

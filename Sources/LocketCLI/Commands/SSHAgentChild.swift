@@ -1,6 +1,7 @@
 import CLocketSystem
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// `locket ssh-agent -- COMMAND [ARG]...`: COMMAND runs with SSH_AUTH_SOCK
 /// naming the agent's socket while the agent serves; when it exits the agent
@@ -25,11 +26,9 @@ enum AgentChild {
         defer { argv.free() }
         context.out.flush()
         let pid: pid_t
-        switch Spawn.start(command[0], argv: argv, environment: environment.pointers, stdin: .inherit, stdout: -1, stderr: -1) {
+        switch Spawner.spawn(command[0], argv: argv.pointers, environment: environment.pointers, searchPath: true) {
         case .success(let child): pid = child
-        case .failure(let error):
-            context.err("locket: error: cannot run \(command[0]): \(String(cString: strerror(error.code)))")
-            return error.code == ENOENT ? 127 : 126
+        case .failure(let error): return Commands.execFailure(command[0], context, error)
         }
         // Private keys pass through this process from now on; COMMAND keeps its own core-dump limit.
         Diagnostics.protectProcess()
@@ -42,14 +41,17 @@ enum AgentChild {
                     // Until COMMAND is reaped its pid can't be reused, so this reaches COMMAND.
                     if signal != SIGCHLD && sent != 0 && !exited { kill(pid, signal) }
                 }
-                if !exited && waitpid(pid, &status, WNOHANG) == pid { exited = true }
+                if !exited, case .success(let ended) = Spawner.wait(pid, options: WNOHANG), ended.pid == pid {
+                    status = ended.status
+                    exited = true
+                }
                 return exited
             }
         } catch {
             // Without its agent COMMAND would fail later and less clearly.
             if !exited {
                 kill(pid, SIGTERM)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                _ = Spawner.wait(pid)
             }
             throw error
         }

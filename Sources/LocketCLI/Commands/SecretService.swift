@@ -65,7 +65,7 @@ extension Commands {
         context.out.flush()
         let argv = CStringArray(arguments)
         defer { argv.free() }
-        execv(helper, argv.pointers)
-        throw KeychainError(.notAvailable, "cannot run \(helper): \(String(cString: strerror(errno)))")
+        let failure = nothingOrErrno("execv") { execv(helper, argv.pointers) }.error
+        throw KeychainError(.notAvailable, "cannot run \(helper): \(failure.map(String.init(describing:)) ?? "exec returned")")
     }
 }

@@ -11,29 +11,29 @@ extension DockerCredential.ServerURL {
     /// bytes from 0x80 as they are; `%XX` only for such a byte (or `%25`);
     /// any other ASCII character refuses the URL.
     static func hostName(_ host: Substring) throws -> String {
+        // Go's rules decide what may stand in a host; PercentEncoding undoes the escapes.
         let bytes = Array(host.utf8)
-        var out: [UInt8] = []
         var i = 0
         while i < bytes.count {
             let c = bytes[i]
             if c == UInt8(ascii: "%") {
-                guard i + 2 < bytes.count, let high = hexDigit(bytes[i + 1]), let low = hexDigit(bytes[i + 2]) else {
+                guard i + 2 < bytes.count, let high = hexDigit(bytes[i + 1]), hexDigit(bytes[i + 2]) != nil else {
                     throw DockerCredential.Failure(message: "invalid URL escape \"\(String(decoding: bytes[i..<min(i + 3, bytes.count)], as: UTF8.self))\"")
                 }
                 let escape = String(decoding: bytes[i..<i + 3], as: UTF8.self)
                 // In a host, an escape may stand only for a byte that is not ASCII (RFC 3986 §3.2.2), or for % (RFC 6874).
                 guard high >= 8 || escape == "%25" else { throw DockerCredential.Failure(message: "invalid URL escape \"\(escape)\"") }
-                out.append(UInt8(high << 4 | low))
                 i += 3
                 continue
             }
             guard c >= 0x80 || isHostCharacter(c) else {
                 throw DockerCredential.Failure(message: "invalid character \"\(String(UnicodeScalar(c)))\" in host name")
             }
-            out.append(c)
             i += 1
         }
-        guard let name = String(validating: out, as: UTF8.self) else { throw DockerCredential.Failure(message: "invalid URL escape in host name") }
+        guard let out = PercentEncoding.decodeStrict(bytes), let name = String(validating: out, as: UTF8.self) else {
+            throw DockerCredential.Failure(message: "invalid URL escape in host name")
+        }
         return name
     }
 

@@ -20,8 +20,8 @@ struct TrustedFile {
         func fail(_ problem: String) -> KeychainError { KeychainError(.param, "\(path): \(problem)") }
         let noun = what.split(separator: " ", maxSplits: 1).last.map(String.init) ?? what
         // Non-blocking, so that a FIFO fails the regular-file check below instead of waiting for a writer.
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else { throw fail("cannot read the \(noun): \(errnoText())") }
+        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) }
+            .get { fail("cannot read the \(noun): \($0)") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
@@ -36,7 +36,7 @@ struct TrustedFile {
         }
         // ...and so can anyone who can replace it: judge the directory the file
         // really is in (the path may go through symbolic links).
-        guard let resolved = realpath(path, nil) else { throw fail("cannot resolve the path: \(errnoText())") }
+        let resolved = try pointerOrErrno("realpath") { realpath(path, nil) }.get { fail("cannot resolve the path: \($0)") }
         let real = String(cString: resolved)
         free(resolved)
         var again = stat()
@@ -51,13 +51,8 @@ struct TrustedFile {
         // Regular files ignore O_NONBLOCK; clear it all the same, so a read never returns EAGAIN.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        var used = 0
-        while used < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + used, $0.count - used) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw fail("cannot read the \(noun): \(errnoText())") }
-            used += n
-        }
+        let read = try bytes.withUnsafeMutableBytes { try readFully(fd, into: $0).get { fail("cannot read the \(noun): \($0)") } }
+        guard read == bytes.count else { throw fail("the file shrank while locket was reading it") }
         return bytes
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// One client of the agent: a non-blocking socket, the bytes of the message
 /// being received (wiped once answered: `ssh-add` sends a private key, `-x`
@@ -52,13 +53,14 @@ final class AgentConnection {
     /// to `turn` whole messages and writes the replies as far as the socket takes them.
     func receive(_ engine: AgentEngine, readable: Bool, now: Double, report: (AgentEvent) -> Void) -> Outcome {
         if readable && filled < input.count {
-            var n: Int
-            repeat { n = read(fd, input.baseAddress! + filled, input.count - filled) } while n < 0 && errno == EINTR
-            if n == 0 { return .closed }
-            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return .closed }
-            if n > 0 {
+            switch valueOrErrno("read", { read(fd, input.baseAddress! + filled, input.count - filled) }) {
+            case .success(0):
+                return .closed
+            case .success(let n):
                 filled += n
                 if busySince == nil { busySince = now }
+            case .failure(let failure):
+                if failure.code != EAGAIN && failure.code != EWOULDBLOCK { return .closed }
             }
         }
         return answer(engine, now: now, report: report)
@@ -99,14 +101,15 @@ final class AgentConnection {
 
     private func flush(now: Double) -> Outcome {
         while hasOutput {
-            let n = output.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n > 0 { written += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+            switch output.withUnsafeBytes({ raw in valueOrErrno("write") { write(fd, raw.baseAddress! + written, raw.count - written) } }) {
+            case .success(let n) where n > 0:
+                written += n
+            case .failure(let failure) where failure.code == EAGAIN || failure.code == EWOULDBLOCK:
                 if busySince == nil { busySince = now }
                 return .open
+            default:
+                return .closed
             }
-            return .closed
         }
         output = []
         written = 0

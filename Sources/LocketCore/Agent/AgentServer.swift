@@ -1,5 +1,5 @@
-import CLocketSystem
 import Glibc
+import LocketSupport
 
 /// Serves the SSH agent protocol on an `AgentSocket`: one thread, poll(2),
 /// every client at once. A connection from another uid is closed before a
@@ -55,11 +55,9 @@ public final class AgentServer {
             }
             // Messages already read and waiting their turn: look again at once.
             let waiting = clients.contains { !$0.hasOutput && $0.hasWholeMessage }
-            let n = poll(&fds, nfds_t(fds.count), waiting ? 0 : timeout(now: now))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainError(.io, "the agent could not wait for clients: \(String(cString: strerror(errno)))")
-            }
+            let wait = waiting ? 0 : timeout(now: now)
+            let n = try valueOrErrno("poll") { poll(&fds, nfds_t(fds.count), wait) }
+                .get { KeychainError(.io, "the agent could not wait for clients: \($0)") }
             if n == 0 && !waiting { continue }
             for k in watching.indices where fds[k].revents != 0 {
                 if stop(fds[k].fd) { return }
@@ -92,13 +90,13 @@ public final class AgentServer {
 
     private func acceptAll(now: Double) {
         while true {
-            let fd = locket_accept_nonblocking(socket.descriptor)
-            guard fd >= 0 else { return }
-            var uid: UInt32 = 0
-            guard locket_peer_uid(fd, &uid) == 0 else {
-                report(.dropped(KeychainError(.io, "cannot tell who connected: \(String(cString: strerror(errno)))")))
-                close(fd)
+            let fd: Int32, uid: UInt32
+            switch socket.listening.accept() {
+            case .none, .failed: return
+            case .unidentified(let failure):
+                report(.dropped(KeychainError(.io, "cannot tell who connected: \(failure)")))
                 continue
+            case .connection(let accepted, let peer): (fd, uid) = (accepted, peer)
             }
             guard uid == geteuid() else {
                 report(.peerRefused(uid: uid))

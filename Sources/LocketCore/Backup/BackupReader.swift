@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// Reads a backup (BackupFormat.md) one record at a time, verifying each
 /// chunk before any record from it is returned.
@@ -228,16 +229,11 @@ final class BackupInput {
     private func refill() throws {
         start = 0
         end = 0
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainError(.io, "cannot read the backup: \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { eof = true }
-            end = n
-            return
+        let n = try buffer.withUnsafeMutableBytes { raw in
+            try valueOrErrno("read") { Glibc.read(fd, raw.baseAddress, raw.count) }.get { KeychainError(.io, "cannot read the backup: \($0)") }
         }
+        if n == 0 { eof = true }
+        end = n
     }
 }
 

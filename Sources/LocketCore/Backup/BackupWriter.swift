@@ -148,14 +148,6 @@ public final class BackupWriter {
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainError(.io, "cannot write the backup: \(String(cString: strerror(errno)))")
-            }
-            offset += n
-        }
+        try writeAll(fd, bytes).get { KeychainError(.io, "cannot write the backup: \($0)") }
     }
 }

@@ -27,9 +27,8 @@ enum DeviceKey {
         unlink(temporary)
         try secret.withUnsafeBytes { try FileIO.writeNew(temporary, $0) }
         defer { unlink(temporary) }
-        if link(temporary, secretPath) != 0 {
-            guard errno == EEXIST else { throw KeychainError(.io, "cannot create \(secretPath): \(errnoText())") }
-            return
+        if let failure = nothingOrErrno("link", { link(temporary, secretPath) }).error, failure.code != EEXIST {
+            throw KeychainError(.io, "cannot create \(secretPath): \(failure)")
         }
         // A keychain made next is bound to this secret: its name must not be
         // lost to a power loss that keeps the keychain.

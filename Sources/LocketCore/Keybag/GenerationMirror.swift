@@ -131,7 +131,7 @@ struct GenerationMirror {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o022 == 0 else { return nil }
         // Two writers finishing in either order must leave the higher value.
-        while flock(fd, LOCK_EX) != 0 { guard errno == EINTR else { return nil } }
+        guard case .success = nothingOrErrno("flock", { flock(fd, LOCK_EX) }) else { return nil }
         let current = readOpen(fd)
         let value = next(current)
         if value == current { return value }

@@ -57,10 +57,11 @@ public struct SessionStore: Sendable {
         let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
         var keyringRefusal: String?
         if forced != .directory {
-            let serial = record.withUnsafeBytes { raw in
-                locket_add_key("user", description(slot), raw.baseAddress, raw.count, locket_key_spec_user_keyring())
+            let added = record.withUnsafeBytes { raw in
+                valueOrErrno("add_key") { locket_add_key("user", description(slot), raw.baseAddress, raw.count, locket_key_spec_user_keyring()) }
             }
-            if serial >= 0 {
+            switch added {
+            case .success(let serial):
                 let key = Int32(truncatingIfNeeded: serial)
                 // Readable by the same user from any login session, not only by possessors.
                 _ = locket_keyctl_setperm(key, locket_key_permissions())
@@ -71,12 +72,13 @@ public struct SessionStore: Sendable {
                     close(dir)
                 }
                 return .keyring
+            case .failure(let refusal):
+                if forced == .keyring {
+                    throw KeychainError(.io, "the kernel keyring refused the session: \(refusal)",
+                                        reason: .keyringRefused(directory: directory))
+                }
+                keyringRefusal = refusal.description
             }
-            if forced == .keyring {
-                throw KeychainError(.io, "the kernel keyring refused the session: \(errnoText())",
-                                    reason: .keyringRefused(directory: directory))
-            }
-            keyringRefusal = errnoText()
         }
         do {
             let dir = try prepareDirectory()
@@ -270,7 +272,7 @@ public struct SessionStore: Sendable {
         if lstat(directory, &st) != 0 {
             try FileIO.makeDirectories(directory)
             if let fd = openDirectory() { return fd }
-            guard lstat(directory, &st) == 0 else { throw KeychainError(.io, "cannot create the session directory \(directory): \(errnoText())") }
+            try nothingOrErrno("lstat") { lstat(directory, &st) }.get { KeychainError(.io, "cannot create the session directory \(directory): \($0)") }
         }
         guard st.st_mode & S_IFMT == S_IFDIR else {
             throw KeychainError(.io, "the session directory \(directory) is \(FileIO.kind(st.st_mode)); locket keeps no keys there")

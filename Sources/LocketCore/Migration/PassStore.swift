@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// A pass (password-store) directory: one gpg-encrypted file per entry,
 /// decrypted by the caller (LocketCLI runs the user's gpg as `pass show`
@@ -49,8 +50,9 @@ public enum PassStore {
                              skipped: (String, String) throws -> Void) throws {
         let path = relative.isEmpty ? base : base + "/" + relative
         guard depth < 64 else { return try skipped(relative, "the directory is nested too deeply") }
-        guard let dir = opendir(path) else {
-            return try skipped(relative.isEmpty ? "." : relative, "the directory can't be read: \(String(cString: strerror(errno)))")
+        let opened = pointerOrErrno("opendir") { opendir(path) }
+        guard case .success(let dir) = opened else {
+            return try skipped(relative.isEmpty ? "." : relative, "the directory can't be read: \(opened.error!)")
         }
         var names: [String] = []
         while let entry = readdir(dir) {

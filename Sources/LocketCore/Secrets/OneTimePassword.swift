@@ -178,45 +178,18 @@ private func lowercased(_ c: UInt8) -> UInt8 {
     (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c) ? c + 32 : c
 }
 
-/// Percent-decoding (and `+` as a space, as in form-encoded queries) into
-/// guarded memory: the secret parameter goes through here.
+/// The secret parameter, percent-decoded as a form query (`+` a space) into
+/// guarded memory.
 private func percentDecoded(_ raw: UnsafeRawBufferPointer, _ bad: (String) -> KeychainError) throws -> SecureBytes {
     let out = try SecureBytes(count: raw.count)
-    var n = 0
-    try out.withUnsafeMutableBytes { out in
-        var i = 0
-        while i < raw.count {
-            let c = raw[i]
-            if c == UInt8(ascii: "%") {
-                guard i + 2 < raw.count, let hi = hexDigit(raw[i + 1]), let lo = hexDigit(raw[i + 2]) else {
-                    throw bad("a % is not followed by two hexadecimal digits")
-                }
-                out[n] = UInt8(hi << 4 | lo)
-                i += 3
-            } else {
-                out[n] = c == UInt8(ascii: "+") ? 0x20 : c
-                i += 1
-            }
-            n += 1
-        }
-    }
-    return try out.prefix(n)
+    let count = out.withUnsafeMutableBytes { PercentEncoding.decodeStrict(raw, into: $0, plusAsSpace: true) }
+    guard let count else { throw bad("a % is not followed by two hexadecimal digits") }
+    return try out.prefix(count)
 }
 
-/// A parameter that is not secret, decoded to text; nil when malformed.
+/// A parameter that is not secret, decoded to text; nil when malformed, not
+/// UTF-8 or longer than 256 bytes.
 private func percentDecodedText(_ raw: UnsafeRawBufferPointer) -> String? {
-    guard raw.count <= 256 else { return nil }
-    var out: [UInt8] = []
-    var i = 0
-    while i < raw.count {
-        if raw[i] == UInt8(ascii: "%") {
-            guard i + 2 < raw.count, let hi = hexDigit(raw[i + 1]), let lo = hexDigit(raw[i + 2]) else { return nil }
-            out.append(UInt8(hi << 4 | lo))
-            i += 3
-        } else {
-            out.append(raw[i] == UInt8(ascii: "+") ? 0x20 : raw[i])
-            i += 1
-        }
-    }
+    guard raw.count <= 256, let out = PercentEncoding.decodeStrict(raw, plusAsSpace: true) else { return nil }
     return String(validating: out, as: UTF8.self)
 }

@@ -1,4 +1,3 @@
-import CLocketSystem
 import Glibc
 import LocketSupport
 
@@ -68,11 +67,8 @@ public final class CredentialServer {
         while true {
             var fds = watching.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             fds.append(pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0))
-            let n = poll(&fds, nfds_t(fds.count), -1)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainError(.io, "the credential socket could not wait for connections: \(errnoText())")
-            }
+            _ = try valueOrErrno("poll") { poll(&fds, nfds_t(fds.count), -1) }
+                .get { KeychainError(.io, "the credential socket could not wait for connections: \($0)") }
             for k in watching.indices where fds[k].revents != 0 {
                 if stop(fds[k].fd) { return }
             }
@@ -82,26 +78,21 @@ public final class CredentialServer {
 
     private func acceptAll() {
         while true {
-            let fd = locket_accept_nonblocking(socket.descriptor)
-            guard fd >= 0 else {
-                let code = errno
-                if code == EINTR || code == ECONNABORTED { continue }
-                if code != EAGAIN && code != EWOULDBLOCK {
-                    report(.dropped(KeychainError(.io, "cannot accept a connection: \(String(cString: strerror(code)))")))
-                }
+            switch socket.listening.accept() {
+            case .none: return
+            case .failed(let failure):
+                report(.dropped(KeychainError(.io, "cannot accept a connection: \(failure)")))
                 return
+            case .unidentified(let failure):
+                report(.dropped(KeychainError(.io, "cannot tell who connected: \(failure)")))
+            case .connection(let fd, let uid):
+                handle(fd, uid: uid)
+                close(fd)
             }
-            handle(fd)
-            close(fd)
         }
     }
 
-    private func handle(_ fd: Int32) {
-        var uid: UInt32 = 0
-        guard locket_peer_uid(fd, &uid) == 0 else {
-            report(.dropped(KeychainError(.io, "cannot tell who connected: \(errnoText())")))
-            return
-        }
+    private func handle(_ fd: Int32, uid: UInt32) {
         guard uid == 0 || uid == geteuid() else {
             report(.peerRefused(uid: uid))
             return
@@ -121,9 +112,7 @@ public final class CredentialServer {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
             var limit = timeval(tv_sec: Int(stall), tv_usec: Int((stall - stall.rounded(.down)) * 1_000_000))
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            guard secret.withUnsafeBytes({ writeAll(fd, $0) }) else {
-                throw KeychainError(.io, "the credential could not be written: \(errnoText())")
-            }
+            try secret.withUnsafeBytes { writeAll(fd, $0) }.get { KeychainError(.io, "the credential could not be written: \($0)") }
             report(.gave(request, bytes: secret.count))
         } catch let error as KeychainError {
             report(.refused(request, error))

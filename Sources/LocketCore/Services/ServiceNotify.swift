@@ -24,16 +24,20 @@ public enum ServiceNotify {
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         // An abstract address is exactly its bytes; a path ends at its NUL.
         let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + bytes.count + (abstract ? 0 : 1)
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot make a Unix socket: \(errnoText())") }
+        let fd = try valueOrErrno("socket") { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+            .get { KeychainError(.io, "cannot make a Unix socket: \($0)") }
         defer { close(fd) }
         let message = Array("READY=1".utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddr in
-                message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), sockaddr, socklen_t(length)) }
+                message.withUnsafeBytes { raw in
+                    valueOrErrno("sendto") { sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL), sockaddr, socklen_t(length)) }
+                }
             }
         }
-        guard sent == message.count else { throw KeychainError(.io, "cannot tell systemd the service is ready (NOTIFY_SOCKET): \(errnoText())") }
+        guard case .success(message.count) = sent else {
+            throw KeychainError(.io, "cannot tell systemd the service is ready (NOTIFY_SOCKET): \(sent.error.map(String.init(describing:)) ?? "short send")")
+        }
         return true
     }
 }

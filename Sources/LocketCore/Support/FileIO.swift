@@ -23,8 +23,8 @@ enum FileIO {
         }
         let parent = directory(of: path)
         if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
-        if mkdir(path, 0o700) != 0 {
-            guard errno == EEXIST else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
+        if let failure = nothingOrErrno("mkdir", { mkdir(path, 0o700) }).error {
+            guard failure.code == EEXIST else { throw KeychainError(.io, "cannot create \(path): \(failure)") }
             return
         }
         // What is made in it next (a device secret, a keychain) is made
@@ -36,30 +36,33 @@ enum FileIO {
     /// survive a power loss: without it the kernel may write a file's data
     /// and still lose the name it was given (issue 30, the power-loss check).
     static func syncDirectory(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else {
-            // A directory one may write but not read (a drop box) can't be
-            // synced: durability there is the file system's, not a refusal.
-            if errno == EACCES { return }
-            throw KeychainError(.io, "cannot open the directory \(path): \(errnoText())")
+        let fd: Int32
+        switch valueOrErrno("open", { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
+        case .success(let opened): fd = opened
+        // A directory one may write but not read (a drop box) can't be
+        // synced: durability there is the file system's, not a refusal.
+        case .failure(let failure) where failure.code == EACCES: return
+        case .failure(let failure): throw KeychainError(.io, "cannot open the directory \(path): \(failure)")
         }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot sync the directory \(path): \(errnoText())") }
+        try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot sync the directory \(path): \($0)") }
     }
 
     /// Reads a small file completely; nil when it does not exist.
     static func readSmall(_ path: String, limit: Int) throws -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw KeychainError(.io, "cannot read \(path): \(errnoText())")
+        let fd: Int32
+        switch valueOrErrno("open", { open(path, O_RDONLY | O_CLOEXEC) }) {
+        case .success(let opened): fd = opened
+        case .failure(let failure) where failure.code == ENOENT: return nil
+        case .failure(let failure): throw KeychainError(.io, "cannot read \(path): \(failure)")
         }
         defer { close(fd) }
         var out = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while out.count <= limit {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw KeychainError(.io, "cannot read \(path): \(errnoText())") }
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                try valueOrErrno("read") { read(fd, raw.baseAddress, raw.count) }.get { KeychainError(.io, "cannot read \(path): \($0)") }
+            }
             if n == 0 { break }
             out.append(contentsOf: buffer[0..<n])
         }
@@ -71,10 +74,11 @@ enum FileIO {
     /// file (no link followed, no FIFO waited on); nil when it does not exist.
     /// `what` names it in the refusals ("the offline cache"). The caller closes the descriptor.
     static func openPrivate(_ path: String, what: String) throws -> (fd: Int32, size: Int)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw KeychainError(.io, "cannot read \(what) \(path): \(errnoText())")
+        let fd: Int32
+        switch valueOrErrno("open", { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }) {
+        case .success(let opened): fd = opened
+        case .failure(let failure) where failure.code == ENOENT: return nil
+        case .failure(let failure): throw KeychainError(.io, "cannot read \(what) \(path): \(failure)")
         }
         var st = stat()
         let refusal: String? =
@@ -91,14 +95,7 @@ enum FileIO {
 
     /// Fills `buffer` from `fd`, retrying short reads; false at an early end or an error.
     static func readExactly(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
-        var done = 0
-        while done < buffer.count {
-            let n = read(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
+        (try? readFully(fd, into: buffer).get()) == buffer.count
     }
 
     /// Reads a secret of exactly `expected` bytes into guarded memory; nil when absent.
@@ -114,11 +111,11 @@ enum FileIO {
 
     /// Creates a new file (never follows or replaces an existing one) with mode 0600.
     static func writeNew(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
+        let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            .get { KeychainError(.io, "cannot create \(path): \($0)") }
         defer { close(fd) }
         try writeAll(fd, bytes, path: path)
-        guard fsync(fd) == 0 else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+        try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
     }
 
     /// Replaces `path` atomically (temporary file and rename), mode 0600.
@@ -131,8 +128,8 @@ enum FileIO {
     static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         let temporary = name + ".tmp.\(getpid())"
         unlinkat(directory, temporary, 0)
-        let fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(path).tmp: \(errnoText())") }
+        let fd = try valueOrErrno("openat") { openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            .get { KeychainError(.io, "cannot create \(path).tmp: \($0)") }
         do {
             try writeAll(fd, bytes, path: path)
             close(fd)
@@ -141,14 +138,14 @@ enum FileIO {
             unlinkat(directory, temporary, 0)
             throw error
         }
-        guard renameat(directory, temporary, directory, name) == 0 else {
+        if let failure = nothingOrErrno("renameat", { renameat(directory, temporary, directory, name) }).error {
             unlinkat(directory, temporary, 0)
-            throw KeychainError(.io, "cannot replace \(path): \(errnoText())")
+            throw KeychainError(.io, "cannot replace \(path): \(failure)")
         }
     }
 
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
-        guard LocketSupport.writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path): \(errnoText())") }
+        try LocketSupport.writeAll(fd, bytes).get { KeychainError(.io, "cannot write \(path): \($0)") }
     }
 
     /// Who besides the user (and root) can add, replace or delete files in a directory.
@@ -221,12 +218,18 @@ enum FileIO {
     /// `user` is the effective uid. Returns whether it created the file.
     static func claimInSharedDirectory(_ path: String, user: uid_t) throws -> Bool {
         var st = stat()
-        if lstat(path, &st) != 0 {
-            guard errno == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(errnoText())") }
-            let fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
-            if fd >= 0 { close(fd); return true }
-            // Someone made it between the two calls: judge what they made.
-            guard errno == EEXIST, lstat(path, &st) == 0 else { throw KeychainError(.io, "cannot create \(path): \(errnoText())") }
+        if let missing = nothingOrErrno("lstat", { lstat(path, &st) }).error {
+            guard missing.code == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(missing)") }
+            switch valueOrErrno("open", { open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600) }) {
+            case .success(let fd):
+                close(fd)
+                return true
+            case .failure(let failure) where failure.code == EEXIST:
+                // Someone made it between the two calls: judge what they made.
+                try nothingOrErrno("lstat") { lstat(path, &st) }.get { KeychainError(.io, "cannot create \(path): \($0)") }
+            case .failure(let failure):
+                throw KeychainError(.io, "cannot create \(path): \(failure)")
+            }
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
             throw KeychainError(.io, "\(path) is not a regular file (\(kind(st.st_mode))); locket refuses to use it next to a keychain")

@@ -167,7 +167,8 @@ def askpass(password, name="askpass.sh", sleep=0):
     with open(path, "w") as f:
         f.write("#!/bin/sh\n")
         if sleep:
-            f.write("echo $$ > %s.pid\nsleep %d\n" % (path, sleep))
+            # Renamed into place: the test sees the pid file whole or not at all.
+            f.write("echo $$ > %s.pid.new && mv %s.pid.new %s.pid\nsleep %d\n" % (path, path, path, sleep))
         f.write("printf '%%s\\n' '%s'\n" % password.replace("'", "'\\''"))
     os.chmod(path, 0o700)
     return path

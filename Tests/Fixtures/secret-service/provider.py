@@ -505,11 +505,14 @@ for i in range(10000):
     c.create_item('k%d' % i, {'kill': str(i)}, b'x' * 200000)
 """
     client = subprocess.Popen(["/usr/bin/python3", "-c", script], env=bus.environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.5)
+    # Killed while it writes, once a few items are in (not after a fixed
+    # time, which a loaded machine may spend before the first one).
+    keychain = os.path.join(os.environ["XDG_DATA_HOME"], "locket", "login.keychain")
+    on_disk = lambda: sum(os.path.getsize(keychain + suffix) for suffix in ("", "-wal") if os.path.exists(keychain + suffix))
+    wait_for(lambda: on_disk() > 3 * 200000, 120, "the client created no items")
     provider.process.send_signal(signal.SIGKILL)
     provider.process.wait(10)
     client.wait(30)
-    keychain = os.path.join(os.environ["XDG_DATA_HOME"], "locket", "login.keychain")
     dump = locket("dump", "--data", "--json")
     items = json.loads(dump.stdout)
     check(all(len(item["data"]) == 200000 for item in items), "an item is incomplete")

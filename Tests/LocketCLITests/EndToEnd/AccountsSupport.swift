@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import XCTest
 
 #if canImport(Glibc)
@@ -117,8 +118,8 @@ enum Planted {
     /// A regular file with `bytes`, owned by `account`, mode `mode`.
     static func file(_ path: String, _ bytes: [UInt8] = [], by account: LocalAccount, mode: mode_t = 0o666,
                      file: StaticString = #filePath, line: UInt = #line) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return XCTFail("cannot create \(path): \(String(cString: strerror(errno)))", file: file, line: line) }
+        let opened = valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        guard case .success(let fd) = opened else { return XCTFail("cannot create \(path): \(opened.error!)", file: file, line: line) }
         bytes.withUnsafeBytes { raw in if let base = raw.baseAddress { _ = write(fd, base, raw.count) } }
         close(fd)
         chown(path, account.uid, account.gid)
@@ -127,14 +128,14 @@ enum Planted {
 
     /// A FIFO owned by `account`, mode `mode`.
     static func fifo(_ path: String, by account: LocalAccount, mode: mode_t = 0o666, file: StaticString = #filePath, line: UInt = #line) {
-        guard mkfifo(path, 0o600) == 0 else { return XCTFail("cannot create \(path): \(String(cString: strerror(errno)))", file: file, line: line) }
+        if let failure = nothingOrErrno("mkfifo", { mkfifo(path, 0o600) }).error { return XCTFail("cannot create \(path): \(failure)", file: file, line: line) }
         chown(path, account.uid, account.gid)
         chmod(path, mode)
     }
 
     /// A directory owned by `account`, mode `mode`.
     static func directory(_ path: String, by account: LocalAccount, mode: mode_t = 0o777, file: StaticString = #filePath, line: UInt = #line) {
-        guard mkdir(path, 0o700) == 0 else { return XCTFail("cannot create \(path): \(String(cString: strerror(errno)))", file: file, line: line) }
+        if let failure = nothingOrErrno("mkdir", { mkdir(path, 0o700) }).error { return XCTFail("cannot create \(path): \(failure)", file: file, line: line) }
         chown(path, account.uid, account.gid)
         chmod(path, mode)
     }

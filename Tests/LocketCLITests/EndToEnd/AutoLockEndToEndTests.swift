@@ -1,9 +1,12 @@
 import Foundation
 import XCTest
 
-/// Issue 3, point 3: the inactivity timeout. Timeouts are 2-3 s, and the
-/// tests line their steps up with the wall clock's seconds, because the
-/// session's last use is kept with a file time.
+/// Issue 3, point 3: the inactivity timeout. The session's last use is its
+/// file's modification time (`LOCKET_SESSION=dir`, SessionStore), so the
+/// tests set that time rather than sleeping: "idle for N s" is a state the
+/// test puts the session in, not a wait that a loaded machine can stretch.
+/// Each step leaves 10 s or more between what it sets and the timeout, except
+/// where a second boundary is the point.
 final class EndToEndAutoLockTests: EndToEndCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -13,19 +16,57 @@ final class EndToEndAutoLockTests: EndToEndCase {
         ok("lock")
     }
 
-    func testEverySuccessfulUseExtendsTheTimeoutAndIdlenessThenLocks() {
-        // Steps at x.2 s: clear of second boundaries however the session rounds its times.
-        Self.sleepUntilFraction(0.2)
-        unlock(timeout: "2")
-        let start = Self.wallClock()
-        // Used every second until well past the original expiry (start + 2 s): still unlocked.
+    /// The when-unlocked tier's session file.
+    private func sessionFile(file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let directory = sandbox.runtimeDir + "/locket"
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".wu") }
+        XCTAssertEqual(names.count, 1, "\(names)", file: file, line: line)
+        return directory + "/" + (try XCTUnwrap(names.first, file: file, line: line))
+    }
+
+    /// The session's last use: its file's modification time (seconds since 1970).
+    private func lastUse(file: StaticString = #filePath, line: UInt = #line) throws -> Double {
+        var st = stat()
+        XCTAssertEqual(stat(try sessionFile(file: file, line: line), &st), 0, file: file, line: line)
+        return Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+    }
+
+    /// Sets the session's last use to `time`.
+    private func setLastUse(_ time: Double, file: StaticString = #filePath, line: UInt = #line) throws {
+        let seconds = floor(time)
+        let stamp = timespec(tv_sec: Int(seconds), tv_nsec: Int((time - seconds) * 1e9))
+        var times = [stamp, stamp]
+        XCTAssertEqual(utimensat(AT_FDCWD, try sessionFile(file: file, line: line), &times, 0), 0, file: file, line: line)
+    }
+
+    /// Makes the session look `seconds` idle.
+    private func idle(_ seconds: Double, file: StaticString = #filePath, line: UInt = #line) throws {
+        try setLastUse(Self.wallClock() - seconds, file: file, line: line)
+    }
+
+    /// Asserts status counts down from `full` seconds of idleness left as of
+    /// `since` (a wall-clock time): at most `full`, less only by the whole
+    /// seconds that passed before status read its clock (as many as a loaded
+    /// machine took).
+    private func assertSecondsLeft(_ full: Int, since: Double, _ message: String, file: StaticString = #filePath, line: UInt = #line) {
+        let left = statusJSON(file: file, line: line)["secondsUntilAutoLock"] as? Int ?? -1
+        let passed = Int(ceil(Self.wallClock() - since))
+        XCTAssertTrue((full - passed - 1...full).contains(left), "\(message): \(left) s left, \(passed) s after", file: file, line: line)
+    }
+
+    func testEverySuccessfulUseExtendsTheTimeoutAndIdlenessThenLocks() throws {
+        unlock(timeout: "30")
+        // Used every 20 s until well past the original expiry (unlock + 30 s): still unlocked,
+        // and each use makes the session's last use now.
         for step in 1...3 {
-            usleep(UInt32(max(0, start + Double(step) - Self.wallClock()) * 1_000_000))
+            try idle(20)
+            let before = Self.wallClock()
             let result = locket("find", "-s", "wu", "-w")
-            XCTAssertEqual(result.status, 0, "use \(step) s after unlock (timeout 2 s, used every second): \(result.summary)")
+            XCTAssertEqual(result.status, 0, "use \(step), 20 s after the last (timeout 30 s): \(result.summary)")
+            XCTAssertGreaterThanOrEqual(try lastUse(), before - 0.01, "use \(step) did not extend the session")
         }
         // Then idle for longer than the timeout: locked, as by lock.
-        usleep(2_300_000)
+        try idle(31)
         let locked = expect(36, "find", "-s", "wu", "-w")
         XCTAssertTrue(locked.err.contains("errSecInteractionNotAllowed"), locked.summary)
         XCTAssertEqual(statusJSON()["whenUnlocked"] as? String, "locked")
@@ -34,40 +75,52 @@ final class EndToEndAutoLockTests: EndToEndCase {
         XCTAssertEqual(statusJSON()["afterFirstUnlock"] as? String, "unlocked")
     }
 
-    func testTheSessionNeverLocksBeforeItsTimeout() {
-        // Unlock late in a second, then use it 1.3 s later: well inside a 2 s timeout.
-        // A whole-second comparison (now.sec - lastUse.sec >= timeout) locks it here.
-        Self.sleepUntilFraction(0.85)
-        unlock(timeout: "2")
-        let unlocked = Self.wallClock()
-        usleep(1_300_000)
-        let result = locket("find", "-s", "wu", "-w")
-        XCTAssertEqual(result.status, 0,
-                       "auto-locked after \(String(format: "%.2f", Self.wallClock() - unlocked)) s idle with a 2 s timeout: \(result.summary)")
+    /// Idle for less than the timeout, across one more whole-second boundary
+    /// than the timeout has seconds: a whole-second comparison (now.sec -
+    /// lastUse.sec >= timeout) locks it here. The premise (the command reads
+    /// its clock in the second it is aimed at) is checked, and the round run
+    /// again when a loaded machine missed it.
+    func testTheSessionNeverLocksBeforeItsTimeout() throws {
+        var rounds = 0
+        for _ in 1...5 {
+            // A late round lets the session expire (and removes it): each round unlocks.
+            unlock(timeout: "30")
+            // Last use at x.999 of the second 30 s before now's: 29.0x s idle, 30 whole seconds apart.
+            Self.sleepUntilFraction(0.02)
+            let second = floor(Self.wallClock())
+            try setLastUse(second - 30 + 0.999)
+            let result = locket("find", "-s", "wu", "-w")
+            // The command read its clock before the session was a full 30 s idle only if it ended by then.
+            guard Self.wallClock() < second + 0.999 else { continue }
+            rounds += 1
+            XCTAssertEqual(result.status, 0, "auto-locked after less than 30 s idle with a 30 s timeout: \(result.summary)")
+            break
+        }
+        XCTAssertEqual(rounds, 1, "in five rounds the machine never ran one command within the second aimed at")
     }
 
-    func testStatusDoesNotExtendTheSessionAndCountsDown() {
+    func testStatusDoesNotExtendTheSessionAndCountsDown() throws {
         // status only looks: polling it must not keep the keychain unlocked, and the
         // seconds it reports must go down.
-        Self.sleepUntilFraction(0.2)
-        unlock(timeout: "3")
-        XCTAssertTrue((2...3).contains(statusJSON()["secondsUntilAutoLock"] as? Int ?? -1))
-        usleep(1_500_000)
-        let left = statusJSON()["secondsUntilAutoLock"] as? Int
-        XCTAssertNotNil(left)
-        XCTAssertLessThanOrEqual(left ?? 99, 2, "1.5 s after unlock --timeout 3, status reports \(left ?? -1) s left")
-        usleep(1_000_000)
+        let unlocked = Self.wallClock()
+        unlock(timeout: "30")
+        assertSecondsLeft(30, since: unlocked, "right after unlock --timeout 30")
+        let aged = Self.wallClock()
+        try idle(15)
+        let agedUse = try lastUse()
+        assertSecondsLeft(15, since: aged, "15 s idle of 30")
+        XCTAssertEqual(try lastUse(), agedUse, "status moved the session's last use")
+        // 31 s after the last real use: locked, whatever status did meanwhile.
+        try idle(31)
         _ = statusJSON()
-        usleep(1_000_000)
-        // 3.5 s after the last real use: locked, whatever status did meanwhile.
         expect(36, "find", "-s", "wu", "-w")
     }
 
-    func testTimeoutNoneNeverExpires() {
-        Self.sleepUntilFraction(0.2)
+    func testTimeoutNoneNeverExpires() throws {
         unlock(timeout: "none")
         XCTAssertTrue(statusJSON()["secondsUntilAutoLock"] is NSNull, "no auto-lock: null")
-        usleep(1_200_000)
+        // A day idle.
+        try idle(86_400)
         XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
         XCTAssertEqual(statusJSON()["whenUnlocked"] as? String, "unlocked")
     }
@@ -78,15 +131,20 @@ final class EndToEndAutoLockTests: EndToEndCase {
         XCTAssertEqual(ok("settings").out, "timeout: 7\n")
         XCTAssertEqual(try ok("--json", "settings").jsonObject()["timeout"] as? Int, 7)
         XCTAssertEqual(statusJSON()["timeout"] as? Int, 7)
-        // unlock without --timeout uses it.
+        // unlock without --timeout uses it: the session's last use is set to now right after, so 7 s remain.
         unlock()
+        var since = Self.wallClock()
+        try idle(0)
         var status = statusJSON()
         XCTAssertEqual(status["whenUnlocked"] as? String, "unlocked")
-        let left = status["secondsUntilAutoLock"] as? Int ?? -1
-        XCTAssertTrue((6...7).contains(left), "unlock after settings --timeout 7: \(status)")
+        assertSecondsLeft(7, since: since, "unlock after settings --timeout 7")
+        try idle(8)
+        expect(36, "find", "-s", "wu", "-w")
         // --timeout overrides it for that unlock only.
         unlock(timeout: "100")
-        XCTAssertTrue((99...100).contains(statusJSON()["secondsUntilAutoLock"] as? Int ?? -1))
+        since = Self.wallClock()
+        try idle(0)
+        assertSecondsLeft(100, since: since, "unlock --timeout 100")
         XCTAssertEqual(statusJSON()["timeout"] as? Int, 7, "unlock --timeout does not change the setting")
         // none: later unlocks never expire.
         ok("settings", "--timeout", "none")
@@ -101,10 +159,12 @@ final class EndToEndAutoLockTests: EndToEndCase {
         // A short stored timeout really expires.
         ok("settings", "--timeout", "1")
         ok("lock")
-        Self.sleepUntilFraction(0.2)
         unlock()
-        XCTAssertTrue((0...1).contains(statusJSON()["secondsUntilAutoLock"] as? Int ?? -1))
-        usleep(2_100_000)
+        try idle(0)
+        let short = statusJSON()["secondsUntilAutoLock"] as? Int
+        // Within the second it has, status sees it counting down; past it, locked (null): never more than 1.
+        XCTAssertTrue(short.map { (0...1).contains($0) } ?? true, "settings --timeout 1: \(String(describing: short))")
+        try idle(2.1)
         expect(36, "find", "-s", "wu", "-w")
         // Bad values are usage errors and change nothing.
         for bad in ["0", "-1", "soon", "", "31536001"] {

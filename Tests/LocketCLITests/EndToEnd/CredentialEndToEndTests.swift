@@ -299,11 +299,7 @@ final class EndToEndCredentialTests: EndToEndCase {
 
     /// A directory holding `git-credential-locket`, a symlink to the binary.
     func helperDirectory() throws -> String {
-        let directory = sandbox.root + "/bin"
-        if !fileExists(directory) { XCTAssertEqual(mkdir(directory, 0o755), 0) }
-        let link = directory + "/git-credential-locket"
-        if !fileExists(link) { try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: binary) }
-        return directory
+        try HelperLinks.directory(in: sandbox.root, linking: "git-credential-locket", to: binary)
     }
 
     func testBinaryNamedGitCredentialLocketActsAsCredential() throws {
@@ -325,12 +321,8 @@ final class EndToEndCredentialTests: EndToEndCase {
     func git(_ arguments: [String], input: String, file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
         let gitPath = try SystemTool.require("git", for: "the git credential round trip")
         let helpers = try helperDirectory()
-        return runTool(gitPath, ["-c", "credential.helper=locket"] + arguments, input: .text(input), environment: [
-            "PATH": helpers + ":/usr/local/bin:/usr/bin:/bin",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-        ], file: file, line: line)
+        return runTool(gitPath, ["-c", "credential.helper=locket"] + arguments, input: .text(input),
+                       environment: GitClient.environment(helpers: helpers), file: file, line: line)
     }
 
     func testGitCredentialFillApproveRejectRoundTrip() throws {

@@ -13,7 +13,7 @@ import Glibc
 /// loopback with htpasswd basic auth through the helper, pushes and inspects
 /// an image with the stored credentials, and fails after `skopeo logout`.
 final class EndToEndDockerCredentialTests: EndToEndCase {
-    var registry: BackgroundProcess?
+    var registry: LoopbackRegistry?
 
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -21,19 +21,14 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
     }
 
     override func tearDown() {
-        registry?.terminate()
+        registry?.stop()
         registry = nil
         super.tearDown()
     }
 
     /// A directory with `docker-credential-locket`, a symlink to the binary, as `make install` makes it.
     func helperDirectory() throws -> String {
-        let directory = sandbox.root + "/bin"
-        if !fileExists(directory) {
-            XCTAssertEqual(mkdir(directory, 0o755), 0)
-            try FileManager.default.createSymbolicLink(atPath: directory + "/docker-credential-locket", withDestinationPath: binary)
-        }
-        return directory
+        try HelperLinks.directory(in: sandbox.root, linking: "docker-credential-locket", to: binary)
     }
 
     /// Runs the helper as docker does: one action, the request on stdin.
@@ -211,43 +206,20 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
         let htpasswd = try SystemTool.require("htpasswd", for: "the registry's password file (apache2-utils)")
         let python = try SystemTool.require("python3", for: "making a test image")
         let root = sandbox.root
-        XCTAssertEqual(mkdir(root + "/registry", 0o700), 0)
-
         // The registry: htpasswd basic auth (bcrypt), loopback, a port the kernel found free.
-        let made = runTool(htpasswd, ["-iBc", root + "/registry/htpasswd", "alice"], input: .text("right-pass"))
-        XCTAssertEqual(made.status, 0, made.summary)
-        let port = try Loopback.freePort()
-        writeFile(root + "/registry/config.yml", """
-            version: 0.1
-            log:
-              level: error
-            storage:
-              filesystem:
-                rootdirectory: \(root)/registry/data
-            http:
-              addr: 127.0.0.1:\(port)
-            auth:
-              htpasswd:
-                realm: locket-test
-                path: \(root)/registry/htpasswd
-
-            """)
-        let server = try BackgroundProcess(registryBinary, ["serve", root + "/registry/config.yml"],
-                                           environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root])
+        let server = try LoopbackRegistry(registry: registryBinary, htpasswd: htpasswd, root: root + "/registry", user: "alice",
+                                          password: "right-pass")
         registry = server
-        guard Self.waitForListener(port: port, timeout: 10) else {
-            XCTFail("the registry did not listen on \(port) within 10 s: \(server.summary)")
-            return
-        }
 
         // skopeo, with the helper first in PATH and locket named for this registry only.
         let auth = root + "/auth.json"
-        writeFile(auth, #"{"credHelpers": {"127.0.0.1:\#(port)": "locket"}}"#, mode: 0o600)
+        writeFile(auth, #"{"credHelpers": {"\#(server.host)": "locket"}}"#, mode: 0o600)
         let tools = ["PATH": try helperDirectory() + ":/usr/local/bin:/usr/bin:/bin"]
         func skopeoRun(_ arguments: [String], input: Input = .devNull) -> RunResult {
             runTool(skopeo, arguments, input: input, environment: tools, timeout: 30)
         }
-        let host = "127.0.0.1:\(port)"
+        let host = server.host
+        let port = Int(host.split(separator: ":")[1])!
         let image = "docker://\(host)/locket/hello:latest"
 
         let wrong = skopeoRun(["login", "--authfile", auth, "--tls-verify=false", "-u", "alice", "--password-stdin", host],
@@ -313,23 +285,4 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
         with open(out + "/oci-layout", "w") as f:
             f.write('{"imageLayoutVersion": "1.0.0"}')
         """#
-
-    /// Whether something accepts TCP connections on 127.0.0.1:`port` within `timeout` seconds.
-    static func waitForListener(port: Int, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(fd)
-            if connected { return true }
-            usleep(50_000)
-        }
-        return false
-    }
 }

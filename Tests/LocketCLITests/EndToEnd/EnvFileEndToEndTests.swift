@@ -84,7 +84,7 @@ final class EndToEndEnvFileTests: EndToEndCase {
         XCTAssertEqual(mkfifo(fifo, 0o600), 0)
         let waited = expect(206, ["exec", "--env-file", fifo, "--", "true"])
         XCTAssertTrue(waited.err.contains("not a regular file"), waited.err)
-        XCTAssertLessThan(waited.duration, 5)
+        XCTAssertLessThan(waited.duration, 10, "the run is killed at 20 s")
         expect(220, ["exec", "--env-file", sandbox.root + "/absent.env", "--", "true"])
         let big = envFile("big.env", "A=" + String(repeating: "x", count: 1 << 20) + "\n")
         expect(42, ["exec", "--env-file", big, "--", "true"])

@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import XCTest
 
 #if canImport(Glibc)
@@ -15,8 +16,8 @@ final class EndToEndExecFilesTests: EndToEndCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         var template = Array("/dev/shm/locket-e2e-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw XCTSkip("no /dev/shm to make a tmpfs XDG_RUNTIME_DIR in: \(String(cString: strerror(errno)))")
+        let made = try template.withUnsafeMutableBufferPointer { buffer in
+            try pointerOrErrno("mkdtemp") { mkdtemp(buffer.baseAddress!) }.get { XCTSkip("no /dev/shm to make a tmpfs XDG_RUNTIME_DIR in: \($0)") }
         }
         runtime = String(cString: made)
         initKeychain(environment: environment)
@@ -252,12 +253,8 @@ final class EndToEndExecFilesTests: EndToEndCase {
 
     /// A pid that no process has now: one of a child already reaped.
     static func reapedPid() throws -> pid_t {
-        var pid: pid_t = 0
-        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
-        defer { free(argv[0]) }
-        XCTAssertEqual(posix_spawn(&pid, "/bin/true", nil, nil, &argv, nil), 0)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        let pid = try ProcessSpawner.spawn("/bin/true", [], environmentEntries: [], stdin: .devNull, stdout: .devNull, stderr: .devNull).get()
+        _ = Spawner.wait(pid)
         return pid
     }
 }

@@ -14,95 +14,37 @@ final class EndToEndGitCloneTests: EndToEndCase {
     static let user = "alice"
     static let httpPassword = "right-pass"
 
-    var server: BackgroundProcess?
+    var server: DumbHTTPGitServer?
     var gitPath: String!
-    var port = 0
-
-    static let serverScript = #"""
-        import base64, functools, http.server, sys
-        root, user, password, log = sys.argv[1:5]
-        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def do_GET(self):
-                if self.headers.get("Authorization") != expected:
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="locket-test"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                super().do_GET()
-
-            def do_HEAD(self):
-                self.do_GET()
-
-            def log_message(self, format, *args):
-                with open(log, "a") as f:
-                    f.write("%s %s\n" % (self.headers.get("Authorization") is not None, format % args))
-
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                                 functools.partial(Handler, directory=root))
-        print(server.server_address[1], flush=True)
-        server.serve_forever()
-        """#
+    var port: Int { server?.port ?? 0 }
 
     override func setUpWithError() throws {
         try super.setUpWithError()
         gitPath = try SystemTool.require("git", for: "the git clone test")
         let python = try SystemTool.require("python3", for: "the git clone test's HTTP server")
         initKeychain()
-
-        // A bare repository with one pushed commit, prepared for dumb HTTP.
-        let root = sandbox.root
-        try runGit(["init", "-q", "-b", "main", root + "/work"])
-        writeFile(root + "/work/README", "hello from locket\n")
-        try runGit(["-C", root + "/work", "add", "README"])
-        try runGit(["-C", root + "/work", "-c", "user.name=Locket Test", "-c", "user.email=test@example.com",
-                    "commit", "-q", "-m", "first"])
-        XCTAssertEqual(mkdir(root + "/srv", 0o755), 0)
-        try runGit(["init", "-q", "--bare", "-b", "main", root + "/srv/repo.git"])
-        try runGit(["-C", root + "/work", "push", "-q", root + "/srv/repo.git", "main"])
-        try runGit(["-C", root + "/srv/repo.git", "update-server-info"])
-
-        // The server, on a port the kernel picks; it prints the port.
-        writeFile(root + "/server.py", Self.serverScript)
-        let process = try BackgroundProcess(python, [root + "/server.py", root + "/srv", Self.user, Self.httpPassword, root + "/server.log"],
-                                            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root])
-        server = process
-        guard process.waitUntil(timeout: 10, { process.out.hasSuffix("\n") || process.hasExited }),
-              let chosen = Int(process.out.trimmingCharacters(in: .whitespacesAndNewlines)), chosen > 0 else {
-            XCTFail("the HTTP server did not start within 10 s: \(process.summary)")
-            throw POSIXError(.ECONNREFUSED)
-        }
-        port = chosen
+        // A bare repository with one pushed commit, served over dumb HTTP on a port the server picks.
+        var environment = sandbox.environment
+        for (name, value) in try gitEnvironment() { environment[name] = value }
+        server = try DumbHTTPGitServer(git: gitPath, python: python, root: sandbox.root, user: Self.user, password: Self.httpPassword,
+                                       environment: environment)
     }
 
     override func tearDown() {
-        server?.terminate()
+        server?.stop()
         server = nil
         super.tearDown()
     }
 
     /// A directory with `git-credential-locket` (a symlink to the binary) for PATH.
     func helperDirectory() throws -> String {
-        let directory = sandbox.root + "/bin"
-        if !fileExists(directory) {
-            XCTAssertEqual(mkdir(directory, 0o755), 0)
-            try FileManager.default.createSymbolicLink(atPath: directory + "/git-credential-locket", withDestinationPath: binary)
-        }
-        return directory
+        try HelperLinks.directory(in: sandbox.root, linking: "git-credential-locket", to: binary)
     }
 
     /// The environment git runs in: the helper first in PATH, no prompts, no system or user config.
     func gitEnvironment() throws -> [String: String] {
-        ["PATH": try helperDirectory() + ":/usr/local/bin:/usr/bin:/bin",
-         "GIT_TERMINAL_PROMPT": "0",
-         "GIT_CONFIG_NOSYSTEM": "1",
-         "GIT_CONFIG_GLOBAL": "/dev/null",
-         "GIT_ASKPASS": "",
-         "SSH_ASKPASS": "",
-         "GIT_HTTP_LOW_SPEED_LIMIT": "1",
-         "GIT_HTTP_LOW_SPEED_TIME": "5"]
+        GitClient.environment(helpers: try helperDirectory(), ["GIT_ASKPASS": "", "SSH_ASKPASS": "",
+                                                               "GIT_HTTP_LOW_SPEED_LIMIT": "1", "GIT_HTTP_LOW_SPEED_TIME": "5"])
     }
 
     @discardableResult
@@ -113,7 +55,7 @@ final class EndToEndGitCloneTests: EndToEndCase {
         return result
     }
 
-    var url: String { "http://127.0.0.1:\(port)/repo.git" }
+    var url: String { server?.url ?? "" }
 
     /// The internet passwords stored for the server.
     func storedItems(file: StaticString = #filePath, line: UInt = #line) -> [[String: Any]] {
@@ -146,7 +88,7 @@ final class EndToEndGitCloneTests: EndToEndCase {
         XCTAssertEqual(good.status, 0, good.summary)
         XCTAssertEqual(readText(sandbox.root + "/good/README"), "hello from locket\n")
         XCTAssertFalse(good.err.contains("locket"), "the helper is silent on success: \(good.err)")
-        let log = readText(sandbox.root + "/server.log") ?? ""
+        let log = readText(server?.log ?? "") ?? ""
         XCTAssertTrue(log.contains("False \"GET /repo.git/info/refs?service=git-upload-pack HTTP/1.1\" 401"),
                       "the server asked for credentials first:\n\(log)")
         XCTAssertTrue(log.contains("True \"GET /repo.git/info/refs?service=git-upload-pack HTTP/1.1\" 200"),

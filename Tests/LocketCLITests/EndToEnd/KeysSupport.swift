@@ -28,17 +28,10 @@ extension EndToEndCase {
         return result
     }
 
-    /// A private key (rsa2048, p256, p384, ed25519) as PKCS#8 PEM.
+    /// A private key (`OpenSSLFixtures.genpkeyOptions`) as PKCS#8 PEM.
     func makeKey(_ kind: String, _ name: String) {
-        var args = ["genpkey", "-out", key(name)]
-        switch kind {
-        case "rsa2048": args += ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
-        case "p256": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]
-        case "p384": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]
-        case "ed25519": args += ["-algorithm", "ED25519"]
-        default: XCTFail(kind)
-        }
-        openssl(args)
+        guard let options = OpenSSLFixtures.genpkeyOptions(kind) else { return XCTFail(kind) }
+        openssl(["genpkey", "-out", key(name)] + options)
     }
 
     /// A CA (ca.key, ca.pem) with a distinctive subject, made once per sandbox.
@@ -81,11 +74,7 @@ extension EndToEndCase {
             let spki = openssl(["pkey", "-in", key(keyName), "-pubout", "-outform", "DER"]).stdout
             XCTAssertTrue(FileManager.default.createFile(atPath: key(keyName + ".spki"), contents: Data(spki)))
             let listing = openssl(["asn1parse", "-inform", "DER", "-in", key(keyName + ".spki")]).out
-            let last = listing.split(separator: "\n").last { $0.contains("BIT STRING") }!
-            let offset = Int(last.split(separator: ":")[0].trimmingCharacters(in: .whitespaces))!
-            let hl = Int(last.split(separator: "hl=")[1].split(separator: " ")[0])!
-            let length = Int(last.split(separator: "l=")[2].split(separator: " ")[0].trimmingCharacters(in: .whitespaces))!
-            publicKey = Array(spki[(offset + hl + 1)..<(offset + hl + length)])
+            publicKey = OpenSSLFixtures.subjectPublicKey(spki: spki, asn1parse: listing)
         }
         return openssl(["dgst", "-sha1", "-r"], input: .bytes(publicKey)).out.split(separator: " ")[0].lowercased()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketTestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -14,13 +15,7 @@ final class MigrationEndToEndTests: EndToEndCase {
             .appendingPathComponent("Fixtures/migration").path
     }
 
-    private static func find(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    private static func find(_ name: String) -> String? { executableOnPath(name) }
 
     func testEveryFixtureImportsWithCountsAndReasons() throws {
         initKeychain()

@@ -40,13 +40,14 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         unlock()
         XCTAssertEqual(failedAttempts(), 0, "a success resets the counter")
         XCTAssertEqual(ok("status").fields["failed attempts"], nil)
-        // Counting starts over: four more failures still do not wait.
-        for _ in 1...4 { XCTAssertLessThan(wrongUnlock().duration, 0.9) }
+        // Counting starts over: four more failures still do not wait (no wait announced: the
+        // announcement and the engine's sleep come from the same delay).
+        for _ in 1...4 { XCTAssertEqual(wrongUnlock().errLines.count, 1, "no wait before five failures") }
         XCTAssertEqual(failedAttempts(), 4)
         XCTAssertEqual(ok("status").fields["failed attempts"], "4")
     }
 
-    func testAfterFiveFailuresEachAttemptWaitsLongerAndSaysSo() {
+    func testAfterFiveFailuresEachAttemptWaitsLongerAndSaysSo() throws {
         for _ in 1...4 { _ = wrongUnlock() }
         // The fifth early in a second, so the sixth follows it within the same second.
         Self.sleepUntilFraction(0.1)
@@ -57,28 +58,48 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         XCTAssertTrue(sixth.errLines.first?.hasPrefix("locket: warning: ") == true, sixth.summary)
         XCTAssertTrue(sixth.err.contains("waiting 1 s"), "the wait is reported: \(sixth.summary)")
         XCTAssertGreaterThanOrEqual(sixth.duration, 0.8, sixth.summary)
-        // The seventh attempt, through passwd (the same wait applies): 2 s.
-        let seventh = expect(51, "passwd", input: .text("wrong password\nnew\n"))
+        // The seventh attempt, through passwd (the same wait applies): 2 s, and no more: the
+        // sleeps it asked the kernel for add up to at most the announced 2 s (counted with
+        // strace, so a loaded machine's slowness is not mistaken for a longer wait).
+        let (seventh, slept) = try sleeps(["passwd"], input: .text("wrong password\nnew\n"))
+        XCTAssertEqual(seventh.status, 51, seventh.summary)
         XCTAssertTrue(seventh.err.hasPrefix("locket: warning: ") && seventh.err.contains("waiting 2 s"), seventh.summary)
         XCTAssertGreaterThanOrEqual(seventh.duration, 1.8, seventh.summary)
-        XCTAssertLessThan(seventh.duration, 3.5, seventh.summary)
+        if let slept { XCTAssertLessThanOrEqual(slept, 2.0, "asked to sleep \(slept) s in all: \(seventh.summary)") }
         XCTAssertEqual(failedAttempts(), 7)
-        // status reports it without waiting or a password.
-        XCTAssertLessThan(locket("status").duration, 0.9)
+        // status reports it without waiting or a password: it asks for no sleep at all.
+        let (status, statusSlept) = try sleeps(["status"])
+        XCTAssertEqual(status.status, 0, status.summary)
+        if let statusSlept { XCTAssertEqual(statusSlept, 0, "status slept") }
     }
 
+    /// The fifth failure just before a second boundary, the sixth attempt just
+    /// after it: well within a second of the last failure, it must still wait.
+    /// The premise (both land where aimed) is checked, and the round played
+    /// again on a fresh keychain when a loaded machine missed it.
     func testTheWaitIsCountedFromTheLastFailureNotFromItsWholeSecond() {
-        for _ in 1...4 { _ = wrongUnlock() }
-        // The fifth failure just before a second boundary, the sixth attempt just after it:
-        // about 0.1 s after the last failure, it must still wait out (most of) 1 s.
-        Self.sleepUntilFraction(0.93)
-        let fifthStart = Self.wallClock()
-        _ = wrongUnlock()
-        let boundary = floor(fifthStart) + 1
-        if Self.wallClock() < boundary + 0.02 { usleep(UInt32((boundary + 0.02 - Self.wallClock()) * 1_000_000)) }
-        let sixth = wrongUnlock()
-        XCTAssertTrue(sixth.err.contains("waiting"), "a 6th attempt \(String(format: "%.2f", sixth.duration)) s long, ~0.1 s after the 5th failure, did not wait: \(sixth.summary)")
-        XCTAssertGreaterThanOrEqual(sixth.duration, 0.5, sixth.summary)
+        var rounds = 0
+        for round in 1...5 {
+            let keychain = sandbox.root + "/round-\(round).keychain"
+            initKeychain(keychain)
+            ok("-k", keychain, "lock", "--all")
+            func wrong() -> RunResult { expect(51, "-k", keychain, "unlock", "--password-stdin", input: .text("wrong password\n")) }
+            for _ in 1...4 { _ = wrong() }
+            Self.sleepUntilFraction(0.93)
+            let boundary = floor(Self.wallClock()) + 1
+            _ = wrong()
+            let fifthEnded = Self.wallClock()
+            if fifthEnded < boundary + 0.02 { usleep(UInt32((boundary + 0.02 - fifthEnded) * 1_000_000)) }
+            let sixthStarted = Self.wallClock()
+            let sixth = wrong()
+            // Premise: the fifth failed before the boundary, the sixth started after it and within half a second.
+            guard fifthEnded < boundary, sixthStarted - fifthEnded < 0.5 else { continue }
+            rounds += 1
+            XCTAssertTrue(sixth.err.contains("waiting"), "a 6th attempt \(String(format: "%.2f", sixthStarted - fifthEnded)) s after the 5th failure did not wait: \(sixth.summary)")
+            XCTAssertGreaterThanOrEqual(sixth.duration, 0.5, sixth.summary)
+            break
+        }
+        XCTAssertEqual(rounds, 1, "in five rounds the machine never placed the attempts around a second boundary")
     }
 
     // MARK: - Point 8: no terminal, nothing on stdin
@@ -86,7 +107,7 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
     func testNoPasswordToReadFailsAtOnceAsInteractionNotAllowed() {
         for args in [["unlock"], ["unlock", "--password-stdin"], ["passwd"]] {
             let result = locket(args, input: .devNull)
-            XCTAssertLessThan(result.duration, 2, "\(args): must not wait: \(result.summary)")
+            XCTAssertLessThan(result.duration, 8, "\(args): must not wait the 10 s a password may take to come: \(result.summary)")
             XCTAssertEqual(result.status, 36, "\(args) with no terminal and stdin at end of file: \(result.summary)")
             XCTAssertTrue(result.err.contains("errSecInteractionNotAllowed"), result.summary)
             XCTAssertTrue(result.err.contains("--password-stdin"), "the hint names --password-stdin: \(result.summary)")
@@ -95,6 +116,6 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         // Reading a locked item in a script fails at once with the hint to unlock.
         let find = expect(36, "find", "-s", "svc", "-w")
         XCTAssertTrue(find.err.contains("locket unlock"), find.summary)
-        XCTAssertLessThan(find.duration, 2)
+        XCTAssertLessThan(find.duration, 8, "the 10 s a password may take to come")
     }
 }

@@ -203,11 +203,14 @@ final class EndToEndReliabilityLimitsTests: EndToEndCase {
 
     // MARK: - Many items
 
-    /// 100 k items (1 M under `make soak`), loaded in-process through the
-    /// engine's bulk loader (one `locket add` process per item takes ~10 ms:
-    /// 100 k would take a quarter of an hour), then used through the binary.
+    /// 1 M items under `make soak`, 10 k in `make test` (a keychain of
+    /// ~1,400 pages, against the 64 a find may read: loading 20 k in the
+    /// debug build was one of make test's heaviest steps), loaded in-process
+    /// through the engine's bulk loader (one `locket add` process per item
+    /// takes ~10 ms: 100 k would take a quarter of an hour), then used
+    /// through the binary.
     func testManyItemsFindStaysFastAndDumpStreamsAll() throws {
-        let count = ReliabilityScale.n(100_000)
+        let count = ReliabilityScale.soak ? ReliabilityScale.n(100_000) : 10_000
         initKeychain()
         // Loading 1 M items takes longer than the default 300 s auto-lock.
         let unlocked = locket(["unlock", "--password-stdin", "--timeout", "none"], input: .text(Self.password + "\n"))
@@ -245,7 +248,13 @@ final class EndToEndReliabilityLimitsTests: EndToEndCase {
             durations.append(found.duration)
         }
         durations.sort()
-        XCTAssertLessThan(durations[durations.count / 2], 0.1, "a find among \(count) items should take milliseconds")
+        // Fast is an index probe, not a scan: a few pages read however many items there are
+        // (strace; the milliseconds depend on the load: a figure here and in `make bench`).
+        if let pages = try keychainReads(["find", "-s", "bulk-\(count / 2)", "-a", "bulk", "-w"]) {
+            let filePages = Int(ReliabilityFiles.read(sandbox.loginKeychain)?.count ?? 0) / 4096
+            XCTAssertLessThan(pages, 64, "a find among \(count) items read \(pages) of the keychain's \(filePages) pages")
+            figures.append(("find_pages_read/keychain_pages", "\(pages)/\(filePages)"))
+        }
         figures.append(("find_ms_median/max", String(format: "%.1f/%.1f", durations[durations.count / 2] * 1000, durations.last! * 1000)))
         XCTAssertEqual(locket(["find", "-s", "bulk-\(count)", "-a", "bulk"]).status, 44)
 
@@ -283,18 +292,12 @@ final class EndToEndReliabilityLimitsTests: EndToEndCase {
             XCTAssertEqual(all.out.components(separatedBy: "\"account\":\"bulk\"").count - 1, count)
             figures.append(("find_all_seconds", String(format: "%.2f", all.duration)))
         }
-        XCTAssertEqual(statusJSONCount(), count)
+        XCTAssertEqual(itemCounts()["when-unlocked"], count)
         let delete = Spawn.run(binary, ["delete", "-a", "bulk"], environment: sandbox.environment, input: .devNull, timeout: 300)
         XCTAssertEqual(delete.status, 0, delete.summary)
         figures.append(("delete_all_seconds", String(format: "%.2f", delete.duration)))
         XCTAssertEqual(locket(["find", "-a", "bulk"]).status, 44)
         XCTAssertEqual(ReliabilityDatabase.integrity(sandbox.loginKeychain), "ok")
         ReliabilityReport.print("limits-many-items", figures)
-    }
-
-    private func statusJSONCount() -> Int? {
-        let status = locket(["--json", "status"])
-        let items = ((try? status.jsonObject())?["items"] as? [String: Any]) ?? [:]
-        return items["when-unlocked"] as? Int
     }
 }

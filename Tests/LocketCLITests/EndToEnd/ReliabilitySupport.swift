@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import XCTest
 
 #if canImport(Glibc)
@@ -9,33 +10,6 @@ import Glibc
 // `make soak`, a seeded random generator, processes that can be killed at a
 // chosen instant, byte-exact argv and figure reports (SQLite from the test:
 // ReliabilityDatabase in LocketTestSupport).
-
-/// How long the reliability tests run. Each test names its full count or
-/// duration (what `make test` ran until issue 12); `make test` runs a fifth of
-/// it, never fewer than 5 rounds or 2 s, and `make soak` sets `LOCKET_SOAK=1`,
-/// which runs ten times the full count (fifty times `make test`'s);
-/// `LOCKET_SOAK=N` with N > 1 runs N times the full count.
-enum ReliabilityScale {
-    static let factor: Double = {
-        guard let text = ProcessInfo.processInfo.environment["LOCKET_SOAK"], let n = Int(text), n > 0 else { return 0.2 }
-        return n == 1 ? 10 : Double(n)
-    }()
-
-    /// Whether this is a soak run (`LOCKET_SOAK` set).
-    static var soak: Bool { factor >= 1 }
-
-    /// `count` scaled; in `make test` at least 5 (or `count`, if smaller).
-    static func n(_ count: Int) -> Int { max(min(count, 5), Int((Double(count) * factor).rounded())) }
-
-    /// `seconds` scaled; in `make test` at least 2 s (or `seconds`, if shorter).
-    static func seconds(_ seconds: Double) -> Double { max(min(seconds, 2), seconds * factor) }
-
-    /// The seed of this run: `LOCKET_SEED`, else random. Printed so a failure can be replayed.
-    static let seed: UInt64 = {
-        if let text = ProcessInfo.processInfo.environment["LOCKET_SEED"], let n = UInt64(text) { return n }
-        return UInt64.random(in: 1...UInt64(UInt32.max))
-    }()
-}
 
 /// Figures that go into docs/RELIABILITY.md: printed as one line per test,
 /// `RELIABILITY <test>: key=value, ...`, and appended to `LOCKET_RELIABILITY_LOG` when set.
@@ -60,20 +34,10 @@ enum ReliabilityReport {
     }
 }
 
-/// SplitMix64: small, fast, and reproducible from a printed seed.
-struct ReliabilityRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+/// The suite's generator: SplitMix64, reproducible from a printed seed.
+typealias ReliabilityRandom = SplitMix
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix {
     mutating func bytes(_ count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         var i = 0
@@ -125,18 +89,23 @@ struct ReliabilityChild {
     func wait(timeout: Double = 60) -> Exit {
         let deadline = ReliabilityClock.now() + timeout
         var status: Int32 = 0
-        var usage = rusage()
         var timedOut = false
         var peak = 0
-        while true {
+        polling: while true {
             if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
                 peak = max(peak, kib)
             }
-            let r = wait4(pid, &status, WNOHANG, &usage)
-            if r == pid { break }
-            if r < 0 && errno != EINTR { return Exit(status: nil, signal: nil, maxRSSKiB: 0) }
+            switch Spawner.wait(pid, options: WNOHANG) {
+            case .success(let ended) where ended.pid == pid:
+                status = ended.status
+                break polling
+            case .success:
+                break
+            case .failure:
+                return Exit(status: nil, signal: nil, maxRSSKiB: 0)
+            }
             if ReliabilityClock.now() > deadline && !timedOut {
                 timedOut = true
                 kill()
@@ -184,16 +153,9 @@ enum ReliabilityFiles {
 
     /// Writes `bytes` to `path` (replacing it in place), mode 0600.
     static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        precondition(fd >= 0, "cannot write \(path): \(String(cString: strerror(errno)))")
-        var offset = 0
-        bytes.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { if errno == EINTR { continue }; break }
-                offset += n
-            }
-        }
+        let opened = valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        guard case .success(let fd) = opened else { preconditionFailure("cannot write \(path): \(opened.error!)") }
+        _ = writeAll(fd, bytes)
         fchmod(fd, mode)
         close(fd)
     }

@@ -151,15 +151,8 @@ final class SSHAgentClientsEndToEndTests: XCTestCase {
             let repo = scratch + "/repo-\(name)"
             let allowed = scratch + "/allowed-\(name)"
             try "signer@example \(try keys.publicKey(name))\n".write(toFile: allowed, atomically: false, encoding: .utf8)
-            let steps: [[String]] = [
-                ["init", "-q", repo],
-                ["-C", repo, "config", "user.name", "Signer"],
-                ["-C", repo, "config", "user.email", "signer@example"],
-                ["-C", repo, "config", "gpg.format", "ssh"],
-                ["-C", repo, "config", "user.signingkey", "key::" + (try keys.publicKey(name))],
-                ["-C", repo, "config", "gpg.ssh.allowedSignersFile", allowed],
-                ["-C", repo, "commit", "-q", "-S", "--allow-empty", "-m", "signed by the agent"],
-            ]
+            let steps = GitClient.signedCommitSteps(repo, publicKey: try keys.publicKey(name), allowedSigners: allowed,
+                                                    message: "signed by the agent")
             for step in steps {
                 let result = try client(git, step)
                 XCTAssertEqual(result.status, 0, "\(name): git \(step.joined(separator: " ")): \(result.summary)")

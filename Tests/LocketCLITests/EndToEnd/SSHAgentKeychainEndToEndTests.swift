@@ -175,13 +175,8 @@ final class SSHAgentKeychainEndToEndTests: EndToEndCase {
             let repo = sandbox.root + "/repo-\(label)"
             let allowed = sandbox.root + "/allowed-\(label)"
             try "signer@example \(publicKeys[label]!)\n".write(toFile: allowed, atomically: false, encoding: .utf8)
-            for step: [String] in [
-                ["init", "-q", repo],
-                ["-C", repo, "config", "user.name", "Signer"], ["-C", repo, "config", "user.email", "signer@example"],
-                ["-C", repo, "config", "gpg.format", "ssh"], ["-C", repo, "config", "user.signingkey", "key::" + publicKeys[label]!],
-                ["-C", repo, "config", "gpg.ssh.allowedSignersFile", allowed],
-                ["-C", repo, "commit", "-q", "-S", "--allow-empty", "-m", "signed by a key that never left the keychain"],
-            ] {
+            for step in GitClient.signedCommitSteps(repo, publicKey: publicKeys[label]!, allowedSigners: allowed,
+                                                    message: "signed by a key that never left the keychain") {
                 let result = try client("git", step)
                 XCTAssertEqual(result.status, 0, "\(label): git \(step.joined(separator: " ")): \(result.summary)")
             }

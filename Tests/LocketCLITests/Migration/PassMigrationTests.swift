@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocketCLI
 import LocketCore
+import LocketTestSupport
 import XCTest
 
 /// Issue 15: a pass store made by the real `pass` with a real gpg key in a
@@ -32,13 +33,7 @@ final class PassMigrationTests: XCTestCase {
         }
     }
 
-    static func find(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    static func find(_ name: String) -> String? { executableOnPath(name) }
 
     @discardableResult
     private func run(_ tool: String, _ arguments: [String], input: String = "") throws -> String {

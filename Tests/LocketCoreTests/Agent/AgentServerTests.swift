@@ -167,22 +167,24 @@ final class AgentServerTests: XCTestCase {
     }
 
     /// A client that stops in the middle of a message is dropped after the
-    /// stall limit; others are answered meanwhile.
+    /// stall limit; others are answered meanwhile: while it is still connected
+    /// (no drop reported yet), not after. A 2 s limit leaves a loaded machine
+    /// room for five local round trips.
     func testAStalledClientDoesNotStarveOthers() throws {
-        let agent = try serve(limits: AgentServer.Limits(connections: 64, stall: 0.5))
+        let agent = try serve(limits: AgentServer.Limits(connections: 64, stall: 2))
         let stalled = try AgentClient(agent.path)
         stalled.send([0, 0, 0, 20, 13, 0])
         let started = Date()
         let other = try AgentClient(agent.path)
         for _ in 0..<5 { XCTAssertEqual(other.ask(Wire.frame(11))?.type, 12) }
-        XCTAssertLessThan(Date().timeIntervalSince(started), 0.5, "the others waited for the stalled client")
+        XCTAssertEqual(agent.events, [], "the others were answered only once the stalled client was dropped")
         XCTAssertTrue(stalled.closedByServer())
-        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.45)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1.95, "dropped before the stall limit")
         guard case .dropped(let error)? = agent.waitForEvents(1).first else { return XCTFail("\(agent.events)") }
         XCTAssertTrue(error.message.contains("did not finish its message"), error.message)
         // An idle connection (between messages) is never timed out.
         let idle = try AgentClient(agent.path)
-        usleep(800_000)
+        usleep(2_300_000)
         XCTAssertEqual(idle.ask(Wire.frame(11))?.type, 12)
     }
 
@@ -212,7 +214,9 @@ final class AgentServerTests: XCTestCase {
     func testAFloodingClientDoesNotHoldUpOthers() throws {
         let agent = try serve()
         let request = try frame(Wire.signRequest(AgentTestKeys.named("rsa2048"), data: [1], flags: 4))
-        let count = 2000
+        // 500 requests are ten times what a fair turn lets through before
+        // the listing; the listing must come long before half of them.
+        let count = 500
         let flood = Array(Array(repeating: request, count: count).joined())
         let flooder = try AgentClient(agent.path)
         let replies = DispatchSemaphore(value: 0)

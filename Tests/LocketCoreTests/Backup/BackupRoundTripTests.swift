@@ -3,9 +3,11 @@ import LocketCore
 import XCTest
 
 /// Issue 15: every field of every record survives a backup, through a
-/// passphrase and through recipients' keys, at 100 k records with flat memory.
+/// passphrase and through recipients' keys, with flat memory: at 20 k records
+/// in `make test` (memory sampled over the last 18 k), the full 100 k in
+/// `make soak` (LOCKET_SOAK).
 final class BackupRoundTripTests: XCTestCase {
-    static let count = 100_000
+    static let count = ReliabilityScale.soak ? 100_000 : 20_000
 
     private struct Figures {
         var writeSeconds = 0.0
@@ -87,7 +89,7 @@ final class BackupRoundTripTests: XCTestCase {
         print(String(format: "backup %@: %d records, %.1f MB; write %.2f s (%.0f records/s), read+verify %.2f s (%.0f records/s); resident growth while reading %d KiB; process peak RSS %d KiB",
                      name, BackupRoundTripTests.count, Double(f.bytes) / 1e6, f.writeSeconds, count / f.writeSeconds,
                      f.readSeconds, count / f.readSeconds, f.residentGrowthKiB, ProcessMemory.peakKiB))
-        // Flat memory: reading the last 90 k records may not grow the process by more than a few MiB.
+        // Flat memory: reading the last nine tenths of the records may not grow the process by more than a few MiB.
         XCTAssertLessThan(f.residentGrowthKiB, 8 * 1024, "\(name): memory grew while reading")
         #if !DEBUG
         XCTAssertGreaterThan(count / f.writeSeconds, 100_000, "\(name): write slower than 100 k records/s")

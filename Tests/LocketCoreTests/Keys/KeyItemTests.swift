@@ -6,23 +6,23 @@ import XCTest
 // transaction, derived attributes, identities as a view, non-extractable
 // keys, uniqueness, locking and access groups. Fixtures by openssl at test time.
 final class KeyItemTests: KeychainTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
-
+    // A KeychainTestCase, so the fixture is KeysTestCase's by hand.
     override class func setUp() {
         super.setUp()
-        fixture = try! KeysFixture()
-        try! fixture.genpkey("p256", "leaf.key")
-        try! fixture.makeLeaf(key: "leaf.key", cert: "leaf.pem", cn: "leaf.example.com")
-        // The same key re-issued: a new serial, the same public key hash.
-        try! fixture.makeLeaf(key: "leaf.key", cert: "renewed.pem", cn: "leaf.example.com")
+        KeysFixture.make(for: self) { fixture in
+            try fixture.genpkey("p256", "leaf.key")
+            try fixture.makeLeaf(key: "leaf.key", cert: "leaf.pem", cn: "leaf.example.com")
+            // The same key re-issued: a new serial, the same public key hash.
+            try fixture.makeLeaf(key: "leaf.key", cert: "renewed.pem", cn: "leaf.example.com")
+        }
     }
 
     override class func tearDown() {
-        fixture = nil
+        KeysFixture.remove(for: self)
         super.tearDown()
     }
 
-    var f: KeysFixture { Self.fixture }
+    var f: KeysFixture { KeysFixture.of(type(of: self)) }
 
     /// The parsed PEM of the named files, concatenated.
     func file(_ names: String...) throws -> ImportedItems {

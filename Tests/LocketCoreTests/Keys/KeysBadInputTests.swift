@@ -5,39 +5,32 @@ import XCTest
 // Bad input for every format import reads: garbage, truncation at many
 // points, flipped bytes, oversize. Each gives one KeychainError (no
 // libcrypto error code in its text), never a crash or a hang.
-final class KeysBadInputTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
+final class KeysBadInputTests: KeysTestCase {
     /// Valid files of each format, by name.
     nonisolated(unsafe) static var samples: [String: [UInt8]] = [:]
 
-    override class func setUp() {
-        super.setUp()
-        let f = try! KeysFixture()
-        fixture = f
-        try! f.genpkey("p256", "p256.key")
-        try! f.genpkey("rsa2048", "rsa.key")
-        try! f.makeLeaf(key: "p256.key", cert: "p256.pem", cn: "bad.example.com")
-        try! Tools.must("openssl", ["pkcs12", "-export", "-inkey", f.path("p256.key"), "-in", f.path("p256.pem"), "-passout", "file:" + f.passFile, "-out", f.path("id.p12")])
-        try! Tools.must("openssl", ["pkcs8", "-topk8", "-in", f.path("rsa.key"), "-v2", "aes-256-cbc", "-passout", "file:" + f.passFile, "-out", f.path("enc.pem")])
-        try! Tools.must("openssl", ["x509", "-in", f.path("p256.pem"), "-outform", "DER", "-out", f.path("cert.der")])
-        try! Tools.must("openssl", ["pkey", "-in", f.path("rsa.key"), "-outform", "DER", "-out", f.path("key.der")])
-        let ed = try! AsymmetricKey.generate(.ed25519)
-        try! f.write("plain.ssh", try! ed.openSSHPrivateKey(comment: "c").bytes)
+    override class func prepare(_ f: KeysFixture) throws {
+        try f.genpkey("p256", "p256.key")
+        try f.genpkey("rsa2048", "rsa.key")
+        try f.makeLeaf(key: "p256.key", cert: "p256.pem", cn: "bad.example.com")
+        try Tools.must("openssl", ["pkcs12", "-export", "-inkey", f.path("p256.key"), "-in", f.path("p256.pem"), "-passout", "file:" + f.passFile, "-out", f.path("id.p12")])
+        try Tools.must("openssl", ["pkcs8", "-topk8", "-in", f.path("rsa.key"), "-v2", "aes-256-cbc", "-passout", "file:" + f.passFile, "-out", f.path("enc.pem")])
+        try Tools.must("openssl", ["x509", "-in", f.path("p256.pem"), "-outform", "DER", "-out", f.path("cert.der")])
+        try Tools.must("openssl", ["pkey", "-in", f.path("rsa.key"), "-outform", "DER", "-out", f.path("key.der")])
+        let ed = try AsymmetricKey.generate(.ed25519)
+        try f.write("plain.ssh", try ed.openSSHPrivateKey(comment: "c").bytes)
         // 2 bcrypt_pbkdf rounds, not 16: each flip that reaches the KDF costs one, seconds at 16 in the test build.
-        try! f.write("enc.ssh", try! AsymmetricKey.generate(.p256).openSSHPrivateKey(comment: "c", passphrase: f.pass, rounds: 2).bytes)
+        try f.write("enc.ssh", try AsymmetricKey.generate(.p256).openSSHPrivateKey(comment: "c", passphrase: f.pass, rounds: 2).bytes)
         for name in ["id.p12", "enc.pem", "cert.der", "key.der", "p256.pem", "p256.key", "plain.ssh", "enc.ssh"] {
-            samples[name] = try! f.read(name)
+            samples[name] = try f.read(name)
         }
         samples["bundle.pem"] = samples["p256.pem"]! + samples["p256.key"]!
     }
 
     override class func tearDown() {
-        fixture = nil
         samples = [:]
         super.tearDown()
     }
-
-    var f: KeysFixture { Self.fixture }
 
     /// Parses `bytes`; success or a KeychainError are both fine, anything else fails the test.
     @discardableResult

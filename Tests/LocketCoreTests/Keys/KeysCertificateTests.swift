@@ -5,24 +5,13 @@ import XCTest
 // Certificate attributes against openssl's own view of the same DER: pkhh
 // equals the matching key's klbl and the SHA-1 openssl computes from the
 // key; fingerprint, serial, subject key identifier, label and alias.
-final class KeysCertificateTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
-
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
+final class KeysCertificateTests: KeysTestCase {
+    override class func prepare(_ fixture: KeysFixture) throws {
         for kind in ["rsa2048", "p256", "p384", "ed25519"] {
-            try! fixture.genpkey(kind, kind + ".key")
-            try! fixture.makeLeaf(key: kind + ".key", cert: kind + ".pem", cn: "\(kind).example.com")
+            try fixture.genpkey(kind, kind + ".key")
+            try fixture.makeLeaf(key: kind + ".key", cert: kind + ".pem", cn: "\(kind).example.com")
         }
     }
-
-    override class func tearDown() {
-        fixture = nil
-        super.tearDown()
-    }
-
-    var f: KeysFixture { Self.fixture }
 
     func certificate(_ name: String) throws -> Certificate {
         let items = try KeyImport.parse(try f.read(name), passphrase: noPassphrase)

@@ -5,25 +5,19 @@ import XCTest
 // Every export read back by the tool that owns the format: openssl for
 // PKCS#8 (plain and encrypted), SPKI and PKCS#12 (without -legacy),
 // ssh-keygen for OpenSSH private keys (plain and encrypted) and public lines.
-final class KeysExportTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
+final class KeysExportTests: KeysTestCase {
     nonisolated(unsafe) static var keys: [String: AsymmetricKey] = [:]
 
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
+    override class func prepare(_ fixture: KeysFixture) throws {
         for type in [KeyGenerationType.rsa2048, .p256, .p384, .p521, .ed25519, .x25519] {
-            keys[type.rawValue] = try! AsymmetricKey.generate(type)
+            keys[type.rawValue] = try AsymmetricKey.generate(type)
         }
     }
 
     override class func tearDown() {
-        fixture = nil
         keys = [:]
         super.tearDown()
     }
-
-    var f: KeysFixture { Self.fixture }
 
     func opensslPublicDER(_ file: String, passin: Bool = false) throws -> [UInt8] {
         var args = ["pkey", "-in", f.path(file), "-pubout", "-outform", "DER"]

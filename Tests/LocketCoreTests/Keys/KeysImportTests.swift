@@ -6,24 +6,13 @@ import XCTest
 // ssh-keygen make: PKCS#12 (AES-256, 3DES, and RC2 refused with a
 // conversion), PEM with several blocks, DER, OpenSSH keys plain and
 // encrypted; passphrases asked once and only when needed.
-final class KeysImportTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
-
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
-        try! fixture.genpkey("rsa2048", "rsa.key")
-        try! fixture.genpkey("p256", "p256.key")
-        try! fixture.makeLeaf(key: "rsa.key", cert: "rsa.pem", cn: "rsa.example.com")
-        try! fixture.makeLeaf(key: "p256.key", cert: "p256.pem", cn: "p256.example.com")
+final class KeysImportTests: KeysTestCase {
+    override class func prepare(_ fixture: KeysFixture) throws {
+        try fixture.genpkey("rsa2048", "rsa.key")
+        try fixture.genpkey("p256", "p256.key")
+        try fixture.makeLeaf(key: "rsa.key", cert: "rsa.pem", cn: "rsa.example.com")
+        try fixture.makeLeaf(key: "p256.key", cert: "p256.pem", cn: "p256.example.com")
     }
-
-    override class func tearDown() {
-        fixture = nil
-        super.tearDown()
-    }
-
-    var f: KeysFixture { Self.fixture }
 
     /// A passphrase callback that answers `answer` and counts its calls.
     final class Asker: @unchecked Sendable {

@@ -9,22 +9,11 @@ import XCTest
 // SSH agent signatures checked by `ssh-keygen -Y check-novalidate` and
 // ssh-keygen's `-Y sign` signatures checked by locket, bcrypt_pbkdf against
 // Python's `bcrypt.kdf`.
-final class KeysInteropTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
-
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
-        try! fixture.write("ecies.py", Array(eciesScript.utf8))
-        try! fixture.write("sealedbox.py", Array(sealedBoxScript.utf8))
+final class KeysInteropTests: KeysTestCase {
+    override class func prepare(_ fixture: KeysFixture) throws {
+        try fixture.write("ecies.py", Array(eciesScript.utf8))
+        try fixture.write("sealedbox.py", Array(sealedBoxScript.utf8))
     }
-
-    override class func tearDown() {
-        fixture = nil
-        super.tearDown()
-    }
-
-    var f: KeysFixture { Self.fixture }
 
     /// Apple's ECIES written again in Python (shared with the `key encrypt|decrypt` end-to-end tests).
     static let eciesScript = InteropScripts.ecies

@@ -6,28 +6,22 @@ import XCTest
 // directions: every locket signature verifies with `openssl dgst -verify` or
 // `openssl pkeyutl -verify`, every openssl signature verifies with locket's,
 // RSA-OAEP round-trips through `openssl pkeyutl`.
-final class KeysOperationTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
+final class KeysOperationTests: KeysTestCase {
     nonisolated(unsafe) static var keys: [String: AsymmetricKey] = [:]
 
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
+    override class func prepare(_ fixture: KeysFixture) throws {
         for kind in ["rsa2048", "p256", "p384", "p521", "ed25519", "x25519"] {
-            try! fixture.genpkey(kind, kind + ".key")
-            try! Tools.must("openssl", ["pkey", "-in", fixture.path(kind + ".key"), "-pubout", "-out", fixture.path(kind + ".pub")])
-            keys[kind] = try! KeyImport.parse(try! fixture.read(kind + ".key"), passphrase: noPassphrase).keys[0].key
+            try fixture.genpkey(kind, kind + ".key")
+            try Tools.must("openssl", ["pkey", "-in", fixture.path(kind + ".key"), "-pubout", "-out", fixture.path(kind + ".pub")])
+            keys[kind] = try KeyImport.parse(try fixture.read(kind + ".key"), passphrase: noPassphrase).keys[0].key
         }
-        try! fixture.write("message", Array("the quick brown fox jumps over the lazy dog\n".utf8))
+        try fixture.write("message", Array("the quick brown fox jumps over the lazy dog\n".utf8))
     }
 
     override class func tearDown() {
-        fixture = nil
         keys = [:]
         super.tearDown()
     }
-
-    var f: KeysFixture { Self.fixture }
     var message: [UInt8] { Array("the quick brown fox jumps over the lazy dog\n".utf8) }
 
     /// openssl's options for an RSA signature algorithm.

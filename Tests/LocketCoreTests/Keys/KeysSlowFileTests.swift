@@ -8,22 +8,11 @@ import XCTest
 // check, libcrypto would spend hours on a count the file's maker chose.
 // The files are made by openssl and ssh-keygen with a modest count, then the
 // count is rewritten in place (same encoded length) to one over the limit.
-final class KeysSlowFileTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
-
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
-        try! fixture.genpkey("p256", "p256.key")
-        try! fixture.makeLeaf(key: "p256.key", cert: "p256.pem", cn: "p256.example.com")
+final class KeysSlowFileTests: KeysTestCase {
+    override class func prepare(_ fixture: KeysFixture) throws {
+        try fixture.genpkey("p256", "p256.key")
+        try fixture.makeLeaf(key: "p256.key", cert: "p256.pem", cn: "p256.example.com")
     }
-
-    override class func tearDown() {
-        fixture = nil
-        super.tearDown()
-    }
-
-    var f: KeysFixture { Self.fixture }
 
     /// 100000 as a DER INTEGER, and 8388607 in the same five bytes.
     static let modest: [UInt8] = [0x02, 0x03, 0x01, 0x86, 0xA0]

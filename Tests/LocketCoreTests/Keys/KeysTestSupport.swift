@@ -20,13 +20,7 @@ struct ToolResult {
 
 enum Tools {
     /// The path of `name` on PATH, or nil.
-    static func find(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    static func find(_ name: String) -> String? { executableOnPath(name) }
 
     /// Runs `tool args` with `stdin`, in `directory`, with `environment` added.
     @discardableResult
@@ -98,18 +92,8 @@ final class KeysFixture {
 
     /// `openssl genpkey` for `kind`: rsa2048, p256, p384, p521, ed25519, x25519; PKCS#8 PEM at `name`.
     func genpkey(_ kind: String, _ name: String) throws {
-        var args = ["genpkey", "-out", path(name)]
-        switch kind {
-        case "rsa2048": args += ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
-        case "rsa3072": args += ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"]
-        case "p256": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]
-        case "p384": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]
-        case "p521": args += ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"]
-        case "ed25519": args += ["-algorithm", "ED25519"]
-        case "x25519": args += ["-algorithm", "X25519"]
-        default: fatalError(kind)
-        }
-        try Tools.must("openssl", args)
+        guard let options = OpenSSLFixtures.genpkeyOptions(kind) else { fatalError(kind) }
+        try Tools.must("openssl", ["genpkey", "-out", path(name)] + options)
     }
 
     /// A self-signed CA, and a leaf for `keyName` signed by it, with an e-mail SAN. Names: ca.pem, ca.key, `leaf`.
@@ -144,15 +128,47 @@ final class KeysFixture {
         }
         let spki = try Tools.must("openssl", ["pkey", "-in", path(keyName), "-pubout", "-outform", "DER"]).stdout
         try write(keyName + ".spki", spki)
-        // asn1parse -strparse of the BIT STRING's offset gives its contents; the last element is it.
         let listing = try Tools.must("openssl", ["asn1parse", "-inform", "DER", "-in", path(keyName + ".spki")]).text
-        let last = listing.split(separator: "\n").last { $0.contains("BIT STRING") }!
-        let offset = Int(last.split(separator: ":")[0].trimmingCharacters(in: .whitespaces))!
-        let hl = Int(last.split(separator: "hl=")[1].split(separator: " ")[0])!
-        let length = Int(last.split(separator: "l=")[2].split(separator: " ")[0].trimmingCharacters(in: .whitespaces))!
-        // Skip the unused-bits byte.
-        return Array(spki[(offset + hl + 1)..<(offset + hl + length)])
+        return OpenSSLFixtures.subjectPublicKey(spki: spki, asn1parse: listing)
     }
+}
+
+/// The base of the key layer's suites: one fixture directory per class,
+/// made by the class's `prepare` before its first test and removed after its
+/// last. (Each suite wrote this out before: a static fixture, a class setUp
+/// making it, a class tearDown dropping it, and `f`.)
+class KeysTestCase: XCTestCase {
+    /// Makes what the class's tests read from `fixture` (keys, certificates, scripts).
+    class func prepare(_ fixture: KeysFixture) throws {}
+
+    override class func setUp() {
+        super.setUp()
+        KeysFixture.make(for: self, prepare)
+    }
+
+    override class func tearDown() {
+        KeysFixture.remove(for: self)
+        super.tearDown()
+    }
+
+    /// This class's fixture.
+    var f: KeysFixture { KeysFixture.of(type(of: self)) }
+}
+
+extension KeysFixture {
+    nonisolated(unsafe) private static var byClass: [ObjectIdentifier: KeysFixture] = [:]
+
+    /// Makes `owner`'s fixture and runs `prepare` on it; a failure stops the run, as a broken fixture would fail every test.
+    static func make(for owner: AnyClass, _ prepare: (KeysFixture) throws -> Void) {
+        let fixture = try! KeysFixture()
+        try! prepare(fixture)
+        byClass[ObjectIdentifier(owner)] = fixture
+    }
+
+    static func of(_ owner: AnyClass) -> KeysFixture { byClass[ObjectIdentifier(owner)]! }
+
+    /// Removes `owner`'s fixture directory.
+    static func remove(for owner: AnyClass) { byClass[ObjectIdentifier(owner)] = nil }
 }
 
 extension Array where Element == UInt8 {

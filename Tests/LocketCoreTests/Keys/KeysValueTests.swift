@@ -5,21 +5,10 @@ import XCTest
 // The key value and certificate attributes against what openssl and
 // ssh-keygen compute on their own: klbl == pkhh == SHA-1 of the public key's
 // external representation, fingerprints, Apple's name normalization.
-final class KeysValueTests: XCTestCase {
-    nonisolated(unsafe) static var fixture: KeysFixture!
-
-    override class func setUp() {
-        super.setUp()
-        fixture = try! KeysFixture()
-        for kind in ["rsa2048", "p256", "p384", "p521", "ed25519", "x25519"] { try! fixture.genpkey(kind, kind + ".key") }
+final class KeysValueTests: KeysTestCase {
+    override class func prepare(_ fixture: KeysFixture) throws {
+        for kind in ["rsa2048", "p256", "p384", "p521", "ed25519", "x25519"] { try fixture.genpkey(kind, kind + ".key") }
     }
-
-    override class func tearDown() {
-        fixture = nil
-        super.tearDown()
-    }
-
-    var f: KeysFixture { Self.fixture }
 
     func key(_ name: String) throws -> AsymmetricKey {
         let items = try KeyImport.parse(try f.read(name), passphrase: noPassphrase)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+import LocketTestSupport
 import XCTest
 
 /// Issue 15: a KeePassXC database made and exported to CSV by the real
@@ -20,13 +21,7 @@ final class KeePassXCRealTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    static func find(_ name: String) -> String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-            let path = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    static func find(_ name: String) -> String? { executableOnPath(name) }
 
     /// Runs keepassxc-cli with `input` on stdin (its password prompts read stdin); returns stdout.
     @discardableResult

@@ -10,7 +10,7 @@ import Glibc
 /// frames: one clean error frame and exit status 2, never a crash or a hang.
 /// Most need no server: they fail before a connection.
 final class HelperProtocolTests: XCTestCase {
-    func helper() throws -> RawHelper { try RawHelper(path: try PostgresServer.helperPath()) }
+    func helper() throws -> RawHelper { try RawHelper(path: try Postgres.helperPath()) }
 
     func assertProtocolError(_ helper: RawHelper, _ what: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let (_, flags, message) = try helper.readError()
@@ -139,7 +139,7 @@ final class HelperProtocolTests: XCTestCase {
     /// locket's own API can't send it (RemoteValue.text is a String) and
     /// sends such bytes as bytea.
     func testInvalidUTF8AsTextIsRefusedByTheServer() throws {
-        let server = try SharedPostgres.running()
+        let server = try Postgres.shared()
         let helper = try helper()
         try helper.handshake()
         try helper.connect(server.socketParameters())

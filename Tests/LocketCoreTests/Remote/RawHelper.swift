@@ -1,4 +1,6 @@
 import Foundation
+import LocketSystem
+import LocketTestSupport
 import LocketWire
 import XCTest
 
@@ -16,20 +18,10 @@ final class RawHelper {
     init(path: String) throws {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { throw POSIXError(.EMFILE) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)
-        posix_spawn_file_actions_adddup2(&actions, pair[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("locket-postgres"), nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = [nil]
-        defer { free(argv[0]) }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, nil, argv, envp)
+        let spawned = Spawner.spawn(path, argv: [Array("locket-postgres".utf8)], environment: [],
+                                    stdin: .descriptor(pair[1]), stdout: .descriptor(pair[1]), stderr: .devNull, signals: .all)
         close(pair[1])
-        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
-        pid = child
+        pid = try spawned.get()
         channel = Channel(input: pair[0], output: pair[0])
         // A test must never hang on a helper that stopped answering.
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
@@ -89,9 +81,7 @@ final class RawHelper {
     func closeAndWait() -> Int32 {
         if let exited { return exited }
         close(channel.input)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let result = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let result = Spawner.exitStatus(pid)
         exited = result
         return result
     }

@@ -77,7 +77,7 @@ final class RemoteConnectionTests: PostgresTestCase {
     func testVerifyFullSucceedsWithTheTestCAByNameAndByAddress() throws {
         let server = try running()
         for host in ["localhost", "127.0.0.1"] {
-            let connection = try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(host: host),
+            let connection = try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters(host: host),
                                                   password: Array(server.password.utf8), environment: Environment([:]))
             let rows = try connection.execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
             XCTAssertEqual(rows.first?[0].bool, true, "the connection to \(host) is not TLS")
@@ -86,7 +86,7 @@ final class RemoteConnectionTests: PostgresTestCase {
 
     func testVerifyFullFailsWithAnotherCA() throws {
         let server = try running()
-        XCTAssertThrowsError(try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(ca: server.wrongCACertificate),
+        XCTAssertThrowsError(try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters(ca: server.wrongCACertificate),
                                                   password: Array(server.password.utf8), environment: Environment([:]))) { error in
             let error = error as? KeychainError
             XCTAssertEqual(error?.code, .notAvailable)
@@ -98,7 +98,7 @@ final class RemoteConnectionTests: PostgresTestCase {
         let server = try running()
         // hostaddr reaches the right server; the name checked is `host`.
         let parameters = server.tcpParameters(host: "db.example.invalid") + [("hostaddr", "127.0.0.1")]
-        XCTAssertThrowsError(try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: parameters,
+        XCTAssertThrowsError(try RemoteConnection(helper: try Postgres.helperPath(), parameters: parameters,
                                                   password: Array(server.password.utf8), environment: Environment([:]))) { error in
             let error = error as? KeychainError
             XCTAssertEqual(error?.code, .notAvailable)
@@ -109,13 +109,13 @@ final class RemoteConnectionTests: PostgresTestCase {
     func testWeakerSSLModesAreRefusedOverTheNetwork() throws {
         let server = try running()
         for mode in ["disable", "prefer", "require", "verify-ca"] {
-            XCTAssertThrowsError(try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters() + [("sslmode", mode)],
+            XCTAssertThrowsError(try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters() + [("sslmode", mode)],
                                                       password: Array(server.password.utf8), environment: Environment([:]))) { error in
                 XCTAssertTrue((error as? KeychainError)?.description.contains("verify-full") == true, "\(mode): \(error)")
             }
         }
         // Nor can PGSSLMODE weaken it: the helper sets verify-full explicitly.
-        XCTAssertThrowsError(try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(ca: server.wrongCACertificate),
+        XCTAssertThrowsError(try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters(ca: server.wrongCACertificate),
                                                   password: Array(server.password.utf8), environment: Environment(["PGSSLMODE": "disable"])))
     }
 
@@ -123,7 +123,7 @@ final class RemoteConnectionTests: PostgresTestCase {
     /// sslmode on a Unix socket, so a socket found through PGHOST still works.
     func testASocketFromPGHOSTConnectsUnderTheDefaultSSLMode() throws {
         let server = try running()
-        let connection = try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: [("dbname", "postgres"), ("user", PostgresServer.user)],
+        let connection = try RemoteConnection(helper: try Postgres.helperPath(), parameters: [("dbname", "postgres"), ("user", PostgresServer.user)],
                                               environment: Environment(["PGHOST": server.socket, "PGPORT": String(server.port)]))
         XCTAssertEqual(try connection.execute("SELECT 3::int8").first?[0].int, 3)
     }
@@ -140,7 +140,7 @@ final class RemoteConnectionTests: PostgresTestCase {
         let passfile = "\(server.root)/client-\(getpid()).pgpass"
         try Data("*:*:*:\(PostgresServer.user):\(server.password)\n".utf8).write(to: URL(fileURLWithPath: passfile))
         chmod(passfile, 0o600)
-        let connection = try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(),
+        let connection = try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters(),
                                               environment: Environment(["PGPASSFILE": passfile, "HOME": server.root, "SECRET_NOT_PASSED": "x"]))
         XCTAssertEqual(try connection.execute("SELECT current_user::text").first?[0].text, PostgresServer.user)
         let pid = try XCTUnwrap(connection.helperProcessID)
@@ -156,7 +156,7 @@ final class RemoteConnectionTests: PostgresTestCase {
 
     func testPasswordGivenOverTheStreamStaysOutOfTheHelpersArgvAndEnvironment() throws {
         let server = try running()
-        let connection = try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(),
+        let connection = try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters(),
                                               password: Array(server.password.utf8), environment: Environment([:]))
         XCTAssertEqual(try connection.execute("SELECT 2::int8").first?[0].int, 2)
         let pid = try XCTUnwrap(connection.helperProcessID)
@@ -168,7 +168,7 @@ final class RemoteConnectionTests: PostgresTestCase {
 
     func testAWrongPasswordIsErrSecAuthFailed() throws {
         let server = try running()
-        XCTAssertThrowsError(try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters(),
+        XCTAssertThrowsError(try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters(),
                                                   password: Array("not-the-password".utf8), environment: Environment([:]))) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .authFailed, "\(error)")
             XCTAssertFalse("\(error)".contains("not-the-password"))
@@ -177,7 +177,7 @@ final class RemoteConnectionTests: PostgresTestCase {
 
     func testAPasswordKeywordIsRefused() throws {
         let server = try running()
-        XCTAssertThrowsError(try RemoteConnection(helper: try PostgresServer.helperPath(), parameters: server.tcpParameters() + [("password", server.password)],
+        XCTAssertThrowsError(try RemoteConnection(helper: try Postgres.helperPath(), parameters: server.tcpParameters() + [("password", server.password)],
                                                   environment: Environment([:]))) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
             XCTAssertFalse("\(error)".contains(server.password))

@@ -102,7 +102,7 @@ final class RemoteFaultTests: PostgresTestCase {
     /// a raw helper gets BEGIN and an INSERT, then its stdin closes.
     func testTheHelperRollsBackOnEndOfInput() throws {
         let (server, name) = try database()
-        let helper = try RawHelper(path: try PostgresServer.helperPath())
+        let helper = try RawHelper(path: try Postgres.helperPath())
         try helper.handshake()
         try helper.connect(server.socketParameters(database: name))
         try helper.execute("BEGIN")

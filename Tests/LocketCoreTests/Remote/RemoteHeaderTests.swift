@@ -22,7 +22,7 @@ final class RemoteHeaderTests: XCTestCase {
         try first.open().add(genp("svc", "alice"), data: secret("one"))
         let second = try machines.enrolled(location, name: "second", approvedBy: first).machine
         XCTAssertEqual(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true).map(\.secretString), ["one"])
-        return (first, second, location, try SharedPostgres.running().connect(database: database))
+        return (first, second, location, try Postgres.shared().connect(database: database))
     }
 
     func meta(_ admin: RemoteConnection) throws -> [String: [UInt8]] {

@@ -12,7 +12,7 @@ final class RemoteMachines {
     var fingerprints: [Int64: String] = [:]
 
     /// A new, empty database of the shared server, as a location (over the socket).
-    static func newLocation() throws -> RemoteLocation { try SharedPostgres.newKeychainLocation() }
+    static func newLocation() throws -> RemoteLocation { try Postgres.newKeychainLocation() }
 
     /// A keychain created on a first machine in a new database; the machine, the location and the database's name.
     func created() throws -> (machine: TemporaryKeychain, location: RemoteLocation, database: String) {

@@ -25,7 +25,7 @@ class KeychainTestCase: XCTestCase {
     override func setUpWithError() throws {
         if isRemoteRun {
             // A remote keychain is opened where its header can't be checked before the hash: locket's floor applies.
-            temporary = try TemporaryKeychain(remote: try SharedPostgres.newKeychainLocation(), kdf: .interactive)
+            temporary = try TemporaryKeychain(remote: try Postgres.newKeychainLocation(), kdf: .interactive)
             keychain = try temporary.open()
             return
         }

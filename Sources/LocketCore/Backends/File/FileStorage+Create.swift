@@ -73,9 +73,9 @@ extension FileStorage {
                             try MetaStore.writeKeybag(db, keybag)
                         }
                     }
-                    guard link(temporary, path) == 0 else {
-                        if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
-                        throw KeychainError(.io, "cannot create \(path): \(errnoText())")
+                    if let failure = nothingOrErrno("link", { link(temporary, path) }).error {
+                        if failure.code == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
+                        throw KeychainError(.io, "cannot create \(path): \(failure)")
                     }
                 }
                 // With the workspace gone, one sync of the directory makes the
@@ -106,8 +106,8 @@ extension FileStorage {
         /// The private directory `init` builds a keychain in: `PATH.init.PID.XXXXXX`, mode 700.
         fileprivate static func makeWorkspace(for path: String) throws -> String {
             var template = Array("\(path).init.\(getpid()).XXXXXX".utf8CString)
-            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-                throw KeychainError(.io, "cannot create a directory next to \(path): \(errnoText())")
+            let made = try template.withUnsafeMutableBufferPointer { buffer in
+                try pointerOrErrno("mkdtemp") { mkdtemp(buffer.baseAddress!) }.get { KeychainError(.io, "cannot create a directory next to \(path): \($0)") }
             }
             return String(cString: made)
         }
@@ -130,7 +130,7 @@ extension FileStorage {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
                 guard name.hasPrefix(prefix) else { continue }
                 let pidText = name.dropFirst(prefix.count).prefix { $0.isNumber }
-                if let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH { doomed.append(name) }
+                if let pid = Int32(pidText), pid != getpid(), nothingOrErrno("kill", { kill(pid, 0) }).error?.code == ESRCH { doomed.append(name) }
             }
             closedir(dir)
             for name in doomed {

@@ -6,8 +6,6 @@ import LocketWire
 /// its stdin and stdout one end of a socket pair, stderr /dev/null, no other
 /// descriptor, and only the environment libpq reads.
 ///
-/// This is a second small spawn beside LocketCLI's `Spawn`: the engine can't
-/// import LocketCLI, and this one needs a socket pair rather than pipes.
 final class HelperProcess {
     /// The helper's process id.
     let pid: pid_t
@@ -33,26 +31,17 @@ final class HelperProcess {
             if let value = try environment[name] { variables.append("\(name)=\(value)") }
         }
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            throw KeychainError(.notAvailable, "could not start the PostgreSQL helper: socketpair failed (errno \(errno))")
+        if let failure = nothingOrErrno("socketpair", { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) }).error {
+            throw KeychainError(.notAvailable, "could not start the PostgreSQL helper: socketpair failed (errno \(failure.code))")
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)
-        posix_spawn_file_actions_adddup2(&actions, pair[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         // Swift's Glibc doesn't export posix_spawn_file_actions_addclosefrom_np:
         // the helper closes every descriptor above 2 as its first act instead.
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("locket-postgres"), nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var child: pid_t = 0
-        let rc = withChildSpawnAttributes { posix_spawn(&child, path, &actions, $0, argv, envp) }
+        let started = Spawner.spawn(path, argv: [Array("locket-postgres".utf8)], environment: variables.map { Array($0.utf8) },
+                                    stdin: .descriptor(pair[1]), stdout: .descriptor(pair[1]), stderr: .devNull)
         close(pair[1])
-        guard rc == 0 else {
+        guard case .success(let child) = started else {
             close(pair[0])
-            throw KeychainError(.notAvailable, "could not start the PostgreSQL helper \(path) (errno \(rc))")
+            throw KeychainError(.notAvailable, "could not start the PostgreSQL helper \(path) (errno \(started.error!.code))")
         }
         pid = child
         channel = Channel(input: pair[0], output: pair[0])
@@ -67,14 +56,12 @@ final class HelperProcess {
         reaped = true
         close(channel.input)
         for _ in 0..<100 {
-            var status: Int32 = 0
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid || (done < 0 && errno != EINTR) { return }
+            // Reaped, or not a child to wait for.
+            if (try? Spawner.wait(pid, options: WNOHANG).get().pid) != 0 { return }
             usleep(10_000)
         }
         kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = Spawner.wait(pid)
     }
 
     /// Refuses a helper that is not a regular executable file, or that a user

@@ -174,17 +174,16 @@ extension RemoteCache {
             record += ref
             BigEndian.append(now, to: &record)
         }
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot record an offline read in \(path): \(String(cString: strerror(errno)))") }
+        func failed(_ failure: Errno) -> KeychainError { KeychainError(.io, "cannot record an offline read in \(path): \(failure)") }
+        let fd = try valueOrErrno("open") { Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600) }.get(or: failed)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
             throw KeychainError(.io, "\(path) is not this user's private file; offline reads are not recorded there")
         }
         // A read is answered only once it is recorded.
-        guard record.withUnsafeBytes({ LocketSupport.writeAll(fd, $0) }), fsync(fd) == 0 else {
-            throw KeychainError(.io, "cannot record an offline read in \(path): \(String(cString: strerror(errno)))")
-        }
+        try record.withUnsafeBytes { LocketSupport.writeAll(fd, $0) }.get(or: failed)
+        try nothingOrErrno("fsync") { fsync(fd) }.get(or: failed)
     }
 
     /// The pending records (reference, time), nil when there are none.

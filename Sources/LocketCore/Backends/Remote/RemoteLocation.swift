@@ -87,16 +87,7 @@ public struct RemoteLocation: Sendable {
     public func value(_ keyword: String) -> String? { parameters.first { $0.0 == keyword }?.1 }
 
     private static func decode(_ text: Substring, _ url: String) throws -> String {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next(), let low = iterator.next(),
-                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else {
-                throw bad(url, "a broken %-escape")
-            }
-            bytes.append(value)
-        }
+        guard let bytes = PercentEncoding.decodeStrict(text.utf8) else { throw bad(url, "a broken %-escape") }
         guard let decoded = String(validating: bytes, as: UTF8.self), !decoded.utf8.contains(0) else {
             throw bad(url, "an escape that is not UTF-8 text")
         }

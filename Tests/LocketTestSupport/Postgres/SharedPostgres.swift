@@ -1,6 +1,6 @@
 import Foundation
 import LocketCore
-import XCTest
+import LocketSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +23,7 @@ import Glibc
 /// What a test does to the shared server stays in its own database (or
 /// temporary tables, or a file named for the test); a test that stops or
 /// restarts a server makes a private one (`PostgresServer()`).
-enum SharedPostgres {
+public enum SharedPostgres {
     /// The process whose end stops the shared server, and the run's directory.
     struct Parent {
         let pid: pid_t
@@ -44,7 +44,7 @@ enum SharedPostgres {
     private static let lock = NSLock()
 
     /// The run's server, started by this call if no test process of the run started it yet.
-    static func running() throws -> PostgresServer {
+    public static func running() throws -> PostgresServer {
         lock.lock()
         defer { lock.unlock() }
         if server == nil { server = Result { try attachOrStart() } }
@@ -52,7 +52,7 @@ enum SharedPostgres {
     }
 
     /// A new database in the shared server, as a remote keychain location over its socket.
-    static func newKeychainLocation() throws -> RemoteLocation {
+    public static func newKeychainLocation() throws -> RemoteLocation {
         let server = try running()
         let database = try server.makeDatabase()
         return RemoteLocation(url: "postgres:///\(database)?host=\(server.socket)", parameters: server.socketParameters(database: database),
@@ -64,9 +64,7 @@ enum SharedPostgres {
         let lockFD = open("\(parent.directory)/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lockFD >= 0 else { throw PostgresServer.ServerFailure(description: "\(parent.directory)/lock: errno \(errno)") }
         defer { close(lockFD) }
-        while flock(lockFD, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw PostgresServer.ServerFailure(description: "flock: errno \(errno)") }
-        }
+        try nothingOrErrno("flock") { flock(lockFD, LOCK_EX) }.get { PostgresServer.ServerFailure(description: "flock: errno \($0.code)") }
         let statePath = "\(parent.directory)/state"
         if let text = FileManager.default.contents(atPath: statePath) {
             let state = try decode(text)

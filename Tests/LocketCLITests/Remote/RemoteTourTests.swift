@@ -30,7 +30,7 @@ final class RemoteTourTests: XCTestCase {
     }
 
     func testTheREADMEsTourRunsAsShown() throws {
-        _ = try PostgresServer.binaries()
+        _ = try Postgres.binaries()
         let binary = try XCTUnwrap(LocketBinary.path, "no locket binary: make build")
         let directory = URL(fileURLWithPath: binary).deletingLastPathComponent().path
         guard FileManager.default.isExecutableFile(atPath: directory + "/locket-postgres") else {

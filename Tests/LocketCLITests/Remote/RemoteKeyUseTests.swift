@@ -21,8 +21,8 @@ final class RemoteKeyUseTests: XCTestCase {
 
     /// A new keychain in a fresh database of the shared server, made by `sandbox`.
     private func newKeychain(_ sandbox: Sandbox) throws -> String {
-        let server = try SharedPostgres.running()
-        let url = "postgres://\(PostgresServer.user)@/\(try server.makeDatabase())?host=\(server.socket)&port=\(server.port)"
+        let server = try Postgres.shared()
+        let url = server.socketURL(try server.makeDatabase())
         let run = try locket(sandbox, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-keys\n"))
         XCTAssertEqual(run.status, 0, run.summary)
         return url

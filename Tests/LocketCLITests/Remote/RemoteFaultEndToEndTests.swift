@@ -1,4 +1,5 @@
 import Foundation
+import LocketSystem
 import LocketTestSupport
 import XCTest
 
@@ -59,7 +60,7 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
         // A restart would take the run's shared server from every other test process.
         let server = fault == .restart ? try privateServer() : try running()
         let database = try server.makeDatabase()
-        let url = "postgres://\(PostgresServer.user)@/\(database)?host=\(server.socket)&port=\(server.port)"
+        let url = server.socketURL(database)
         let machines = try (0..<3).map { _ in try machine() }
         let checker = try machine()
         try setUp(url, admin: machines[0], others: Array(machines.dropFirst()) + [checker])
@@ -227,8 +228,10 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
         var status: Int32 = 0
         var sent = false
         while true {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid { break }
+            if case .success(let ended) = Spawner.wait(pid, options: WNOHANG), ended.pid == pid {
+                status = ended.status
+                break
+            }
             let elapsed = Date().timeIntervalSince(started)
             if !sent && elapsed >= delay {
                 Glibc.kill(pid, SIGKILL)
@@ -236,7 +239,7 @@ final class RemoteFaultEndToEndTests: PostgresTestCase {
             }
             if elapsed > 60 {
                 Glibc.kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                _ = Spawner.wait(pid)
                 return RunResult(status: nil, signal: SIGKILL, stdout: [], stderr: [], timedOut: true, duration: elapsed, arguments: arguments)
             }
             usleep(2_000)

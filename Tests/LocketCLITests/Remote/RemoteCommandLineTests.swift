@@ -18,13 +18,9 @@ final class RemoteCommandLineTests: PostgresTestCase {
         try Machines.locket(sandbox, arguments, input: input)
     }
 
-    func socketURL(_ server: PostgresServer, _ database: String) -> String {
-        "postgres://\(PostgresServer.user)@/\(database)?host=\(server.socket)&port=\(server.port)"
-    }
-
     func testAURLKeychainAcrossTwoMachines() throws {
         let server = try running()
-        let url = socketURL(server, try server.makeDatabase())
+        let url = server.socketURL(try server.makeDatabase())
         let first = try machine()
         var run = try locket(first, ["-k", url, "init", "--no-password"])
         XCTAssertNotEqual(run.status, 0, run.summary)
@@ -100,7 +96,7 @@ final class RemoteCommandLineTests: PostgresTestCase {
     func testANamedRemoteOverTLSWithThePasswordInALocketItem() throws {
         let server = try running()
         let database = try server.makeDatabase()
-        let url = "postgres://\(PostgresServer.user)@localhost:\(server.port)/\(database)?sslrootcert=\(server.caCertificate)"
+        let url = server.tcpURL(database, query: "sslrootcert=\(server.caCertificate)")
         let sandbox = try machine()
         XCTAssertEqual(try locket(sandbox, ["init", "--no-password"]).status, 0)
         var run = try locket(sandbox, ["add", "-s", "pg-team", "-a", PostgresServer.user, "-w"], input: .text(server.password))
@@ -146,7 +142,7 @@ final class RemoteCommandLineTests: PostgresTestCase {
             XCTAssertFalse(run.err.contains("hunter2"), run.summary)
         }
         // A network host without verification is refused by the helper's policy, not tried.
-        let weak = "postgres://\(PostgresServer.user)@localhost:\(server.port)/\(database)?sslmode=require"
+        let weak = server.tcpURL(database, query: "sslmode=require")
         let run = try locket(sandbox, ["-k", weak, "find", "-s", "s"])
         XCTAssertEqual(run.status, 53, run.summary)
     }
@@ -157,7 +153,7 @@ final class RemoteCommandLineTests: PostgresTestCase {
     func testARolledBackHeaderIsRefusedUntilRestoreAcceptsIt() throws {
         let server = try running()
         let database = try server.makeDatabase()
-        let url = socketURL(server, database)
+        let url = server.socketURL(database)
         let first = try machine()
         var run = try locket(first, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-one\n"))
         XCTAssertEqual(run.status, 0, run.summary)
@@ -197,7 +193,7 @@ final class RemoteCommandLineTests: PostgresTestCase {
         let host = (exe as NSString).deletingLastPathComponent + "/SecurityTestHost"
         guard FileManager.default.isExecutableFile(atPath: host) else { throw XCTSkip("SecurityTestHost is not built next to the tests") }
         let server = try running()
-        let url = socketURL(server, try server.makeDatabase())
+        let url = server.socketURL(try server.makeDatabase())
         let first = try machine()
         var run = try locket(first, ["-k", url, "init", "--password-stdin", "--kdf", "interactive"], input: .text("pw-one\n"))
         XCTAssertEqual(run.status, 0, run.summary)
