@@ -47,14 +47,23 @@ public enum InProcessCLI {
             precondition(makePipe(&fds))
             stdinFD = fds[0]
             let writeEnd = fds[1]
-            // A thread, so that more than a pipe's 64 KiB never blocks the command reading it.
-            let thread = Thread {
-                // A command that stops reading ends this with EPIPE.
-                _ = writeAll(writeEnd, bytes)
+            // What fits in the pipe is in it before the command starts: the
+            // command's implicit wait for stdin (200 ms here) must never race
+            // a writer thread a loaded machine has not scheduled yet.
+            let written = writeWhatFits(writeEnd, bytes)
+            if written == bytes.count {
                 close(writeEnd)
+            } else {
+                // A thread for the rest, so that more than a pipe's 64 KiB never blocks the command reading it.
+                let rest = Array(bytes[written...])
+                let thread = Thread {
+                    // A command that stops reading ends this with EPIPE.
+                    _ = writeAll(writeEnd, rest)
+                    close(writeEnd)
+                }
+                thread.start()
+                writer = thread
             }
-            thread.start()
-            writer = thread
         }
         var io = IO(write: { fd, bytes in capture.append(fd, bytes) }, stdin: stdinFD, environment: environment)
         io.implicitStdinWait = implicitStdinWait
@@ -66,6 +75,22 @@ public enum InProcessCLI {
         while let thread = writer, !thread.isFinished { usleep(1_000) }
         return RunResult(status: status, signal: nil, stdout: capture.stdout, stderr: capture.stderr, timedOut: false,
                          duration: Date().timeIntervalSince(started), arguments: arguments)
+    }
+
+    /// Writes the start of `bytes` that the pipe takes without blocking; the count written.
+    private static func writeWhatFits(_ fd: Int32, _ bytes: [UInt8]) -> Int {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        defer { _ = fcntl(fd, F_SETFL, flags) }
+        var written = 0
+        while written < bytes.count {
+            let wrote = bytes.withUnsafeBytes { raw in
+                valueOrErrno("write") { write(fd, raw.baseAddress! + written, raw.count - written) }
+            }
+            guard case .success(let n) = wrote, n > 0 else { break }
+            written += n
+        }
+        return written
     }
 
     /// A pipe whose ends close on exec: a child the command or another test spawns must not keep it open.
