@@ -83,7 +83,7 @@ public struct SessionStore: Sendable {
         do {
             let dir = try prepareDirectory()
             defer { close(dir) }
-            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir, $0, path: file(slot)) }
+            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir, $0, path: file(slot), durable: false) }
             return .directory
         } catch let error as KeychainError where keyringRefusal != nil {
             throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")

@@ -118,20 +118,28 @@ enum FileIO {
         try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
     }
 
-    /// Replaces `path` atomically (temporary file and rename), mode 0600.
+    /// Replaces `path` atomically (temporary file and rename), mode 0600, and
+    /// durably: the file is synced before the rename and its directory after,
+    /// so a power loss leaves the old file or the new one, never an empty one
+    /// under the name (a remote device's trust record, the offline cache).
     static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
-        try writeAtomically(path, in: AT_FDCWD, bytes, path: path)
+        try writeAtomically(path, in: AT_FDCWD, bytes, path: path, durable: true)
+        try syncDirectory(directory(of: path))
     }
 
     /// `writeAtomically` inside an open directory: `name` is replaced by
-    /// rename in `directory`, never by following a path; `path` names it in messages.
-    static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+    /// rename in `directory`, never by following a path; `path` names it in
+    /// messages. Not `durable` where the directory is memory (the session's
+    /// tmpfs): there a power loss takes the directory too.
+    static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String,
+                                durable: Bool) throws {
         let temporary = name + ".tmp.\(getpid())"
         unlinkat(directory, temporary, 0)
         let fd = try valueOrErrno("openat") { openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             .get { KeychainError(.io, "cannot create \(path).tmp: \($0)") }
         do {
             try writeAll(fd, bytes, path: path)
+            if durable { try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot write \(path): \($0)") } }
             close(fd)
         } catch {
             close(fd)
