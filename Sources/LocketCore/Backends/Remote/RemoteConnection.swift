@@ -2,13 +2,10 @@ import Glibc
 import LocketWire
 
 /// A connection to a PostgreSQL server through the `locket-postgres` helper
-/// (SPEC §17, docs/REMOTE.md). Statements are locket's own SQL with values
-/// as binary parameters; transactions retry on serialization failures.
-///
-/// Nothing here runs for a file keychain: the helper starts only when a
-/// remote keychain is opened.
+/// (SPEC §17, docs/REMOTE.md): locket's own SQL, values as binary parameters,
+/// transactions retried on serialization failures. Nothing here runs for a
+/// file keychain: the helper starts only when a remote keychain is opened.
 public final class RemoteConnection {
-    /// Transaction isolation levels.
     public enum Isolation: String, Sendable {
         case readCommitted = "READ COMMITTED"
         case repeatableRead = "REPEATABLE READ"
@@ -29,11 +26,9 @@ public final class RemoteConnection {
     /// How many times a transaction runs at most when it keeps meeting serialization failures.
     public static let maximumAttempts = 16
 
-    /// The session advisory lock a transaction takes from its second attempt
-    /// on: every write advances the one newest state link, so writers that
-    /// collided queue on this lock instead of colliding again (8 writers at
-    /// once on a few thousand items exhausted 16 jittered attempts without it).
-    /// ASCII "locket" as a 64-bit key.
+    /// Taken (session level) from a transaction's second attempt on: writers
+    /// all advance the one newest state link, so those that collided queue
+    /// here instead of colliding again (docs/REMOTE.md has the measurement).
     static let collidedWritersLock: Int64 = 0x6c6f_636b_6574
 
     private let helperPath: String
@@ -94,13 +89,12 @@ public final class RemoteConnection {
         }
     }
 
-    /// Runs `body` in one transaction at `isolation` and commits it. A
-    /// serialization failure or deadlock (SQLSTATE 40001, 40P01) rolls back
-    /// and runs `body` again after a jittered pause, at most `maximumAttempts`
-    /// times, so `body` must do nothing outside the database that it can't
-    /// repeat. A connection lost before COMMIT was sent is re-established and
-    /// the body run again once; lost during COMMIT, the outcome is unknown
-    /// and reported (errSecIO). An error thrown by `body` rolls back and is rethrown.
+    /// Runs `body` in one transaction at `isolation` and commits it. On a
+    /// serialization failure or deadlock (40001, 40P01) it rolls back, pauses
+    /// and runs `body` again (at most `maximumAttempts` times, queued on
+    /// `collidedWritersLock`), so `body` must do nothing it can't repeat. A
+    /// connection lost before COMMIT is made again once; lost during COMMIT,
+    /// the outcome is unknown (errSecIO). `body`'s own errors roll back.
     public func transaction<R>(isolation: Isolation = .serializable, _ body: (Transaction) throws -> R) throws -> R {
         precondition(!inTransaction, "transactions don't nest")
         var reconnected = false
@@ -158,8 +152,7 @@ public final class RemoteConnection {
         }
     }
 
-    /// Full jitter: a random pause of up to 2^attempt ms, at most 250 ms, so
-    /// that writers that collided don't collide again in step.
+    /// Full jitter (up to 2^attempt ms, at most 250): collided writers part.
     private func pause(_ attempt: Int) {
         let cap = min(250_000, 1_000 << min(attempt, 8))
         usleep(UInt32(Int.random(in: cap / 4...cap)))
