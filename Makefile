@@ -116,15 +116,22 @@ test-deps:
 	fi
 
 # Only the executable: not the tests' support target nor the agent's test host.
-build: deps
+# In the order make test's suites need them: the helper (small; the unit
+# suites use it), `locket`, then the provider (the Secret Service suites).
+build: deps helper locket-binary
+	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
+	install -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
+
+.PHONY: helper locket-binary
+helper: deps
+	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
+	install -D -m 0755 .build/helper/release/locket-postgres $(HELPER)
+
+locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
 	@if [ link/startup.order -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
 	install -D -m 0755 .build/ordered/release/locket $(BIN)
-	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
-	install -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
-	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
-	install -m 0755 .build/helper/release/locket-postgres $(HELPER)
 
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
@@ -134,42 +141,48 @@ build: deps
 # build alone took longer than the rest of make test on 2 cores.
 # The reliability suite runs its bounded versions here and in full under
 # `make soak` (docs/RELIABILITY.md).
-# Tests run four at a time, each in its own process (every test has its own
-# sandbox; most of an end-to-end test's time is waiting on processes, sleeps
-# and fsync, so two workers kept 2 cores only ~1.35 busy: four took a clean
-# clone's run from ~5 min to under 4 with the same CPU time); `make test
-# TEST_FLAGS=` runs them one after another in one process, with all output.
-# The remote suites share one PostgreSQL server per `swift test` run
-# (SharedPostgres, docs/REMOTE.md "Tests"), each test in its own database.
-# In parallel XCTest shows a test's output only when it fails, so the
-# reliability figures go to .build/reliability.log and are printed at the end.
-# Nor does it tell a skipped test from a passed one (console or --xunit-output):
-# Tests/xctest-report runs each `swift test` with -v, keeps every test's output
-# in .build/xctest.log (.build/xctest-remote.log for the remote run), shows on
-# the console what a run without -v would, and ends with one line
-# "N passed, N failed, N skipped" and each skipped test with its reason. Both
-# runs go ahead even if the first fails; the summary's status is make's.
+# Tests/run-tests runs each test in a process of its own (every test has its
+# own sandbox), four at a time: most of an end-to-end test's time is waiting
+# on processes, sleeps and fsync, so two workers kept 2 cores only ~1.35
+# busy. It keeps every test's output in .build/xctest.log, shows a failed
+# test's output on the console (`make test TEST_WORKERS=1 TEST_VERBOSE=1`:
+# all of it, one test after another), and ends with one line "N passed,
+# N failed, N skipped", each skipped test with its reason and each failed
+# one. The reliability figures go to .build/reliability.log, printed at the end.
+# The remote suites share one PostgreSQL server per run (SharedPostgres,
+# docs/REMOTE.md "Tests"), each test in its own database.
 FUZZ_SECONDS ?= 60
-TEST_FLAGS ?= --parallel --num-workers 4
+TEST_WORKERS ?= 4
+TEST_VERBOSE ?=
 # Suites that only `make soak` runs (with every other reliability suite):
 # the power-loss check of the commands beyond add, update, delete, passwd
 # --rotate, init, restore and racing writers (docs/RELIABILITY.md "Power loss").
 SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # The suites that also run against a remote keychain (SPEC §17), run a second
 # time with LOCKET_TEST_BACKEND=remote: those whose class sets `alsoRemote`.
-REMOTE_CONFORMANCE = LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
-# The release build (one whole-module job per module: mostly one core) and the
-# tests' debug build (many small jobs) run side by side: on 2 cores that is
-# about half a minute less than one after the other (issue 12).
+REMOTE_CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
+# The suites that run the release `locket` (LOCKET_BIN), and those that also
+# run the provider beside it; the unit suites need only the helper.
+NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.
+NEEDS_PROVIDER = ^LocketCLITests\.SecretService
+# On 2 cores a clean clone's make test is bound by CPU time: the tests' debug
+# build (many small jobs) and the release build (one whole-module job per
+# module, mostly one core) run side by side, and the unit suites start as
+# soon as the debug build is done, at nice 10 while the release build's last
+# minute runs alone, so that they fill the idle core without slowing it.
 test: deps test-deps
-	rm -f .build/reliability.log .build/xctest.log* .build/xctest-remote.log*
-	$(MAKE) --no-print-directory build & release=$$!; \
-	$(SWIFT) build --build-tests; tests=$$?; \
-	wait $$release && [ $$tests -eq 0 ]
-	-LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --skip '$(SOAK_ONLY)'
-	-LOCKET_TEST_BACKEND=remote LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) Tests/xctest-report run .build/xctest-remote.log $(SWIFT) test --skip-build --disable-swift-testing $(TEST_FLAGS) --filter '$(REMOTE_CONFORMANCE)'
-	@cat .build/reliability.log 2>/dev/null || true
-	@Tests/xctest-report summary .build/xctest.log .build/xctest-remote.log
+	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/*.status
+	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
+	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
+	  $(MAKE) --no-print-directory build; echo $$? > .build/release.status; } & release=$$!; \
+	$(SWIFT) build --build-tests; built=$$?; \
+	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
+	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
+		Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		--skip '$(SOAK_ONLY)' \
+		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/release.status \
+		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
+	status=$$?; wait $$release; exit $$status
 
 fuzz:
 	fuzz/run $(FUZZ_SECONDS)

@@ -94,3 +94,11 @@ let package = Package(
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketTestSupport"]),
     ]
 )
+
+// Debug builds keep line tables only, not the variables' debug information:
+// a clean clone's make test is bound by CPU time on 2 cores, and full -g cost
+// its debug build 189 CPU-seconds against 157 (backtraces and test failures
+// keep their lines; an lldb session that needs variables: drop this locally).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-gline-tables-only"], .when(configuration: .debug))]
+}

@@ -7,6 +7,7 @@ import XCTest
 /// reference (the bus's) coexist with the same attributes; nothing about
 /// Apple's attributes and their uniqueness changes.
 final class FreeFormAttributeTests: KeychainTestCase {
+    @discardableResult
     private func addFree(_ attributes: [String: String], service: String? = nil, account: String? = nil, secret text: String = "s",
                          byReference: Bool = true, contentType: String? = nil) throws -> Item {
         var item = try genp(service, account)

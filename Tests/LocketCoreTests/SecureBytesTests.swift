@@ -12,7 +12,7 @@ final class SecureBytesTests: XCTestCase {
             for i in 0..<600 {
                 let b = try SecureBytes(count: size)
                 XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }, "size \(size), buffer \(i) not zeroed")
-                b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: i)) }
+                _ = b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: i)) }
                 live.append(b)
             }
             for (i, b) in live.enumerated() {
@@ -37,7 +37,7 @@ final class SecureBytesTests: XCTestCase {
             let b = try SecureBytes(count: size)
             XCTAssertTrue(b.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }, "buffer \(i) (\(size) B) not zeroed")
             let mark = UInt8(truncatingIfNeeded: i + 1)
-            b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: mark) }
+            _ = b.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: mark) }
             live.append((b, mark))
         }
         for (i, (b, mark)) in live.enumerated() {

@@ -39,7 +39,7 @@ final class RemoteTourTests: XCTestCase {
         let script = try Self.tourBlock()
         var template = Array("/tmp/locket-tour-XXXXXX".utf8CString)
         XCTAssertNotNil(mkdtemp(&template))
-        let scratch = String(cString: template)
+        let scratch = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         chmod(scratch, 0o755)
         defer {
             // A tour that failed half-way leaves its server running: stop it.

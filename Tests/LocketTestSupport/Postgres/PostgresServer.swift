@@ -89,7 +89,7 @@ public final class PostgresServer: @unchecked Sendable {
         }
         var template = Array("/tmp/locket-pg-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
-        root = String(cString: template)
+        root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         password = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         port = try Loopback.freePort()
         do {
