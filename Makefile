@@ -118,20 +118,23 @@ test-deps:
 # Only the executable: not the tests' support target nor the agent's test host.
 # In the order make test's suites need them: the helper (small; the unit
 # suites use it), `locket`, then the provider (the Secret Service suites).
-build: deps helper locket-binary
-	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
-	install -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
+# `install -C` leaves an unchanged executable in place: a suite may be running it.
+build: deps helper locket-binary provider
 
-.PHONY: helper locket-binary
+.PHONY: helper locket-binary provider
 helper: deps
 	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
-	install -D -m 0755 .build/helper/release/locket-postgres $(HELPER)
+	install -C -D -m 0755 .build/helper/release/locket-postgres $(HELPER)
 
 locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
 	@if [ link/startup.order -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
-	install -D -m 0755 .build/ordered/release/locket $(BIN)
+	install -C -D -m 0755 .build/ordered/release/locket $(BIN)
+
+provider: deps
+	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
+	install -C -D -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
 
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
@@ -174,13 +177,13 @@ test: deps test-deps
 	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/*.status
 	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
 	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
-	  $(MAKE) --no-print-directory build; echo $$? > .build/release.status; } & release=$$!; \
+	  $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status; } & release=$$!; \
 	$(SWIFT) build --build-tests; built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
 		Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
 		--skip '$(SOAK_ONLY)' \
-		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/release.status \
+		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
 	status=$$?; wait $$release; exit $$status
 
