@@ -140,7 +140,7 @@ extension Provider {
             guard let outcome = job.finished() else { return }
             prompt.job = nil
             do {
-                try outcome.get()
+                try outcome.get().unlock()
                 try unlocked(prompt)
             } catch {
                 failed(prompt, error)

@@ -10,9 +10,12 @@ import LocketSupport
 /// answering them and hears the outcome through `fd` (a pipe it polls).
 ///
 /// The thread opens a Keychain of its own (every request does: nothing is
-/// shared with the loop's), so only this object crosses, and its mutable
-/// state is handed over once: the thread writes `outcome`, then a byte to the
-/// pipe; the loop reads `outcome` only after it has read that byte.
+/// shared with the loop's) and only verifies the password; the loop unlocks
+/// with what it verified (`Verified.unlock`) if the prompt is still there, so
+/// a prompt dismissed while the password was hashed unlocks nothing. Only
+/// this object crosses, and its mutable state is handed over once: the
+/// thread writes `outcome`, then a byte to the pipe; the loop reads `outcome`
+/// only after it has read that byte.
 final class UnlockJob: @unchecked Sendable {
     /// Readable once the unlock has ended.
     let fd: Int32
@@ -22,7 +25,19 @@ final class UnlockJob: @unchecked Sendable {
     private let environment: Environment
     private var password: SecureBytes?
     /// Written by the thread before it signals `fd`; nil while it runs.
-    private var outcome: Result<Void, any Error>?
+    private var outcome: Result<Verified, any Error>?
+
+    /// A password the thread verified, and the keychain it opened, now the loop's.
+    struct Verified {
+        let keychain: Keychain
+        let password: VerifiedPassword?
+
+        /// Unlocks the keychain (no second hash) and lets its file go.
+        func unlock() throws {
+            defer { keychain.releaseFile() }
+            if let password { try keychain.unlock(verified: password, timeout: nil) }
+        }
+    }
 
     /// Starts the unlock of the keychain at `keychainPath` with `password`.
     /// nil when no thread or pipe can be had: the caller unlocks in its own thread.
@@ -64,12 +79,15 @@ final class UnlockJob: @unchecked Sendable {
     }
 
     private func run() {
-        let result: Result<Void, any Error>
+        let result: Result<Verified, any Error>
         do {
             let keychain = try Keychain.open(at: keychainPath, caller: caller, environment: environment, keepsFileOpen: true)
-            defer { keychain.releaseFile() }
-            try keychain.unlock(password: password!, timeout: nil)
-            result = .success(())
+            do {
+                result = .success(Verified(keychain: keychain, password: try keychain.verify(password: password!)))
+            } catch {
+                keychain.releaseFile()
+                throw error
+            }
         } catch {
             result = .failure(error)
         }
@@ -81,7 +99,7 @@ final class UnlockJob: @unchecked Sendable {
     }
 
     /// The outcome once `fd` is readable (consuming its byte); nil while the thread runs.
-    func finished() -> Result<Void, any Error>? {
+    func finished() -> Result<Verified, any Error>? {
         var byte: UInt8 = 0
         guard read(fd, &byte, 1) == 1 else { return nil }
         return outcome

@@ -13,6 +13,22 @@ extension Keychain {
         try unlock(checked: try checkPassword(password), timeout: timeout)
     }
 
+    /// An unlock in two steps, for a caller that may change its mind while
+    /// the password is hashed (a Secret Service prompt dismissed meanwhile):
+    /// `verify` does the costly part and counts a wrong password as `unlock`
+    /// does; nothing is unlocked until `unlock(verified:)`. nil: the keychain
+    /// has no password, nothing to unlock.
+    public func verify(password: SecureBytes) throws -> VerifiedPassword? {
+        guard keybag.hasPassword else { return nil }
+        let checked = try checkPassword(password)
+        return VerifiedPassword(kek: checked.kek, keys: checked.keys)
+    }
+
+    /// Unlocks with what `verify(password:)` accepted (no second hash).
+    public func unlock(verified: VerifiedPassword, timeout: UInt32?) throws {
+        try unlock(checked: (verified.kek, verified.keys), timeout: timeout)
+    }
+
     /// Unlocks with a password `checkPassword` accepted (restore reuses its
     /// check rather than hash the password twice).
     func unlock(checked: (kek: SecureBytes, keys: SessionKeys), timeout: UInt32?) throws {

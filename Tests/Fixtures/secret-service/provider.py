@@ -569,6 +569,45 @@ def unlock_does_not_block(bus):
     provider.stop()
 
 
+def dismissed_while_hashing(bus):
+    """A prompt dismissed while its password is being hashed unlocks nothing:
+    the hash goes on to its end on its thread, and what it opened is dropped."""
+    locket("-k", "slow", "init", "--kdf", "moderate", "--password-stdin", input=(PASSWORD + "\n").encode())
+    locket("-k", "slow", "lock")
+    provider = Provider(bus, "-k", "slow", environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
+    connection = connect(bus)
+    slow = "/org/freedesktop/secrets/collection/slow"
+    unlocked, prompt = call(connection, SERVICE, "Unlock", "ao", ([slow],))
+    check(unlocked == [] and prompt != "/", "Unlock of the locked collection: %r" % ((unlocked, prompt),))
+
+    def resident_mib():
+        with open("/proc/%d/status" % provider.process.pid) as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+        return 0
+
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+    with connection.filter(rule) as queue:
+        call(connection, obj(prompt, "org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+        # Argon2id at this cost fills 256 MiB over its first third: past 64 the hash has started and is far from done.
+        wait_for(lambda: resident_mib() > 64, 30, "the provider never started hashing the password")
+        call(connection, obj(prompt, "org.freedesktop.Secret.Prompt"), "Dismiss")
+        dismissed, result = connection.recv_until_filtered(queue, timeout=10).body
+    check(dismissed is True, "Dismiss while hashing: %r" % ((dismissed, result),))
+    wait_for(lambda: resident_mib() < 64, 30, "the hash never ended")
+    time.sleep(0.2)
+    check(get_property(connection, slow, "org.freedesktop.Secret.Collection", "Locked") is True,
+          "a prompt dismissed while hashing unlocked the keychain")
+    check(locket("-k", "slow", "add", "-s", "after", "-a", "dismissed", "-w", input=b"v\n", check_status=False).returncode == 36,
+          "the shell found the keychain unlocked after a dismissed prompt")
+    # The provider answers on, and a prompt that is not dismissed still unlocks.
+    unlocked, prompt = call(connection, SERVICE, "Unlock", "ao", ([slow],))
+    dismissed, result = completed(connection, prompt, timeout=60)
+    check(not dismissed and result == ("ao", [slow]), "Completed: %r" % ((dismissed, result),))
+    connection.close()
+    provider.stop()
+
 if __name__ == "__main__":
     main({name: function for name, function in globals().items() if callable(function)
           and getattr(function, "__module__", "") == "__main__" and not name[0].isupper() and name not in

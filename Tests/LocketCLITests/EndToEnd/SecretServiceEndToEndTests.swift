@@ -40,6 +40,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     /// A client that disconnects mid-prompt: its askpass is stopped, the provider keeps answering.
     func testClientGoneMidPrompt() throws { try runCase("provider.py", "client_gone_mid_prompt") }
 
+    /// A prompt dismissed while its password is hashed (on the unlock's own thread) unlocks nothing.
+    func testAPromptDismissedWhileHashingUnlocksNothing() throws { try runCase("provider.py", "dismissed_while_hashing") }
+
     /// A second provider is refused, naming the owner; --replace takes the name and the first stops.
     func testRefusalNamesTheOwnerAndReplace() throws { try runCase("provider.py", "refuse_and_replace") }
 
