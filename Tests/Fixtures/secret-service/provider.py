@@ -429,12 +429,19 @@ def malformed_messages(bus):
     # A DH session, then a secret with a bad IV and one that is not whole blocks.
     x = secrets.randbelow(P - 3) + 2
     (_, theirs), session = call(connection, SERVICE, "OpenSession", "sv", ("dh-ietf1024-sha256-aes128-cbc-pkcs7", ("ay", pow(2, x, P).to_bytes(128, "big"))))
-    for parameters, value in [(b"short", b"0" * 16), (b"0" * 16, b"0" * 15), (b"0" * 16, b"0" * 16)]:
+    # Whole blocks that decrypt, under the session's key, to a last byte of 0: never PKCS#7
+    # (a random block under a random key is valid padding about 1 time in 256).
+    key = hkdf16(pow(int.from_bytes(bytes(theirs), "big"), x, P).to_bytes(128, "big"))
+    encryptor = Cipher(algorithms.AES(key), modes.CBC(b"0" * 16)).encryptor()
+    unpadded = encryptor.update(b"\x00" * 16) + encryptor.finalize()
+    for parameters, value in [(b"short", b"0" * 16), (b"0" * 16, b"0" * 15), (b"0" * 16, unpadded)]:
         try:
             call(connection, COLLECTION, "CreateItem", "a{sv}(oayays)b", ({}, (session, parameters, value, "text/plain"), False))
             fail("a malformed encrypted secret was stored")
         except DBusError as error:
             check(error.name == "org.freedesktop.DBus.Error.InvalidArgs", error.name)
+    # The key is the session's: a secret sealed with it is stored.
+    create(connection, session, {"malformed": "control"}, b"control", key=key)
     # A string that is not UTF-8, written to the socket by hand: the bus daemon drops that client; the provider stays.
     raw = open_dbus_connection(bus=bus.address)
     message = new_method_call(SERVICE, "SearchItems", "a{ss}", ({"key": "XXXXXXXX"},))
