@@ -11,10 +11,12 @@ extension RemoteStore {
     /// What a change found at its id before: an insert finds nothing there, an update the item it read.
     enum Expectation { case absent, present, any }
 
-    /// Verifies the paths of `ids` not yet verified in this transaction, their nodes read in one statement.
+    /// Verifies the paths of `ids` not yet verified in this transaction, their
+    /// nodes read in one statement. An id beyond the tree has no path: no
+    /// signed state holds it (`checkVersion` refuses its row).
     func prove(_ ids: [Int64]) throws {
         guard let tree = itemTree else { return }
-        for id in ids where !ItemTree.covers(id) { throw beyondTree(id) }
+        let ids = ids.filter(ItemTree.covers)
         let keys = tree.wanted(ids)
         guard !keys.isEmpty else { return }
         var rows: [Int64: [UInt8]] = [:]
@@ -27,7 +29,7 @@ extension RemoteStore {
     /// A row read must be the version the signed state holds for its id.
     func checkVersion(id: Int64, ref: [UInt8], primaryKey: [UInt8], attributes: [UInt8], dataHash: [UInt8]) throws {
         guard itemTree != nil else { return }
-        if itemTree?.leaf(id) == nil { try prove([id]) }
+        if ItemTree.covers(id), itemTree?.leaf(id) == nil { try prove([id]) }
         let version = SignedState.version(primaryKey: primaryKey, attributes: attributes, dataHash: dataHash)
         guard let leaf = itemTree?.leaf(id), leaf != ItemTree.absent, leaf == ItemTree.leaf(id: id, ref: ref, version: version) else {
             throw KeychainError(.decode, "an item of \(location.url) is not the version its signed state holds (an older or foreign row): the database was altered")
