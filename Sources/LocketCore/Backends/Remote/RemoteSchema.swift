@@ -1,8 +1,9 @@
 /// The schema of a remote keychain (SPEC §17, docs/REMOTE.md): format 2's
 /// item and blind-index tables, devices, group keys wrapped per device, the
 /// signed membership and state chain, the item tree, an append-only audit
-/// table, and meta with the schema version, all in the schema `locket`. The server holds what a keychain file holds: sealed
-/// values, keyed digests, class, protection class, access group, references.
+/// table, and meta with the schema version, all in the schema `locket`. The
+/// server holds what a keychain file holds: sealed values, keyed digests,
+/// class, protection class, access group, references.
 public enum RemoteSchema {
     /// The schema version this locket creates and reads.
     public static let version: Int32 = 3
@@ -118,9 +119,10 @@ public enum RemoteSchema {
             hashes bytea NOT NULL CHECK (octet_length(hashes) = \(ItemTree.nodeBytes)))
         """
 
-    /// Version 1 is not upgraded: its device keys and group memberships were
-    /// never signed, so whatever a migration signed would vouch for rows the
-    /// server could have rewritten (the attacks version 2 stops). Refused with what to do.
+    /// The refusal of version 1, which is not upgraded: its device keys and
+    /// group memberships were never signed, so whatever a migration signed
+    /// would vouch for rows the server could have rewritten (the attacks
+    /// version 2 stops).
 
     static func olderVersion(_ found: Int32, _ url: String) -> KeychainError {
         KeychainError(.invalidKeychain, """
