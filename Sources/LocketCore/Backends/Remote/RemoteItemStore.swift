@@ -167,7 +167,11 @@ struct RemoteItemStore: ItemStoring {
                 SELECT ref FROM item
                 """, [.int(id), .text(group), .bytes(digests.primaryKey), .bytes(stored.attributes), .bytes(stored.data),
                       RemoteItemStore.digestArray(digests), .bytes(stored.version), .bytes(stored.dataHash)])
-            if let ref = updated.first?[0].bytes { try store.wrote(id: id, ref: ref, version: stored.version, inserted: false) }
+            // The row was read in this transaction: a server that updates none is lying.
+            guard let ref = updated.first?[0].bytes else {
+                throw KeychainError(.decode, "an item of \(store.location.url) read in this transaction could not be updated: the database was altered")
+            }
+            try store.wrote(id: id, ref: ref, version: stored.version, inserted: false)
         }
     }
 }
