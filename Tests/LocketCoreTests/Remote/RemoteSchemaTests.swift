@@ -23,7 +23,7 @@ final class RemoteSchemaTests: PostgresTestCase {
         let (_, connection, _) = try prepared()
         XCTAssertEqual(try RemoteSchema.prepare(connection), RemoteSchema.version)
         let tables = try connection.execute("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'locket' ORDER BY 1")
-        XCTAssertEqual(tables.compactMap { $0[0].text }, ["audit", "blind", "devices", "group_keys", "groups", "items", "meta", "roster", "states"])
+        XCTAssertEqual(tables.compactMap { $0[0].text }, ["audit", "blind", "devices", "group_keys", "groups", "items", "meta", "nodes", "roster", "states"])
     }
 
     func testConcurrentPreparesMakeOneSchema() throws {

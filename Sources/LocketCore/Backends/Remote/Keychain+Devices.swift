@@ -194,6 +194,7 @@ extension Keychain {
     private func open(group: String, _ remote: RemoteStore) throws -> [(Int64, Sealing.RowIdentity, SecureBytes, SecureBytes)] {
         let rows = try remote.execute("SELECT id, ref, cls, pdmn, agrp, attrs, data, pk, dh FROM locket.items WHERE agrp = $1 ORDER BY id FOR UPDATE",
                                       [.text(group)])
+        try remote.prove(rows.compactMap { $0[0].int })
         return try rows.map { values in
             let row = try remote.opened(values)
             guard let itemClass = row.itemClass, let pclass = ProtectionClass(rawValue: row.protectionClassCode) else {
@@ -214,6 +215,6 @@ extension Keychain {
                                        data: SecretBox.seal(data, key: try fieldKey(identity, .data)))
         try remote.execute(RemoteStatements.updateItem, [.int(id), .bytes(stored.attributes), .bytes(stored.data),
                                                          .bytes(stored.version), .bytes(stored.dataHash)])
-        remote.wrote(id: id, version: stored.version)
+        try remote.wrote(id: id, ref: identity.ref, version: stored.version, inserted: false)
     }
 }

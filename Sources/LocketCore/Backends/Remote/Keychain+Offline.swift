@@ -48,12 +48,14 @@ extension Keychain {
                 cache.wrappedKeys.append((group.name, wrapped))
             }
             for (group, _) in cache.wrappedKeys {
-                for row in try remote.execute(RemoteStatements.cachedItems, [.text(group)]) {
+                let rows = try remote.execute(RemoteStatements.cachedItems, [.text(group)])
+                try remote.prove(rows.compactMap { $0[0].int })
+                for row in rows {
                     guard let id = row[0].int, let ref = row[1].bytes, let cls = row[2].text, let pdmn = row[3].text,
                           let pk = row[5].bytes, let attrs = row[6].bytes, let data = row[7].bytes else {
                         throw KeychainError(.decode, "an item row of \(remote.location.url) could not be read for the offline cache")
                     }
-                    try remote.checkVersion(id: id, primaryKey: pk, attributes: attrs, dataHash: SignedState.dataHash(data))
+                    try remote.checkVersion(id: id, ref: ref, primaryKey: pk, attributes: attrs, dataHash: SignedState.dataHash(data))
                     let digests = (row[8].text ?? "").split(separator: ",").compactMap { Int64($0) }
                     cache.rows.append(RemoteCache.Row(id: id, ref: ref, itemClass: cls, protectionClass: pdmn, group: group,
                                                       primaryKey: pk, attributes: attrs, data: data, digests: Set(digests)))

@@ -63,7 +63,12 @@ extension RemoteStore {
         if version > RemoteSchema.version {
             throw KeychainError(.invalidKeychain, "\(location.url) has schema version \(version); this locket knows up to \(RemoteSchema.version)")
         }
-        if version > 0 && version < RemoteSchema.version { throw RemoteSchema.olderVersion(version, location.url) }
+        if version > 0 && version < 2 { throw RemoteSchema.olderVersion(version, location.url) }
+        if version == 2 {
+            // The tree's table made; the first approved device's transaction builds it (RemoteStore+Upgrade).
+            try RemoteSchema.prepare(store.connection)
+            store.linearRoot = true
+        }
         guard let id = stored[MetaKey.id.rawValue] else {
             throw KeychainError(.noSuchKeychain, "no keychain in \(location.url)", reason: .noKeychain(path: location.url))
         }
@@ -125,7 +130,7 @@ extension RemoteStore {
                                                                                   signingKey: device.signingKey, revokedAt: 0)],
                                                           groups: []), by: device)
                 try store.insertRoster(roster)
-                let state = try SignedState.sign(after: nil, keychainID: keychainID, rosterEpoch: 1, root: SignedState.root([]), by: device)
+                let state = try SignedState.sign(after: nil, keychainID: keychainID, rosterEpoch: 1, root: ItemTree.absent, by: device)
                 try store.insertState(state)
                 store.working = RemoteTrust(roster: roster, state: state)
             }

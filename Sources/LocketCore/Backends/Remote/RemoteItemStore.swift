@@ -43,6 +43,8 @@ struct RemoteItemStore: ItemStoring {
             SELECT id, ref, cls, pdmn, agrp, attrs, \(data ? "data" : "NULL::bytea"), pk, dh
             FROM locket.items WHERE \(sql) ORDER BY id
             """, parameters)
+        // The paths of every row selected, proven in one statement before any is opened.
+        try store.prove(rows.compactMap { $0[0].int })
         return Cursor(store: store, rows: rows)
     }
 
@@ -52,9 +54,9 @@ struct RemoteItemStore: ItemStoring {
     func delete(_ filter: ItemFilter) throws -> Int {
         // The blind rows go with their items (ON DELETE CASCADE).
         let (sql, parameters) = condition(filter)
-        let deleted = try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id", parameters).count
-        if deleted > 0 { store.changedItems = true }
-        return deleted
+        let deleted = try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id", parameters).compactMap { $0[0].int }
+        store.removed(deleted)
+        return deleted.count
     }
 
     func classesAndGroups(_ filter: ItemFilter) throws -> [(String, String)] {
@@ -148,7 +150,7 @@ struct RemoteItemStore: ItemStoring {
                       .bytes(digests.primaryKey), .bytes(stored.attributes), .bytes(stored.data), RemoteItemStore.digestArray(digests),
                       .bytes(stored.version), .bytes(stored.dataHash)])
             guard let id = inserted.first?[0].int else { throw KeychainError(.duplicateItem) }
-            store.wrote(id: id, version: stored.version)
+            try store.wrote(id: id, ref: ref, version: stored.version, inserted: true)
         }
     }
 
@@ -157,14 +159,19 @@ struct RemoteItemStore: ItemStoring {
         let store: RemoteStore
         func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             let stored = try store.padded(group: group, primaryKey: digests.primaryKey, attributes: attributes, data: data)
-            try store.execute("""
-                WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5, vh = $7, dh = $8 WHERE id = $1),
+            let updated = try store.execute("""
+                WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5, vh = $7, dh = $8 WHERE id = $1 RETURNING ref),
                      wanted AS (SELECT d FROM unnest($6::text::bigint[]) d),
-                     dropped AS (DELETE FROM locket.blind WHERE item = $1 AND digest NOT IN (SELECT d FROM wanted))
-                INSERT INTO locket.blind(digest, item) SELECT d, $1 FROM wanted ON CONFLICT DO NOTHING
+                     dropped AS (DELETE FROM locket.blind WHERE item = $1 AND digest NOT IN (SELECT d FROM wanted)),
+                     added AS (INSERT INTO locket.blind(digest, item) SELECT d, $1 FROM wanted ON CONFLICT DO NOTHING)
+                SELECT ref FROM item
                 """, [.int(id), .text(group), .bytes(digests.primaryKey), .bytes(stored.attributes), .bytes(stored.data),
                       RemoteItemStore.digestArray(digests), .bytes(stored.version), .bytes(stored.dataHash)])
-            store.wrote(id: id, version: stored.version)
+            // The row was read in this transaction: a server that updates none is lying.
+            guard let ref = updated.first?[0].bytes else {
+                throw KeychainError(.decode, "an item of \(store.location.url) read in this transaction could not be updated: the database was altered")
+            }
+            try store.wrote(id: id, ref: ref, version: stored.version, inserted: false)
         }
     }
 }
@@ -179,8 +186,8 @@ extension RemoteStore {
             return RemoteItemStore.Row(values: values)
         }
         let data = columns[6].bytes
-        if versions != nil {
-            try checkVersion(id: id, primaryKey: columns[7].bytes ?? [], attributes: attributes,
+        if itemTree != nil {
+            try checkVersion(id: id, ref: columns[1].bytes ?? [], primaryKey: columns[7].bytes ?? [], attributes: attributes,
                              dataHash: data.map(SignedState.dataHash) ?? columns[8].bytes ?? [])
         }
         if let key = try paddingKey(group) {

@@ -1,15 +1,18 @@
 /// The schema of a remote keychain (SPEC §17, docs/REMOTE.md): format 2's
-/// item and blind-index tables, devices, group keys wrapped per device, an
-/// append-only audit table, and meta with the schema version, all in the
-/// schema `locket`. The server holds what a keychain file holds: sealed
-/// values, keyed digests, class, protection class, access group, references.
+/// item and blind-index tables, devices, group keys wrapped per device, the
+/// signed membership and state chain, the item tree, an append-only audit
+/// table, and meta with the schema version, all in the schema `locket`. The
+/// server holds what a keychain file holds: sealed values, keyed digests,
+/// class, protection class, access group, references.
 public enum RemoteSchema {
     /// The schema version this locket creates and reads.
-    public static let version: Int32 = 2
+    public static let version: Int32 = 3
 
-    /// Version 2, statement by statement (PQexecParams runs one at a time).
+    /// Version 3, statement by statement (PQexecParams runs one at a time).
     /// Version 1 (issue 17) had no signing keys, signed membership, state
     /// chain or signed audit; it is refused, not upgraded (`prepare`).
+    /// Version 2 (issue 28) had no item tree: its signed root covered every
+    /// item; it is upgraded (`prepare`, RemoteStore+Upgrade).
     static let statements: [String] = [
         "CREATE SCHEMA locket",
         // name -> value; 'schema' holds the version as int4send (4 bytes, big-endian).
@@ -68,6 +71,7 @@ public enum RemoteSchema {
         // state chain of the items, one row per changing transaction (SignedState).
         "CREATE TABLE locket.roster(epoch bigint PRIMARY KEY, body bytea NOT NULL, signature bytea NOT NULL)",
         "CREATE TABLE locket.states(seq bigint PRIMARY KEY, body bytea NOT NULL, signature bytea NOT NULL)",
+        treeTable,
         // Who read or changed which item, when. The item is its persistent
         // reference (no foreign key: the audit outlives the item). Each
         // device's entries are a hash chain it signs (seq, body, signature:
@@ -104,14 +108,21 @@ public enum RemoteSchema {
         CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON locket.audit
             FOR EACH STATEMENT EXECUTE FUNCTION locket.audit_append_only()
         """,
-        "INSERT INTO locket.meta(name, value) VALUES ('schema', int4send(2))",
+        "INSERT INTO locket.meta(name, value) VALUES ('schema', int4send(3))",
     ]
 
-    /// Upgrades from version N to N+1, at index N-1: none. Version 1 is not
-    /// upgraded: its device keys and group memberships were never signed,
-    /// so whatever a migration signed would vouch for rows the server could
-    /// have rewritten (the attacks version 2 stops). Refused with what to do.
-    static let upgrades: [[String]] = []
+    /// The item tree (ItemTree, RemoteStore+Tree): one row per node present,
+    /// its key the level and the ids' leading bits, its 16 children's hashes.
+    static let treeTable = """
+        CREATE TABLE IF NOT EXISTS locket.nodes(
+            node bigint PRIMARY KEY,
+            hashes bytea NOT NULL CHECK (octet_length(hashes) = \(ItemTree.nodeBytes)))
+        """
+
+    /// The refusal of version 1, which is not upgraded: its device keys and
+    /// group memberships were never signed, so whatever a migration signed
+    /// would vouch for rows the server could have rewritten (the attacks
+    /// version 2 stops).
 
     static func olderVersion(_ found: Int32, _ url: String) -> KeychainError {
         KeychainError(.invalidKeychain, """
@@ -121,7 +132,7 @@ public enum RemoteSchema {
             """)
     }
 
-    /// Creates the schema, or upgrades it to `version`, in one transaction;
+    /// Creates the schema, or prepares version 2's upgrade, in one transaction;
     /// concurrent callers wait for each other (an advisory lock). Returns the
     /// version found before (0 when there was none). A schema newer than this
     /// locket knows is refused (errSecInvalidKeychain) and left untouched.
@@ -139,11 +150,12 @@ public enum RemoteSchema {
                 for statement in statements { try transaction.execute(statement) }
             } else if found < 2 {
                 throw olderVersion(found, "the database")
-            } else {
-                for step in Int(found)..<Int(version) {
-                    for statement in upgrades[step - 1] { try transaction.execute(statement) }
-                }
-                if found < version {
+            } else if found == 2 {
+                // The tree's table; its nodes and the version are the first
+                // approved device's to write, under a signed state
+                // (RemoteStore+Upgrade), unless there is no keychain yet.
+                try transaction.execute(treeTable)
+                if try transaction.execute("SELECT 1 FROM locket.meta WHERE name = 'id'").isEmpty {
                     try transaction.execute("UPDATE locket.meta SET value = int4send($1::int4) WHERE name = 'schema'", [.int(Int64(version))])
                 }
             }

@@ -3,16 +3,18 @@ import LocketSupport
 /// The checks every online transaction makes before anything is read or
 /// written (docs/REMOTE.md "What each key proves", "Freshness"): the signed
 /// membership from the epoch this device last verified to the newest, the
-/// signed state chain from the link it last saw to the newest, and the
-/// newest state's root against every item's version hash. What it verified
-/// is kept (`RemoteTrust`) once the transaction commits.
+/// signed state chain from the link it last saw to the newest, whose root
+/// each row read is then proven against (RemoteStore+Tree). What it
+/// verified is kept (`RemoteTrust`) once the transaction commits.
 extension RemoteStore {
     /// Before the body of each attempt. Nothing to check before the keychain
     /// is open (its identity unknown) or offline (the snapshot is this device's).
     func verifyOnBegin() throws {
         verifiedRoster = nil
         verifiedState = nil
-        versions = nil
+        itemTree = nil
+        expectations = [:]
+        upgradedTree = false
         changedItems = false
         working = trust
         guard offline == nil, let keychainID else { return }
@@ -59,8 +61,8 @@ extension RemoteStore {
         return current
     }
 
-    /// The newest signed state, verified from the one this device kept, and
-    /// the items' version hashes against its root.
+    /// The newest signed state, verified from the one this device kept: the
+    /// root of the item tree every row read is proven against.
     private func verifyState(_ roster: SignedRoster) throws {
         let pinned = working.state
         let rows = try pinned.map {
@@ -88,35 +90,13 @@ extension RemoteStore {
         guard current.rosterEpoch == roster.roster.epoch else {
             throw KeychainError(.decode, "\(location.url)'s newest state was written under membership epoch \(current.rosterEpoch), not the newest (\(roster.roster.epoch)): the database was altered")
         }
-        var items: [(id: Int64, ref: [UInt8], version: [UInt8])] = []
-        var versions: [Int64: [UInt8]] = [:]
-        for row in try execute("SELECT id, ref, vh FROM locket.items ORDER BY id", []) {
-            guard let id = row[0].int, let ref = row[1].bytes, let version = row[2].bytes else {
-                throw KeychainError(.decode, "an item of \(location.url) has no version hash: the database was altered")
-            }
-            items.append((id, ref, version))
-            versions[id] = version
-        }
-        guard SignedState.root(items) == current.root else {
-            throw KeychainError(.decode, "the items in \(location.url) are not those of its signed state \(current.sequence) (rows put back, added or removed): the database was altered")
-        }
         verifiedState = current
-        self.versions = versions
-        if device != nil { working.state = current }
-    }
-
-    /// The version hash this transaction trusts for item `id`, which a row read must match.
-    func checkVersion(id: Int64, primaryKey: [UInt8], attributes: [UInt8], dataHash: [UInt8]) throws {
-        guard let versions else { return }
-        guard let expected = versions[id], expected == SignedState.version(primaryKey: primaryKey, attributes: attributes, dataHash: dataHash) else {
-            throw KeychainError(.decode, "an item of \(location.url) is not the version its signed state holds (an older or foreign row): the database was altered")
+        if linearRoot {
+            try upgradeTree(current)
+        } else {
+            itemTree = ItemTree(root: current.root)
         }
-    }
-
-    /// An item this transaction wrote: its version is trusted from here on.
-    func wrote(id: Int64, version: [UInt8]) {
-        versions?[id] = version
-        changedItems = true
+        if device != nil { working.state = verifiedState }
     }
 
     /// The device that writes must be approved in the verified membership.
@@ -134,12 +114,8 @@ extension RemoteStore {
     func advanceState() throws {
         guard let keychainID else { return }
         let (device, roster) = try approvedDevice("a change")
-        var items: [(id: Int64, ref: [UInt8], version: [UInt8])] = []
-        for row in try execute("SELECT id, ref, vh FROM locket.items ORDER BY id", []) {
-            items.append((row[0].int ?? 0, row[1].bytes ?? [], row[2].bytes ?? []))
-        }
         let next = try SignedState.sign(after: verifiedState, keychainID: keychainID, rosterEpoch: roster.roster.epoch,
-                                        root: SignedState.root(items), by: device)
+                                        root: try commitTree(), by: device)
         try insertState(next)
         verifiedState = next
         working.state = next

@@ -26,12 +26,19 @@ final class RemoteStore {
     var trust = RemoteTrust()
     var working = RemoteTrust()
     /// Verified at the start of each online transaction (RemoteStore+Trust):
-    /// the newest membership, the newest state, every item's version hash by
-    /// id; and whether the transaction changed an item or the membership.
+    /// the newest membership, the newest state and the item tree under its
+    /// root (the nodes proven so far, the leaves changed, what each change
+    /// found before); and whether the transaction changed an item or the membership.
     var verifiedRoster: SignedRoster?
     var verifiedState: SignedState?
-    var versions: [Int64: [UInt8]]?
+    var itemTree: ItemTree?
+    var expectations: [Int64: Expectation] = [:]
     var changedItems = false
+    /// A keychain of schema 2, whose signed root is over every item, not yet
+    /// upgraded to the tree (RemoteStore+Upgrade); and whether this
+    /// transaction upgraded it (so once it commits, it is not).
+    var linearRoot = false
+    var upgradedTree = false
     /// This device's latest audit entry, once this transaction has read or appended it.
     var auditHead: RemoteTrust.AuditHead?
     /// The padding keys of the groups this transaction has opened.
@@ -88,6 +95,7 @@ final class RemoteStore {
             if changedItems { try advanceState() }
             return result
         }
+        if upgradedTree { linearRoot = false }
         try saveTrust()
         return result
     }

@@ -4,11 +4,11 @@ import LocketSupport
 /// "Freshness"): every transaction that changes an item or the membership
 /// appends the next link of a hash chain (`locket.states`), signed by the
 /// writing device: its sequence number, the hash of the link before, the
-/// membership epoch it wrote under, and a root over every item's id,
-/// reference and version hash. A reader checks the chain from the link it
-/// last saw to the newest, the newest root against the rows, and each row
-/// it opens against its version hash: a row put back, a deleted item
-/// returned, an item dropped or an older state shown is refused.
+/// membership epoch it wrote under, and the root of the item tree over
+/// every item's id, reference and version hash (`ItemTree`). A reader checks
+/// the chain from the link it last saw to the newest, and each row it opens
+/// against its leaf under the newest root: a row put back, a deleted item
+/// returned or an older state shown is refused.
 struct SignedState: Equatable {
     let body: [UInt8]
     let signature: [UInt8]
@@ -71,7 +71,8 @@ struct SignedState: Equatable {
         }
     }
 
-    /// The root over the items: (id, ref, version hash) by id.
+    /// Schema 2's root over the items, (id, ref, version hash) by id: checked
+    /// once, when the item tree replaces it (RemoteStore+Upgrade).
     static func root(_ items: [(id: Int64, ref: [UInt8], version: [UInt8])]) -> [UInt8] {
         var parts: [[UInt8]] = []
         parts.reserveCapacity(items.count * 3)
