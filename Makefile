@@ -181,7 +181,7 @@ test: deps test-deps
 	$(SWIFT) build --build-tests; built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
-		Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
 		--skip '$(SOAK_ONLY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
