@@ -9,6 +9,9 @@ import LocketSupport
 /// insert, and the one retried finds version 3. Until then a device that is
 /// not approved, which could sign nothing, is refused with what to do.
 extension RemoteStore {
+    /// Items read per statement by the upgrade (a test makes it small).
+    nonisolated(unsafe) static var upgradePage = 20_000
+
     /// In the transaction's verification, after the state chain: `state` is the newest, verified.
     func upgradeTree(_ state: SignedState) throws {
         let found = try execute("SELECT value FROM locket.meta WHERE name = 'schema'", []).first?[0].bytes
@@ -25,11 +28,22 @@ extension RemoteStore {
                 """)
         }
         var items: [(id: Int64, ref: [UInt8], version: [UInt8])] = []
-        for row in try execute("SELECT id, ref, vh FROM locket.items ORDER BY id", []) {
-            guard let id = row[0].int, let ref = row[1].bytes, let version = row[2].bytes else {
-                throw KeychainError(.decode, "an item of \(location.url) has no version hash: the database was altered")
+        // A page at a time: every item in one answer would pass the helper's
+        // frame limit (17 MB) above about 150,000 items.
+        while true {
+            let rows = try execute("SELECT id, ref, vh FROM locket.items WHERE id > $1 ORDER BY id LIMIT $2",
+                                   [.int(items.last?.id ?? Int64.min), .int(Int64(Self.upgradePage))])
+            for row in rows {
+                guard let id = row[0].int, let ref = row[1].bytes, let version = row[2].bytes else {
+                    throw KeychainError(.decode, "an item of \(location.url) has no version hash: the database was altered")
+                }
+                // Each page strictly after the last: a server that answers otherwise can't keep the upgrade reading.
+                guard id > items.last?.id ?? Int64.min else {
+                    throw KeychainError(.decode, "\(location.url) gave its items out of order: the database was altered")
+                }
+                items.append((id, ref, version))
             }
-            items.append((id, ref, version))
+            if rows.count < Self.upgradePage { break }
         }
         guard SignedState.root(items) == state.root else {
             throw KeychainError(.decode, "the items in \(location.url) are not those of its signed state \(state.sequence) (rows put back, added or removed): the database was altered")
