@@ -273,6 +273,7 @@ bench: build
 	bench/keyuse
 	bench/remote
 	bench/secret-service
+	bench/session
 	bench/secitem
 
 clean:

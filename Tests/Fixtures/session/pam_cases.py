@@ -223,21 +223,22 @@ def screen_unlock_setcred():
     def body(user):
         user.init_keychain()
         user.service("unlock", AUTH + ACCOUNT)
+        # The password on stdin, never in the script's argv.
         script = f"""
-import pypamtest
+import pypamtest, sys
 tests = [pypamtest.TestCase(pypamtest.PAMTEST_AUTHENTICATE), pypamtest.TestCase(pypamtest.PAMTEST_SETCRED, flags={{flags}})]
-pypamtest.run_pamtest(username={user.name!r}, service="unlock", tests=tests, echo_off=[{user.password!r}])
+pypamtest.run_pamtest(username={user.name!r}, service="unlock", tests=tests, echo_off=[sys.stdin.readline().rstrip("\\n")])
 """
         import glob
         env = dict(os.environ, LD_PRELOAD=glob.glob("/usr/lib/*/libpam_wrapper.so")[0], PAM_WRAPPER="1",
                    PAM_WRAPPER_SERVICE_DIR=user.services, PAM_WRAPPER_DEBUGLEVEL="2")
         # ESTABLISH_CRED (a login, whose session opens next) unlocks nothing.
         result = subprocess.run(["/usr/bin/python3", "-c", script.replace("{flags}", "pypamtest.PAMTEST_FLAG_ESTABLISH_CRED")],
-                                capture_output=True, env=env, timeout=60)
+                                input=(user.password + "\n").encode(), capture_output=True, env=env, timeout=60)
         check(result.returncode == 0, result.stderr.decode())
         check(not user.whenUnlocked(), "setcred(ESTABLISH_CRED) unlocked")
         result = subprocess.run(["/usr/bin/python3", "-c", script.replace("{flags}", "pypamtest.PAMTEST_FLAG_REINITIALIZE_CRED")],
-                                capture_output=True, env=env, timeout=60)
+                                input=(user.password + "\n").encode(), capture_output=True, env=env, timeout=60)
         check(result.returncode == 0, result.stderr.decode())
         check(user.whenUnlocked(), "setcred(REINITIALIZE_CRED) did not unlock: " + result.stderr.decode())
     with_user(body)

@@ -68,7 +68,9 @@ class User:
     a login password. `remove()` locks its keychains (the kernel keeps a
     user's keyring after the account is gone) and deletes it."""
 
-    def __init__(self, password="Login-pw-1", home=True):
+    def __init__(self, password=None, home=True):
+        # Each test's own, so that the sampler of one never sees another's.
+        password = password or "Login-pw-" + secrets.token_hex(6)
         self.root = tempfile.mkdtemp(prefix="locket-pam.")
         os.chmod(self.root, 0o755)
         self.name = "lkt" + secrets.token_hex(5)
