@@ -12,9 +12,15 @@ LOGINS = int(os.environ["SESSION_LOGINS"])
 LOOKUPS = int(os.environ["SESSION_LOOKUPS"])
 
 
+def init(user, kdf):
+    made = user.locket("init", "--password-stdin", "--kdf", kdf, input=(user.password + "\n").encode())
+    if made.returncode != 0:
+        sys.exit("locket init: " + made.stderr.decode())
+
+
 def logins(user, kdf):
     """Median seconds of a login with and without the module, paired."""
-    user.locket("init", "--password-stdin", "--kdf", kdf, input=(user.password + "\n").encode())
+    init(user, kdf)
     base = ["auth required pam_unix.so", "account required pam_permit.so", "session required pam_permit.so"]
     user.service("without", base)
     user.service("with", ["auth required pam_unix.so", "auth optional MODULE locket=" + LOCKET, "account required pam_permit.so",
@@ -30,19 +36,26 @@ def logins(user, kdf):
                 sys.exit("the %s login failed: %s" % (service, output))
     with_, without = statistics.median(times["with"]), statistics.median(times["without"])
     print("| %s | %.1f ms | %.1f ms | +%.1f ms |" % (kdf, 1000 * without, 1000 * with_, 1000 * (with_ - without)))
-    os.remove(os.path.join(user.home, ".local/share/locket/login.keychain"))
+    remove_keychain(user)
 
 
 def unlock_time(user, kdf):
-    user.locket("init", "--password-stdin", "--kdf", kdf, input=(user.password + "\n").encode())
+    init(user, kdf)
     samples = []
     for _ in range(5):
         user.locket("lock")
         started = time.perf_counter()
         user.locket("unlock", "--password-stdin", "--timeout", "none", input=(user.password + "\n").encode())
         samples.append(time.perf_counter() - started)
-    os.remove(os.path.join(user.home, ".local/share/locket/login.keychain"))
+    remove_keychain(user)
     return statistics.median(samples)
+
+
+def remove_keychain(user):
+    for suffix in ["", "-wal"]:
+        path = os.path.join(user.home, ".local/share/locket/login.keychain" + suffix)
+        if os.path.exists(path):
+            os.remove(path)
 
 
 def rss(pid):
@@ -66,7 +79,7 @@ sys.stdin.readline()
 
 
 def provider_memory(user):
-    user.locket("init", "--password-stdin", "--kdf", "interactive", input=(user.password + "\n").encode())
+    init(user, "interactive")
     address = user.bus()
     env = {"DBUS_SESSION_BUS_ADDRESS": address}
     provider = user.start([LOCKET, "secret-service"], environment=env)
