@@ -118,7 +118,7 @@ _locket() {
         key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service pam keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app --force -k --keychain -e --entitlements --json -h --help --max-stale enable disable status" -- "$cur")) ;;
+        secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -f --force -k --keychain -e --entitlements --json -h --help --max-stale enable disable status" -- "$cur")) ;;
         pam) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help --max-stale unlock passwd lock" -- "$cur")) ;;
         keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --fingerprint --expect --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac

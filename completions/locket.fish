@@ -295,7 +295,7 @@ complete -c locket -n '__fish_seen_subcommand_from ssh-agent' -s D -l foreground
 complete -c locket -n '__fish_seen_subcommand_from secret-service' -s k -l keychain -x -a '(__locket_keychains)' -d 'serve this keychain as a collection (repeatable; default: the default keychain, the collection login, alias default)'
 complete -c locket -n '__fish_seen_subcommand_from secret-service' -l replace -d 'take org.freedesktop.secrets from the process that owns it (say, gnome-keyring-daemon)'
 complete -c locket -n '__fish_seen_subcommand_from secret-service' -l app -r -F -d 'callers running EXECUTABLE get only the access groups of the entitlements file ENTITLEMENTS (repeatable)'
-complete -c locket -n '__fish_seen_subcommand_from secret-service' -l force -d 'enable: set aside the files in its way that are not locket\'s (disable puts them back)'
+complete -c locket -n '__fish_seen_subcommand_from secret-service' -s f -l force -d 'enable: set aside the files in its way that are not locket\'s (disable puts them back)'
 complete -c locket -n '__fish_seen_subcommand_from pam' -l timeout -x -a 'none 300 3600' -d 'unlock: the auto-lock timeout (none: until locked; default: the keychain\'s setting)'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l password-service -x -d 'the database password is the generic password of this service in the login keychain'
 complete -c locket -n '__fish_seen_subcommand_from keychain' -l name -x -d 'enroll: the name admins see (default: the host name)'

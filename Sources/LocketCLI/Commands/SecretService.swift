@@ -22,7 +22,7 @@ extension Commands {
             OptionSpec("replace", nil, .flag, "take org.freedesktop.secrets from the process that owns it (say, gnome-keyring-daemon)"),
             OptionSpec("app", nil, .value("EXECUTABLE=ENTITLEMENTS"), repeatable: true, completion: .file,
                        "callers running EXECUTABLE get only the access groups of the entitlements file ENTITLEMENTS (repeatable)"),
-            OptionSpec("force", nil, .flag, "enable: set aside the files in its way that are not locket's (disable puts them back)"),
+            OptionSpec("force", "f", .flag, "enable: set aside the files in its way that are not locket's (disable puts them back)"),
         ],
         conflicts: [], operands: true, run: secretService, operandsEndOptions: true, subcommands: ["enable", "disable", "status"])
 

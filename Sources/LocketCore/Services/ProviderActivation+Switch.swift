@@ -26,24 +26,26 @@ extension ProviderActivation {
         let files = files(command: command)
         var record = try readRecord()
         // Every refusal before anything changes.
-        for file in files {
-            guard case .other(let kind) = Self.state(of: file.path) else { continue }
-            if record[file.path] != nil {
-                throw KeychainError(.duplicateItem, "\(file.path) changed since locket's was written (\(kind)); run 'locket secret-service disable' first",
-                                    reason: .notLocketsFile(path: file.path))
-            }
-            if !force {
+        for file in files where !force {
+            if case .other(let kind) = Self.state(of: file.path) {
                 throw KeychainError(.duplicateItem, "\(file.path) is already there and is not locket's (\(kind)); nothing was changed",
                                     reason: .notLocketsFile(path: file.path))
             }
         }
         try FileIO.makeDirectories(paths.state)
         var changes: [Change] = []
-        for file in files where record[file.path] == nil {
-            if case .other = Self.state(of: file.path) {
+        for file in files {
+            switch Self.state(of: file.path) {
+            case .other:
+                // What is there now is what disable puts back: a file that
+                // replaced locket's since an earlier enable supersedes what
+                // that enable set aside.
+                let earlier = record[file.path]
                 record[file.path] = try setAside(file.path, record: record)
+                if case .file(let name)? = earlier { unlink(paths.state + "/" + name) }
                 changes.append(.setAside(file.path))
-            } else {
+            case .absent, .locket:
+                guard record[file.path] == nil else { continue }
                 record[file.path] = .absent
             }
             try writeRecord(record)

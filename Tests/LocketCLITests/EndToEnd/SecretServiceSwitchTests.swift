@@ -92,6 +92,26 @@ final class SecretServiceSwitchTests: EndToEndCase {
         XCTAssertTrue(disabled.err.contains("locket: warning: left \(dbusFile) as it is"), disabled.err)
         XCTAssertEqual(readText(dbusFile), "[D-BUS Service]\nName=org.freedesktop.secrets\nExec=/opt/mine\n")
         XCTAssertFalse(fileExists(autostartFile))
+
+        // That file is now what a forced enable sets aside and disable puts back.
+        expect(45, "secret-service", "enable", environment: environment)
+        ok("secret-service", "enable", "-f", environment: environment)
+        ok("secret-service", "disable", environment: environment)
+        XCTAssertEqual(readText(dbusFile), "[D-BUS Service]\nName=org.freedesktop.secrets\nExec=/opt/mine\n")
+        XCTAssertFalse(fileExists(stateDirectory), "disable left its record")
+    }
+
+    /// A file that replaced locket's after a forced enable takes the place of the original set aside then.
+    func testTheLatestFileIsWhatDisablePutsBack() {
+        XCTAssertNoThrow(try FileManager.default.createDirectory(atPath: sandbox.dataHome + "/dbus-1/services", withIntermediateDirectories: true))
+        writeFile(dbusFile, "original\n")
+        ok("secret-service", "enable", "--force", environment: environment)
+        writeFile(dbusFile, "edited since\n")
+        ok("secret-service", "enable", "--force", environment: environment)
+        XCTAssertTrue(readText(dbusFile)?.hasPrefix(marker) == true)
+        ok("secret-service", "disable", environment: environment)
+        XCTAssertEqual(readText(dbusFile), "edited since\n")
+        XCTAssertFalse(fileExists(stateDirectory), "the superseded original was left in \(stateDirectory)")
     }
 
     /// The provider the files start is this locket with enable's -k and --app, quoted for D-Bus and for systemd.
