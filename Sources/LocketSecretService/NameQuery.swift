@@ -66,9 +66,13 @@ enum NameQuery {
         return 0
     }
 
-    /// DBUS_SESSION_BUS_ADDRESS, else systemd's user bus at `$XDG_RUNTIME_DIR/bus` (as libdbus finds it).
+    /// DBUS_SESSION_BUS_ADDRESS, else the bus that activated this process
+    /// (DBUS_STARTER_ADDRESS, when it is a session bus), else systemd's user
+    /// bus at `$XDG_RUNTIME_DIR/bus` (as libdbus finds it).
     static func sessionBusAddress() -> String? {
-        if let address = (try? Environment.process["DBUS_SESSION_BUS_ADDRESS"]) ?? nil, !address.isEmpty { return address }
+        func variable(_ name: String) -> String? { ((try? Environment.process[name]) ?? nil).flatMap { $0.isEmpty ? nil : $0 } }
+        if let address = variable("DBUS_SESSION_BUS_ADDRESS") { return address }
+        if variable("DBUS_STARTER_BUS_TYPE") == "session", let address = variable("DBUS_STARTER_ADDRESS") { return address }
         guard let runtime = (try? Environment.process["XDG_RUNTIME_DIR"]) ?? nil, runtime.hasPrefix("/") else { return nil }
         var st = stat()
         guard stat(runtime + "/bus", &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return nil }

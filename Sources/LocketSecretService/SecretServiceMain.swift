@@ -53,7 +53,7 @@ public enum SecretServiceMain {
         defer { close(signals) }
         do {
             if command.isEmpty {
-                guard let address = (try? Environment.process["DBUS_SESSION_BUS_ADDRESS"]) ?? nil, !address.isEmpty else {
+                guard let address = NameQuery.sessionBusAddress() else {
                     log("error: DBUS_SESSION_BUS_ADDRESS is not set: no session bus to serve (locket secret-service -- COMMAND starts a private one)")
                     return 1
                 }
