@@ -77,7 +77,9 @@ class User:
         self.home = os.path.join(self.root, "home")
         self.password = password
         result = subprocess.run([tool("useradd"), "-M", "-N", "-d", self.home, "-s", "/bin/sh", self.name], capture_output=True, text=True)
-        check(result.returncode == 0, "useradd: " + result.stderr)
+        if result.returncode != 0:
+            shutil.rmtree(self.root, ignore_errors=True)
+            fail("useradd: " + result.stderr)
         entry = pwd.getpwnam(self.name)
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
         if home:
