@@ -66,6 +66,9 @@ public struct CommandSpec: Sendable {
     let run: @Sendable (Invocation, Context) throws -> Int32
     /// The first operand ends the options: the rest is another command's argv (`exec`).
     public var operandsEndOptions = false
+    /// Words that, given first (and not after `--`), name a subcommand
+    /// whose options follow instead of ending them (`secret-service enable --force`).
+    public var subcommands: [String] = []
 
     public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
 
