@@ -24,6 +24,8 @@ final class Prompt {
     /// An unlock deriving its key on its own thread (UnlockJob).
     var job: UnlockJob?
     var started = false
+    /// Asked for the secret portal: its end answers the waiting RetrieveSecret calls, not a Completed signal.
+    var answersPortal = false
     var attempts = 0
     /// The first of the two passwords of a new keychain.
     var first: SecureBytes?

@@ -68,11 +68,18 @@ extension Provider {
                             member: dbus_message_get_member(message).map { String(cString: $0) } ?? "", client: client)
             guard let reply = dbus_message_new_method_return(message) else { return }
             var writer = MessageWriter(reply)
-            try route(call, &writer)
+            do {
+                try route(call, &writer)
+            } catch {
+                dbus_message_unref(reply)
+                throw error
+            }
             if noReply { dbus_message_unref(reply) } else if writer.ok { send(reply, now: true) } else {
                 dbus_message_unref(reply)
                 replyError(message, .failed("out of memory"))
             }
+        } catch is ReplyLater {
+            // Answered when its prompt ends (Provider+Portal).
         } catch let error as BusError {
             if !noReply { replyError(message, error) }
         } catch let error as ArgumentError {
@@ -92,6 +99,7 @@ extension Provider {
     /// Routes a call by its path's target and interface. An empty interface
     /// (allowed by D-Bus) matches the member in any of the object's interfaces.
     private func route(_ call: Call, _ out: inout MessageWriter) throws {
+        if try portalCall(call, &out) { return }
         let target = ObjectPath.target(call.path) { self.aliases[$0] }
         func wants(_ interface: String) -> Bool { call.interface.isEmpty || call.interface == interface }
         if wants("org.freedesktop.DBus.Introspectable") && call.member == "Introspect" {
@@ -134,7 +142,7 @@ extension Provider {
     private func introspect(_ target: ObjectPath.Target, _ call: Call) throws -> String {
         switch target {
         case .root: return Introspection.document("", nodes: ["org"])
-        case .ancestor: return Introspection.document("", nodes: [call.path == "/org" ? "freedesktop" : "secrets"])
+        case .ancestor: return Introspection.document("", nodes: call.path == "/org" ? ["freedesktop"] : ["portal", "secrets"])
         case .service: return Introspection.document(Introspection.service, nodes: ["collection", "aliases", "session", "prompt"])
         case .collections:
             return Introspection.document("", nodes: call.path.hasSuffix("aliases") ? aliases.keys.sorted() : collections.keys.sorted())
@@ -174,6 +182,7 @@ extension Provider {
     /// Drops what belonged to a client that left the bus.
     func forget(client name: String) {
         callers[name] = nil
+        forgetPortalRequests(of: name)
         sessions = sessions.filter { $0.value.owner != name }
         for (id, prompt) in prompts where prompt.owner == name {
             prompt.cancel()

@@ -59,7 +59,7 @@ extension Provider {
     /// a new keychain needs its password, so a prompt asks for it twice.
     func createCollection(label: String, alias: String, _ call: Call) throws -> (String, String) {
         if !alias.isEmpty, let name = aliases[alias], let collection = collections[name] {
-            if access(collection.keychainPath, F_OK) == 0 { return (collection.path, ObjectPath.none) }
+            if collection.exists { return (collection.path, ObjectPath.none) }
             // The alias names a keychain not made yet (libsecret creates `default` so): make that one.
             return (ObjectPath.none, makePrompt(.create(name: collection.name, path: collection.keychainPath, label: collection.label, alias: alias), call))
         }
@@ -87,7 +87,7 @@ extension Provider {
         return collection
     }
 
-    private func makePrompt(_ action: Prompt.Action, _ call: Call) -> String {
+    func makePrompt(_ action: Prompt.Action, _ call: Call) -> String {
         let prompt = Prompt(id: newID(), owner: call.sender, client: call.client, action: action)
         prompt.deadline = Prompt.now() + Prompt.lifetime
         prompts[prompt.id] = prompt
@@ -113,7 +113,7 @@ extension Provider {
     }
 
     /// Asks for the password the prompt needs now; nothing can ask: dismissed.
-    private func ask(_ prompt: Prompt, retry: Bool) {
+    func ask(_ prompt: Prompt, retry: Bool) {
         let who = prompt.client.executable ?? "a program (pid \(prompt.client.pid.map(String.init) ?? "?"))"
         let again = retry ? "Wrong password. " : ""
         let text: String
@@ -231,6 +231,7 @@ extension Provider {
     func complete(_ prompt: Prompt, dismissed: Bool, result: ((inout MessageWriter) -> Void)? = nil) {
         prompt.cancel()
         prompts[prompt.id] = nil
+        if prompt.answersPortal { return portalPromptEnded(prompt, dismissed: dismissed) }
         emit(prompt.path, Provider.promptInterface, "Completed", destination: prompt.owner) { out in
             out.boolean(dismissed)
             if let result { result(&out) } else { out.variant("s") { $0.string("") } }

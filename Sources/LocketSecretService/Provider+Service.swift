@@ -24,7 +24,8 @@ extension Provider {
         case "SearchItems":
             let query = try FreeFormMapping.query(try args.stringDictionary(limit: FreeForm.maximumCount))
             var unlocked: [String] = [], locked: [String] = []
-            for collection in existingCollections() {
+            // A session collection not made yet holds nothing: it is not made (or opened) for a search.
+            for collection in existingCollections() where collection.session == nil || access(collection.keychainPath, F_OK) == 0 {
                 let keychain = try open(collection, call.client)
                 defer { keychain.releaseFile() }
                 // One item at a time: a search matching 10,000 items holds their paths, not their attributes.
@@ -67,7 +68,7 @@ extension Provider {
         case "ReadAlias":
             let name = try args.string()
             // A keychain not made yet has no collection: "/" lets the client create it (CreateCollection with the alias).
-            let collection = aliases[name].flatMap { collections[$0] }.flatMap { access($0.keychainPath, F_OK) == 0 ? $0 : nil }
+            let collection = aliases[name].flatMap { collections[$0] }.flatMap { $0.exists ? $0 : nil }
             out.objectPath(collection?.path ?? ObjectPath.none)
         case "SetAlias":
             let name = try args.string()
@@ -124,7 +125,7 @@ extension Provider {
 
     /// The collections whose keychain exists now, in name order.
     func existingCollections() -> [Collection] {
-        collections.values.filter { access($0.keychainPath, F_OK) == 0 }.sorted { $0.name < $1.name }
+        collections.values.filter(\.exists).sorted { $0.name < $1.name }
     }
 
     /// org.freedesktop.DBus.Properties on one object: `get` gives a writer of

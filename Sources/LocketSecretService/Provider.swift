@@ -39,6 +39,8 @@ public final class Provider {
     var sessions: [String: (owner: String, session: TransferSession)] = [:]
     /// Prompts by id.
     var prompts: [String: Prompt] = [:]
+    /// The secret portal's calls waiting for an unlock, by handle (Provider+Portal).
+    var portalRequests: [String: PortalRequest] = [:]
     /// What each connected client is (uid checked, executable mapped), by unique name.
     var callers: [String: ClientIdentity] = [:]
     var nextID = 0
@@ -59,12 +61,22 @@ public final class Provider {
         let name: String
         let keychainPath: String
         var label: String
-        init(name: String, keychainPath: String, label: String) {
+        /// The session collection's own place (SessionCollection); nil for a keychain of the user's.
+        let session: Session?
+        init(name: String, keychainPath: String, label: String, session: Session? = nil) {
             self.name = name
             self.keychainPath = keychainPath
             self.label = label
+            self.session = session
         }
         var path: String { ObjectPath.collection(name) }
+        /// Whether it is there to serve: its keychain exists (the session collection always is, made at first use).
+        var exists: Bool { session != nil || access(keychainPath, F_OK) == 0 }
+
+        struct Session {
+            let directory: String
+            let environment: Environment
+        }
     }
 
     /// Connects to `address` (the session bus) and registers with it.
@@ -95,10 +107,17 @@ public final class Provider {
             collections[ObjectPath.element(name)] = Collection(name: ObjectPath.element(name), keychainPath: path, label: name)
         }
         if let first = options.defaultCollection ?? options.collections.first?.name { aliases["default"] = ObjectPath.element(first) }
+        // gnome-keyring's other aliases: `login` (clients that build /aliases/login) and `session`.
+        if collections["login"] != nil { aliases["login"] = "login" }
+        if collections[SessionCollection.name] == nil, let session = SessionCollection.make(environment: environment, log: log) {
+            collections[SessionCollection.name] = session
+        }
+        if collections[SessionCollection.name] != nil { aliases[SessionCollection.name] = SessionCollection.name }
     }
 
     deinit {
         for prompt in prompts.values { prompt.cancel() }
+        for case let session? in collections.values.map(\.session) { SessionCollection.remove(session.directory) }
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
     }
