@@ -16,6 +16,11 @@ LIBEXECDIR ?= $(PREFIX)/libexec
 PAMDIR ?= $(shell dir=$$(pkg-config --variable=libdir pam 2>/dev/null); echo $${dir:-/lib}/security)
 SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 LOCKETDATADIR ?= $(PREFIX)/share/locket
+# The secret portal's backend file (issue 41), read by xdg-desktop-portal from
+# its own share directory only (/usr/share for Debian's): a /usr/local install
+# is inert there, a package's (PREFIX=/usr) is chosen by no desktop until a
+# portals.conf names it (README "Browsers and sandboxed apps").
+PORTALDIR ?= $(PREFIX)/share/xdg-desktop-portal/portals
 
 SWIFT ?= swift
 # A static executable starts in well under a millisecond; a dynamic Swift
@@ -111,6 +116,10 @@ deps:
 # (python3-pypamtest: pam_setcred, which pamtester can't call), useradd
 # (passwd) for a real test user, python3-dbusmock (logind on a private system
 # bus), gnome-keyring (its service file is the one a disabled switch leaves).
+# Browsers and sandboxed apps (issue 41): chromium (headless, its Safe
+# Storage key in locket), xdg-desktop-portal (the secret portal) and
+# bubblewrap (each test app in a sandbox with a /.flatpak-info, which is how
+# the portal names an app).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -121,7 +130,8 @@ test-deps:
 		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring; do \
+	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
+			chromium:chromium bwrap:bubblewrap /usr/libexec/xdg-desktop-portal:xdg-desktop-portal; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -257,6 +267,8 @@ install: build
 	install -m 0644 -v .build/locket-secret-service.service $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/org.freedesktop.secrets.service > .build/org.freedesktop.secrets.service
 	install -m 0644 -v .build/org.freedesktop.secrets.service $(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
+	install -d $(DESTDIR)$(PORTALDIR)
+	install -m 0644 -v dist/locket.portal $(DESTDIR)$(PORTALDIR)/locket.portal
 
 uninstall:
 	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
@@ -265,7 +277,7 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man1/locket.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish \
 		$(DESTDIR)$(PAMDIR)/pam_locket.so $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service \
-		$(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
+		$(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service $(DESTDIR)$(PORTALDIR)/locket.portal
 	-rmdir $(DESTDIR)$(LOCKETDATADIR) 2>/dev/null
 
 bench: build
