@@ -285,6 +285,7 @@ bench: build
 	bench/keyuse
 	bench/remote
 	bench/secret-service
+	bench/chromium
 	bench/session
 	bench/secitem
 
