@@ -117,7 +117,7 @@ _locket() {
         help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --fingerprint --expect --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        keychain) COMPREPLY=($(compgen -W "--password-service --replace --name --groups --fingerprint --expect --since --yes --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket
