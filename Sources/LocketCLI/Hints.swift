@@ -47,6 +47,8 @@ enum Hints {
             return recoverHint(context)
         case .revocationLost(let device)?:
             return "revoke it again: 'locket \(context.keychainArgument)keychain recover' here does it when this device holds its groups, or 'locket \(context.keychainArgument)keychain revoke \(device)' on a device that does"
+        case .remoteTrustDamaged?:
+            return "'locket \(context.keychainArgument)keychain recover' starts it again from what the server holds, as at enrolment (the revocations it kept are lost with it)"
         case .remoteStandby?:
             return "name the primary, or list every server in the URL with target_session_attrs=read-write so that libpq finds it"
         case .keysReplaced?:

@@ -149,6 +149,9 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         /// A device this device saw revoked is approved in the membership the
         /// server shows (the revocation was lost): it must be revoked again.
         case revocationLost(device: Int64)
+        /// This device's record of what it verified of a remote keychain does
+        /// not read: `keychain recover` starts it again from the server's history.
+        case remoteTrustDamaged
         /// An item with access control needs a proof first (SPEC §14): the
         /// caller asks for it and tries again.
         case proofNeeded(AccessRequest)

@@ -16,10 +16,17 @@ extension Commands {
         let keychain = try Keychain.openForRecovery(try context.keychainLocation(), environment: context.environment)
         let plan = try keychain.recoveryPlan()
         guard plan.isNeeded else {
-            context.out.line("nothing to recover: \(plan.url) holds everything this device saw (\(plan.serverView))")
+            if context.json {
+                writeRecoveryJSON(plan, needed: false, context)
+            } else {
+                context.out.line("nothing to recover: \(plan.url) holds everything this device saw (\(plan.serverView))")
+            }
             return 0
         }
-        if !context.json { describe(plan, context) }
+        // What was lost, before anything is asked: on stdout, or with --json on stderr (the object comes at the end).
+        for line in describe(plan) {
+            if context.json { context.err(line) } else { context.out.line(line) }
+        }
         context.out.flush()
         if !invocation.has("yes") {
             guard Prompt.isTerminal(context.io.stdin) && !invocation.has("password-stdin") else {
@@ -34,9 +41,9 @@ extension Commands {
                                            fromStdin: invocation.has("password-stdin"))
         let done = try keychain.recover(password: password)
         if context.json {
-            writeRecoveryJSON(done, context)
+            writeRecoveryJSON(done, needed: true, context)
         } else {
-            context.out.line("recovered: this device now trusts \(done.serverView), the history \(done.url) holds")
+            context.out.line("recovered: this device now trusts the history \(done.url) holds, from \(done.serverView) on")
             for revocation in done.revocations {
                 switch revocation.outcome {
                 case .reapplied(let epoch):
@@ -59,36 +66,36 @@ extension Commands {
     }
 
     /// The plan, in words: what the server no longer holds, and what to redo.
-    private static func describe(_ plan: Keychain.RemoteRecovery, _ context: Context) {
-        let out = context.out
-        out.line("\(plan.url) no longer holds everything this device saw (a failover that lost acknowledged writes, or a restore of the database):")
+    private static func describe(_ plan: Keychain.RemoteRecovery) -> [String] {
+        var lines: [String] = []
+        lines.append("\(plan.url) no longer holds everything this device saw (a failover that lost acknowledged writes, or a restore of the database):")
         if let damage = plan.trustDamage {
-            out.line("  this device's trust record could not be read (\(damage)): it starts again from the server's history, as at enrolment, and knows no revocation it saw")
+            lines.append("  this device's trust record could not be read (\(damage)): it starts again from the server's history, as at enrolment, and knows no revocation it saw")
         }
-        if let kept = plan.keptView { out.line("  this device saw \(kept); the server shows \(plan.serverView)") }
+        if let kept = plan.keptView { lines.append("  this device saw \(kept); the server shows \(plan.serverView)") }
         func by(_ signer: Int64) -> String { signer == plan.device ? "this device" : "device \(signer)" }
         for link in plan.lostMembership {
-            out.line("  lost membership epoch \(link.number), signed by \(by(link.signer))\(link.changes.isEmpty ? "" : ": " + link.changes.joined(separator: ", "))")
+            lines.append("  lost membership epoch \(link.number), signed by \(by(link.signer))\(link.changes.isEmpty ? "" : ": " + link.changes.joined(separator: ", "))")
         }
         for link in plan.lostStates {
             var line = "  lost state \(link.number) of the items, written by \(by(link.signer))"
             if !link.items.isEmpty {
                 line += ": items " + link.items.map { Hex.encode($0) }.joined(separator: " ") + (link.moreItems > 0 ? " and \(link.moreItems) more" : "")
             }
-            out.line(line)
+            lines.append(line)
         }
-        if plan.lostBeyondKnown { out.line("  (older links may be lost too: this device remembers only its newest)") }
+        if plan.lostBeyondKnown { lines.append("  (older links may be lost too: this device remembers only its newest)") }
         if plan.lostReadCount > 0 {
             let reads = plan.lostReads.map { Hex.encode($0.item) }
-            out.line("  lost \(plan.lostReadCount) entr\(plan.lostReadCount == 1 ? "y" : "ies") of this device's audit chain\(reads.isEmpty ? "" : " (reads of " + reads.joined(separator: " ") + ")")")
+            lines.append("  lost \(plan.lostReadCount) entr\(plan.lostReadCount == 1 ? "y" : "ies") of this device's audit chain\(reads.isEmpty ? "" : " (reads of " + reads.joined(separator: " ") + ")")")
         }
-        for (device, kept) in plan.lostAudit { out.line("  lost audit entries of device \(device) (this device had checked them up to \(kept))") }
-        if let header = plan.header { out.line("  the keychain's header went back from generation \(header.seen) to \(header.server)") }
+        for (device, kept) in plan.lostAudit { lines.append("  lost audit entries of device \(device) (this device had checked them up to \(kept))") }
+        if let header = plan.header { lines.append("  the keychain's header went back from generation \(header.seen) to \(header.server)") }
         for revocation in plan.revocations {
             let what = revocation.staleGroups.isEmpty
                 ? "device \(revocation.device), revoked at epoch \(revocation.epoch), is approved again"
                 : "device \(revocation.device), revoked at epoch \(revocation.epoch), still holds the key of \(list(revocation.staleGroups))"
-            out.line("  lost revocation: \(what): this device re-applies it")
+            lines.append("  lost revocation: \(what): this device revokes it again (it must be approved and hold its groups)")
         }
         var redo: [String] = []
         for device in plan.lostApprovals { redo.append(device == plan.device ? "this device's approval (an approved device approves it again)" : "approve device \(device) again") }
@@ -97,13 +104,17 @@ extension Commands {
             redo.append("add, change or delete again the items this device wrote in the lost states (their references above)")
         }
         let others = Set(plan.lostStates.map(\.signer).filter { $0 != plan.device }).sorted()
-        if !others.isEmpty { redo.append("ask device\(others.count == 1 ? "" : "s") \(others.map(String.init).joined(separator: ", ")) what they wrote: their own recover lists it") }
-        if !redo.isEmpty { out.line("to redo: " + redo.joined(separator: "; ")) }
+        if !others.isEmpty {
+            redo.append(others.count == 1 ? "ask device \(others[0]) what it wrote: its own recover lists it"
+                                           : "ask devices \(others.map(String.init).joined(separator: ", ")) what they wrote: their own recover lists it")
+        }
+        if !redo.isEmpty { lines.append("to redo: " + redo.joined(separator: "; ")) }
+        return lines
     }
 
     private static func list(_ groups: [String]) -> String { groups.map { Printable.clip($0) }.joined(separator: ", ") }
 
-    private static func writeRecoveryJSON(_ done: Keychain.RemoteRecovery, _ context: Context) {
+    private static func writeRecoveryJSON(_ done: Keychain.RemoteRecovery, needed: Bool, _ context: Context) {
         var w = JSONWriter()
         func links(_ key: String, _ links: [Keychain.RemoteRecovery.LostLink]) {
             w.key(key); w.beginArray()
@@ -120,6 +131,7 @@ extension Commands {
         }
         w.beginObject()
         w.key("url"); w.string(done.url)
+        w.key("needed"); w.bool(needed)
         w.key("device"); w.int(done.device)
         w.key("before"); if let kept = done.keptView { w.string(kept) } else { w.null() }
         w.key("now"); w.string(done.serverView)

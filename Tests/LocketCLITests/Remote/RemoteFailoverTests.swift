@@ -216,6 +216,7 @@ final class RemoteFailoverTests: XCTestCase {
 
         run = try locket(member, ["-k", url, "keychain", "recover", "--yes", "--password-stdin"], input: .text("fleet-pw\n"))
         XCTAssertEqual(run.status, 0, run.summary)
+        print("the member's keychain recover:\n" + run.out)
         XCTAssert(run.out.contains("device \(leaverID) revoked again"), run.summary)
         XCTAssert(run.out.contains("lost membership epoch") && run.out.contains("revoked device \(leaverID)"), run.summary)
         XCTAssert(run.out.contains("written by this device: items"), "the member's own lost adds, by reference: \(run.summary)")

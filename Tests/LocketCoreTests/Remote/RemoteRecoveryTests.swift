@@ -125,6 +125,18 @@ final class RemoteRecoveryTests: PostgresTestCase {
         XCTAssertEqual(try read(reader, "one"), "v")
         let chain = try admin.open().audit(since: 0).filter { $0.device == readerID }
         XCTAssertEqual(chain.count, 2, "the chain goes on from entry 1, which the server holds")
+
+        // A trust record that no longer reads is refused, with the way back that is not a deletion.
+        let keychainID = try reader.open().keybag.keychainID
+        let trust = try RemoteTrust.path(keychainID: keychainID, environment: reader.environment)
+        var bytes = try XCTUnwrap(FileManager.default.contents(atPath: trust))
+        bytes[bytes.count / 2] ^= 1
+        try bytes.write(to: URL(fileURLWithPath: trust))
+        XCTAssertThrowsError(try read(reader, "one")) { XCTAssertEqual(self.reason($0), .remoteTrustDamaged, "\($0)") }
+        let damaged = try recovering(reader).recoveryPlan()
+        XCTAssertNotNil(damaged.trustDamage)
+        _ = try recovering(reader).recover(password: secret("correct horse"))
+        XCTAssertEqual(try read(reader, "one"), "v")
     }
 
     private func deleteAudit(of device: Int64, from sequence: Int64, _ sql: RemoteConnection) throws {

@@ -26,8 +26,9 @@ extension PostgresServer {
         if let account {
             for path in [standby.root, standby.socket] where chown(path, account.uid, account.gid) != 0 { throw POSIXError(.EPERM) }
         }
+        // --no-sync: the tests' servers run with fsync off, and a synced copy cost seconds.
         try runAsServer("\(bin)/pg_basebackup", ["-h", socket, "-p", String(port), "-U", Self.user, "-D", standby.data,
-                                                  "-R", "-X", "stream", "-c", "fast"])
+                                                  "-R", "-X", "stream", "-c", "fast", "--no-sync"])
         // Later lines win: its own port and socket; the rest (TLS files, logging) as the primary's.
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(standby.data)/postgresql.conf"))
         handle.seekToEndOfFile()
@@ -46,14 +47,17 @@ extension PostgresServer {
         return standby
     }
 
-    /// Waits until the standby streams (and is the synchronous one when asked) and has replayed everything written so far.
+    /// Waits until the standby streams (and is the synchronous one when
+    /// asked) and has flushed everything written so far: a promotion
+    /// replays all it flushed. (Its replay position is reported only every
+    /// `wal_receiver_status_interval`, 10 s; the flush position at once.)
     public func waitForStandby(synchronous: Bool = false, timeout: Double = 20) throws {
         let connection = try connect()
         defer { connection.close() }
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let row = try connection.execute("""
-                SELECT state, sync_state, replay_lsn >= pg_current_wal_lsn() FROM pg_stat_replication
+                SELECT state, sync_state, flush_lsn >= pg_current_wal_lsn() FROM pg_stat_replication
                 """).first
             if row?[0].text == "streaming", !synchronous || row?[1].text == "sync", row?[2].bool == true { return }
             usleep(20_000)

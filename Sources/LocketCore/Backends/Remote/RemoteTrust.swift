@@ -125,14 +125,18 @@ struct RemoteTrust: Equatable {
         defer { close(fd) }
         var stored = [UInt8](repeating: 0, count: size)
         guard size >= 32, size <= 16 << 20, stored.withUnsafeMutableBytes({ FileIO.readExactly(fd, into: $0) }) else {
-            throw KeychainError(.decode, "this device's trust record \(file) is truncated")
+            throw KeychainError(.decode, "this device's trust record \(file) is truncated", reason: .remoteTrustDamaged)
         }
         let body = Array(stored.dropLast(32))
         let expected = mac(body, key: try macKey(device)), found = Array(stored.suffix(32))
         guard expected.withUnsafeBytes({ e in found.withUnsafeBytes { Sodium.equal(e, $0) } }) else {
-            throw KeychainError(.decode, "this device's trust record \(file) was altered")
+            throw KeychainError(.decode, "this device's trust record \(file) was altered", reason: .remoteTrustDamaged)
         }
-        return try decode(body)
+        do {
+            return try decode(body)
+        } catch {
+            throw KeychainError(.decode, "this device's trust record \(file) is malformed", reason: .remoteTrustDamaged)
+        }
     }
 
     func save(keychainID: [UInt8], device: DeviceIdentity, environment: Environment) throws {
