@@ -207,6 +207,10 @@ final class RemoteFailoverTests: XCTestCase {
             XCTAssert(run.err.contains("keychain recover"), run.summary)
             if run.status == 93 { refused += 1 }
         }
+        // restore --accept-rollback is for the header alone, and says what does the rest (issue 44 item 16).
+        run = try locket(member, ["-k", url, "restore", "--accept-rollback", "--password-stdin"], input: .text("fleet-pw\n"))
+        XCTAssertEqual(run.status, 93, run.summary)
+        XCTAssert(run.err.contains("keychain recover"), run.summary)
         // Not agreed to, no terminal: what was lost is printed, nothing changes.
         run = try locket(member, ["-k", url, "keychain", "recover"])
         XCTAssertEqual(run.status, 36, run.summary)
