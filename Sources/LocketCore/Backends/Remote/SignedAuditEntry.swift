@@ -122,7 +122,9 @@ extension RemoteStore {
             out.append((entry, id, row[5].text ?? ""))
         }
         for (device, kept) in working.auditHeads where (heads[device]?.sequence ?? 0) < kept.sequence {
-            throw KeychainError(.decode, "the audit is broken: device \(device)'s entries after \(heads[device]?.sequence ?? 0) are gone (this device checked up to \(kept.sequence))")
+            // Deleted, or lost with the database (a failover, a restore): recover keeps what the server holds.
+            throw KeychainError(.decode, "the audit is broken: device \(device)'s entries after \(heads[device]?.sequence ?? 0) are gone (this device checked up to \(kept.sequence))",
+                                reason: .remoteRolledBack)
         }
         if self.device != nil { working.auditHeads = heads }
         return out.sorted { $0.row < $1.row }
