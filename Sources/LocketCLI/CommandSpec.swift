@@ -66,6 +66,11 @@ public struct CommandSpec: Sendable {
     let run: @Sendable (Invocation, Context) throws -> Int32
     /// The first operand ends the options: the rest is another command's argv (`exec`).
     public var operandsEndOptions = false
+    /// Every failure is one line on stderr: the hint folded into the error
+    /// line, no usage lines. For commands whose stderr another program
+    /// shows its user whole (the AWS CLI's `credential_process`, kubectl's
+    /// exec plugins), where a second line reads as a second error.
+    public var oneLineFailures = false
 
     public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
 
