@@ -63,6 +63,10 @@ public enum CLI {
     /// `run`, with `extra` parsed as if it were one of the table's commands.
     static func run(_ arguments: [String], io: IO, extra: CommandSpec?) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit (`ulimit -f`) would kill a writer mid-write with
+        // no word (exit 153); ignored, the write fails with EFBIG, and the
+        // command reports errSecIO naming the limit, the keychain unchanged.
+        signal(SIGXFSZ, SIG_IGN)
         var arguments = arguments
         // git runs `git-credential-locket get` for `credential.helper = locket`;
         // docker and skopeo run `docker-credential-locket get` for `credsStore: locket`.
