@@ -127,8 +127,8 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
     /// verdict, then the 2 s the sixth failure earned; and a process killed
     /// while it holds its turn holds nothing: the next attempt goes on.
     func testAttemptsStartedAtOnceTakeTurnsAndAKilledOneHoldsNothing() throws {
-        // A killed attempt: five failures just now, so a sixth waits 1 s, holding its turn.
-        try failFiveTimes(secondsAgo: 0)
+        // A killed attempt: five failures half a second ago, so a sixth waits the other half, holding its turn.
+        try failFiveTimes(secondsAgo: 0.5)
         let wrongFile = sandbox.root + "/wrong-password"
         writeFile(wrongFile, "wrong password\n", mode: 0o600)
         let killed = try BackgroundProcess(binary, ["unlock", "--password-file", wrongFile], environment: sandbox.environment)
@@ -137,15 +137,15 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         XCTAssertTrue(killed.wait(timeout: 10))
         let right = locket(["unlock", "--password-stdin"], input: .text(Self.password + "\n"))
         XCTAssertEqual(right.status, 0, right.summary)
-        XCTAssertLessThan(right.duration, 3, "the killed attempt's turn held the next one: \(right.summary)")
+        XCTAssertLessThan(right.duration, 2.5, "the killed attempt's turn held the next one: \(right.summary)")
         XCTAssertEqual(failedAttempts(), 0, "the killed attempt was never counted; the success reset the rest")
         ok("lock", "--all")
 
-        // Two at once, while the sixth attempt still has most of its 1 s to wait: both open
-        // with a count of five. Before, both waited out that second side by side and were
-        // checked together; now the second waits for the first's verdict, then the 2 s the
-        // sixth failure earned.
-        try failFiveTimes(secondsAgo: 0.1)
+        // Two at once, while the sixth attempt still has half a second to wait: both open
+        // with a count of five. Before, both waited it out side by side and were checked
+        // together; now the second waits for the first's verdict, then the 2 s the sixth
+        // failure earned.
+        try failFiveTimes(secondsAgo: 0.5)
         let binary = self.binary!
         let environment = sandbox.environment
         nonisolated(unsafe) var results: [RunResult?] = [nil, nil]
