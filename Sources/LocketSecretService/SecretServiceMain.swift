@@ -30,6 +30,8 @@ public enum SecretServiceMain {
         // Secrets pass through this process: no core dumps, no crash reports.
         locket_disable_core_dumps()
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit fails a write with EFBIG (errSecIO to the client) rather than kill the provider.
+        signal(SIGXFSZ, SIG_IGN)
         _ = OPENSSL_init_crypto(UInt64(locket_init_no_config()), nil)
         let options: ProviderOptions
         let command: [String]

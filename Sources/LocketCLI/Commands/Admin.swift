@@ -11,7 +11,7 @@ extension Commands {
         let fromStdin = false
         var old: SecureBytes?
         if keychain.hasPassword {
-            announcePasswordDelay(keychain, context)
+            announcePasswordWaits(keychain, context)
             old = try Prompt.password(context, prompt: "Current password for \(keychain.path): ", confirm: false, fromStdin: fromStdin)
         }
         if invocation.has("remove") {
@@ -40,12 +40,20 @@ extension Commands {
         return 0
     }
 
-    /// Says so before the prompt when the engine will wait after repeated
-    /// wrong passwords (the engine enforces the wait itself).
-    static func announcePasswordDelay(_ keychain: Keychain, _ context: Context) {
-        let wait = keychain.passwordDelay
-        guard wait > 0 else { return }
-        context.warn("\(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
+    /// Says so on stderr whenever the engine, checking a password, waits:
+    /// for another attempt's turn, or out the delay after repeated wrong
+    /// passwords (the engine enforces both and decides them under the turn,
+    /// so the line says what really happens, not what the count at open said).
+    static func announcePasswordWaits(_ keychain: Keychain, _ context: Context) {
+        let path = keychain.path
+        keychain.passwordWaitObserver = { wait in
+            switch wait {
+            case .turn:
+                context.warn("another password attempt on \(path) is being checked; waiting for its turn")
+            case .delay(let failures, let milliseconds):
+                context.warn("\(failures) wrong passwords in a row; waiting \((milliseconds + 999) / 1000) s before the next attempt")
+            }
+        }
     }
 
     /// `locket settings`
