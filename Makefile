@@ -117,9 +117,10 @@ deps:
 # (passwd) for a real test user, python3-dbusmock (logind on a private system
 # bus), gnome-keyring (its service file is the one a disabled switch leaves).
 # Browsers and sandboxed apps (issue 41): chromium (headless, its Safe
-# Storage key in locket), xdg-desktop-portal (the secret portal) and
+# Storage key in locket), xdg-desktop-portal (the secret portal),
 # bubblewrap (each test app in a sandbox with a /.flatpak-info, which is how
-# the portal names an app).
+# the portal names an app) and xdg-dbus-proxy (the sandbox's bus filtered as
+# Flatpak filters it: only the portal).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -131,7 +132,7 @@ test-deps:
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
-			chromium:chromium bwrap:bubblewrap /usr/libexec/xdg-desktop-portal:xdg-desktop-portal; do \
+			chromium:chromium bwrap:bubblewrap /usr/libexec/xdg-desktop-portal:xdg-desktop-portal xdg-dbus-proxy:xdg-dbus-proxy; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \

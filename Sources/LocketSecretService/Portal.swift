@@ -30,6 +30,29 @@ enum Portal {
     /// Longer IDs are refused (a D-Bus name's limit; Flatpak's IDs are far shorter).
     static let maximumAppIDLength = 255
 
+    /// The token xdg-desktop-portal puts in a request's handle when its
+    /// client gave none (`handle_token`): a client that can't know the handle
+    /// before the reply subscribes to the Response signal only after it.
+    static let tokenOfNone = "t"
+    /// How long the answer to such a request is held back. The portal sends
+    /// Response as soon as the backend answers, and a client still busy with
+    /// the reply misses it and waits for ever: libsecret before 0.21
+    /// (Debian 12's 0.20.5) does, inside every Flatpak, with gnome-keyring as
+    /// with locket (xdg-desktop-portal issue 116). 250 ms is ten times the
+    /// longest such gap measured on a machine at load 13; a client that gives a
+    /// token (Chromium, libsecret since) is answered at once.
+    static let lateSubscriberDelay = 0.25
+
+    /// Whether the client of the request at `handle` subscribes to its Response only after the reply.
+    static func subscribesLate(_ handle: String) -> Bool { handle.hasSuffix("/" + tokenOfNone) }
+
+    /// Seconds on the monotonic clock.
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
     /// org.freedesktop.portal.Request's response codes, which the backend's reply carries.
     enum Response: UInt32 {
         case success = 0
@@ -96,8 +119,10 @@ final class PortalRequest {
     private(set) var fd: Int32
     /// The unlock prompt it waits for.
     let prompt: Prompt
+    /// When the call came (Portal.now()).
+    let received: Double
 
-    init(handle: String, appID: String, call: Call, collection: Provider.Collection, fd: Int32, prompt: Prompt) {
+    init(handle: String, appID: String, call: Call, collection: Provider.Collection, fd: Int32, prompt: Prompt, received: Double) {
         self.handle = handle
         self.appID = appID
         owner = call.sender
@@ -106,6 +131,7 @@ final class PortalRequest {
         message = dbus_message_ref(call.message)
         self.fd = fd
         self.prompt = prompt
+        self.received = received
     }
 
     /// Lets go of the call and the descriptor (after the answer, or unanswered).

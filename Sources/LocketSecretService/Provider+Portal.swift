@@ -48,6 +48,7 @@ extension Provider {
 
     /// RetrieveSecret(o handle, s app_id, h fd, a{sv} options) -> (u response, a{sv} results).
     private func retrieveSecret(_ call: Call, _ out: inout MessageWriter) throws {
+        let received = Portal.now()
         var args = MessageReader(call.message)
         let handle = try args.objectPath()
         let appID = try args.string()
@@ -59,26 +60,40 @@ extension Provider {
             throw BusError.invalidArgs("the handle \(Printable.clip(handle)) is not a request of \(Portal.path)")
         }
         guard portalRequests[handle] == nil else { throw BusError.invalidArgs("a request at \(Printable.clip(handle)) is already waiting") }
-        func respond(_ response: Portal.Response) {
-            out.uint32(response.rawValue)
-            out.container(DBusType.array, "{sv}") { _ in }
+        // A program the executable map limits to its access groups gets no
+        // app's secret, and plants none: an app's secret is the key its data
+        // is sealed with, so one planted before the app's first request would
+        // be known to the program that chose it.
+        guard call.client.caller == defaultCaller else {
+            throw BusError.accessDenied("a program limited to its access groups (--app) may not use the secret portal")
+        }
+        // The answer now, or held back for a client that can't yet hear the portal's Response (Portal.lateSubscriberDelay).
+        func respond(_ response: Portal.Response) throws {
+            guard Portal.subscribesLate(handle) else {
+                out.uint32(response.rawValue)
+                out.container(DBusType.array, "{sv}") { _ in }
+                return
+            }
+            answer(call.message, response, notBefore: received + Portal.lateSubscriberDelay)
+            throw ReplyLater()
         }
         // An app the portal could not name (a process outside any sandbox
         // and any app unit): one secret shared by every such process would be
         // no application's own.
         guard !appID.isEmpty else {
             log("the secret portal refused a request without an app ID (a process the portal could not identify)")
-            return respond(.other)
+            return try respond(.other)
         }
         guard appID.utf8.count <= Portal.maximumAppIDLength else { throw BusError.invalidArgs("the app ID is longer than \(Portal.maximumAppIDLength) bytes") }
         guard let collection = aliases["default"].flatMap({ collections[$0] }), collection.exists else {
             log("the secret portal has no default keychain to keep \(Printable.clip(appID))'s secret in")
-            return respond(.other)
+            return try respond(.other)
         }
         let keychain = try open(collection, call.client)
         guard keychain.hasPassword && !keychain.isUnlocked else {
-            defer { keychain.releaseFile() }
-            return respond(appSecret(appID, in: keychain, collection, to: fd))
+            let response = appSecret(appID, in: keychain, collection, to: fd)
+            keychain.releaseFile()
+            return try respond(response)
         }
         keychain.releaseFile()
         // Locked: the answer waits for an unlock prompt (one per keychain for the portal's calls), started at once.
@@ -95,7 +110,8 @@ extension Provider {
             prompt = made
         }
         prompt.answersPortal = true
-        portalRequests[handle] = PortalRequest(handle: handle, appID: appID, call: call, collection: collection, fd: fd, prompt: prompt)
+        portalRequests[handle] = PortalRequest(handle: handle, appID: appID, call: call, collection: collection, fd: fd, prompt: prompt,
+                                               received: received)
         fd = -1
         if waiting == nil {
             prompt.started = true
@@ -163,12 +179,34 @@ extension Provider {
     /// The waiting call's reply: (response, {}).
     private func answer(_ request: PortalRequest, _ response: Portal.Response) {
         defer { request.release() }
-        guard let message = request.message, dbus_message_get_no_reply(message) == 0,
-              let reply = dbus_message_new_method_return(message) else { return }
+        guard let message = request.message else { return }
+        answer(message, response, notBefore: Portal.subscribesLate(request.handle) ? request.received + Portal.lateSubscriberDelay : 0)
+    }
+
+    /// The reply (response, {}) to the call `message`, sent at once, or held
+    /// until `notBefore` (Portal.now()'s clock) when that is still to come.
+    private func answer(_ message: OpaquePointer, _ response: Portal.Response, notBefore: Double) {
+        guard dbus_message_get_no_reply(message) == 0, let reply = dbus_message_new_method_return(message) else { return }
         var out = MessageWriter(reply)
         out.uint32(response.rawValue)
         out.container(DBusType.array, "{sv}") { _ in }
-        send(reply, now: true)
+        guard notBefore > Portal.now() else { return send(reply, now: true) }
+        portalReplies.append((notBefore, reply))
+    }
+
+    /// Sends the held answers whose time has come (the loop, after each wake).
+    func sendDuePortalReplies() {
+        guard !portalReplies.isEmpty else { return }
+        let now = Portal.now()
+        let due = portalReplies.filter { $0.due <= now }
+        portalReplies.removeAll { $0.due <= now }
+        for (_, reply) in due { send(reply, now: true) }
+    }
+
+    /// How long the loop may sleep for the held answers: until the first is due, or for ever (-1).
+    func portalReplyTimeoutMilliseconds() -> Int32 {
+        guard let first = portalReplies.map(\.due).min() else { return -1 }
+        return Int32(max(0, first - Portal.now()) * 1000) + 1
     }
 
     /// A client gone: its waiting portal requests go unanswered.

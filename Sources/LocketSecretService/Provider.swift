@@ -41,6 +41,8 @@ public final class Provider {
     var prompts: [String: Prompt] = [:]
     /// The secret portal's calls waiting for an unlock, by handle (Provider+Portal).
     var portalRequests: [String: PortalRequest] = [:]
+    /// The secret portal's answers held back until their time (Provider+Portal's `answerLater`), in order.
+    var portalReplies: [(due: Double, reply: OpaquePointer)] = []
     /// What each connected client is (uid checked, executable mapped), by unique name.
     var callers: [String: ClientIdentity] = [:]
     var nextID = 0
@@ -180,7 +182,10 @@ public final class Provider {
             for (_, fd) in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             if let fd = logind?.descriptor { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             // Interrupted: as if nothing were ready; the loop looks again.
-            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), promptTimeoutMilliseconds()) }
+            // The sooner of a prompt's deadline and a held portal answer (-1: neither).
+            let (prompt, portal) = (promptTimeoutMilliseconds(), portalReplyTimeoutMilliseconds())
+            let wait = prompt < 0 ? portal : portal < 0 ? prompt : min(prompt, portal)
+            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), wait) }
             if let failure = ready.error, failure.code != EINTR { stopReason = "poll failed: \(failure)"; break }
             if fds[1].revents != 0 {
                 var sent: Int32 = 0
@@ -191,6 +196,7 @@ public final class Provider {
             for (k, (prompt, _)) in watched.enumerated() where fds[2 + k].revents != 0 { promptReadable(prompt) }
             if fds.count > 2 + watched.count, fds[2 + watched.count].revents != 0 { serviceLogind() }
             expirePrompts()
+            sendDuePortalReplies()
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 if dbus_connection_read_write(connection, 0) == 0 {
                     stopReason = "the session bus went away"

@@ -173,7 +173,8 @@ def impl_direct(bus):
     what the portal never sends: a descriptor that can't take the secret now
     (a full pipe) fails the request at once instead of blocking the provider;
     an empty or overlong app ID, a handle outside the portal's, a handle
-    already waiting, malformed arguments; the `version` property."""
+    already waiting, malformed arguments; the `version` property; a caller
+    the executable map limits (--app)."""
     provider = Provider(bus)
     connection = open_dbus_connection(bus=bus.address, enable_fds=True)
     try:
@@ -184,6 +185,16 @@ def impl_direct(bus):
         secret = os.read(r, 100)
         check(len(secret) == 64 and os.read(r, 1) == b"", "%d bytes, then not the pipe's end" % len(secret))
         check(stored("org.locket.Direct") == secret, "locket find reads another secret")
+        # No handle_token (xdg-desktop-portal's handle then ends "/t"): the client can subscribe to
+        # the portal's Response only after this answer, so it is held back 0.25 s (libsecret 0.20
+        # hung otherwise); the secret is in the pipe at once.
+        r1, w1 = os.pipe()
+        started = time.monotonic()
+        reply = retrieve(connection, "/org/freedesktop/portal/desktop/request/1_1/t", "org.locket.Direct", w1)
+        held = time.monotonic() - started
+        os.close(w1)
+        check(reply.body == (0, {}) and os.read(r1, 100) == secret, "a request without a token: %r" % (reply.body,))
+        check(0.25 <= held < 10, "the answer to a request without a token came after %.3f s (held: 0.25 s)" % held)
         # A full pipe: nothing blocks, response 2; the provider answers the next call at once.
         r2, w2 = os.pipe()
         os.set_blocking(w2, False)
@@ -243,6 +254,26 @@ def impl_direct(bus):
         wait_for(lambda: not alive(pid), 10, "the askpass of a departed caller is still running")
         other.close()
         check(provider.process.poll() is None, "the provider exited")
+        connection.close()
+        # A program the executable map limits (python here) is refused: it
+        # could otherwise read an app's secret, or plant one before the app's
+        # first request and know the key the app's data will be sealed with.
+        provider.stop()
+        locket("unlock", "--password-stdin", input=(PASSWORD + "\n").encode())
+        entitlements = os.path.join(SCRATCH, "python.entitlements")
+        with open(entitlements, "w") as f:
+            json.dump({"keychain-access-groups": ["T1.python"]}, f)
+        os.chmod(entitlements, 0o600)
+        provider = Provider(bus, "--app", "%s=%s" % (os.path.realpath(sys.executable), entitlements))
+        connection = open_dbus_connection(bus=bus.address, enable_fds=True)
+        r6, w6 = os.pipe()
+        for app_id in ("org.locket.Direct", "org.locket.Planted"):
+            reply = retrieve(connection, "/org/freedesktop/portal/desktop/request/1_3/" + app_id.rsplit(".", 1)[1], app_id, w6)
+            check(reply.header.fields.get(4) == "org.freedesktop.DBus.Error.AccessDenied", "a limited program's RetrieveSecret of %s: %r"
+                  % (app_id, reply.body))
+        os.close(w6)
+        check(os.read(r6, 100) == b"", "a limited program was written a secret")
+        check(locket("find", "--attr", "app_id=org.locket.Planted", check_status=False).returncode == 44, "a limited program planted a secret")
     finally:
         connection.close()
         provider.stop()

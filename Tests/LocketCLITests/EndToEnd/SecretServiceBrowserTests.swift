@@ -12,6 +12,15 @@ final class SecretServiceBrowserTests: SecretServiceCase {
     /// 64-byte secret, the same every time; a host process refused; locked: a prompt, or `cancelled`.
     func testSecretPortalThroughXdgDesktopPortal() throws { try runCase("portal.py", "through_xdg_desktop_portal", timeout: 300) }
 
-    /// The backend's interface called directly, for what the portal never sends.
+    /// The backend's interface called directly, for what the portal never sends; a request
+    /// without a handle token answered 0.25 s late; a program limited by --app refused.
     func testSecretPortalBackendDirectly() throws { try runCase("portal.py", "impl_direct") }
+
+    /// libsecret (secret-tool) in a Flatpak sandbox (bwrap, xdg-dbus-proxy): its items in the app's
+    /// own file, sealed with the app's secret from locket; another app can't read them; locked: no hang.
+    func testLibsecretInAFlatpak() throws { try runCase("flatpak.py", "libsecret_in_a_flatpak", needs: ["secret-tool"]) }
+
+    /// Chromium in a Flatpak sandbox: its cookie sealed with the portal's per-app key (v12) from locket;
+    /// locked: read back through a prompt, or cancelled at once.
+    func testChromiumInAFlatpak() throws { try runCase("flatpak.py", "chromium_in_a_flatpak", timeout: 300) }
 }

@@ -14,4 +14,8 @@ final class SecretServiceQuirksTests: SecretServiceCase {
 
     /// keyring-rs's calls, in its order.
     func testKeyringRsSequence() throws { try runCase("quirks.py", "keyring_rs_sequence") }
+
+    /// The same calls to gnome-keyring-daemon and to locket: the same answers but for
+    /// the differences docs/SECRET-SERVICE.md lists, which are as listed.
+    func testSameAnswersAsGnomeKeyring() throws { try runCase("gnome_keyring.py", "same_answers", needs: ["gnome-keyring-daemon"]) }
 }
