@@ -12,42 +12,12 @@ import sys
 import threading
 import time
 
-HOME = os.environ["HOME"]
-LOCKET = os.environ["LOCKET_BIN"]
+from providers import HOME, bus, gnome_keyring, locket, run
 RUNS = int(os.environ["CH_RUNS"])
 ROUNDS = int(os.environ["CH_ROUNDS"])
-PASSWORD = "bench password"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--no-default-browser-check", "--disable-extensions", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--disable-default-apps", "--mute-audio"]
-
-
-CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><type>session</type><listen>unix:dir={dir}</listen><auth>EXTERNAL</auth>
-<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>
-"""
-
-
-# Every process this script starts, stopped however it ends (a failed run included).
-STARTED = []
-
-
-def start(arguments, **options):
-    process = subprocess.Popen(arguments, **options)
-    STARTED.append(process)
-    return process
-
-
-def bus(name):
-    """A dbus-daemon of its own (no activation: nothing but the provider started for it answers)."""
-    directory = os.path.join(HOME, name)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    with open(os.path.join(directory, "bus.conf"), "w") as f:
-        f.write(CONFIG.format(dir=directory))
-    process = start(["dbus-daemon", "--config-file=" + os.path.join(directory, "bus.conf"), "--nofork", "--nopidfile",
-                                "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return process, dict(os.environ, DBUS_SESSION_BUS_ADDRESS=process.stdout.readline().strip())
 
 
 # Counts Chromium's Safe Storage keys in a side's keyring; with "delete", deletes them.
@@ -65,15 +35,6 @@ def keys(env, *arguments):
     if found.returncode != 0:
         sys.exit("counting the Safe Storage keys failed: %s" % found.stderr[-300:])
     return int(found.stdout)
-
-
-def wait_for_service(env):
-    for _ in range(500):
-        if subprocess.run(["/usr/bin/python3", "-c", "import secretstorage,sys; sys.exit(0 if secretstorage.check_service_availability(secretstorage.dbus_init()) else 1)"],
-                          env=env, capture_output=True).returncode == 0:
-            return
-        time.sleep(0.05)
-    sys.exit("the Secret Service did not come up")
 
 
 class Page(http.server.BaseHTTPRequestHandler):
@@ -104,16 +65,10 @@ def main():
     server = http.server.HTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = "http://127.0.0.1:%d/" % server.server_address[1]
-    subprocess.run([LOCKET, "init", "--password-stdin", "--kdf", "interactive"], input=(PASSWORD + "\n").encode(), check=True)
-    locket_bus, locket_env = bus("locket-bus")
-    provider = start([LOCKET, "secret-service"], env=locket_env, stderr=subprocess.DEVNULL)
-    wait_for_service(locket_env)
-    gnome_bus, gnome_env = bus("gnome-bus")
-    gnome = start(["gnome-keyring-daemon", "--unlock", "--components=secrets", "--foreground"], env=gnome_env,
-                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    gnome.stdin.write(PASSWORD.encode())
-    gnome.stdin.close()
-    wait_for_service(gnome_env)
+    _, locket_env = bus("locket-bus")
+    locket(locket_env)
+    _, gnome_env = bus("gnome-bus")
+    gnome_keyring(gnome_env)
     # The basic store on a bus of its own with no Secret Service on it.
     _, basic_env = bus("basic-bus")
     sides = {"locket": locket_env, "gnome-keyring": gnome_env, "basic": basic_env}
@@ -155,14 +110,4 @@ def main():
     server.shutdown()
 
 
-try:
-    main()
-finally:
-    for process in reversed(STARTED):
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+run(main)

@@ -7,43 +7,14 @@ import subprocess
 import sys
 import time
 
-HOME = os.environ["HOME"]
-LOCKET = os.environ["LOCKET_BIN"]
+from providers import bus, gnome_keyring, locket, run, start, stop
+
 ITEMS = int(os.environ["SS_ITEMS"])
 RUNS = int(os.environ["SS_RUNS"])
 ROUNDS = int(os.environ["SS_ROUNDS"])
 BIG = int(os.environ["SS_BIG"])
 # Busy processes beside the measurements (SS_LOAD=2: both cores of this machine kept busy).
 LOAD = int(os.environ.get("SS_LOAD", "0"))
-PASSWORD = "bench password"
-
-CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><type>session</type><listen>unix:dir={dir}</listen><auth>EXTERNAL</auth>
-<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
-<limit name="max_message_size">1000000000</limit></busconfig>
-"""
-
-
-def bus(name):
-    directory = os.path.join(HOME, name)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    with open(os.path.join(directory, "bus.conf"), "w") as f:
-        f.write(CONFIG.format(dir=directory))
-    process = start(["dbus-daemon", "--config-file=" + os.path.join(directory, "bus.conf"), "--nofork", "--nopidfile",
-                                "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    address = process.stdout.readline().strip()
-    return process, dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address)
-
-
-def wait_for_service(env):
-    for _ in range(500):
-        if subprocess.run(["/usr/bin/python3", "-c", "import secretstorage,sys; sys.exit(0 if secretstorage.check_service_availability(secretstorage.dbus_init()) else 1)"],
-                          env=env, capture_output=True).returncode == 0:
-            return
-        time.sleep(0.05)
-    sys.exit("the Secret Service did not come up")
-
 
 FILL = """
 import secretstorage, sys
@@ -143,27 +114,6 @@ def paired(name, sides, make, pids=None):
     return statistics.median(ratios)
 
 
-# Every process this script starts, stopped however it ends (a failed run included).
-STARTED = []
-
-
-def start(arguments, **options):
-    process = subprocess.Popen(arguments, **options)
-    STARTED.append(process)
-    return process
-
-
-def stop(processes):
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 def load(n):
     """`n` busy processes (a loaded machine)."""
     return [start(["/usr/bin/python3", "-c", "while True: pass"]) for _ in range(n)]
@@ -236,19 +186,11 @@ def breakdown(sides, pids, count=100):
 
 
 def main():
-    # locket: a keychain of its own, unlocked, its provider on one bus.
-    locket_env = dict(os.environ)
-    subprocess.run([LOCKET, "init", "--password-stdin", "--kdf", "interactive"], input=(PASSWORD + "\n").encode(), check=True)
+    # locket and gnome-keyring-daemon, each unlocked, each on a bus of its own.
     locket_bus, locket_bus_env = bus("locket-bus")
-    provider = start([LOCKET, "secret-service"], env=locket_bus_env, stderr=subprocess.DEVNULL)
-    wait_for_service(locket_bus_env)
-    # gnome-keyring-daemon on another, its login keyring unlocked with the password.
+    provider = locket(locket_bus_env)
     gnome_bus, gnome_env = bus("gnome-bus")
-    gnome = start(["gnome-keyring-daemon", "--unlock", "--components=secrets", "--foreground"], env=gnome_env,
-                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    gnome.stdin.write(PASSWORD.encode())
-    gnome.stdin.close()
-    wait_for_service(gnome_env)
+    gnome = gnome_keyring(gnome_env)
     sides = {"locket": locket_bus_env, "gnome-keyring": gnome_env}
     for side, env in sides.items():
         subprocess.run(["/usr/bin/python3", "-c", FILL, "0", str(ITEMS)], env=env, check=True)
@@ -305,7 +247,4 @@ list(c.search_items({'username': 'user'}))
           % (BIG, BIG, now, peak))
 
 
-try:
-    main()
-finally:
-    stop(reversed(STARTED))
+run(main)
