@@ -74,7 +74,7 @@ extension Provider {
                 out.container(DBusType.array, "{sv}") { _ in }
                 return
             }
-            answer(call.message, response, notBefore: received + Portal.lateSubscriberDelay)
+            portalReply(call.message, response, notBefore: received + Portal.lateSubscriberDelay)
             throw ReplyLater()
         }
         // An app the portal could not name (a process outside any sandbox
@@ -153,16 +153,16 @@ extension Provider {
         for request in waiting {
             portalRequests[request.handle] = nil
             guard !dismissed else {
-                answer(request, .cancelled)
+                portalReply(request, .cancelled)
                 continue
             }
             guard let keychain = try? open(request.collection, request.client) else {
-                answer(request, .other)
+                portalReply(request, .other)
                 continue
             }
             let response = appSecret(request.appID, in: keychain, request.collection, to: request.fd)
             keychain.releaseFile()
-            answer(request, response)
+            portalReply(request, response)
         }
     }
 
@@ -170,22 +170,22 @@ extension Provider {
     /// (the portal then ignores our answer); its prompt goes when nothing else waits for it.
     private func closePortalRequest(_ request: PortalRequest) {
         portalRequests[request.handle] = nil
-        answer(request, .cancelled)
+        portalReply(request, .cancelled)
         if !portalRequests.values.contains(where: { $0.prompt === request.prompt }), prompts[request.prompt.id] === request.prompt {
             complete(request.prompt, dismissed: true)
         }
     }
 
     /// The waiting call's reply: (response, {}).
-    private func answer(_ request: PortalRequest, _ response: Portal.Response) {
+    private func portalReply(_ request: PortalRequest, _ response: Portal.Response) {
         defer { request.release() }
         guard let message = request.message else { return }
-        answer(message, response, notBefore: Portal.subscribesLate(request.handle) ? request.received + Portal.lateSubscriberDelay : 0)
+        portalReply(message, response, notBefore: Portal.subscribesLate(request.handle) ? request.received + Portal.lateSubscriberDelay : 0)
     }
 
     /// The reply (response, {}) to the call `message`, sent at once, or held
     /// until `notBefore` (Portal.now()'s clock) when that is still to come.
-    private func answer(_ message: OpaquePointer, _ response: Portal.Response, notBefore: Double) {
+    private func portalReply(_ message: OpaquePointer, _ response: Portal.Response, notBefore: Double) {
         guard dbus_message_get_no_reply(message) == 0, let reply = dbus_message_new_method_return(message) else { return }
         var out = MessageWriter(reply)
         out.uint32(response.rawValue)
