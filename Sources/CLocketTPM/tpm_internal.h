@@ -1,0 +1,30 @@
+#ifndef LOCKET_TPM_INTERNAL_H
+#define LOCKET_TPM_INTERNAL_H
+
+// What the two C files of CLocketTPM share; not part of the module's interface.
+
+#include "locket_tpm.h"
+
+#include <tss2/tss2_esys.h>
+
+struct locket_tpm {
+    TSS2_TCTI_CONTEXT *tcti;
+    ESYS_CONTEXT *esys;
+    /// The owner hierarchy's storage key, made on first use and kept for the helper's life.
+    ESYS_TR storage_key;
+    /// The HMAC session salted to it, kept likewise.
+    ESYS_TR session;
+};
+
+/// Makes the storage key and the salted session if they are not there yet.
+TSS2_RC locket_tpm_parent(locket_tpm *tpm, int *stage);
+/// Sets the session's attributes for the next command: continue, plus
+/// TPMA_SESSION_DECRYPT / TPMA_SESSION_ENCRYPT where that command's first
+/// parameter in or out is a secret.
+TSS2_RC locket_tpm_session_for(locket_tpm *tpm, TPMA_SESSION encryption);
+/// Esys_TR_SetAuth from a locket_tpm_auth, the copy wiped.
+TSS2_RC locket_tpm_set_auth(locket_tpm *tpm, ESYS_TR object, locket_tpm_auth auth);
+/// Forgets an object's authorization value and flushes it from the TPM.
+void locket_tpm_flush(locket_tpm *tpm, ESYS_TR object);
+
+#endif
