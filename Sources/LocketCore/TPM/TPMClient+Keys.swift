@@ -31,13 +31,14 @@ extension TPMClient {
     /// A new P-256 key made inside the TPM under its storage key. With an
     /// authorization value the TPM demands it for every use and counts wrong
     /// ones toward its lockout; without one the key is exempt from lockout.
-    public func createKey(authorization: TPMAuthorization? = nil, description: String? = nil) throws -> TPMKey {
+    /// Its key file carries no description or policy: tpm2-openssl 1.1
+    /// (Debian's) reads only type, emptyAuth, parent and the two parts.
+    public func createKey(authorization: TPMAuthorization? = nil) throws -> TPMKey {
         var writer = FrameWriter(tpm: .createKey, capacity: 64)
         Self.append(authorization, to: &writer)
         defer { writer.wipe() }
         let (publicArea, privateArea) = try request(writer, "making a key") { reader in try Self.object(&reader, unexpected) }
-        return try TPMKey(TSS2KeyFile(kind: .loadable, emptyAuth: authorization == nil, description: description,
-                                      publicArea: publicArea, privateArea: privateArea))
+        return try TPMKey(TSS2KeyFile(kind: .loadable, emptyAuth: authorization == nil, publicArea: publicArea, privateArea: privateArea))
     }
 
     /// An ECDSA P-256 signature (X9.62 DER, as Apple's) of a SHA-256 `digest`.

@@ -14,6 +14,8 @@ import LocketWire
 /// TPM errSecDecode (reason `.boundToOtherDevice`), a wrong authorization
 /// value errSecAuthFailed, the TPM's lockout errSecAuthFailed (reason
 /// `.tpmLockout`), a TPM that stopped answering errSecIO.
+///
+/// One thread at a time: the helper answers requests in order.
 public final class TPMClient {
     public let location: TPMLocation
     /// How long one request may wait for the TPM before the helper is killed.

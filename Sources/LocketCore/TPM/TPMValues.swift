@@ -127,7 +127,7 @@ public struct TPMKey: Sendable {
         guard let point = area.p256Point else { throw KeychainError(.decode, "the TSS2 key file does not hold a P-256 key") }
         let required: TPMPublicArea.Attributes = [.fixedTPM, .fixedParent, .sign, .userWithAuth]
         guard area.attributes.isSuperset(of: required), !area.attributes.contains(.restricted) else {
-            throw KeychainError(.decode, "the TPM key is not an unrestricted signing key fixed to its TPM")
+            throw KeychainError(.decode, "the TPM key is not one locket uses: an unrestricted signing key fixed to its TPM, used with its password")
         }
         self.file = file
         publicArea = area
