@@ -77,7 +77,7 @@ deps:
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
 	[ -f /usr/include/security/pam_modules.h ] || missing="$$missing libpam0g-dev"; \
-	pkg-config --exists tss2-esys tss2-tctildr tss2-mu tss2-rc 2>/dev/null || missing="$$missing libtss2-dev"; \
+	pkg-config --exists tss2-esys tss2-tctildr tss2-mu tss2-rc tss2-sys 2>/dev/null || missing="$$missing libtss2-dev"; \
 	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev dbus-1:libdbus-1-dev; do \
 		pc=$${pair%%:*}; pkg=$${pair##*:}; \
 		lib=$$(pkg-config --variable=libdir $$pc 2>/dev/null); \

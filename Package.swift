@@ -62,7 +62,8 @@ let package = Package(
         // only, so ESAPI, the TCTI loader and the marshalling are linked into
         // locket-tpm alone (CLocketTPM: the TSS calls, in C), never into `locket`.
         .target(name: "CLocketTPM", linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"),
-                                                     .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc")]),
+                                                     .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
+                                                     .linkedLibrary("tss2-sys")]),
         .executableTarget(name: "locket-tpm", dependencies: ["LocketWire", "CLocketTPM"]),
         // libdbus-1 (its static archive) for the Secret Service provider, and
         // the two libsystemd functions that archive calls (CLocketDBus).

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <tss2/tss2_rc.h>
+#include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
 
 // The TCG's "H-2" template (EK Credential Profile B.4.5, zero-sized unique):
@@ -165,6 +166,26 @@ uint32_t locket_tpm_lockout_status(locket_tpm *tpm, locket_tpm_lockout *out, int
     out->interval = counters[2];
     out->recovery = counters[3];
     return 0;
+}
+
+// Not inlined, so its frame lies where the frames of the calls just made lay.
+__attribute__((noinline)) void locket_tpm_burn_stack(void) {
+    volatile uint8_t area[256 * 1024];
+    explicit_bzero((void *)area, sizeof area);
+    __asm__ __volatile__("" : : "r"(area) : "memory");
+}
+
+void locket_tpm_scrub(locket_tpm *tpm) {
+    // ESAPI decrypts a response's first parameter through a copy on its own
+    // stack and then puts the plaintext back into the SAPI context's buffer,
+    // where it stays until the next response: zero both.
+    TSS2_SYS_CONTEXT *sys = NULL;
+    size_t size = 0;
+    const uint8_t *parameters = NULL;
+    if (Esys_GetSysContext(tpm->esys, &sys) == 0 && sys != NULL && Tss2_Sys_GetRpBuffer(sys, &size, &parameters) == 0 && parameters != NULL) {
+        explicit_bzero((void *)parameters, size);
+    }
+    locket_tpm_burn_stack();
 }
 
 const char *locket_tpm_rc_text(uint32_t rc) { return Tss2_RC_Decode(rc); }

@@ -107,6 +107,7 @@ uint32_t locket_tpm_create_key(locket_tpm *tpm, locket_tpm_auth auth, locket_tpm
                          &creation, &private_area, &public_area, NULL, NULL, NULL);
     }
     locket_tpm_wipe(&sensitive, sizeof sensitive);
+    locket_tpm_scrub(tpm);
     if (rc == 0) rc = store(public_area, private_area, made);
     Esys_Free(public_area);
     Esys_Free(private_area);
@@ -158,6 +159,7 @@ uint32_t locket_tpm_ecdh(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth
     // The shared point is the response's first parameter: encrypted on the way out.
     rc = locket_tpm_session_for(tpm, TPMA_SESSION_ENCRYPT);
     if (rc == 0) rc = Esys_ECDH_ZGen(tpm->esys, handle, tpm->session, ESYS_TR_NONE, ESYS_TR_NONE, &peer, &shared);
+    locket_tpm_scrub(tpm);
     locket_tpm_flush(tpm, handle);
     if (rc != 0) return rc;
     if (shared->point.x.size != LOCKET_TPM_P256_BYTES) rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
@@ -246,6 +248,7 @@ uint32_t locket_tpm_seal(locket_tpm *tpm, const uint8_t *secret, size_t secret_s
                          &creation, &private_area, &public_area, NULL, NULL, NULL);
     }
     locket_tpm_wipe(&sensitive, sizeof sensitive);
+    locket_tpm_scrub(tpm);
     if (rc == 0) rc = store(public_area, private_area, made);
     Esys_Free(public_area);
     Esys_Free(private_area);
@@ -274,6 +277,7 @@ uint32_t locket_tpm_unseal(locket_tpm *tpm, locket_tpm_object sealed, locket_tpm
     if (rc == 0) {
         *stage = LOCKET_TPM_STAGE_USE;
         rc = Esys_Unseal(tpm->esys, handle, session, ESYS_TR_NONE, ESYS_TR_NONE, &data);
+        locket_tpm_scrub(tpm);
     }
     // Without continueSession the TPM ends a policy session that succeeded; one that failed is flushed here.
     if (policy != ESYS_TR_NONE && rc != 0) Esys_FlushContext(tpm->esys, policy);

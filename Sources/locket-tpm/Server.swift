@@ -21,8 +21,12 @@ final class Server {
             try handshake()
             while true {
                 var body = try channel.read(limit: TPMWire.maximumFrame)
-                // The request may hold an authorization value or a secret.
-                defer { body.wipe() }
+                // The request may hold an authorization value or a secret,
+                // and the calls that served it left copies on the stack.
+                defer {
+                    body.wipe()
+                    locket_tpm_burn_stack()
+                }
                 if try !handle(body) { return 0 }
             }
         } catch .endOfStream {

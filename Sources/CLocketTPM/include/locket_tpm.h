@@ -126,5 +126,9 @@ const char *locket_tpm_rc_text(uint32_t rc);
 void locket_tpm_disable_core_dumps(void);
 /// Zeroes `size` bytes in a way the compiler keeps.
 void locket_tpm_wipe(void *bytes, size_t size);
+/// Zeroes the 256 KiB of stack below the caller's frame: what the calls it
+/// made left there (ESAPI decrypts through copies on its stack; Swift and
+/// libcrypto keep temporaries) goes after each request.
+void locket_tpm_burn_stack(void);
 
 #endif

@@ -37,7 +37,7 @@ extension TPMClient {
         var writer = FrameWriter(tpm: .createKey, capacity: 64)
         Self.append(authorization, to: &writer)
         defer { writer.wipe() }
-        let (publicArea, privateArea) = try request(writer, "making a key") { reader in try Self.object(&reader, unexpected) }
+        let (publicArea, privateArea) = try request(writer, "making a key", authorized: authorization != nil) { reader in try Self.object(&reader, unexpected) }
         return try TPMKey(TSS2KeyFile(kind: .loadable, emptyAuth: authorization == nil, publicArea: publicArea, privateArea: privateArea))
     }
 
@@ -50,7 +50,7 @@ extension TPMClient {
         Self.append(authorization, to: &writer)
         writer.field(digest)
         defer { writer.wipe() }
-        return try request(writer, "signing") { reader in
+        return try request(writer, "signing", authorized: authorization != nil) { reader in
             guard reader.kind == TPMWire.Kind.signature.rawValue else { throw unexpected(reader) }
             let r = try reader.field(limit: 32), s = try reader.field(limit: 32)
             return Self.ecdsaSignature(r: r, s: s)
@@ -98,7 +98,7 @@ extension TPMClient {
         writer.field(point[1..<33])
         writer.field(point[33..<65])
         defer { writer.wipe() }
-        return try request(writer, "agreeing a key") { reader in
+        return try request(writer, "agreeing a key", authorized: authorization != nil) { reader in
             guard reader.kind == TPMWire.Kind.secret.rawValue else { throw unexpected(reader) }
             let secret = try reader.withField(limit: 32) { try SecureBytes(copying: $0) }
             guard secret.count == 32 else { throw KeychainError(.io, "locket-tpm answered a shared secret that is not 32 bytes") }

@@ -23,7 +23,7 @@ extension TPMClient {
         Self.append(authorization, to: &writer)
         writer.u32(pcrs.mask)
         defer { writer.wipe() }
-        let (publicArea, privateArea) = try request(writer, "sealing") { reader in try Self.object(&reader, unexpected) }
+        let (publicArea, privateArea) = try request(writer, "sealing", authorized: authorization != nil) { reader in try Self.object(&reader, unexpected) }
         var policy: [TSS2KeyFile.PolicyStep] = []
         if pcrs.mask != 0 {
             policy.append(TSS2KeyFile.PolicyStep(commandCode: Self.policyPCR, commandPolicy: Self.pcrPolicy(pcrs)))
@@ -53,7 +53,7 @@ extension TPMClient {
         Self.append(authorization, to: &writer)
         writer.u32(pcrs.mask)
         defer { writer.wipe() }
-        return try request(writer, "unsealing") { reader in
+        return try request(writer, "unsealing", authorized: authorization != nil) { reader in
             guard reader.kind == TPMWire.Kind.secret.rawValue else { throw unexpected(reader) }
             return try reader.withField(limit: TPMWire.maximumSealed) { try SecureBytes(copying: $0) }
         }

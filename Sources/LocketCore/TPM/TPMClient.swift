@@ -94,16 +94,15 @@ public final class TPMClient {
         }
     }
 
-    /// Sends one request and reads its reply; an error frame becomes its KeychainError.
-    func request(_ writer: FrameWriter, _ operation: String) throws -> FrameReader {
+    /// Sends one request and calls `body` with its reply (an error frame
+    /// becomes its KeychainError), then wipes the reply's frame (it may hold
+    /// a shared secret or an unsealed one). A request that carried an
+    /// authorization value ends the helper: ESAPI keeps the value in its
+    /// session's record (session key and value, the HMAC key) until that
+    /// record is used again, so the process that held it goes with the request.
+    func request<R>(_ writer: FrameWriter, _ operation: String, authorized: Bool = false, _ body: (inout FrameReader) throws -> R) throws -> R {
         _ = try running()
-        return try exchange(writer, operation)
-    }
-
-    /// Calls `body` with the reply to `writer`, then wipes the reply's frame
-    /// (it may hold a shared secret or an unsealed one).
-    func request<R>(_ writer: FrameWriter, _ operation: String, _ body: (inout FrameReader) throws -> R) throws -> R {
-        _ = try running()
+        defer { if authorized { close() } }
         var frame = try receive(after: writer, operation)
         defer { wipe(&frame) }
         return try Self.read(frame, body)

@@ -8,7 +8,7 @@ import XCTest
 final class TPMFailureTests: TPMTestCase {
     func testWithoutATPMTheTokenIsNotAvailableAndSaysWhy() throws {
         // Neither LOCKET_TPM nor the device: nothing is started.
-        let none = expectError(.notAvailable) { try TPMLocation.find(environment: Environment([:]), device: fixture.dir + "/tpmrm0") }
+        let none = assertKeychainError(.notAvailable) { try TPMLocation.find(environment: Environment([:]), device: fixture.dir + "/tpmrm0") }
         XCTAssertEqual(none?.reason, .noTPM)
         XCTAssertTrue(none?.message.contains("does not exist and LOCKET_TPM is not set") == true, "\(none!)")
         // A device path there is found without opening it.
@@ -17,21 +17,21 @@ final class TPMFailureTests: TPMTestCase {
         // LOCKET_TPM wins, and names only the transports of a TPM.
         XCTAssertEqual(try TPMLocation.find(environment: Environment(["LOCKET_TPM": "swtpm:port=1"]), device: "/nonexistent").source, .environment)
         for bad in ["cmd:tpm2-abrmd", "../../tmp/evil:x", "swtpm:port=1\u{7}"] {
-            let refused = expectError(.notAvailable) { try TPMLocation.find(environment: Environment(["LOCKET_TPM": bad])) }
+            let refused = assertKeychainError(.notAvailable) { try TPMLocation.find(environment: Environment(["LOCKET_TPM": bad])) }
             XCTAssertEqual(refused?.reason, .noTPM, bad)
         }
         // LOCKET_TPM naming a port where nothing listens, and a device path that is not there.
         let port = try Loopback.freePort()
         for tcti in ["swtpm:host=127.0.0.1,port=\(port)", "device:\(fixture.dir)/absent"] {
             let client = TPMClient(location: TPMLocation(tcti: tcti, source: .environment), helper: try helperPath(), environment: Environment([:]))
-            let refused = expectError(.notAvailable) { try client.createKey() }
+            let refused = assertKeychainError(.notAvailable) { try client.createKey() }
             XCTAssertEqual(refused?.reason, .noTPM)
             XCTAssertTrue(refused?.message.hasPrefix("no TPM could be used: ") == true, "\(refused!)")
             XCTAssertNil(client.helperProcessID, "the helper of a TPM that isn't there is not kept")
         }
         // The helper missing.
         let missing = TPMClient(location: TPMLocation(tcti: "swtpm:port=1", source: .environment), helper: fixture.dir + "/locket-tpm", environment: Environment([:]))
-        let absent = expectError(.notAvailable) { try missing.probe() }
+        let absent = assertKeychainError(.notAvailable) { try missing.probe() }
         XCTAssertEqual(absent?.reason, .noTPM)
         XCTAssertTrue(absent?.message.contains("locket-tpm is missing") == true, "\(absent!)")
     }
@@ -40,10 +40,10 @@ final class TPMFailureTests: TPMTestCase {
         let mine = try client(try softwareTPM())
         let key = try mine.createKey()
         let theirs = try client(try softwareTPM())
-        let refused = expectError(.decode) { try theirs.sign(Array("x".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
+        let refused = assertKeychainError(.decode) { try theirs.sign(Array("x".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
         XCTAssertEqual(refused?.reason, .boundToOtherDevice)
         XCTAssertTrue(refused?.message.contains("made by another TPM") == true, "\(refused!)")
-        expectError(.decode) { try theirs.decrypt(try key.publicKey.encrypt([1], algorithm: .eciesCofactorVariableIVX963SHA256AESGCM), with: key) }
+        assertKeychainError(.decode) { try theirs.decrypt(try key.publicKey.encrypt([1], algorithm: .eciesCofactorVariableIVX963SHA256AESGCM), with: key) }
         // Its own TPM still signs with it, and the other one with its own keys.
         _ = try mine.sign(Array("x".utf8), algorithm: .ecdsaMessageX962SHA256, with: key)
         _ = try theirs.sign(Array("x".utf8), algorithm: .ecdsaMessageX962SHA256, with: try theirs.createKey())
@@ -59,16 +59,16 @@ final class TPMFailureTests: TPMTestCase {
         let open = try client.createKey()
         let message = Array("m".utf8)
         XCTAssertEqual(try client.lockoutStatus().counter, 0)
-        let wrong = expectError(.authFailed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("wrong")) }
+        let wrong = assertKeychainError(.authFailed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("wrong")) }
         XCTAssertTrue(wrong?.message.contains("1 of 3 failures") == true, "\(wrong!)")
         XCTAssertEqual(try lockoutCounter(tpm, client), 1, "tpm2_getcap sees the TPM's own counter")
         _ = try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("right"))
-        expectError(.interactionNotAllowed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key) }
+        assertKeychainError(.interactionNotAllowed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key) }
         XCTAssertEqual(try lockoutCounter(tpm, client), 1, "a missing password is refused before the TPM")
-        for _ in 0..<2 { expectError(.authFailed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("wrong")) } }
+        for _ in 0..<2 { assertKeychainError(.authFailed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("wrong")) } }
         XCTAssertEqual(try lockoutCounter(tpm, client), 3)
         XCTAssertTrue(try client.lockoutStatus().inLockout)
-        let locked = expectError(.authFailed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("right")) }
+        let locked = assertKeychainError(.authFailed) { try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key, authorization: try password("right")) }
         XCTAssertEqual(locked?.reason, .tpmLockout(seconds: 1000))
         XCTAssertTrue(locked?.message.contains("dictionary-attack lockout") == true, "\(locked!)")
         _ = try client.sign(message, algorithm: .ecdsaMessageX962SHA256, with: open)
@@ -85,12 +85,12 @@ final class TPMFailureTests: TPMTestCase {
         let swtpm = tpm.pid
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { kill(swtpm, SIGKILL) }
         let started = Date()
-        let lost = expectError(.io) { try client.sign(Array("m".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
+        let lost = assertKeychainError(.io) { try client.sign(Array("m".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
         XCTAssertLessThan(Date().timeIntervalSince(started), 10)
         XCTAssertTrue(lost?.message.contains("the TPM stopped answering while signing") == true, "\(lost!)")
         XCTAssertNil(client.helperProcessID)
         XCTAssertTrue(isGone(helper))
-        let after = expectError(.notAvailable) { try client.sign(Array("m".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
+        let after = assertKeychainError(.notAvailable) { try client.sign(Array("m".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
         XCTAssertEqual(after?.reason, .noTPM)
     }
 
@@ -104,7 +104,7 @@ final class TPMFailureTests: TPMTestCase {
         tpm.pause()
         defer { tpm.resume() }
         let started = Date()
-        let silent = expectError(.io) { try client.sign(Array("m".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
+        let silent = assertKeychainError(.io) { try client.sign(Array("m".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
         XCTAssertTrue(silent?.message.contains("did not answer within 1 s while signing") == true, "\(silent!)")
         XCTAssertNil(client.helperProcessID)

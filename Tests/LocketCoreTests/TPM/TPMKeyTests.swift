@@ -42,8 +42,8 @@ final class TPMKeyTests: TPMTestCase {
         // A digest signed as a digest is the same signature scheme.
         let digest = try client.sign(Digest.sha256(message), algorithm: .ecdsaDigestX962SHA256, with: key)
         XCTAssertTrue(try key.publicKey.verify(signature: digest, for: message, algorithm: .ecdsaMessageX962SHA256))
-        expectError(.param) { try client.sign(message, algorithm: .ecdsaMessageX962SHA384, with: key) }
-        expectError(.param) { try client.sign(digest: [1, 2, 3], with: key) }
+        assertKeychainError(.param) { try client.sign(message, algorithm: .ecdsaMessageX962SHA384, with: key) }
+        assertKeychainError(.param) { try client.sign(digest: [1, 2, 3], with: key) }
     }
 
     func testECDHWithAnOpenSSLPeerAgreesTheSameSecret() throws {
@@ -61,7 +61,7 @@ final class TPMKeyTests: TPMTestCase {
         try Tools.must("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", "p384.pem"], in: fixture.dir)
         try Tools.must("openssl", ["pkey", "-in", "p384.pem", "-pubout", "-outform", "DER", "-out", "p384.pub.der"], in: fixture.dir)
         let p384 = try AsymmetricKey(subjectPublicKeyInfo: try read("p384.pub.der"))
-        expectError(.param) { try client.sharedSecret(with: p384, key: key) }
+        assertKeychainError(.param) { try client.sharedSecret(with: p384, key: key) }
     }
 
     /// Apple's ECIES (what SecKeyCreateEncryptedData makes for a Secure
@@ -75,8 +75,8 @@ final class TPMKeyTests: TPMTestCase {
         XCTAssertEqual(try client.decrypt(ciphertext, with: key).withUnsafeBytes { Array($0) }, plaintext)
         var tampered = ciphertext
         tampered[tampered.count - 1] ^= 1
-        expectError(.decode) { try client.decrypt(tampered, with: key) }
-        expectError(.decode) { try client.decrypt(Array(ciphertext[0..<40]), with: key) }
+        assertKeychainError(.decode) { try client.decrypt(tampered, with: key) }
+        assertKeychainError(.decode) { try client.decrypt(Array(ciphertext[0..<40]), with: key) }
     }
 
     /// One helper serves many requests (the agent's case), and many keys.

@@ -16,7 +16,7 @@ final class TPMSealTests: TPMTestCase {
         let kept = try TSS2KeyFile(pem: Array(sealed.pem.utf8))
         XCTAssertEqual(try first.unseal(kept).withUnsafeBytes { Array($0) }, secret)
         let other = try client(try softwareTPM())
-        let refused = expectError(.decode) { try other.unseal(kept) }
+        let refused = assertKeychainError(.decode) { try other.unseal(kept) }
         XCTAssertEqual(refused?.reason, .boundToOtherDevice)
         XCTAssertTrue(refused?.message.contains("another TPM") == true, "\(refused!)")
         // The other TPM works on: nothing was broken by the refusal.
@@ -31,15 +31,15 @@ final class TPMSealTests: TPMTestCase {
         XCTAssertEqual(sealed.policy.map(\.commandCode), [0x17f, 0x16b])
         XCTAssertFalse(sealed.emptyAuth)
         XCTAssertEqual(try client.unseal(sealed, authorization: try password("sesame")).withUnsafeBytes { Array($0) }, secret)
-        expectError(.authFailed) { try client.unseal(sealed, authorization: try password("wrong")) }
-        expectError(.interactionNotAllowed) { try client.unseal(sealed) }
+        assertKeychainError(.authFailed) { try client.unseal(sealed, authorization: try password("wrong")) }
+        assertKeychainError(.interactionNotAllowed) { try client.unseal(sealed) }
         // PCR 16 (the debug PCR) extended: the policy no longer holds.
         client.close()
         try Tools.must("tpm2_pcrextend", ["16:sha256=" + String(repeating: "ab", count: 32)], environment: ["TPM2TOOLS_TCTI": tpm.tcti])
-        let changed = expectError(.authFailed) { try client.unseal(sealed, authorization: try password("sesame")) }
+        let changed = assertKeychainError(.authFailed) { try client.unseal(sealed, authorization: try password("sesame")) }
         XCTAssertTrue(changed?.message.contains("PCR values differ") == true, "\(changed!)")
-        expectError(.param) { try client.seal(try SecureBytes(copying: [UInt8](repeating: 1, count: 129))) }
-        expectError(.param) { try PCRSelection([24]) }
+        assertKeychainError(.param) { try client.seal(try SecureBytes(copying: [UInt8](repeating: 1, count: 129))) }
+        assertKeychainError(.param) { try PCRSelection([24]) }
     }
 
     func testAPolicyLocketCanNotSatisfyIsRefusedBeforeTheTPM() throws {
@@ -52,7 +52,7 @@ final class TPMSealTests: TPMTestCase {
             [.init(commandCode: 0x17f, commandPolicy: [0, 40])],
         ] {
             let forged = TSS2KeyFile(kind: .sealed, emptyAuth: true, policy: policy, publicArea: sealed.publicArea, privateArea: sealed.privateArea)
-            expectError(.decode) { try client.unseal(forged) }
+            assertKeychainError(.decode) { try client.unseal(forged) }
         }
         // The policy as written selects PCRs 7 and 16.
         XCTAssertEqual(Array(sealed.policy[0].commandPolicy.suffix(3)), [0x80, 0x00, 0x01])

@@ -60,21 +60,6 @@ class TPMTestCase: XCTestCase {
         Array(try Data(contentsOf: URL(fileURLWithPath: fixture.dir + "/" + name)))
     }
 
-    /// The error `body` throws, which must be a KeychainError of `code`.
-    @discardableResult
-    func expectError(_ code: KeychainError.Code, _ body: () throws -> some Any, file: StaticString = #filePath, line: UInt = #line) -> KeychainError? {
-        do {
-            _ = try body()
-            XCTFail("no error; expected \(code.name)", file: file, line: line)
-        } catch let error as KeychainError {
-            XCTAssertEqual(error.code, code, "\(error)", file: file, line: line)
-            return error
-        } catch {
-            XCTFail("\(error)", file: file, line: line)
-        }
-        return nil
-    }
-
     /// Whether process `pid` is gone (reaped: kill(2) finds no such process).
     func isGone(_ pid: pid_t) -> Bool { kill(pid, 0) != 0 && errno == ESRCH }
 }

@@ -53,7 +53,7 @@ final class TSS2KeyFileTests: XCTestCase {
         // A persistent parent (0x81000001) needs a leading zero to stay positive.
         let persistent = TSS2KeyFile(kind: .loadable, emptyAuth: true, parent: 0x8100_0001, publicArea: Self.keyPublicArea(), privateArea: Self.privateArea)
         XCTAssertEqual(try TSS2KeyFile(der: persistent.der).parent, 0x8100_0001)
-        XCTAssertTrue(persistent.der.windowsContain([0x02, 0x05, 0x00, 0x81, 0x00, 0x00, 0x01]))
+        XCTAssertTrue(persistent.der.contains([0x02, 0x05, 0x00, 0x81, 0x00, 0x00, 0x01]))
     }
 
     func testTheKeyReadsItsPublicKeyWithoutATPM() throws {
@@ -169,11 +169,4 @@ final class TSS2KeyFileTests: XCTestCase {
     }
 
     private func lengthBytes(_ count: Int) -> [UInt8] { count < 0x80 ? [UInt8(count)] : [0x81, UInt8(count)] }
-}
-
-extension Array where Element == UInt8 {
-    func windowsContain(_ needle: [UInt8]) -> Bool {
-        guard needle.count <= count else { return false }
-        return (0...(count - needle.count)).contains { Array(self[$0..<$0 + needle.count]) == needle }
-    }
 }
