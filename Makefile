@@ -288,6 +288,7 @@ bench: build
 	bench/secret-service
 	bench/session
 	bench/secitem
+	bench/tpm
 
 clean:
 	rm -rf .build
