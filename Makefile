@@ -115,9 +115,10 @@ deps:
 # (python3-pypamtest: pam_setcred, which pamtester can't call), useradd
 # (passwd) for a real test user, python3-dbusmock (logind on a private system
 # bus), gnome-keyring (its service file is the one a disabled switch leaves).
-# Keys in a TPM (issue 39): swtpm and swtpm-tools (a TPM 2.0 on loopback per
-# test), tpm2-tools (tpm2_getcap reads the lockout counter, tpm2_pcrextend),
-# tpm2-openssl (the TPM tools' reading of the key files locket keeps).
+# Keys in a TPM (issue 39): swtpm (a TPM 2.0 on loopback per test class; the
+# tests need none of swtpm-tools' provisioning), tpm2-tools (tpm2_getcap reads
+# the lockout counter, tpm2_pcrextend), tpm2-openssl (the TPM tools' reading of
+# the key files locket keeps).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -129,7 +130,7 @@ test-deps:
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
-		swtpm:swtpm swtpm_setup:swtpm-tools tpm2_getcap:tpm2-tools; do \
+		swtpm:swtpm tpm2_getcap:tpm2-tools; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -213,6 +214,9 @@ SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # The suites that also run against a remote keychain (SPEC §17), run a second
 # time with LOCKET_TEST_BACKEND=remote: those whose class sets `alsoRemote`.
 REMOTE_CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
+# Suites run a class per process: their tests share one fixture a class
+# (the TPM suites: one swtpm a class, started by the first test that needs it).
+BY_CLASS = ^LocketCoreTests\.(TPM|TSS2KeyFile)
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.
 NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.
@@ -234,7 +238,7 @@ test: deps test-deps
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
 		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
-		--skip '$(SOAK_ONLY)' \
+		--skip '$(SOAK_ONLY)' --by-class '$(BY_CLASS)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
 	status=$$?; wait $$release; exit $$status

@@ -19,10 +19,10 @@ public final class SoftwareTPM {
     public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
     public var pid: pid_t { process.pid }
 
-    /// Debian's swtpm (`make test-deps` installs swtpm and swtpm-tools); a skip where it is missing.
+    /// Debian's swtpm (`make test-deps` installs it); a skip where it is missing.
     public static func executable() throws -> String {
         guard let path = executableOnPath("swtpm") else {
-            throw TestUnavailable("swtpm is not installed (Debian packages swtpm and swtpm-tools; make test-deps installs them)")
+            throw TestUnavailable("swtpm is not installed (Debian package swtpm; make test-deps installs it)")
         }
         return path
     }

@@ -37,9 +37,9 @@ final class TPMFailureTests: TPMTestCase {
     }
 
     func testAKeyFromAnotherTPMIsRefusedByName() throws {
-        let mine = try client(try softwareTPM())
+        let mine = try client(try sharedTPM())
         let key = try mine.createKey()
-        let theirs = try client(try softwareTPM())
+        let theirs = try client(try sharedTPM(1))
         let refused = assertKeychainError(.decode) { try theirs.sign(Array("x".utf8), algorithm: .ecdsaMessageX962SHA256, with: key) }
         XCTAssertEqual(refused?.reason, .boundToOtherDevice)
         XCTAssertTrue(refused?.message.contains("made by another TPM") == true, "\(refused!)")
@@ -116,7 +116,7 @@ final class TPMFailureTests: TPMTestCase {
     /// starts again on the next request).
     func lockoutCounter(_ tpm: SoftwareTPM, _ client: TPMClient) throws -> Int {
         client.close()
-        let listing = try Tools.must("tpm2_getcap", ["properties-variable"], environment: ["TPM2TOOLS_TCTI": tpm.tcti]).text
+        let listing = try tpm2Tool("tpm2_getcap", ["properties-variable"], on: tpm).text
         guard let line = listing.split(separator: "\n").first(where: { $0.hasPrefix("TPM2_PT_LOCKOUT_COUNTER:") }),
               let value = Int(line.split(separator: "x").last ?? "", radix: 16) else {
             throw UnexpectedOutput("no TPM2_PT_LOCKOUT_COUNTER in tpm2_getcap's listing: \(listing)")

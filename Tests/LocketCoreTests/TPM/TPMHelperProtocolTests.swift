@@ -156,7 +156,7 @@ final class TPMHelperProtocolTests: TPMTestCase {
             XCTAssertEqual(failure, .unavailable, tcti)
             XCTAssertFalse(message.contains("\u{1b}"), message)
         }
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         var open = FrameWriter(tpm: .open)
         open.string(tpm.tcti)
         try helper.send(open)
@@ -169,7 +169,7 @@ final class TPMHelperProtocolTests: TPMTestCase {
     /// bad request, the helper answers the next request, and prints nothing
     /// of the secrets it handled.
     func testHostileBlobsAreRefusedAndNothingIsPrinted() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let helper = try raw()
         try helper.handshake()
         var open = FrameWriter(tpm: .open)

@@ -7,7 +7,7 @@ import XCTest
 /// same secret, the Security module's ECIES opens through the TPM.
 final class TPMKeyTests: TPMTestCase {
     func testNothingStartsBeforeTheFirstRequest() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let client = try client(tpm)
         XCTAssertNil(client.helperProcessID)
         let info = try client.probe()
@@ -24,7 +24,7 @@ final class TPMKeyTests: TPMTestCase {
     }
 
     func testAKeyMadeInTheTPMSignsWhatOpenSSLVerifies() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let client = try client(tpm)
         let key = try client.createKey()
         XCTAssertEqual(key.file.kind, .loadable)
@@ -47,7 +47,7 @@ final class TPMKeyTests: TPMTestCase {
     }
 
     func testECDHWithAnOpenSSLPeerAgreesTheSameSecret() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let client = try client(tpm)
         let key = try client.createKey()
         try Tools.must("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "peer.pem"], in: fixture.dir)
@@ -67,7 +67,7 @@ final class TPMKeyTests: TPMTestCase {
     /// Apple's ECIES (what SecKeyCreateEncryptedData makes for a Secure
     /// Enclave key's public key) decrypted with the ECDH in the TPM.
     func testECIESEncryptedToTheKeyDecryptsThroughTheTPM() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let client = try client(tpm)
         let key = try client.createKey()
         let plaintext = Array("a secret for the enclave".utf8)
@@ -81,7 +81,7 @@ final class TPMKeyTests: TPMTestCase {
 
     /// One helper serves many requests (the agent's case), and many keys.
     func testOneHelperServesManyKeysAndRequests() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let client = try client(tpm)
         let keys = try (0..<3).map { _ in try client.createKey() }
         let pid = client.helperProcessID
@@ -98,7 +98,7 @@ final class TPMKeyTests: TPMTestCase {
         // session (swtpm has no resource manager to flush them).
         client.close()
         for kind in ["handles-transient", "handles-loaded-session"] {
-            let handles = try Tools.must("tpm2_getcap", [kind], environment: ["TPM2TOOLS_TCTI": tpm.tcti])
+            let handles = try tpm2Tool("tpm2_getcap", [kind], on: tpm)
             XCTAssertEqual(handles.text, "", kind)
         }
     }

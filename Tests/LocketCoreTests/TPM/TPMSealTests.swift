@@ -8,14 +8,14 @@ final class TPMSealTests: TPMTestCase {
     let secret = Array("a device secret of thirty-two by".utf8)
 
     func testASealedSecretOpensOnItsTPMAndNoOther() throws {
-        let first = try client(try softwareTPM())
+        let first = try client(try sharedTPM())
         let sealed = try first.seal(try SecureBytes(copying: secret))
         XCTAssertEqual(sealed.kind, .sealed)
         XCTAssertTrue(sealed.policy.isEmpty)
         // It goes through its PEM, as a keychain keeps it.
         let kept = try TSS2KeyFile(pem: Array(sealed.pem.utf8))
         XCTAssertEqual(try first.unseal(kept).withUnsafeBytes { Array($0) }, secret)
-        let other = try client(try softwareTPM())
+        let other = try client(try sharedTPM(1))
         let refused = assertKeychainError(.decode) { try other.unseal(kept) }
         XCTAssertEqual(refused?.reason, .boundToOtherDevice)
         XCTAssertTrue(refused?.message.contains("another TPM") == true, "\(refused!)")
@@ -24,7 +24,7 @@ final class TPMSealTests: TPMTestCase {
     }
 
     func testAnAuthorizationValueAndPCRsBindItFurther() throws {
-        let tpm = try softwareTPM()
+        let tpm = try sharedTPM()
         let client = try client(tpm)
         let pcrs = try PCRSelection([16])
         let sealed = try client.seal(try SecureBytes(copying: secret), authorization: try password("sesame"), pcrs: pcrs)
@@ -35,7 +35,7 @@ final class TPMSealTests: TPMTestCase {
         assertKeychainError(.interactionNotAllowed) { try client.unseal(sealed) }
         // PCR 16 (the debug PCR) extended: the policy no longer holds.
         client.close()
-        try Tools.must("tpm2_pcrextend", ["16:sha256=" + String(repeating: "ab", count: 32)], environment: ["TPM2TOOLS_TCTI": tpm.tcti])
+        try tpm2Tool("tpm2_pcrextend", ["16:sha256=" + String(repeating: "ab", count: 32)], on: tpm)
         let changed = assertKeychainError(.authFailed) { try client.unseal(sealed, authorization: try password("sesame")) }
         XCTAssertTrue(changed?.message.contains("PCR values differ") == true, "\(changed!)")
         assertKeychainError(.param) { try client.seal(try SecureBytes(copying: [UInt8](repeating: 1, count: 129))) }
@@ -43,7 +43,7 @@ final class TPMSealTests: TPMTestCase {
     }
 
     func testAPolicyLocketCanNotSatisfyIsRefusedBeforeTheTPM() throws {
-        let client = try client(try softwareTPM())
+        let client = try client(try sharedTPM())
         let sealed = try client.seal(try SecureBytes(copying: secret), pcrs: try PCRSelection([7, 16]))
         for policy: [TSS2KeyFile.PolicyStep] in [
             [.init(commandCode: 0x16a /* PolicySigned */, commandPolicy: [])],
