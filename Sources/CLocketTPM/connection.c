@@ -62,22 +62,23 @@ void locket_tpm_close(locket_tpm *tpm) {
     free(tpm);
 }
 
-TSS2_RC locket_tpm_parent(locket_tpm *tpm, int *stage) {
-    if (tpm->storage_key != ESYS_TR_NONE && tpm->session != ESYS_TR_NONE) return 0;
+TSS2_RC locket_tpm_storage_key(locket_tpm *tpm, int *stage) {
+    if (tpm->storage_key != ESYS_TR_NONE) return 0;
     *stage = LOCKET_TPM_STAGE_PARENT;
-    TSS2_RC rc = 0;
-    if (tpm->storage_key == ESYS_TR_NONE) {
-        const TPM2B_SENSITIVE_CREATE sensitive = { .size = 0 };
-        const TPM2B_DATA outside = { .size = 0 };
-        const TPML_PCR_SELECTION creation = { .count = 0 };
-        // Nothing secret goes with it (the owner hierarchy's empty authorization), so a password session.
-        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive,
-                                &storage_key_template, &outside, &creation, &tpm->storage_key, NULL, NULL, NULL, NULL);
-        if (rc != 0) {
-            tpm->storage_key = ESYS_TR_NONE;
-            return rc;
-        }
-    }
+    const TPM2B_SENSITIVE_CREATE sensitive = { .size = 0 };
+    const TPM2B_DATA outside = { .size = 0 };
+    const TPML_PCR_SELECTION creation = { .count = 0 };
+    // Nothing secret goes with it (the owner hierarchy's empty authorization), so a password session.
+    TSS2_RC rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive,
+                                    &storage_key_template, &outside, &creation, &tpm->storage_key, NULL, NULL, NULL, NULL);
+    if (rc != 0) tpm->storage_key = ESYS_TR_NONE;
+    return rc;
+}
+
+TSS2_RC locket_tpm_parent(locket_tpm *tpm, int *stage) {
+    TSS2_RC rc = locket_tpm_storage_key(tpm, stage);
+    if (rc != 0 || tpm->session != ESYS_TR_NONE) return rc;
+    *stage = LOCKET_TPM_STAGE_PARENT;
     // Salted to the storage key: the session key is unknown to anyone on the
     // bus, so the HMACs hide the authorization values and AES-128-CFB
     // parameter encryption hides secrets going in and out.

@@ -61,19 +61,29 @@ static TSS2_RC parse(locket_tpm_object object, TPMI_ALG_PUBLIC type, TPM2B_PUBLI
     return 0;
 }
 
-/// Checks and loads `object` under the storage key; `*handle` to flush after use.
-static TSS2_RC load(locket_tpm *tpm, locket_tpm_object object, TPMI_ALG_PUBLIC type, locket_tpm_auth auth, ESYS_TR *handle, int *stage) {
+/// Checks and loads `object` under the storage key; `*handle` to flush after
+/// use. With `session`, the salted session is made if it is not there yet
+/// and Load goes through it; without, Load and whatever follows go with the
+/// empty password (`ESYS_TR_PASSWORD`): nothing secret passes (the private
+/// part is encrypted to the storage key), and tpm2-tss 3.2 pays about a
+/// millisecond of CPU for each hash an HMAC session computes (it makes a new
+/// OpenSSL library context every time), some ten for a signature.
+static TSS2_RC load(locket_tpm *tpm, locket_tpm_object object, TPMI_ALG_PUBLIC type, locket_tpm_auth auth, int session, ESYS_TR *handle,
+                    int *stage) {
     *handle = ESYS_TR_NONE;
     TPM2B_PUBLIC public_area;
     TPM2B_PRIVATE private_area;
     *stage = LOCKET_TPM_STAGE_INPUT;
     TSS2_RC rc = parse(object, type, &public_area, &private_area);
     if (rc != 0) return rc;
-    rc = locket_tpm_parent(tpm, stage);
+    rc = session ? locket_tpm_parent(tpm, stage) : locket_tpm_storage_key(tpm, stage);
     if (rc != 0) return rc;
     *stage = LOCKET_TPM_STAGE_LOAD;
-    rc = locket_tpm_session_for(tpm, 0);
-    if (rc == 0) rc = Esys_Load(tpm->esys, tpm->storage_key, tpm->session, ESYS_TR_NONE, ESYS_TR_NONE, &private_area, &public_area, handle);
+    if (session) rc = locket_tpm_session_for(tpm, 0);
+    if (rc == 0) {
+        rc = Esys_Load(tpm->esys, tpm->storage_key, session ? tpm->session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private_area,
+                       &public_area, handle);
+    }
     if (rc != 0) {
         *handle = ESYS_TR_NONE;
         return rc;
@@ -116,8 +126,13 @@ uint32_t locket_tpm_create_key(locket_tpm *tpm, locket_tpm_auth auth, locket_tpm
 
 uint32_t locket_tpm_sign(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth auth, const uint8_t *digest,
                          uint8_t *r, size_t *r_size, uint8_t *s, size_t *s_size, int *stage) {
+    // Neither the digest nor the signature is secret: only an authorization
+    // value needs the HMAC session (it must never cross the bus). locket
+    // checks every signature against the key's public key, which catches a
+    // digest or signature changed on the way.
+    const int session = auth.size > 0;
     ESYS_TR handle;
-    TSS2_RC rc = load(tpm, key, TPM2_ALG_ECC, auth, &handle, stage);
+    TSS2_RC rc = load(tpm, key, TPM2_ALG_ECC, auth, session, &handle, stage);
     if (rc != 0) return rc;
     *stage = LOCKET_TPM_STAGE_USE;
     TPM2B_DIGEST hashed = { .size = LOCKET_TPM_P256_BYTES };
@@ -126,8 +141,11 @@ uint32_t locket_tpm_sign(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth
     // An unrestricted key signs any digest: the null ticket.
     const TPMT_TK_HASHCHECK validation = { .tag = TPM2_ST_HASHCHECK, .hierarchy = TPM2_RH_NULL, .digest.size = 0 };
     TPMT_SIGNATURE *signature = NULL;
-    rc = locket_tpm_session_for(tpm, 0);
-    if (rc == 0) rc = Esys_Sign(tpm->esys, handle, tpm->session, ESYS_TR_NONE, ESYS_TR_NONE, &hashed, &scheme, &validation, &signature);
+    if (session) rc = locket_tpm_session_for(tpm, 0);
+    if (rc == 0) {
+        rc = Esys_Sign(tpm->esys, handle, session ? tpm->session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &hashed, &scheme,
+                       &validation, &signature);
+    }
     locket_tpm_flush(tpm, handle);
     if (rc != 0) return rc;
     const TPMS_SIGNATURE_ECDSA *ecdsa = &signature->signature.ecdsa;
@@ -147,7 +165,7 @@ uint32_t locket_tpm_sign(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth
 uint32_t locket_tpm_ecdh(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth auth, const uint8_t *x, const uint8_t *y,
                          uint8_t *z, size_t *z_size, int *stage) {
     ESYS_TR handle;
-    TSS2_RC rc = load(tpm, key, TPM2_ALG_ECC, auth, &handle, stage);
+    TSS2_RC rc = load(tpm, key, TPM2_ALG_ECC, auth, 1, &handle, stage);
     if (rc != 0) return rc;
     *stage = LOCKET_TPM_STAGE_USE;
     TPM2B_ECC_POINT peer = { .size = 0 };
@@ -260,7 +278,7 @@ uint32_t locket_tpm_unseal(locket_tpm *tpm, locket_tpm_object sealed, locket_tpm
     *stage = LOCKET_TPM_STAGE_INPUT;
     if ((pcr_mask >> LOCKET_TPM_PCR_COUNT) != 0) return TSS2_ESYS_RC_BAD_VALUE;
     ESYS_TR handle;
-    TSS2_RC rc = load(tpm, sealed, TPM2_ALG_KEYEDHASH, auth, &handle, stage);
+    TSS2_RC rc = load(tpm, sealed, TPM2_ALG_KEYEDHASH, auth, 1, &handle, stage);
     if (rc != 0) return rc;
     ESYS_TR session = tpm->session;
     ESYS_TR policy = ESYS_TR_NONE;

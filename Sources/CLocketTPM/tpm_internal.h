@@ -12,10 +12,13 @@ struct locket_tpm {
     ESYS_CONTEXT *esys;
     /// The owner hierarchy's storage key, made on first use and kept for the helper's life.
     ESYS_TR storage_key;
-    /// The HMAC session salted to it, kept likewise.
+    /// The HMAC session salted to it, made by the first request that carries
+    /// a secret in or out, and kept likewise.
     ESYS_TR session;
 };
 
+/// Makes the storage key if it is not there yet.
+TSS2_RC locket_tpm_storage_key(locket_tpm *tpm, int *stage);
 /// Makes the storage key and the salted session if they are not there yet.
 TSS2_RC locket_tpm_parent(locket_tpm *tpm, int *stage);
 /// Sets the session's attributes for the next command: continue, plus

@@ -50,11 +50,18 @@ extension TPMClient {
         Self.append(authorization, to: &writer)
         writer.field(digest)
         defer { writer.wipe() }
-        return try request(writer, "signing", authorized: authorization != nil) { reader in
+        let signature = try request(writer, "signing", authorized: authorization != nil) { reader in
             guard reader.kind == TPMWire.Kind.signature.rawValue else { throw unexpected(reader) }
             let r = try reader.field(limit: 32), s = try reader.field(limit: 32)
             return Self.ecdsaSignature(r: r, s: s)
         }
+        // A key without an authorization value signs outside the HMAC
+        // session (nothing secret passes): checking the signature here
+        // catches a digest or a signature changed on the bus, and a faulty TPM.
+        guard (try? key.publicKey.verify(signature: signature, for: digest, algorithm: .ecdsaDigestX962SHA256)) == true else {
+            throw KeychainError(.io, "the TPM's signature does not verify with the key's public key (\(location.tcti)): the TPM or its connection is faulty")
+        }
+        return signature
     }
 
     /// Signs `data` with `algorithm`: `ecdsa-message-x962-sha256` (the

@@ -111,6 +111,90 @@ final class TPMFailureTests: TPMTestCase {
         XCTAssertTrue(isGone(helper))
     }
 
+    /// A key without an application password signs outside the HMAC
+    /// session: a digest changed between the helper and the TPM (a proxy on
+    /// the swtpm's socket flips a byte of TPM2_Sign's digest) gets a
+    /// signature of something else, which locket refuses instead of handing on.
+    func testASignatureOfAnotherDigestIsRefused() throws {
+        let tpm = try sharedTPM()
+        let python = try XCTUnwrap(Tools.find("python3"), "python3 runs the proxy (make test-deps installs it)")
+        let proxy = try BackgroundProcess(python, ["-c", Self.tamperingProxy, String(tpm.port)], environment: ["PATH": "/usr/bin:/bin"])
+        defer { proxy.terminate() }
+        while proxy.out.isEmpty && !proxy.hasExited && proxy.elapsed < 10 { proxy.pump(0.05) }
+        let port = try XCTUnwrap(Int(proxy.out.trimmingCharacters(in: .whitespacesAndNewlines)), "the proxy's port: \(proxy.err)")
+        let direct = try client(tpm)
+        let key = try direct.createKey()
+        let message = Array("signed through a tampering proxy".utf8)
+        XCTAssertTrue(try key.publicKey.verify(signature: try direct.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key),
+                                               for: message, algorithm: .ecdsaMessageX962SHA256))
+        direct.close()
+        let tampered = TPMClient(location: TPMLocation(tcti: "swtpm:host=127.0.0.1,port=\(port)", source: .environment), helper: try helperPath(),
+                                 timeout: 20, environment: Environment([:]))
+        defer { tampered.close() }
+        let refused = assertKeychainError(.io) { try tampered.sign(message, algorithm: .ecdsaMessageX962SHA256, with: key) }
+        XCTAssertTrue(refused?.message.contains("does not verify with the key's public key") == true, "\(String(describing: refused))")
+        proxy.pump(0.1)
+        XCTAssertTrue(proxy.err.contains("flipped"), "the proxy changed a TPM2_Sign: \(proxy.err)")
+    }
+
+    /// Relays swtpm's two ports (command, control) from two adjacent free
+    /// ones it prints, flipping the first byte of every TPM2_Sign's digest.
+    static let tamperingProxy = #"""
+    import socket, struct, sys, threading
+    upstream = int(sys.argv[1])
+    def listen_pair():
+        while True:
+            first = socket.socket(); first.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            first.bind(("127.0.0.1", 0)); port = first.getsockname()[1]
+            second = socket.socket(); second.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                second.bind(("127.0.0.1", port + 1))
+                return port, first, second
+            except OSError:
+                first.close(); second.close()
+    def pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+    def commands(client, server):
+        def exactly(n):
+            data = b""
+            while len(data) < n:
+                chunk = client.recv(n - len(data))
+                if not chunk: raise OSError("closed")
+                data += chunk
+            return data
+        try:
+            while True:
+                header = exactly(10)
+                size, code = struct.unpack(">II", header[2:10])
+                command = bytearray(header + exactly(size - 10))
+                if code == 0x15D:  # TPM2_Sign: handle, authorization area, TPM2B_DIGEST
+                    auth = struct.unpack(">I", command[14:18])[0]
+                    command[18 + auth + 2] ^= 0xff
+                    print("flipped", file=sys.stderr, flush=True)
+                server.sendall(command)
+        except OSError:
+            pass
+        pump(client, server)
+    def serve(listener, port, tamper):
+        listener.listen(4)
+        while True:
+            client, _ = listener.accept()
+            server = socket.create_connection(("127.0.0.1", port))
+            threading.Thread(target=pump, args=(server, client), daemon=True).start()
+            threading.Thread(target=commands if tamper else pump, args=(client, server), daemon=True).start()
+    port, data, control = listen_pair()
+    threading.Thread(target=serve, args=(control, upstream + 1, False), daemon=True).start()
+    print(port, flush=True)
+    serve(data, upstream, True)
+    """#
+
     /// TPM2_PT_LOCKOUT_COUNTER as tpm2-tools reads it. swtpm serves one
     /// connection at a time: the client lets go of it first (its helper
     /// starts again on the next request).
