@@ -102,13 +102,17 @@ TSS2_RC locket_tpm_set_auth(locket_tpm *tpm, ESYS_TR object, locket_tpm_auth aut
     return rc;
 }
 
-void locket_tpm_flush(locket_tpm *tpm, ESYS_TR object) {
+void locket_tpm_flush(locket_tpm *tpm, ESYS_TR object, int had_auth) {
     if (object == ESYS_TR_NONE) return;
     // ESAPI keeps the object's authorization value in its own record and
-    // frees it unwiped: overwrite the whole buffer first.
-    TPM2B_AUTH zeros = { .size = sizeof zeros.buffer };
-    memset(zeros.buffer, 0, sizeof zeros.buffer);
-    (void)Esys_TR_SetAuth(tpm->esys, object, &zeros);
+    // frees it unwiped: overwrite the whole buffer first. (Not for an object
+    // that had none: ESAPI hashes a value this long, and tpm2-tss 3.2 pays a
+    // new OpenSSL library context, about a millisecond, for every hash.)
+    if (had_auth) {
+        TPM2B_AUTH zeros = { .size = sizeof zeros.buffer };
+        memset(zeros.buffer, 0, sizeof zeros.buffer);
+        (void)Esys_TR_SetAuth(tpm->esys, object, &zeros);
+    }
     (void)Esys_FlushContext(tpm->esys, object);
 }
 

@@ -88,9 +88,10 @@ static TSS2_RC load(locket_tpm *tpm, locket_tpm_object object, TPMI_ALG_PUBLIC t
         *handle = ESYS_TR_NONE;
         return rc;
     }
-    rc = locket_tpm_set_auth(tpm, *handle, auth);
+    // A loaded object's authorization value is empty until set.
+    if (auth.size > 0) rc = locket_tpm_set_auth(tpm, *handle, auth);
     if (rc != 0) {
-        locket_tpm_flush(tpm, *handle);
+        locket_tpm_flush(tpm, *handle, 1);
         *handle = ESYS_TR_NONE;
     }
     return rc;
@@ -146,7 +147,7 @@ uint32_t locket_tpm_sign(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth
         rc = Esys_Sign(tpm->esys, handle, session ? tpm->session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &hashed, &scheme,
                        &validation, &signature);
     }
-    locket_tpm_flush(tpm, handle);
+    locket_tpm_flush(tpm, handle, auth.size > 0);
     if (rc != 0) return rc;
     const TPMS_SIGNATURE_ECDSA *ecdsa = &signature->signature.ecdsa;
     if (signature->sigAlg != TPM2_ALG_ECDSA || ecdsa->signatureR.size > LOCKET_TPM_P256_BYTES
@@ -178,7 +179,7 @@ uint32_t locket_tpm_ecdh(locket_tpm *tpm, locket_tpm_object key, locket_tpm_auth
     rc = locket_tpm_session_for(tpm, TPMA_SESSION_ENCRYPT);
     if (rc == 0) rc = Esys_ECDH_ZGen(tpm->esys, handle, tpm->session, ESYS_TR_NONE, ESYS_TR_NONE, &peer, &shared);
     locket_tpm_scrub(tpm);
-    locket_tpm_flush(tpm, handle);
+    locket_tpm_flush(tpm, handle, auth.size > 0);
     if (rc != 0) return rc;
     if (shared->point.x.size != LOCKET_TPM_P256_BYTES) rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
     else {
@@ -299,7 +300,7 @@ uint32_t locket_tpm_unseal(locket_tpm *tpm, locket_tpm_object sealed, locket_tpm
     }
     // Without continueSession the TPM ends a policy session that succeeded; one that failed is flushed here.
     if (policy != ESYS_TR_NONE && rc != 0) Esys_FlushContext(tpm->esys, policy);
-    locket_tpm_flush(tpm, handle);
+    locket_tpm_flush(tpm, handle, auth.size > 0);
     if (rc != 0) return rc;
     if (data->size == 0 || data->size > LOCKET_TPM_SEAL_MAX) rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
     else {

@@ -27,8 +27,8 @@ TSS2_RC locket_tpm_parent(locket_tpm *tpm, int *stage);
 TSS2_RC locket_tpm_session_for(locket_tpm *tpm, TPMA_SESSION encryption);
 /// Esys_TR_SetAuth from a locket_tpm_auth, the copy wiped.
 TSS2_RC locket_tpm_set_auth(locket_tpm *tpm, ESYS_TR object, locket_tpm_auth auth);
-/// Forgets an object's authorization value and flushes it from the TPM.
-void locket_tpm_flush(locket_tpm *tpm, ESYS_TR object);
+/// Forgets an object's authorization value (if it had one) and flushes it from the TPM.
+void locket_tpm_flush(locket_tpm *tpm, ESYS_TR object, int had_auth);
 /// Zeroes what ESAPI left of the last response's parameters (a shared or
 /// unsealed secret, decrypted) in its buffer and on the stack.
 void locket_tpm_scrub(locket_tpm *tpm);
