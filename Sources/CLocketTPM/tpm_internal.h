@@ -1,7 +1,7 @@
 #ifndef LOCKET_TPM_INTERNAL_H
 #define LOCKET_TPM_INTERNAL_H
 
-// What the two C files of CLocketTPM share; not part of the module's interface.
+// What the C files of CLocketTPM share; not part of the module's interface.
 
 #include "locket_tpm.h"
 
@@ -29,6 +29,12 @@ TSS2_RC locket_tpm_session_for(locket_tpm *tpm, TPMA_SESSION encryption);
 TSS2_RC locket_tpm_set_auth(locket_tpm *tpm, ESYS_TR object, locket_tpm_auth auth);
 /// Forgets an object's authorization value (if it had one) and flushes it from the TPM.
 void locket_tpm_flush(locket_tpm *tpm, ESYS_TR object, int had_auth);
+/// Marshals a new object's public and private parts into `made`.
+TSS2_RC locket_tpm_store(const TPM2B_PUBLIC *public_area, const TPM2B_PRIVATE *private_area, locket_tpm_made *made);
+/// Checks `object` (of `type`) and loads it under the storage key, through
+/// the salted session or not (objects.c says when); `*handle` to flush.
+TSS2_RC locket_tpm_load(locket_tpm *tpm, locket_tpm_object object, TPMI_ALG_PUBLIC type, locket_tpm_auth auth, int session, ESYS_TR *handle,
+                        int *stage);
 /// Zeroes what ESAPI left of the last response's parameters (a shared or
 /// unsealed secret, decrypted) in its buffer and on the stack.
 void locket_tpm_scrub(locket_tpm *tpm);
