@@ -61,14 +61,54 @@ def chromium(side, env, profile, url):
     return elapsed
 
 
+def cpu_ns(pid):
+    """CPU time of every thread of `pid` so far, in ns (schedstat)."""
+    total = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+            total += int(f.read().split()[0])
+    return total
+
+
+def watched(env, provider, start):
+    """Runs `start` with dbus-monitor on env's bus: (calls to org.freedesktop.secrets,
+    the sum of their waits for a reply in seconds, the provider's CPU in ns)."""
+    log = os.path.join(HOME, "monitor.log")
+    with open(log, "w") as out:
+        monitor = subprocess.Popen(["dbus-monitor", "--address", env["DBUS_SESSION_BUS_ADDRESS"]], stdout=out, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        before = cpu_ns(provider)
+        start()
+        time.sleep(0.3)
+        cpu = cpu_ns(provider) - before
+        monitor.terminate()
+        monitor.wait()
+    owner = None
+    asked, waits, names = {}, [], {}
+    with open(log) as f:
+        for line in f:
+            fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+            if line.startswith("method call") and fields.get("destination") == "org.freedesktop.secrets":
+                asked[(fields["sender"], fields["serial"])] = float(fields["time"])
+                names[(fields["sender"], fields["serial"])] = fields.get("member")
+            elif line.startswith(("method return", "error")) and "reply_serial" in fields:
+                key = (fields.get("destination"), fields["reply_serial"])
+                if key in asked and (owner is None or fields.get("sender") == owner):
+                    owner = fields.get("sender")
+                    waits.append(float(fields["time"]) - asked.pop(key))
+                    if os.environ.get("CH_DEBUG"):
+                        print("   %s %.1f ms" % (names[key], 1000 * waits[-1]))
+    return len(waits) + len(asked), sum(waits), cpu
+
+
 def main():
     server = http.server.HTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = "http://127.0.0.1:%d/" % server.server_address[1]
     _, locket_env = bus("locket-bus")
-    locket(locket_env)
+    locket_provider = locket(locket_env)
     _, gnome_env = bus("gnome-bus")
-    gnome_keyring(gnome_env)
+    gnome_provider = gnome_keyring(gnome_env)
     # The basic store on a bus of its own with no Secret Service on it.
     _, basic_env = bus("basic-bus")
     sides = {"locket": locket_env, "gnome-keyring": gnome_env, "basic": basic_env}
@@ -103,6 +143,23 @@ def main():
             kind, *(1000 * statistics.median(medians[side]) for side in sides),
             statistics.median(ratios), " ".join("%.2f" % r for r in ratios),
             statistics.median(basic_ratios), " ".join("%.2f" % r for r in basic_ratios)))
+    # Inside one start: Chromium's calls to the keyring, watched on the bus.
+    print()
+    print("Chromium's calls to the Secret Service in one start (dbus-monitor on the provider's bus; the wait is from each call to its "
+          "reply, as the bus daemon saw them; the provider's CPU from its schedstat across the start):")
+    print()
+    print("| run | side | calls | waited for replies | the provider's CPU |")
+    print("| --- | --- | --- | --- | --- |")
+    for kind in ("first start", "next start"):
+        for side, provider in (("locket", locket_provider), ("gnome-keyring", gnome_provider)):
+            profile = os.path.join(HOME, "profile-watched-%s-%s" % (kind[:5], side))
+            if kind == "first start":
+                shutil.rmtree(profile, ignore_errors=True)
+                keys(sides[side], "delete")
+            else:
+                chromium(side, sides[side], profile, url)
+            calls, waited, cpu = watched(sides[side], provider.pid, lambda: chromium(side, sides[side], profile, url))
+            print("| %s | %s | %d | %.1f ms | %.1f ms |" % (kind, side, calls, waited * 1000, cpu / 1e6))
     # What was measured used the keyring: each side holds one Chromium Safe Storage key.
     for side in ("locket", "gnome-keyring"):
         if keys(sides[side]) != 1:
