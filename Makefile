@@ -27,7 +27,22 @@ SWIFT ?= swift
 RELEASE_FLAGS = -c release --scratch-path .build/ordered -Xswiftc -static-executable \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
 	-Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/link/startup.order -Xlinker --no-warn-symbol-ordering \
-	$(LARGE_FOLIO_FLAGS) $(START_UP_FLAGS)
+	$(METADATA_FLAGS) $(LARGE_FOLIO_FLAGS) $(START_UP_FLAGS)
+# Concrete generic types (a Dictionary of Strings, an Array of tuples) are by
+# default looked up at run time by mangled name, and each first lookup scans
+# every protocol conformance in the static binary to check the type's
+# requirements: a quarter of `find`'s instructions. Metadata accessors that
+# take the witness tables directly skip the scan (issue 7, bench/README.md).
+# Given here, not in Package.swift: SwiftPM refuses unsafeFlags in a package
+# that others depend on by version (SPEC §19).
+METADATA_FLAGS = -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
+# make test's debug build keeps line tables only, not the variables' debug
+# information: a clean clone's make test is bound by CPU time on 2 cores, and
+# full -g cost its debug build 189 CPU-seconds against 157 (backtraces and
+# test failures keep their lines). `make build-tests` builds the same way by
+# hand; a plain `swift build --build-tests` uses other flags and so rebuilds
+# every module (and make test rebuilds them again after it).
+DEBUG_FLAGS = -Xswiftc -gline-tables-only
 # The first code run is locket_entry, which advises the hot code (from the
 # 2 MiB-aligned first symbol of the order to its last) and the data into
 # large folios (Sources/CLocketSystem/entry.c, bench/README.md "Large folios");
@@ -48,7 +63,7 @@ HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib
 # pays nothing for D-Bus and the provider needs no library at run time.
 SECRET_SERVICE = .build/release/locket-secret-service
 
-.PHONY: all deps test-deps build test install uninstall bench fuzz clean
+.PHONY: all deps test-deps build build-tests test install uninstall bench fuzz clean
 
 all: build
 
@@ -180,7 +195,7 @@ test: deps test-deps
 	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
 	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
 	  $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status; } & release=$$!; \
-	$(SWIFT) build --build-tests; built=$$?; \
+	$(SWIFT) build --build-tests $(DEBUG_FLAGS); built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
 		Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
@@ -188,6 +203,11 @@ test: deps test-deps
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
 	status=$$?; wait $$release; exit $$status
+
+# The tests' debug build as make test builds it (the suites one at a time:
+# Tests/run-tests --filter RE $$(swift build --show-bin-path)/locketPackageTests.xctest).
+build-tests: deps
+	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
 
 fuzz:
 	fuzz/run $(FUZZ_SECONDS)
