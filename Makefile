@@ -178,7 +178,7 @@ TEST_VERBOSE ?=
 SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # The suites that also run against a remote keychain (SPEC §17), run a second
 # time with LOCKET_TEST_BACKEND=remote: those whose class sets `alsoRemote`.
-REMOTE_CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests)/
+REMOTE_CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests)/
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.
 NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.
