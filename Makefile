@@ -213,12 +213,17 @@ fuzz:
 	fuzz/run $(FUZZ_SECONDS)
 
 # SPEC §19: a new package outside the repository, depending on this checkout
-# by path (and on the Security product on Linux only), builds a program in
-# Apple's spellings and runs it (SecurityTests' ExternalPackageTests). Apart
-# from `make test`: on a clean clone it is a whole debug build of the engine.
+# by path, and by version on a clone of HEAD tagged 0.1.0
+# (`.package(url: "file://...", from: "0.1.0")`, refused by SwiftPM if
+# Package.swift had unsafeFlags), with the Security product on Linux only,
+# builds a program in Apple's spellings and runs it (SecurityTests'
+# ExternalPackageTests). Apart from `make test` (.ci/run runs it after):
+# on a clean clone each is a whole debug build of the engine.
 .PHONY: package-check
 package-check: deps
-	LOCKET_PACKAGE_CHECK=1 $(SWIFT) test --disable-swift-testing --filter ExternalPackageTests
+	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
+	LOCKET_PACKAGE_CHECK=1 Tests/run-tests --workers 1 --log .build/package-check.log --filter 'ExternalPackageTests' \
+		$$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest
 
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
