@@ -146,7 +146,8 @@ enum ItemPrinter {
             }
             w.key("accessGroup"); w.string(item.accessGroup)
             w.key("accessible"); w.string(item.accessible.name)
-            if opened { w.key("synchronizable"); w.bool(item.attributes[.synchronizable] == [0x31]) }
+            // Only on the items that are (as accessControl): every other item's JSON stays as it was.
+            if opened && item.attributes[.synchronizable] == [0x31] { w.key("synchronizable"); w.bool(true) }
             if let control = item.accessControl { w.key("accessControl"); w.string(control.text) }
             if opened {
                 w.key("creationDate"); w.string(Dates.rfc3339(milliseconds: item.creationDate))

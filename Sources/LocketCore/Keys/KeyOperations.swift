@@ -219,7 +219,7 @@ enum RSACipher {
 
     static func decrypt(_ ciphertext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm, keyBytes: Int) throws -> SecureBytes {
         if algorithm == .rsaEncryptionRaw && ciphertext.count < keyBytes {
-            var block = [UInt8](repeating: 0, count: keyBytes - ciphertext.count) + Array(ciphertext)
+            let block = [UInt8](repeating: 0, count: keyBytes - ciphertext.count) + Array(ciphertext)
             return try block.withUnsafeBytes { try decrypt($0, evp: evp, algorithm: algorithm, keyBytes: keyBytes) }
         }
         guard algorithm != .rsaEncryptionRaw || ciphertext.count == keyBytes else {

@@ -64,7 +64,7 @@ final class EndToEndAppleAttributesTests: EndToEndCase {
         XCTAssertEqual(secret("-s", "svc", "-a", "me", "--synchronizable=yes"), Array("synced".utf8))
         XCTAssertEqual(secret("-s", "svc", "-a", "me", "--synchronizable=no"), Array("plain".utf8))
         let both = try expect(0, "--json", "find", "--all", "--synchronizable=any").jsonArray()
-        XCTAssertEqual(both.map { $0["synchronizable"] as? Bool }, [false, true])
+        XCTAssertEqual(both.map { $0["synchronizable"] as? Bool }, [nil, true])
         XCTAssertTrue(try expect(0, "find", "-a", "me", "--synchronizable").out.contains("synchronizable: yes"))
         assertUsage(expect(2, "find", "--synchronizable=sometimes"), mentions: ["--synchronizable"])
         // Made a twin of the other: errSecDuplicateItem, nothing changes.
