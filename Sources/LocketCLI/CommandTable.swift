@@ -111,11 +111,15 @@ public enum CommandTable {
                         conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd)
         }),
         ("settings", {
-            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS]",
+            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no]",
                         summary: "show or change the keychain's settings",
                         options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                              "the auto-lock timeout unlock uses by default (none: never)"),
-                                  presenceReuse],
+                                  presenceReuse,
+                                  OptionSpec("lock-on-sleep", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
+                                             "the Secret Service provider locks the keychain before the machine sleeps (default yes)"),
+                                  OptionSpec("lock-on-screen-lock", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
+                                             "the Secret Service provider locks the keychain when the session's screen locks (default yes)")],
                         conflicts: [], operands: false, run: Commands.settings)
         }),
         ("status", {
@@ -233,6 +237,7 @@ public enum CommandTable {
             SSHAgentCommand.spec(source: { context in try context.agentKeySource() })
         }),
         ("secret-service", { Commands.secretServiceSpec }),
+        ("pam", { Commands.pamSpec }),
         ("keychain", {
             CommandSpec(name: "keychain",
                         usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --fingerprint FINGERPRINT --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | verify [--expect VIEW] | sync",

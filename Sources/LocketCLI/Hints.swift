@@ -51,6 +51,8 @@ enum Hints {
                 : "give the application password at a terminal or with --application-password-stdin"
         case .accessInvalidated?:
             return "delete the item and add it again"
+        case .notLocketsFile?:
+            return "'locket secret-service enable --force' sets it aside, and 'locket secret-service disable' puts it back"
         case .boundToOtherDevice?, nil:
             return nil
         }

@@ -145,6 +145,9 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case proofNeeded(AccessRequest)
         /// A password-current-set item after a password change: permanently unreadable; delete it.
         case accessInvalidated
+        /// A file `secret-service enable` would write is already there and is
+        /// another program's (SPEC §20): kept unless the caller insists.
+        case notLocketsFile(path: String)
     }
 
     /// What went wrong.

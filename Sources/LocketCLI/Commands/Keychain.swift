@@ -34,7 +34,7 @@ extension Commands {
             context.warn("the keychain has no password; it is always unlocked")
             return 0
         }
-        announcePasswordDelay(keychain, context)
+        announcePasswordWaits(keychain, context)
         let password = try passwordFile.map { try PasswordFile.read($0) }
             ?? Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false, fromStdin: invocation.has("password-stdin"))
         try keychain.unlock(password: password, timeout: timeout)
@@ -65,7 +65,7 @@ extension Commands {
         let keychain = try context.openKeychain(acceptRollback: true)
         var password: SecureBytes?
         if keychain.hasPassword {
-            announcePasswordDelay(keychain, context)
+            announcePasswordWaits(keychain, context)
             password = try Prompt.password(context, prompt: "Password of this copy of \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         }

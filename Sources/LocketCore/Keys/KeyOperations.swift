@@ -193,7 +193,7 @@ enum RSACipher {
     static func encrypt(_ plaintext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm, keyBytes: Int) throws -> [UInt8] {
         let limit = algorithm == .rsaEncryptionRaw ? keyBytes : keyBytes - 2 * algorithm.digestLength - 2
         guard plaintext.count <= limit else {
-            throw KeychainError(.param, "\(algorithm.rawValue) with a \(keyBytes * 8)-bit key encrypts at most \(limit) bytes, not \(plaintext.count)")
+            throw KeychainError(.param, "\(algorithm.rawValue) with a \(keyBytes * 8)-bit key encrypts at most \(ByteSize.text(limit)), not \(ByteSize.text(plaintext.count))")
         }
         if algorithm == .rsaEncryptionRaw {
             // A number below the modulus, as a block of the modulus's length (Apple's input is a big-endian integer).

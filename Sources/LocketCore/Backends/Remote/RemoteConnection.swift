@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 import LocketWire
 
 /// A connection to a PostgreSQL server through the `locket-postgres` helper
@@ -215,7 +216,7 @@ public final class RemoteConnection {
         for parameter in parameters { parameter.encode(into: &writer) }
         defer { writer.wipe() }
         guard writer.bytes.count <= Wire.maximumFrame else {
-            throw KeychainError(.dataTooLarge, "a statement's values are larger than the \(Wire.maximumFrame)-byte limit")
+            throw KeychainError(.dataTooLarge, "a statement's values are larger than the \(ByteSize.text(Wire.maximumFrame)) limit")
         }
         do {
             try send(writer.bytes)
