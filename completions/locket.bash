@@ -120,7 +120,7 @@ _locket() {
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -f --force -k --keychain -e --entitlements --json -h --help --max-stale enable disable status" -- "$cur")) ;;
         pam) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help --max-stale unlock passwd lock" -- "$cur")) ;;
-        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --fingerprint --expect --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        keychain) COMPREPLY=($(compgen -W "--password-service --replace --name --groups --fingerprint --expect --since --yes --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

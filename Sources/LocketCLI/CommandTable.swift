@@ -240,17 +240,20 @@ public enum CommandTable {
         ("pam", { Commands.pamSpec }),
         ("keychain", {
             CommandSpec(name: "keychain",
-                        usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --fingerprint FINGERPRINT --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | verify [--expect VIEW] | sync",
+                        usage: "add-remote NAME URL [--password-service SERVICE] [--replace] | enroll [--name NAME] | devices | approve DEVICE --fingerprint FINGERPRINT --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | verify [--expect VIEW] | sync | recover [--yes] [--password-stdin]",
                         summary: "name a keychain in PostgreSQL, and manage the devices that share it",
                         options: [OptionSpec("password-service", nil, .value("SERVICE"),
                                              "the database password is the generic password of this service in the login keychain"),
+                                  OptionSpec("replace", nil, .flag, "add-remote: re-point the remote already registered as NAME to URL"),
                                   OptionSpec("name", nil, .value("NAME"), "enroll: the name admins see (default: the host name)"),
                                   OptionSpec("groups", nil, .value("GROUP,..."), "approve: the access groups whose keys the device gets"),
                                   OptionSpec("fingerprint", nil, .value("FINGERPRINT"),
                                              "approve: the device's fingerprint as its enroll printed it (hex or words), compared out of band"),
                                   OptionSpec("expect", nil, .value("VIEW"),
                                              "verify: another device's view (what its verify printed); fails on a rollback or a fork"),
-                                  OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)")],
+                                  OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)"),
+                                  OptionSpec("yes", nil, .flag, "recover: go ahead without asking, once what was lost is printed"),
+                                  OptionSpec("password-stdin", nil, .flag, "recover: read the keychain's password from the first line of standard input")],
                         conflicts: [], operands: true, run: Commands.keychain)
         }),
     ]

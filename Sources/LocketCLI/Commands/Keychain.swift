@@ -63,6 +63,13 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
+        if keychain.isRemote {
+            context.err("""
+                locket: note: on a remote keychain this accepts an older header (the keys and settings the database holds) on this \
+                machine only; a membership, item or audit history older than this device saw is 'locket \(context.keychainArgument)keychain recover''s \
+                to accept, which says what was lost
+                """)
+        }
         var password: SecureBytes?
         if keychain.hasPassword {
             announcePasswordWaits(keychain, context)

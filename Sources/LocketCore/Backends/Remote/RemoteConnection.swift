@@ -190,8 +190,8 @@ public final class RemoteConnection {
             try send(connect.bytes)
             var ready = try receive()
             if ready.kind == Wire.Kind.error.rawValue {
-                let (_, _, message, _) = try Self.readError(&ready)
-                throw RemoteFailure.connect(message: message)
+                let (sqlstate, _, message, _) = try Self.readError(&ready)
+                throw RemoteFailure.connect(sqlstate: sqlstate, message: message)
             }
             guard ready.kind == Wire.Kind.ready.rawValue else { throw try unexpected(&ready) }
             serverVersion = Int(try ready.string()) ?? 0
