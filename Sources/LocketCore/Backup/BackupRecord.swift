@@ -138,7 +138,8 @@ enum BackupRecordCoding {
         for (i, attribute) in Attribute.allCases.enumerated() {
             guard let value = record.attributes[attribute], !value.isEmpty else { continue }
             BigEndian.append(attributeCodes[i], to: &out)
-            out.append(primaryKey.contains(attribute) ? flagRequired : 0)
+            // Synchronizable is part of every class's primary key (SPEC §4).
+            out.append(primaryKey.contains(attribute) || attribute == .synchronizable ? flagRequired : 0)
             BigEndian.append(UInt32(value.count), to: &out)
             out.append(contentsOf: value)
         }

@@ -22,7 +22,7 @@ extension Keychain {
                                   freeForm: new.freeForm)
             } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
                 var query = Query(itemClass: new.itemClass)
-                for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+                try query.matchPrimaryKey(of: attributes)
                 query.accessGroup = group
                 // The item whose primary key conflicted, and only it: items made over
                 // the Secret Service with the same service and account are others.
@@ -38,6 +38,7 @@ extension Keychain {
                 }
                 var changes = new.attributes.filter { $0.key.isSealed }
                 changes[.label] = changes[.label] ?? attributes[.label]
+                changes[.valueTypes] = attributes[.valueTypes] ?? []
                 let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra,
                                          freeForm: new.freeForm.isEmpty ? nil : new.freeForm, filter: conflicting)
                 return updated[0]
@@ -56,15 +57,23 @@ extension Keychain {
             throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
         }
         let pclass = control?.protection ?? accessible ?? .whenUnlocked
-        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
-            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
-        }
+        try checkPlacement(pclass)
         if let control, control.needsPresence && !hasPassword {
             throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
         }
         let group = accessGroup ?? defaultGroup
         try authorize(group)
         return (pclass, control, group)
+    }
+
+    /// Refuses a protection class this keychain can't hold an item in:
+    /// when-passcode-set without a password (errSecNotAvailable, as on a
+    /// device without a passcode), a class the storage does not admit.
+    func checkPlacement(_ pclass: ProtectionClass) throws {
+        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
+            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
+        }
+        try storage.admit(pclass)
     }
 
     /// Adds many items in one transaction (bulk loading for benchmarks and
@@ -115,6 +124,9 @@ extension Keychain {
               ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
               control: AccessControl? = nil, freeForm: FreeForm = FreeForm()) throws -> SealedItemRow {
         try storage.admit(pclass)
+        var attributes = attributes
+        // Synchronizable is "1" or absent, whatever spelling of false was given.
+        if let sync = attributes[.synchronizable], sync != [0x31] { attributes[.synchronizable] = nil }
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, .attributes)

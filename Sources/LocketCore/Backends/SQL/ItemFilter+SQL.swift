@@ -81,6 +81,9 @@ extension ItemFilter {
         for k in 0..<values { probe(terms[k].digest) }
         for digest in freeForm { probe(digest) }
         for k in values..<terms.count { probe(terms[k].digest) }
+        for digest in excluded {
+            c.append("NOT EXISTS (SELECT 1 FROM \(dialect.blind) WHERE digest = \(c.parameter(.int(digest))) AND item = items.id)")
+        }
         return c
     }
 }
