@@ -10,28 +10,28 @@ extension Provider {
     /// compares the result with the path it sent).
     func unlock(_ objects: [String], _ call: Call) throws -> ([String], String) {
         var unlocked: [String] = []
-        var waiting: [String] = []
+        var waiting: [(path: String, collection: String)] = []
         var pending: [Collection] = []
         for path in objects {
             switch ObjectPath.target(path, alias: { self.aliases[$0] }) {
             case .collection(let name, _):
                 guard let collection = collections[name] else { continue }
                 if !isLocked(collection, call.client) { unlocked.append(path); continue }
-                waiting.append(path)
+                waiting.append((path, name))
                 if !pending.contains(where: { $0 === collection }) { pending.append(collection) }
             case .item(let name, _, let ref):
                 guard let collection = collections[name], let item = try? item(collection, ref: ref, call.client) else { continue }
                 // An item with access control needs a proof for every read, which no unlock gives: left out.
                 if item.accessControl != nil { continue }
                 if item.availability == .available { unlocked.append(path); continue }
-                waiting.append(path)
+                waiting.append((path, name))
                 if !pending.contains(where: { $0 === collection }) { pending.append(collection) }
             default:
                 continue
             }
         }
         guard !pending.isEmpty else { return (unlocked, ObjectPath.none) }
-        return (unlocked, makePrompt(.unlock(pending: pending, objects: waiting), call))
+        return (unlocked, try makePrompt(.unlock(pending: pending, objects: waiting), call))
     }
 
     /// Lock: forgets the keychains' when-unlocked keys for the whole session,
@@ -39,6 +39,8 @@ extension Provider {
     /// `locket lock --all`). Returns the objects now locked.
     func lock(_ objects: [String], _ call: Call) throws -> [String] {
         var locked: [String] = []
+        var changed: [Collection] = []
+        defer { for collection in changed { lockedChanged(collection, locked: true) } }
         for path in objects {
             let name: String
             switch ObjectPath.target(path, alias: { self.aliases[$0] }) {
@@ -46,8 +48,11 @@ extension Provider {
             default: continue
             }
             guard let collection = collections[name], let keychain = try? open(collection, call.client) else { continue }
+            let wasLocked = !keychain.hasPassword || !keychain.isUnlocked
             keychain.lock(all: false)
             keychain.releaseFile()
+            // Clients that cache Locked (GDBusProxy's) hear the change.
+            if !wasLocked && !changed.contains(where: { $0 === collection }) { changed.append(collection) }
             if case .item(_, _, let ref) = ObjectPath.target(path, alias: { self.aliases[$0] }),
                let item = try? item(collection, ref: ref, call.client), item.availability == .available { continue }
             locked.append(path)
@@ -61,22 +66,29 @@ extension Provider {
         if !alias.isEmpty, let name = aliases[alias], let collection = collections[name] {
             if access(collection.keychainPath, F_OK) == 0 { return (collection.path, ObjectPath.none) }
             // The alias names a keychain not made yet (libsecret creates `default` so): make that one.
-            return (ObjectPath.none, makePrompt(.create(name: collection.name, path: collection.keychainPath, label: collection.label, alias: alias), call))
+            return (ObjectPath.none, try makePrompt(.create(name: collection.name, path: collection.keychainPath, label: collection.label, alias: alias), call))
         }
         let base = label.isEmpty ? (alias.isEmpty ? "collection" : alias) : label
         let name = ObjectPath.element(base)
+        // The keychain's file is NAME.keychain: a name a file system can hold.
+        guard name.utf8.count + ".keychain".utf8.count <= Int(NAME_MAX) else {
+            throw BusError.invalidArgs("the label makes a file name longer than \(NAME_MAX) bytes")
+        }
+        guard collections[name] != nil || collections.count < Limits.collections else {
+            throw Limits.exceeded("more than \(Limits.collections) collections")
+        }
         let path = try environment.dataDirectory() + "/" + name + ".keychain"
         if let collection = collections[name] ?? (access(path, F_OK) == 0 ? serve(name: name, path: path, label: base) : nil) {
             if !alias.isEmpty { aliases[alias] = collection.name }
             return (collection.path, ObjectPath.none)
         }
-        return (ObjectPath.none, makePrompt(.create(name: name, path: path, label: base, alias: alias), call))
+        return (ObjectPath.none, try makePrompt(.create(name: name, path: path, label: base, alias: alias), call))
     }
 
     /// Collection.Delete: removes the keychain file once its password (or,
     /// for a keychain without one, its name) is typed at the prompt.
     func deleteCollectionPrompt(_ collection: Collection, _ call: Call) throws -> String {
-        makePrompt(.delete(collection), call)
+        try makePrompt(.delete(collection), call)
     }
 
     /// Adds a keychain to the collections served.
@@ -87,10 +99,19 @@ extension Provider {
         return collection
     }
 
-    private func makePrompt(_ action: Prompt.Action, _ call: Call) -> String {
+    /// A prompt for `action`, within the bounds: a client at its own is
+    /// refused; when all prompts together (or the object paths they hold)
+    /// are at theirs, the oldest prompts of the client holding the most are
+    /// dismissed to make room.
+    private func makePrompt(_ action: Prompt.Action, _ call: Call) throws -> String {
+        guard prompts.admits(call.client.account) else { throw Limits.exceeded("more than \(Limits.promptsPerClient) prompts in progress") }
         let prompt = Prompt(id: newID(), owner: call.sender, client: call.client, action: action)
+        while prompts.isFull || promptObjects + prompt.objectCount > Limits.promptObjects, let oldest = prompts.oldestOfLargest {
+            complete(oldest.value, dismissed: true)
+        }
         prompt.deadline = Prompt.now() + Prompt.lifetime
-        prompts[prompt.id] = prompt
+        prompts.add(prompt.id, owner: call.sender, account: call.client.account, prompt)
+        promptObjects += prompt.objectCount
         return prompt.path
     }
 
@@ -114,17 +135,20 @@ extension Provider {
 
     /// Asks for the password the prompt needs now; nothing can ask: dismissed.
     private func ask(_ prompt: Prompt, retry: Bool) {
-        let who = prompt.client.executable ?? "a program (pid \(prompt.client.pid.map(String.init) ?? "?"))"
+        // Every name in the text is escaped as the command line escapes what
+        // it prints: an executable named with a newline and terminal escapes
+        // must not write a line of its own at the askpass or the terminal.
+        let who = prompt.client.executable.map { Printable.escape($0) } ?? "a program (pid \(prompt.client.pid.map(String.init) ?? "?"))"
         let again = retry ? "Wrong password. " : ""
         let text: String
         switch prompt.action {
         case .unlock(let pending, _):
-            text = "\(again)locket: \(who) asks to unlock the keychain \(pending[0].keychainPath). Password"
+            text = "\(again)locket: \(who) asks to unlock the keychain \(Printable.escape(pending[0].keychainPath)). Password"
         case .create(_, let path, _, _):
-            text = prompt.first == nil ? "\(again)locket: \(who) asks for a new keychain \(path). New password"
-                                       : "locket: the new keychain \(path) again. Password"
+            text = prompt.first == nil ? "\(again)locket: \(who) asks for a new keychain \(Printable.escape(path)). New password"
+                                       : "locket: the new keychain \(Printable.escape(path)) again. Password"
         case .delete(let collection):
-            text = "\(again)locket: \(who) asks to DELETE the keychain \(collection.keychainPath). Its password (or, without one, its name)"
+            text = "\(again)locket: \(who) asks to DELETE the keychain \(Printable.escape(collection.keychainPath)). Its password (or, without one, its name)"
         }
         guard let input = PasswordInput.start(text, environment: environment) else {
             log("a prompt for \(who) was dismissed: no LOCKET_ASKPASS, SSH_ASKPASS or terminal to ask at")
@@ -173,13 +197,11 @@ extension Provider {
     /// next, or Completed with the objects the client named.
     private func unlocked(_ prompt: Prompt) throws {
         guard case .unlock(var pending, let objects) = prompt.action else { return }
-        pending.removeFirst()
+        lockedChanged(pending.removeFirst(), locked: false)
         prompt.attempts = 0
-        guard pending.isEmpty else {
-            prompt.action = .unlock(pending: pending, objects: objects)
-            return ask(prompt, retry: false)
-        }
-        complete(prompt, dismissed: false) { $0.variant("ao") { $0.objectPaths(objects) } }
+        prompt.action = .unlock(pending: pending, objects: objects)
+        guard pending.isEmpty else { return ask(prompt, retry: false) }
+        complete(prompt, dismissed: false)
     }
 
     /// Does what the prompt was for with `password`; asks again while more is needed.
@@ -209,7 +231,7 @@ extension Provider {
             if !alias.isEmpty { aliases[alias] = name }
             if aliases["default"] == nil { aliases["default"] = name }
             emit(ObjectPath.service, Provider.serviceInterface, "CollectionCreated") { $0.objectPath(collection.path) }
-            complete(prompt, dismissed: false) { $0.variant("o") { $0.objectPath(collection.path) } }
+            complete(prompt, dismissed: false, created: collection.path)
         case .delete(let collection):
             let keychain = try open(collection, prompt.client)
             if keychain.hasPassword {
@@ -223,24 +245,37 @@ extension Provider {
             collections[collection.name] = nil
             aliases = aliases.filter { $0.value != collection.name }
             emit(ObjectPath.service, Provider.serviceInterface, "CollectionDeleted") { $0.objectPath(collection.path) }
-            complete(prompt, dismissed: false) { $0.variant("s") { $0.string("") } }
+            complete(prompt, dismissed: false)
         }
     }
 
-    /// Sends Completed to the prompt's client and forgets the prompt.
-    func complete(_ prompt: Prompt, dismissed: Bool, result: ((inout MessageWriter) -> Void)? = nil) {
+    /// Sends Completed to the prompt's client and forgets the prompt. Its
+    /// result has the type the prompted call promised, dismissed or not
+    /// (libsecret checks it and, given another, never finished the call):
+    /// Unlock's `ao`, the objects whose keychain is unlocked now (all of
+    /// them once done); CreateCollection's `o`, the new collection or "/";
+    /// a collection's Delete, which promises none, an empty string.
+    func complete(_ prompt: Prompt, dismissed: Bool, created: String = ObjectPath.none) {
         prompt.cancel()
-        prompts[prompt.id] = nil
+        if prompts.remove(prompt.id) != nil { promptObjects -= prompt.objectCount }
         emit(prompt.path, Provider.promptInterface, "Completed", destination: prompt.owner) { out in
             out.boolean(dismissed)
-            if let result { result(&out) } else { out.variant("s") { $0.string("") } }
+            switch prompt.action {
+            case .unlock(let pending, let objects):
+                let done = objects.filter { object in !pending.contains { $0.name == object.collection } }.map(\.path)
+                out.variant("ao") { $0.objectPaths(done) }
+            case .create:
+                out.variant("o") { $0.objectPath(created) }
+            case .delete:
+                out.variant("s") { $0.string("") }
+            }
         }
     }
 
     /// Dismisses prompts past their deadline.
     func expirePrompts() {
         let now = Prompt.now()
-        for prompt in prompts.values where now >= prompt.deadline { complete(prompt, dismissed: true) }
+        for prompt in Array(prompts.values) where now >= prompt.deadline { complete(prompt, dismissed: true) }
     }
 
     /// How long the loop may sleep: until the next prompt's deadline, or forever.

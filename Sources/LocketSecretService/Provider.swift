@@ -35,12 +35,22 @@ public final class Provider {
     var collections: [String: Collection] = [:]
     /// Alias -> collection name (`default` at start; SetAlias changes it for this run).
     var aliases: [String: String] = [:]
-    /// Open sessions by id, with the unique name of the client that opened them.
-    var sessions: [String: (owner: String, session: TransferSession)] = [:]
-    /// Prompts by id.
-    var prompts: [String: Prompt] = [:]
+    /// Open sessions by id, each with the connection that opened it and its client.
+    var sessions = OwnedObjects<TransferSession>(perClient: Limits.sessionsPerClient, total: Limits.sessions)
+    /// The DH sessions' keys.
+    let sessionKeys = SessionKeys(capacity: Limits.sessions + 16)
+    /// Prompts by id, each with its client.
+    var prompts = OwnedObjects<Prompt>(perClient: Limits.promptsPerClient, total: Limits.prompts)
+    /// The object paths the prompts in progress hold, all together.
+    var promptObjects = 0
+    /// Calls read and not yet answered, a queue per connection.
+    var calls = CallQueue()
     /// What each connected client is (uid checked, executable mapped), by unique name.
     var callers: [String: ClientIdentity] = [:]
+    /// Clients the bus daemon said are not this user's (or could not name), with why.
+    var refusedCallers: [String: String] = [:]
+    /// Clients whose identity was asked of the bus daemon, not yet answered.
+    var identifying: Set<String> = []
     var nextID = 0
     /// The executable map, its entitlements read at start-up.
     let apps: [AppEntry]
@@ -57,12 +67,29 @@ public final class Provider {
         let name: String
         let keychainPath: String
         var label: String
+        /// When the keychain was made, once asked (`createdSeconds`).
+        var created: UInt64?
         init(name: String, keychainPath: String, label: String) {
             self.name = name
             self.keychainPath = keychainPath
             self.label = label
         }
         var path: String { ObjectPath.collection(name) }
+
+        /// The keychain file's birth time where its file system records one
+        /// (statx), else its change time when first asked, kept for the run:
+        /// the change time moves with every item added.
+        var createdSeconds: UInt64 {
+            if let created { return created }
+            var birth = locket_file_birth_time(keychainPath)
+            if birth < 0 {
+                var info = stat()
+                birth = stat(keychainPath, &info) == 0 ? Int64(info.st_ctim.tv_sec) : -1
+            }
+            guard birth >= 0 else { return 0 }
+            created = UInt64(birth)
+            return UInt64(birth)
+        }
     }
 
     /// Connects to `address` (the session bus) and registers with it.
@@ -88,6 +115,7 @@ public final class Provider {
             throw ProviderError("cannot register with the session bus: \(Provider.text(error))")
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
+        dbus_connection_set_max_received_size(connection, Limits.receivedBytes)
         self.connection = connection
         for (name, path) in options.collections {
             collections[ObjectPath.element(name)] = Collection(name: ObjectPath.element(name), keychainPath: path, label: name)
@@ -97,6 +125,7 @@ public final class Provider {
 
     deinit {
         for prompt in prompts.values { prompt.cancel() }
+        calls.removeAll()
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
     }
@@ -138,7 +167,7 @@ public final class Provider {
     public func serve(signals: Int32, onSignal: (Int32) -> Bool) {
         let filter: DBusHandleMessageFunction = { _, message, data in
             guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            Unmanaged<Provider>.fromOpaque(data).takeUnretainedValue().handle(message)
+            Unmanaged<Provider>.fromOpaque(data).takeUnretainedValue().receive(message)
             return DBUS_HANDLER_RESULT_HANDLED
         }
         dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque(), nil)
@@ -146,8 +175,7 @@ public final class Provider {
         var busFD: Int32 = -1
         dbus_connection_get_unix_fd(connection, &busFD)
         while stopReason == nil {
-            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS && stopReason == nil {}
-            dbus_connection_flush(connection)
+            answerQueued()
             if dbus_connection_get_is_connected(connection) == 0 {
                 stopReason = "the session bus went away"
                 break
@@ -178,50 +206,32 @@ public final class Provider {
     /// Why the loop ended, for the exit message.
     public var stopped: String { stopReason ?? "stopped" }
 
+    /// Answers the calls libdbus has read, in the order CallQueue gives,
+    /// reading on between calls, until none is left and every reply is
+    /// written. Only then may the loop sleep in poll: a call libdbus read
+    /// while it wrote a reply (a 1 MB secret's) waited in its queue,
+    /// unanswered, until some other message woke the loop (issue 44).
+    func answerQueued() {
+        while stopReason == nil {
+            // libdbus's queue into ours: the filter (`receive`) sorts each call by client.
+            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+            guard let message = calls.pop() else {
+                dbus_connection_flush(connection)
+                guard dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS else { return }
+                continue
+            }
+            answer(message)
+            dbus_message_unref(message)
+            // The reply goes out now, not behind those of a flood (libdbus writes 2 KiB a turn
+            // of read_write); the calls sent meanwhile join their queues before the next turn.
+            dbus_connection_flush(connection)
+            guard dbus_connection_read_write(connection, 0) != 0 else { return }
+        }
+    }
+
     func newID() -> String {
         nextID += 1
         return String(nextID)
-    }
-
-    // MARK: - Sending
-
-    /// Sends `message` and releases it (a signal emitted while a call is
-    /// answered waits for the call's reply).
-    func send(_ message: OpaquePointer, now: Bool = false) {
-        if !now, held != nil {
-            held!.append(message)
-            return
-        }
-        dbus_connection_send(connection, message, nil)
-        dbus_message_unref(message)
-    }
-
-    /// org.freedesktop.DBus.Properties.PropertiesChanged, naming the changed
-    /// properties as invalidated (a client reads them again when it wants them).
-    func propertiesChanged(_ path: String, _ interface: String, _ names: [String]) {
-        emit(path, Provider.propertiesInterface, "PropertiesChanged") { out in
-            out.string(interface)
-            out.container(DBusType.array, "{sv}") { _ in }
-            out.container(DBusType.array, "s") { array in for name in names { array.string(name) } }
-        }
-    }
-
-    /// Sends the signals held while a call was answered.
-    func releaseHeld() {
-        let messages = held ?? []
-        held = nil
-        for message in messages { send(message, now: true) }
-    }
-
-    /// A signal from `path`; `destination` makes it unicast (a prompt's
-    /// Completed goes to its client alone, which go-keyring relies on: it
-    /// never adds a match rule).
-    func emit(_ path: String, _ interface: String, _ member: String, destination: String? = nil, _ body: (inout MessageWriter) -> Void) {
-        guard let signal = dbus_message_new_signal(path, interface, member) else { return }
-        if let destination { dbus_message_set_destination(signal, destination) }
-        var writer = MessageWriter(signal)
-        body(&writer)
-        send(signal)
     }
 }
 

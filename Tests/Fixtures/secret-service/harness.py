@@ -45,9 +45,15 @@ def bus_config(directory):
     <allow eavesdrop="true"/>
     <allow own="*"/>
   </policy>
-  <limit name="max_message_size">1000000000</limit>
+  <!-- Debian's session.conf limits: what a user's session bus allows any client. -->
   <limit name="max_incoming_bytes">1000000000</limit>
   <limit name="max_outgoing_bytes">1000000000</limit>
+  <limit name="max_message_size">1000000000</limit>
+  <limit name="max_completed_connections">100000</limit>
+  <limit name="max_incomplete_connections">10000</limit>
+  <limit name="max_connections_per_user">100000</limit>
+  <limit name="max_match_rules_per_connection">50000</limit>
+  <limit name="max_replies_per_connection">50000</limit>
 </busconfig>
 """
 

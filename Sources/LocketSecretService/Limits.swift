@@ -1,0 +1,77 @@
+/// What the provider holds for its clients, bounded per client and in all
+/// (issue 44): any process of the user may call it, one limited by `--app`
+/// included, and none may make it run out of memory, mappings or time for
+/// the others. A client is a process (`ClientIdentity.account`): a program
+/// opening 67 connections is one client, not 67. The man page states each bound.
+enum Limits {
+    /// Open sessions: a client's, and all clients' together. A DH session
+    /// holds a 16-byte key in guarded memory (SessionKeys) and ~0.5 KiB else.
+    static let sessionsPerClient = 256
+    static let sessions = 4_096
+    /// Prompts not yet completed (a never-answered one lives five minutes).
+    static let promptsPerClient = 64
+    static let prompts = 1_024
+    /// The object paths all prompts in progress hold (to echo in Completed).
+    static let promptObjects = 100_000
+    /// The object paths one Unlock, Lock or GetSecrets may name.
+    static let objectsPerCall = 10_000
+    /// Aliases (SetAlias) and collections (CreateCollection) in this run.
+    static let aliases = 256
+    static let collections = 256
+    /// The longest alias: a path element, as a collection's name is.
+    static let aliasLength = 255
+    /// Calls read from the bus and not yet answered, all clients together;
+    /// past it, the newest call of the connection with the most waiting is
+    /// refused at once (a legitimate client pipelines far fewer).
+    static let queuedCalls = 16_384
+    /// What libdbus reads ahead before it waits for calls to be answered
+    /// (its default is 63 MiB): room for the largest secret (16 MiB) and more.
+    static let receivedBytes = 32 * 1024 * 1024
+
+    /// The error a client past a bound gets.
+    static func exceeded(_ what: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", message: what)
+    }
+}
+
+/// How many objects each client holds, with a client holding the most at
+/// hand at any time: counts move one at a time, so the largest is found in
+/// O(1) (a scan of every client on each call was a flood's quadratic cost).
+struct Tally {
+    private var counts: [String: Int] = [:]
+    private var holders: [Int: Set<String>] = [:]
+    /// The largest count (0 when empty).
+    private(set) var most = 0
+
+    subscript(_ key: String) -> Int { counts[key] ?? 0 }
+
+    /// A key holding `most`.
+    var largest: String? { most == 0 ? nil : holders[most]?.first }
+
+    mutating func increment(_ key: String) {
+        let count = self[key]
+        move(key, from: count, to: count + 1)
+        most = max(most, count + 1)
+    }
+
+    mutating func decrement(_ key: String) {
+        let count = self[key]
+        guard count > 0 else { return }
+        move(key, from: count, to: count - 1)
+        // The key that held the most now holds one less: `most - 1` is held.
+        if count == most && holders[most] == nil { most -= 1 }
+    }
+
+    private mutating func move(_ key: String, from old: Int, to new: Int) {
+        if old > 0 {
+            holders[old]?.remove(key)
+            if holders[old]?.isEmpty == true { holders[old] = nil }
+        }
+        if new > 0 {
+            holders[new, default: []].insert(key)
+            counts[key] = new
+        } else {
+            counts[key] = nil
+        }
+    }
+}
