@@ -26,6 +26,7 @@ struct CallQueue {
         /// Whom its answers are counted to (`served`).
         var account: String
         var isEmpty: Bool { head == messages.count }
+        var waiting: Int { messages.count - head }
     }
 
     private var lines: [String: Line] = [:]
@@ -35,7 +36,6 @@ struct CallQueue {
     private var served: [String: Double] = [:]
     private var decayedAt = CallQueue.now()
     private static let decayPeriod = 10.0
-    private var tally = Tally()
     private(set) var count = 0
 
     /// Queues `message` (referenced here) from `sender`, counted to
@@ -43,10 +43,11 @@ struct CallQueue {
     /// returns a message to refuse when the queues are full (this one, or
     /// another connection's newest).
     mutating func push(_ message: OpaquePointer, from sender: String, account: String?) -> OpaquePointer? {
-        if count >= Limits.queuedCalls, let heaviest = tally.largest, tally[heaviest] >= tally[sender] {
+        // Full (a flood: a scan of the connections is cheap beside answering): the heaviest gives way.
+        if count >= Limits.queuedCalls, let (heaviest, line) = lines.max(by: { $0.value.waiting < $1.value.waiting }),
+           line.waiting >= (lines[sender]?.waiting ?? 0) {
             guard heaviest != sender else { return message }
             let refused = lines[heaviest]!.messages.removeLast()
-            tally.decrement(heaviest)
             count -= 1
             append(message, from: sender, account: account)
             if lines[heaviest]!.isEmpty { forget(heaviest) }
@@ -63,7 +64,6 @@ struct CallQueue {
             if let account { ready.append((sender, account)) }
         }
         lines[sender]!.messages.append(message)
-        tally.increment(sender)
         count += 1
     }
 
@@ -93,7 +93,6 @@ struct CallQueue {
         let message = lines[sender]!.messages[lines[sender]!.head]
         lines[sender]!.head += 1
         served[account] = least + 1
-        tally.decrement(sender)
         count -= 1
         if lines[sender]!.isEmpty {
             forget(sender)
@@ -110,7 +109,6 @@ struct CallQueue {
         guard let line = lines[sender] else { return }
         for message in line.messages[line.head...] {
             dbus_message_unref(message)
-            tally.decrement(sender)
             count -= 1
         }
         forget(sender)

@@ -12,7 +12,6 @@ struct OwnedObjects<Value> {
     /// Each connection's ids, and each client's, oldest first.
     private var byOwner: [String: [String]] = [:]
     private var byAccount: [String: [String]] = [:]
-    private var tally = Tally()
 
     init(perClient: Int, total: Int) {
         self.perClient = perClient
@@ -20,7 +19,8 @@ struct OwnedObjects<Value> {
     }
 
     var count: Int { byID.count }
-    var values: some Collection<Value> { byID.values.lazy.map(\.value) }
+    /// Every object, in no order.
+    var values: [Value] { byID.values.map { $0.value } }
 
     subscript(_ id: String) -> Value? { byID[id]?.value }
 
@@ -31,14 +31,15 @@ struct OwnedObjects<Value> {
     func ids(ownedBy owner: String) -> [String] { byOwner[owner] ?? [] }
 
     /// Whether `account` may open one more.
-    func admits(_ account: String) -> Bool { tally[account] < perClient }
+    func admits(_ account: String) -> Bool { (byAccount[account]?.count ?? 0) < perClient }
 
     /// Whether all together are at their bound.
     var isFull: Bool { byID.count >= total }
 
-    /// The object that gives way to make room: the oldest of the client holding the most.
+    /// The object that gives way to make room: the oldest of the client
+    /// holding the most (a scan of the clients, made only when all are full).
     var oldestOfLargest: (id: String, value: Value)? {
-        guard let account = tally.largest, let id = byAccount[account]?.first, let entry = byID[id] else { return nil }
+        guard let ids = byAccount.values.max(by: { $0.count < $1.count }), let id = ids.first, let entry = byID[id] else { return nil }
         return (id, entry.value)
     }
 
@@ -47,7 +48,6 @@ struct OwnedObjects<Value> {
         byID[id] = (owner, account, value)
         byOwner[owner, default: []].append(id)
         byAccount[account, default: []].append(id)
-        tally.increment(account)
     }
 
     @discardableResult
@@ -57,7 +57,6 @@ struct OwnedObjects<Value> {
         if byOwner[owner]?.isEmpty == true { byOwner[owner] = nil }
         byAccount[account]?.removeAll { $0 == id }
         if byAccount[account]?.isEmpty == true { byAccount[account] = nil }
-        tally.decrement(account)
         return value
     }
 

@@ -55,7 +55,7 @@ extension Provider {
     private func collectionProperty(_ name: String, _ collection: Collection, _ call: Call) throws -> ((inout MessageWriter) -> Void)? {
         switch name {
         case "Items":
-            let paths = try items(collection, Query(itemClass: .genericPassword), call.client, opening: false).map { ObjectPath.item(collection.path, ref: $0.persistentRef) }
+            let paths = try itemPaths(collection, call.client) { ObjectPath.item(collection.path, ref: $0) }
             return { $0.variant("ao") { $0.objectPaths(paths) } }
         case "Label":
             let label = collection.label

@@ -159,7 +159,7 @@ extension Provider {
             return Introspection.document("", nodes: call.path.hasSuffix("aliases") ? aliases.keys.sorted() : collections.keys.sorted())
         case .collection(let name, _):
             let collection = try self.collection(name, call.path)
-            let refs = (try? items(collection, Query(itemClass: .genericPassword), call.client, opening: false))?.map { Hex.encodeRef($0.persistentRef) } ?? []
+            let refs = (try? itemPaths(collection, call.client) { Hex.encodeRef($0) }) ?? []
             return Introspection.document(Introspection.collection, nodes: refs)
         case .item: return Introspection.document(Introspection.item, nodes: [])
         case .session(let id):

@@ -262,7 +262,7 @@ extension Provider {
             out.boolean(dismissed)
             switch prompt.action {
             case .unlock(let pending, let objects):
-                let done = objects.filter { object in !pending.contains { $0.name == object.collection } }.map(\.path)
+                let done = objects.filter { object in !pending.contains { $0.name == object.collection } }.map { $0.path }
                 out.variant("ao") { $0.objectPaths(done) }
             case .create:
                 out.variant("o") { $0.objectPath(created) }
@@ -275,7 +275,7 @@ extension Provider {
     /// Dismisses prompts past their deadline.
     func expirePrompts() {
         let now = Prompt.now()
-        for prompt in Array(prompts.values) where now >= prompt.deadline { complete(prompt, dismissed: true) }
+        for prompt in prompts.values where now >= prompt.deadline { complete(prompt, dismissed: true) }
     }
 
     /// How long the loop may sleep: until the next prompt's deadline, or forever.

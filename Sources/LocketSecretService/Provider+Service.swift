@@ -22,18 +22,27 @@ extension Provider {
         case "SearchItems":
             let attributes = try args.stringDictionary(limit: FreeForm.maximumCount)
             let query = try FreeFormMapping.query(attributes)
-            var unlocked: [String] = [], locked: [String] = []
-            for collection in existingCollections() {
-                let keychain = try open(collection, call.client)
-                defer { keychain.releaseFile() }
-                // One item at a time: a search matching 10,000 items holds their paths, not their attributes.
-                try keychain.forEachMatch(query) { item in
-                    guard item.availability != .available || FreeFormMapping.has(item, attributes) else { return }
-                    let path = ObjectPath.item(collection.path, ref: item.persistentRef)
-                    if item.availability == .available { unlocked.append(path) } else { locked.append(path) }
+            var locked: [String] = []
+            var failure: (any Error)?
+            // One item at a time, each unlocked one's path straight into the
+            // reply: a search matching 10,000 items holds neither their
+            // attributes nor their paths (the locked ones', fewer, wait).
+            out.container(DBusType.array, "o") { unlocked in
+                do {
+                    for collection in existingCollections() {
+                        let keychain = try open(collection, call.client)
+                        defer { keychain.releaseFile() }
+                        try keychain.forEachMatch(query) { item in
+                            guard item.availability != .available || FreeFormMapping.has(item, attributes) else { return }
+                            let path = ObjectPath.item(collection.path, ref: item.persistentRef)
+                            if item.availability == .available { unlocked.objectPath(path) } else { locked.append(path) }
+                        }
+                    }
+                } catch {
+                    failure = error
                 }
             }
-            out.objectPaths(unlocked)
+            if let failure { throw failure }
             out.objectPaths(locked)
         case "Unlock":
             let objects = try args.objectPaths(limit: Limits.objectsPerCall)
