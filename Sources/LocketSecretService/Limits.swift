@@ -25,8 +25,10 @@ enum Limits {
     /// refused at once (a legitimate client pipelines far fewer).
     static let queuedCalls = 16_384
     /// What libdbus reads ahead before it waits for calls to be answered
-    /// (its default is 63 MiB): room for the largest secret (16 MiB) and more.
-    static let receivedBytes = 32 * 1024 * 1024
+    /// (its default is 63 MiB; calls waiting in the queues count): a
+    /// message larger, such as a 16 MiB secret, is still read whole when
+    /// less is waiting.
+    static let receivedBytes = 8 * 1024 * 1024
 
     /// The error a client past a bound gets.
     static func exceeded(_ what: String) -> BusError {
