@@ -10,6 +10,12 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 # directory (or beside itself, as in the build tree): keep BINDIR and
 # LIBEXECDIR siblings under one PREFIX.
 LIBEXECDIR ?= $(PREFIX)/libexec
+# The session's keyring (SPEC §20): pam_locket.so in the PAM module directory,
+# the provider's systemd user unit, and a D-Bus service file kept out of the
+# bus's directories (neither takes anything over by itself: README "On a desktop").
+PAMDIR ?= $(shell dir=$$(pkg-config --variable=libdir pam 2>/dev/null); echo $${dir:-/lib}/security)
+SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
+LOCKETDATADIR ?= $(PREFIX)/share/locket
 
 SWIFT ?= swift
 # A static executable starts in well under a millisecond; a dynamic Swift
@@ -47,17 +53,27 @@ HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib
 # two libsystemd functions it calls are answered by CLocketDBus), so `find`
 # pays nothing for D-Bus and the provider needs no library at run time.
 SECRET_SERVICE = .build/release/locket-secret-service
+# The PAM module: small C with no Swift runtime (it runs inside sshd, gdm and
+# login), built by cc into the build tree, which the tests load it from. It
+# finds locket at make install's $(BINDIR)/locket, fixed here (login reads no
+# environment variable for it); a change of BINDIR rebuilds it.
+PAM_MODULE = .build/pam/pam_locket.so
+PAM_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -fstack-protector-strong -D_FORTIFY_SOURCE=2
+PAM_LDFLAGS = -shared -Wl,-z,relro,-z,now -Wl,--no-undefined
 
-.PHONY: all deps test-deps build test install uninstall bench fuzz clean
+.PHONY: all deps test-deps build test install uninstall bench fuzz clean pam
 
 all: build
 
 # Debian packages the build needs: pkg-config, the -dev packages whose
 # static archives (libsodium.a, libsqlite3.a, libcrypto.a, libdbus-1.a) go
-# into the static executables, and libpq-dev for the PostgreSQL helper.
+# into the static executables, libpq-dev for the PostgreSQL helper, and cc
+# with libpam0g-dev for the PAM module.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
+	[ -f /usr/include/security/pam_modules.h ] || missing="$$missing libpam0g-dev"; \
 	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev dbus-1:libdbus-1-dev; do \
 		pc=$${pair%%:*}; pkg=$${pair##*:}; \
 		lib=$$(pkg-config --variable=libdir $$pc 2>/dev/null); \
@@ -90,6 +106,11 @@ deps:
 # The services' real clients (issue 29): systemd-creds (systemd) seals the
 # keychain password; kubectl (kubernetes-client); the AWS CLI version 2
 # (awscli: `aws configure export-credentials` is not in version 1).
+# The session's keyring (issue 36): pamtester and libpam-wrapper (the module
+# loaded by a real PAM stack from a private service directory), pypamtest
+# (python3-pypamtest: pam_setcred, which pamtester can't call), useradd
+# (passwd) for a real test user, python3-dbusmock (logind on a private system
+# bus), gnome-keyring (its service file is the one a disabled switch leaves).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -100,10 +121,14 @@ test-deps:
 		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	for tool in systemd-creds:systemd kubectl:kubernetes-client; do \
+	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
+	ls /usr/lib/*/libpam_wrapper.so >/dev/null 2>&1 || missing="$$missing libpam-wrapper"; \
+	for module in dbusmock:python3-dbusmock pypamtest:python3-pypamtest; do \
+		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
+	done; \
 	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
 		python3 -c "import $${module%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 \
 			|| missing="$$missing $${module##*:}"; \
@@ -119,7 +144,7 @@ test-deps:
 # In the order make test's suites need them: the helper (small; the unit
 # suites use it), `locket`, then the provider (the Secret Service suites).
 # `install -C` leaves an unchanged executable in place: a suite may be running it.
-build: deps helper locket-binary provider
+build: deps helper locket-binary provider pam
 
 .PHONY: helper locket-binary provider
 helper: deps
@@ -135,6 +160,19 @@ locket-binary: deps
 provider: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
 	install -C -D -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
+
+pam: $(PAM_MODULE)
+
+$(PAM_MODULE): pam/pam_locket.c pam/run.c pam/user.c pam/pam_locket.h .build/pam/locket-path
+	$(CC) $(PAM_CFLAGS) -DLOCKET_PATH='"$(BINDIR)/locket"' $(PAM_LDFLAGS) -o $@ pam/pam_locket.c pam/run.c pam/user.c -lpam
+
+# The path compiled into the module, rewritten (and the module rebuilt) only when it changes.
+.build/pam/locket-path: FORCE
+	@mkdir -p .build/pam
+	@echo '$(BINDIR)/locket' | cmp -s - $@ || echo '$(BINDIR)/locket' > $@
+
+.PHONY: FORCE
+FORCE:
 
 # Unit tests run in-process; end-to-end tests run the release binary that
 # users get, found through LOCKET_BIN.
@@ -177,13 +215,14 @@ NEEDS_PROVIDER = ^LocketCLITests\.SecretService
 # took 285 s instead of ~176: nice does not keep them off its core), one 382 s.
 test: deps test-deps
 	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/*.status
+	@$(MAKE) --no-print-directory pam
 	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
 	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
 	  $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status; } & release=$$!; \
 	$(SWIFT) build --build-tests; built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
-		Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
 		--skip '$(SOAK_ONLY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
@@ -212,19 +251,29 @@ install: build
 	install -m 0644 -v completions/locket.bash $(DESTDIR)$(BASHCOMPDIR)/locket
 	install -m 0644 -v completions/_locket $(DESTDIR)$(ZSHCOMPDIR)/_locket
 	install -m 0644 -v completions/locket.fish $(DESTDIR)$(FISHCOMPDIR)/locket.fish
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSTEMDUSERUNITDIR) $(DESTDIR)$(LOCKETDATADIR)
+	install -m 0644 -v $(PAM_MODULE) $(DESTDIR)$(PAMDIR)/pam_locket.so
+	sed 's|@BINDIR@|$(BINDIR)|g' dist/locket-secret-service.service > .build/locket-secret-service.service
+	install -m 0644 -v .build/locket-secret-service.service $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service
+	sed 's|@BINDIR@|$(BINDIR)|g' dist/org.freedesktop.secrets.service > .build/org.freedesktop.secrets.service
+	install -m 0644 -v .build/org.freedesktop.secrets.service $(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
 
 uninstall:
 	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/locket 2>/dev/null
 	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(BINDIR)/docker-credential-locket \
 		$(DESTDIR)$(MANDIR)/man1/locket.1 \
-		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish
+		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish \
+		$(DESTDIR)$(PAMDIR)/pam_locket.so $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service \
+		$(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
+	-rmdir $(DESTDIR)$(LOCKETDATADIR) 2>/dev/null
 
 bench: build
 	bench/run
 	bench/keyuse
 	bench/remote
 	bench/secret-service
+	bench/session
 	bench/secitem
 
 clean:

@@ -50,10 +50,12 @@ _locket() {
         update:--set) return ;;
         update:--set-attr) return ;;
         update:--remove-attr) return ;;
-        unlock:--timeout|settings:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
+        unlock:--timeout|settings:--timeout|pam:--timeout) COMPREPLY=($(compgen -W "none 300 3600" -- "$cur")); return ;;
         unlock:--password-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         unlock:--credential) return ;;
         settings:--presence-reuse) COMPREPLY=($(compgen -W "0 60 300" -- "$cur")); return ;;
+        settings:--lock-on-sleep) COMPREPLY=($(compgen -W "yes no" -- "$cur")); return ;;
+        settings:--lock-on-screen-lock) COMPREPLY=($(compgen -W "yes no" -- "$cur")); return ;;
         exec:--env) return ;;
         exec:--env-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         exec:--file) return ;;
@@ -84,7 +86,7 @@ _locket() {
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale --version" -- "$cur"))
         else
-            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service keychain" -- "$cur"))
+            COMPREPLY=($(compgen -W "init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service pam keychain" -- "$cur"))
         fi
         return
     fi
@@ -98,7 +100,7 @@ _locket() {
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin --password-file --credential -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -114,10 +116,11 @@ _locket() {
         kube-credential) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale bash zsh fish" -- "$cur")) ;;
         key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service keychain" -- "$cur")) ;;
+        help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service pam keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        keychain) COMPREPLY=($(compgen -W "--password-service --name --groups --fingerprint --expect --since -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -f --force -k --keychain -e --entitlements --json -h --help --max-stale enable disable status" -- "$cur")) ;;
+        pam) COMPREPLY=($(compgen -W "--timeout -k --keychain -e --entitlements --json -h --help --max-stale unlock passwd lock" -- "$cur")) ;;
+        keychain) COMPREPLY=($(compgen -W "--password-service --replace --name --groups --fingerprint --expect --since --yes --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
     esac
 }
 complete -F _locket locket

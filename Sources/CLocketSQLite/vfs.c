@@ -45,10 +45,12 @@
 #include "locket_sqlite.h"
 #include "allocator.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 sqlite3_destructor_type locket_sqlite_transient(void) { return SQLITE_TRANSIENT; }
 
@@ -82,6 +84,49 @@ static int wal_write(sqlite3_file *file, const void *buffer, int amount, sqlite3
     int rc = wal->real->pMethods->xWrite(wal->real, buffer, amount, offset);
     if (rc == SQLITE_OK && offset + amount > wal->written) wal->written = offset + amount;
     return rc;
+}
+
+/* The errno of this thread's last write(2) or pwrite64(2) from SQLite that
+ * failed: SQLite reports EFBIG (past a file size limit) as a plain I/O
+ * error, and what it keeps of errno is overwritten before it returns, so
+ * the unix VFS's two write calls are wrapped to keep it. */
+static __thread int write_errno;
+static ssize_t (*real_pwrite64)(int, const void *, size_t, off_t);
+static ssize_t (*real_write)(int, const void *, size_t);
+
+static ssize_t recorded_pwrite64(int fd, const void *buffer, size_t count, off_t offset) {
+    ssize_t written = real_pwrite64(fd, buffer, count, offset);
+    if (written < 0) write_errno = errno;
+    return written;
+}
+
+static ssize_t recorded_write(int fd, const void *buffer, size_t count) {
+    ssize_t written = real_write(fd, buffer, count);
+    if (written < 0) write_errno = errno;
+    return written;
+}
+
+/* Set lazily, before a process's first write, so a read-only command never
+ * pays for it. Another thread's connection may be running meanwhile: it calls
+ * the real write or its wrapper, the same write either way. */
+static void record_write_errors_once(void) {
+    sqlite3_vfs *unix_vfs = sqlite3_vfs_find("unix");
+    if (unix_vfs == NULL) return;
+    real_pwrite64 = (ssize_t (*)(int, const void *, size_t, off_t))unix_vfs->xGetSystemCall(unix_vfs, "pwrite64");
+    if (real_pwrite64 != NULL) unix_vfs->xSetSystemCall(unix_vfs, "pwrite64", (sqlite3_syscall_ptr)recorded_pwrite64);
+    real_write = (ssize_t (*)(int, const void *, size_t))unix_vfs->xGetSystemCall(unix_vfs, "write");
+    if (real_write != NULL) unix_vfs->xSetSystemCall(unix_vfs, "write", (sqlite3_syscall_ptr)recorded_write);
+}
+
+void locket_sqlite_record_write_errors(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, record_write_errors_once);
+}
+
+int locket_sqlite_take_write_errno(void) {
+    int code = write_errno;
+    write_errno = 0;
+    return code;
 }
 
 /* The end of the older commands' frames that follow `from`, a frame

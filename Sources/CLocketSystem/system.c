@@ -80,6 +80,7 @@ void locket_disable_core_dumps(void) {
 void locket_prepare_exec(void) {
     if (saved_core_limit_valid) (void)setrlimit(RLIMIT_CORE, &saved_core_limit);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
 }
 
 int locket_execvpe(const char *file, char *const argv[], char *const envp[]) {

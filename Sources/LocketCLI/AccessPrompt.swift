@@ -37,7 +37,7 @@ enum AccessPrompt {
                     proofs = TerminalProofs(reason: { reason(invocation, context, $0) },
                                             confirmsApplicationPassword: invocation?.has("access-control") == true,
                                             applicationPasswordGiven: fromStdin,
-                                            beforePasswordPrompt: { Commands.announcePasswordDelay($0, context) })
+                                            beforePasswordPrompt: { Commands.announcePasswordWaits($0, context) })
                 }
                 try proofs!.supply(error, to: keychain)
             }

@@ -63,6 +63,10 @@ public enum CLI {
     /// `run`, with `extra` parsed as if it were one of the table's commands.
     static func run(_ arguments: [String], io: IO, extra: CommandSpec?) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit (`ulimit -f`) would kill a writer mid-write with
+        // no word (exit 153); ignored, the write fails with EFBIG, and the
+        // command reports errSecIO naming the limit, the keychain unchanged.
+        signal(SIGXFSZ, SIG_IGN)
         var arguments = arguments
         // git runs `git-credential-locket get` for `credential.helper = locket`;
         // docker and skopeo run `docker-credential-locket get` for `credsStore: locket`.
@@ -83,6 +87,7 @@ public enum CLI {
             case .run(let globals, let invocation):
                 context.globals = globals
                 context.commandName = invocation.command.name
+                context.oneLineFailures = invocation.command.oneLineFailures
                 if try globals.json || io.environment["LOCKET_FORMAT"] == "json" { context.json = true }
                 if globals.help {
                     context.out.text(Help.text(for: invocation.command.name == "help" ? nil : invocation.command))
@@ -112,6 +117,8 @@ final class Context {
     var globals = GlobalOptions()
     /// The command being run (hints differ by command).
     var commandName: String?
+    /// The command's failures are one line each (`CommandSpec.oneLineFailures`).
+    var oneLineFailures = false
     var json = false
     let out: OutputBuffer
     /// The keychain opened with its file kept open for the first call;
@@ -148,6 +155,10 @@ final class Context {
             if let hint = Hints.hint(for: error, self) { w.key("hint"); w.string(hint) }
             w.endObject()
             err(w.result)
+        } else if oneLineFailures {
+            // The hint inside the line, the status still last, where scripts look for it.
+            let hint = Hints.hint(for: error, self).map { "; \($0)" } ?? ""
+            err("locket: error: \(error.message)\(hint) (\(error.code.name) \(error.code.rawValue))")
         } else {
             err("locket: error: \(error.description)")
             if let hint = Hints.hint(for: error, self) { err("locket: hint: \(hint)") }
@@ -155,8 +166,13 @@ final class Context {
     }
 
     func usage(_ error: UsageError, extra: CommandSpec? = nil) {
+        let command = error.command.flatMap { name in extra.flatMap { $0.name == name ? $0 : nil } ?? CommandTable.command(named: name) }
+        if let command, command.oneLineFailures {
+            err("locket: error: \(error.message) (see 'locket help \(command.name)')")
+            return
+        }
         err("locket: error: \(error.message)")
-        if let name = error.command, let command = extra.flatMap({ $0.name == name ? $0 : nil }) ?? CommandTable.command(named: name) {
+        if let command {
             err("usage: \(command.usageLine)")
         } else {
             err("usage: locket [-k KEYCHAIN] [-e ENTITLEMENTS] [--json] COMMAND [OPTIONS]")

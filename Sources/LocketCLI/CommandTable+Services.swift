@@ -28,11 +28,11 @@ extension CommandTable {
             ref, prompt, accessible,
             OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
         ],
-        conflicts: [], operands: true, run: Commands.awsCredential)
+        conflicts: [], operands: true, run: Commands.awsCredential, oneLineFailures: true)
 
     static let kubeCredential = CommandSpec(
         name: "kube-credential", usage: "[ATTRIBUTES] [--ref REF] [--prompt TEXT]",
         summary: "print a kubectl ExecCredential: a token, or with --class identity a client certificate and key",
         options: attributes + [ref, prompt],
-        conflicts: [], operands: false, run: Commands.kubeCredential)
+        conflicts: [], operands: false, run: Commands.kubeCredential, oneLineFailures: true)
 }

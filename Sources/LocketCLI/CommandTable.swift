@@ -108,11 +108,15 @@ public enum CommandTable {
                         conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd)
         }),
         ("settings", {
-            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS]",
+            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no]",
                         summary: "show or change the keychain's settings",
                         options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                              "the auto-lock timeout unlock uses by default (none: never)"),
-                                  presenceReuse],
+                                  presenceReuse,
+                                  OptionSpec("lock-on-sleep", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
+                                             "the Secret Service provider locks the keychain before the machine sleeps (default yes)"),
+                                  OptionSpec("lock-on-screen-lock", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
+                                             "the Secret Service provider locks the keychain when the session's screen locks (default yes)")],
                         conflicts: [], operands: false, run: Commands.settings)
         }),
         ("status", {
@@ -230,19 +234,23 @@ public enum CommandTable {
             SSHAgentCommand.spec(source: { context in try context.agentKeySource() })
         }),
         ("secret-service", { Commands.secretServiceSpec }),
+        ("pam", { Commands.pamSpec }),
         ("keychain", {
             CommandSpec(name: "keychain",
-                        usage: "add-remote NAME URL [--password-service SERVICE] | enroll [--name NAME] | devices | approve DEVICE --fingerprint FINGERPRINT --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | verify [--expect VIEW] | sync",
+                        usage: "add-remote NAME URL [--password-service SERVICE] [--replace] | enroll [--name NAME] | devices | approve DEVICE --fingerprint FINGERPRINT --groups GROUP,... | revoke DEVICE | audit [--since WHEN] | verify [--expect VIEW] | sync | recover [--yes] [--password-stdin]",
                         summary: "name a keychain in PostgreSQL, and manage the devices that share it",
                         options: [OptionSpec("password-service", nil, .value("SERVICE"),
                                              "the database password is the generic password of this service in the login keychain"),
+                                  OptionSpec("replace", nil, .flag, "add-remote: re-point the remote already registered as NAME to URL"),
                                   OptionSpec("name", nil, .value("NAME"), "enroll: the name admins see (default: the host name)"),
                                   OptionSpec("groups", nil, .value("GROUP,..."), "approve: the access groups whose keys the device gets"),
                                   OptionSpec("fingerprint", nil, .value("FINGERPRINT"),
                                              "approve: the device's fingerprint as its enroll printed it (hex or words), compared out of band"),
                                   OptionSpec("expect", nil, .value("VIEW"),
                                              "verify: another device's view (what its verify printed); fails on a rollback or a fork"),
-                                  OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)")],
+                                  OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)"),
+                                  OptionSpec("yes", nil, .flag, "recover: go ahead without asking, once what was lost is printed"),
+                                  OptionSpec("password-stdin", nil, .flag, "recover: read the keychain's password from the first line of standard input")],
                         conflicts: [], operands: true, run: Commands.keychain)
         }),
     ]

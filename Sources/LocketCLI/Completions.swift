@@ -105,6 +105,7 @@ public enum Completions {
             var operands = ""
             if command.name == "help" { operands = commands }
             if command.name == "completion" { operands = Shell.allCases.map(\.rawValue).joined(separator: " ") }
+            if !command.subcommands.isEmpty { operands = command.subcommands.joined(separator: " ") }
             s += "        \(command.name)) COMPREPLY=($(compgen -W \"\(options) \(operands)\" -- \"$cur\")) ;;\n"
         }
         s += """
@@ -175,6 +176,7 @@ public enum Completions {
             var specs = command.options.flatMap(zshSpec)
             if command.name == "help" { specs.append("'1:command:(\(CommandTable.commands.map(\.name).joined(separator: " ")))'") }
             if command.name == "completion" { specs.append("'1:shell:(bash zsh fish)'") }
+            if !command.subcommands.isEmpty { specs.append("'1:subcommand:(\(command.subcommands.joined(separator: " ")))'") }
             s += "                \(command.name)) _arguments $globals \(specs.joined(separator: " ")) ;;\n"
         }
         s += """
@@ -236,6 +238,9 @@ public enum Completions {
         }
         s += "complete -c locket -n '__fish_seen_subcommand_from help' -a '\(names)'\n"
         s += "complete -c locket -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n"
+        for command in CommandTable.commands where !command.subcommands.isEmpty {
+            s += "complete -c locket -n '__fish_seen_subcommand_from \(command.name)' -a '\(command.subcommands.joined(separator: " "))'\n"
+        }
         return s
     }
 }

@@ -86,7 +86,7 @@ struct GPGDecrypt {
             }
         }
         let status = Spawner.exitStatus(pid)
-        if tooLarge { throw KeychainError(.decode, "it decrypts to more than \(limit / 1024 / 1024) MiB") }
+        if tooLarge { throw KeychainError(.decode, "it decrypts to more than \(ByteSize.text(limit))") }
         guard status == 0 else {
             failureOutput(errors)
             throw KeychainError(.decode, status > 128 ? "gpg was killed by signal \(status - 128)" : "gpg exited with status \(status)")

@@ -4,6 +4,11 @@ import LocketSupport
 /// The words for the engine's typed reasons: every `locket: hint:` that
 /// follows an engine error is made here, where the command line is known.
 enum Hints {
+    /// After a failover or a restore of a remote keychain's database.
+    private static func recoverHint(_ context: Context) -> String {
+        "if the server lost writes (a failover, a restore of the database), 'locket \(context.keychainArgument)keychain recover' says what was lost and brings this device back"
+    }
+
     /// The hint for `error` in this command's context; nil when there is nothing to suggest.
     static func hint(for error: KeychainError, _ context: Context) -> String? {
         if let hint = error.hint { return hint }
@@ -33,7 +38,19 @@ enum Hints {
         case .newerFormat?:
             return "a newer release of locket made it: upgrade locket to open it"
         case .rolledBack?:
+            if (try? context.keychainLocation())?.filePath == nil {
+                // A remote keychain's header goes back with its history (a failover, a restore of the database).
+                return recoverHint(context) + " ('restore --accept-rollback' accepts the older header alone)"
+            }
             return "if it was put back on purpose, accept it with 'locket \(context.keychainArgument)restore --accept-rollback'"
+        case .remoteRolledBack?:
+            return recoverHint(context)
+        case .revocationLost(let device)?:
+            return "revoke it again: 'locket \(context.keychainArgument)keychain recover' here does it when this device holds its groups, or 'locket \(context.keychainArgument)keychain revoke \(device)' on a device that does"
+        case .remoteTrustDamaged?:
+            return "'locket \(context.keychainArgument)keychain recover' starts it again from what the server holds, as at enrolment (the revocations it kept are lost with it)"
+        case .remoteStandby?:
+            return "name the primary, or list every server in the URL with target_session_attrs=read-write so that libpq finds it"
         case .keysReplaced?:
             return "run the command again"
         case .thisDeviceOnlyRemote?:
@@ -51,6 +68,8 @@ enum Hints {
                 : "give the application password at a terminal or with --application-password-stdin"
         case .accessInvalidated?:
             return "delete the item and add it again"
+        case .notLocketsFile?:
+            return "'locket secret-service enable --force' sets it aside, and 'locket secret-service disable' puts it back"
         case .boundToOtherDevice?, nil:
             return nil
         }

@@ -23,6 +23,8 @@ struct Invocation {
     }
     private var given: [Given] = []
     private(set) var operands: [String] = []
+    /// One of the command's `subcommands`, given first.
+    private(set) var subcommand: String?
 
     init(command: CommandSpec) { self.command = command }
 
@@ -33,6 +35,8 @@ struct Invocation {
     func all(_ long: String) -> [String] { index(long).map { given[$0].values } ?? [] }
     func isBare(_ long: String) -> Bool { index(long).map { given[$0].bare } ?? false }
     func spelling(_ long: String) -> String? { index(long).map { given[$0].spelling } }
+
+    mutating func name(subcommand word: String) { subcommand = word }
 
     mutating func record(_ spec: OptionSpec, spelled: String, value: String?) throws {
         let bare: Bool
@@ -100,8 +104,14 @@ enum Parser {
         i += 1
         var invocation = Invocation(command: command)
         var optionsEnded = false
+        var dashes = false
         while i < arguments.count {
             let arg = arguments[i]
+            if !optionsEnded && !dashes && invocation.operands.isEmpty && invocation.subcommand == nil && command.subcommands.contains(arg) {
+                invocation.name(subcommand: arg)
+                i += 1
+                continue
+            }
             if optionsEnded || !arg.hasPrefix("-") || arg == "-" {
                 guard command.operands else {
                     // Where -w takes a secret, a leftover argument is often one typed
@@ -117,7 +127,7 @@ enum Parser {
                 i += 1
                 continue
             }
-            if arg == "--" { optionsEnded = true; i += 1; continue }
+            if arg == "--" { optionsEnded = true; dashes = true; i += 1; continue }
             if arg.hasPrefix("--") {
                 if let (index, spelled, inline) = match(arg, in: command.options) {
                     let spec = command.options[index]

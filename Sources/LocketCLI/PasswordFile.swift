@@ -40,7 +40,7 @@ enum PasswordFile {
                                 hint: "chmod 600 it (and change the password if others could read it)")
         }
         guard st.st_size <= maximumSize else {
-            throw KeychainError(.dataTooLarge, "\(shown) is larger than a password (\(Prompt.maximumPasswordLength) bytes)")
+            throw KeychainError(.dataTooLarge, "\(shown) is larger than a password (\(ByteSize.text(Prompt.maximumPasswordLength)))")
         }
         let all = try Prompt.readAll(fd, what: shown, contents: "the password file \(shown)", limit: maximumSize)
         return try all.withUnsafeBytes { raw in
@@ -52,7 +52,7 @@ enum PasswordFile {
             }
             guard end > 0 else { throw KeychainError(.param, "\(shown) is empty; it should hold the keychain's password") }
             guard end <= Prompt.maximumPasswordLength else {
-                throw KeychainError(.dataTooLarge, "the password is longer than \(Prompt.maximumPasswordLength) bytes")
+                throw KeychainError(.dataTooLarge, "the password is longer than \(ByteSize.text(Prompt.maximumPasswordLength))")
             }
             return try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: raw[..<end]))
         }

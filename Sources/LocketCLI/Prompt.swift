@@ -150,7 +150,7 @@ enum Prompt {
             if n.error?.code == EBADF { break }
             guard case .success(let got) = n else { throw KeychainError(.io, "cannot read standard input") }
             if got == 0 || c == 0x0a { break }
-            guard used < buffer.count else { throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes") }
+            guard used < buffer.count else { throw KeychainError(.dataTooLarge, "the password is longer than \(ByteSize.text(maximumPasswordLength))") }
             buffer.withUnsafeMutableBytes { $0[used] = c }
             used += 1
         }
@@ -164,7 +164,7 @@ enum Prompt {
     /// what it is (for the size error: "the template is larger than ..."),
     /// by default `what`.
     static func readAll(_ fd: Int32, what: String, contents: String? = nil, limit: Int = Keychain.maximumDataLength) throws -> SecureBytes {
-        let tooLarge = KeychainError(.dataTooLarge, "\(contents ?? what) is larger than \(limit / 1024 / 1024) MiB")
+        let tooLarge = KeychainError(.dataTooLarge, "\(contents ?? what) is larger than \(ByteSize.text(limit))")
         // Most secrets fit a pooled 1 KiB slot; a fresh guarded region
         // (mmap, mlock, munlock, munmap) is only for the big ones.
         var capacity = 1024

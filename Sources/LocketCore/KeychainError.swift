@@ -140,11 +140,26 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         case notEnrolled
         /// This device holds no key for the access group (`keychain approve` on an admin device).
         case notApproved(group: String)
+        /// The server named is a read-only standby, not the primary (docs/REMOTE.md "Replication and failover").
+        case remoteStandby
+        /// A remote keychain's server shows an older history than this device
+        /// saw, or another one (a failover that lost writes, a restore of the
+        /// database): `keychain recover` says what was lost and re-pins the device.
+        case remoteRolledBack
+        /// A device this device saw revoked is approved in the membership the
+        /// server shows (the revocation was lost): it must be revoked again.
+        case revocationLost(device: Int64)
+        /// This device's record of what it verified of a remote keychain does
+        /// not read: `keychain recover` starts it again from the server's history.
+        case remoteTrustDamaged
         /// An item with access control needs a proof first (SPEC §14): the
         /// caller asks for it and tries again.
         case proofNeeded(AccessRequest)
         /// A password-current-set item after a password change: permanently unreadable; delete it.
         case accessInvalidated
+        /// A file `secret-service enable` would write is already there and is
+        /// another program's (SPEC §20): kept unless the caller insists.
+        case notLocketsFile(path: String)
     }
 
     /// What went wrong.

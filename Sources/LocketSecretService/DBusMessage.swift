@@ -15,6 +15,7 @@ enum DBusType {
     static let variant = Int32(UInt8(ascii: "v"))
     static let structure = Int32(UInt8(ascii: "r"))
     static let dictEntry = Int32(UInt8(ascii: "e"))
+    static let unixFD = Int32(UInt8(ascii: "h"))
 }
 
 /// A message's arguments, read in order through libdbus's iterator: every
@@ -74,6 +75,15 @@ struct MessageReader {
         dbus_message_iter_get_basic(&iter, &value)
         advance()
         return value != 0
+    }
+
+    /// A file descriptor passed with the message (`h`): the caller's own copy, to close.
+    mutating func unixFD() throws -> Int32 {
+        try expect(DBusType.unixFD, "a file descriptor")
+        var fd: Int32 = -1
+        dbus_message_iter_get_basic(&iter, &fd)
+        advance()
+        return fd
     }
 
     /// An array of bytes (`ay`), copied out of the message.

@@ -61,6 +61,8 @@ public final class Provider {
     /// While a call is answered: the signals it emits, sent after its reply
     /// (a prompt dismissed at once must not complete before Prompt() returns).
     var held: [OpaquePointer]?
+    /// logind on the system bus, when the provider serves a session (Provider+Logind).
+    var logind: Logind?
 
     /// One served keychain.
     final class Collection {
@@ -181,9 +183,11 @@ public final class Provider {
                 break
             }
             if stopReason != nil { break }
+            while logind?.hasQueued == true { serviceLogind() }
             var fds = [pollfd(fd: busFD, events: Int16(POLLIN), revents: 0), pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
             let watched = prompts.values.compactMap { prompt in prompt.descriptor.map { (prompt, $0) } }
             for (_, fd) in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            if let fd = logind?.descriptor { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             // Interrupted: as if nothing were ready; the loop looks again.
             let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), promptTimeoutMilliseconds()) }
             if let failure = ready.error, failure.code != EINTR { stopReason = "poll failed: \(failure)"; break }
@@ -194,6 +198,7 @@ public final class Provider {
                 }
             }
             for (k, (prompt, _)) in watched.enumerated() where fds[2 + k].revents != 0 { promptReadable(prompt) }
+            if fds.count > 2 + watched.count, fds[2 + watched.count].revents != 0 { serviceLogind() }
             expirePrompts()
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 if dbus_connection_read_write(connection, 0) == 0 {

@@ -9,6 +9,7 @@ import LocketSupport
 ///
 ///     locket-secret-service [--collection NAME PATH]... [--default NAME]
 ///                           [--replace] [--app EXECUTABLE ENTITLEMENTS]... [-- COMMAND [ARG]...]
+///     locket-secret-service --query [--reload]   (NameQuery: who owns the name, for `status`)
 ///
 /// Without COMMAND it serves the session bus of DBUS_SESSION_BUS_ADDRESS
 /// until SIGTERM or SIGINT (exit 0), the bus going away (exit 0) or a
@@ -25,9 +26,14 @@ public enum SecretServiceMain {
             _ = text.withCString { write(2, $0, strlen($0)) }
         }
         umask(0o077)
+        if arguments.count >= 2 && arguments[1] == "--query" {
+            return NameQuery.run(reload: arguments.count == 3 && arguments[2] == "--reload")
+        }
         // Secrets pass through this process: no core dumps, no crash reports.
         locket_disable_core_dumps()
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit fails a write with EFBIG (errSecIO to the client) rather than kill the provider.
+        signal(SIGXFSZ, SIG_IGN)
         _ = OPENSSL_init_crypto(UInt64(locket_init_no_config()), nil)
         let options: ProviderOptions
         let command: [String]
@@ -51,13 +57,14 @@ public enum SecretServiceMain {
         defer { close(signals) }
         do {
             if command.isEmpty {
-                guard let address = (try? Environment.process["DBUS_SESSION_BUS_ADDRESS"]) ?? nil, !address.isEmpty else {
+                guard let address = NameQuery.sessionBusAddress() else {
                     log("error: DBUS_SESSION_BUS_ADDRESS is not set: no session bus to serve (locket secret-service -- COMMAND starts a private one)")
                     return 1
                 }
                 let provider = try Provider(address: address, options: options, environment: .process, log: log)
                 try provider.claimName()
                 log("serving \(Provider.busName) on \(address)")
+                provider.watchLogind()
                 provider.serve(signals: signals) { _ in true }
                 log(provider.stopped)
                 return 0

@@ -44,6 +44,15 @@ extension String {
     }
 }
 
+extension String {
+    /// Without leading and trailing spaces, tabs and line breaks (Go's strings.TrimSpace, for ASCII).
+    public func trimmingBlanks() -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}
+
 extension Array where Element == String {
     /// `joined(separator:)`, concrete. The standard library's generic one is
     /// not specialized into locket, and its first call resolves `String`'s

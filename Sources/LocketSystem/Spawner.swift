@@ -20,7 +20,7 @@ public enum Spawner {
 
     /// Which signals the child gets default handling of.
     public enum Signals: Sendable {
-        /// Those locket changes for itself (SIGPIPE ignored, handlers for
+        /// Those locket changes for itself (SIGPIPE and SIGXFSZ ignored, handlers for
         /// SIGINT, SIGTERM, SIGHUP, SIGQUIT); whatever locket's own parent set
         /// for the others (a `nohup`) reaches the child unchanged.
         case changedByLocket
@@ -64,7 +64,7 @@ public enum Spawner {
         switch signals {
         case .changedByLocket:
             sigemptyset(&defaults)
-            for sig in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
+            for sig in [SIGPIPE, SIGXFSZ, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
         case .all:
             sigfillset(&defaults)
         }

@@ -15,8 +15,13 @@ public struct Errno: Error, Equatable, Hashable, Sendable, CustomStringConvertib
     @inlinable
     public init(_ code: Int32) { self.code = code }
 
-    /// strerror(3) of the code, for a message ("No such file or directory").
-    public var description: String { String(cString: strerror(code)) }
+    /// strerror(3) of the code, for a message ("No such file or directory");
+    /// for EFBIG also where the limit most likely comes from.
+    public var description: String {
+        let text = String(cString: strerror(code))
+        // "File too large" alone sends people looking at the file.
+        return code == EFBIG ? text + " (past the file size limit, ulimit -f, or the largest file the file system holds)" : text
+    }
 }
 
 /// Test hook: when set, every wrapped system call first asks it, by the C

@@ -28,7 +28,7 @@ public enum Terminal {
         }
         switch n {
         case -1: throw KeychainError(.userCanceled)
-        case -2: throw KeychainError(.dataTooLarge, "the password is longer than \(maximumPasswordLength) bytes")
+        case -2: throw KeychainError(.dataTooLarge, "the password is longer than \(ByteSize.text(maximumPasswordLength))")
         case ..<0: throw KeychainError(.io, "cannot read from the terminal")
         default: return try buffer.prefix(n)
         }

@@ -68,7 +68,7 @@ enum AttributeCoding {
 
     private static func checked(_ attribute: Attribute, _ bytes: [UInt8]) throws -> [UInt8] {
         guard bytes.count <= Attribute.maximumValueLength else {
-            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(Attribute.maximumValueLength) bytes")
+            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(ByteSize.text(Attribute.maximumValueLength))")
         }
         return bytes
     }

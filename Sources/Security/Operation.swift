@@ -58,12 +58,20 @@ enum Operation {
         return String(decoding: comm.filter { $0 != 0x0a }, as: UTF8.self)
     }
 
-    /// Before the password prompt: the engine makes a wrong password wait
-    /// longer each time; say so at the terminal rather than seem to hang.
+    /// Before the password prompt: whenever the engine waits while it checks
+    /// the password (another attempt's turn, the delay it makes wrong
+    /// passwords wait, longer each time), say so at the terminal rather than
+    /// seem to hang.
     private static func announceDelay(_ keychain: Keychain) {
-        let wait = keychain.passwordDelay
-        guard wait > 0, let terminal = Terminal.openControlling() else { return }
-        defer { close(terminal) }
-        Terminal.write(terminal, "\(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt\n")
+        keychain.passwordWaitObserver = { wait in
+            guard let terminal = Terminal.openControlling() else { return }
+            defer { close(terminal) }
+            switch wait {
+            case .turn:
+                Terminal.write(terminal, "another password attempt on this keychain is being checked; waiting for its turn\n")
+            case .delay(let failures, let milliseconds):
+                Terminal.write(terminal, "\(failures) wrong passwords in a row; waiting \((milliseconds + 999) / 1000) s before the next attempt\n")
+            }
+        }
     }
 }

@@ -1,3 +1,5 @@
+import CLibPQ
+
 /// What locket lets a connection be: TLS with full verification unless every
 /// host is a Unix socket directory, and the password never a keyword (it
 /// comes from libpq's own sources or from locket's password field).
@@ -6,6 +8,11 @@ enum ConnectionPolicy {
     static func apply(keywords: inout [String], values: inout [String]) -> String? {
         if keywords.contains("password") {
             return "the password is not a connection keyword: it comes from libpq's password file or from locket"
+        }
+        // A keyword this libpq doesn't know (load_balance_hosts before libpq
+        // 16) is refused by name: ignoring it would change what the URL means.
+        if let unknown = keywords.first(where: { !known.contains($0) }) {
+            return "this locket-postgres's libpq (\(libraryVersion)) does not know the connection keyword '\(unknown)'"
         }
         let host = keywords.firstIndex(of: "host").map { values[$0] }
         let hostaddr = keywords.contains("hostaddr")
@@ -26,5 +33,24 @@ enum ConnectionPolicy {
             values.append("10")
         }
         return nil
+    }
+
+    /// The keywords the linked libpq accepts (PQconndefaults).
+    static let known: Set<String> = {
+        var names: Set<String> = []
+        guard let options = PQconndefaults() else { return names }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            names.insert(String(cString: keyword))
+            option += 1
+        }
+        return names
+    }()
+
+    /// "libpq 15.18"-style, from PQlibVersion (major * 10000 + minor).
+    static var libraryVersion: String {
+        let version = PQlibVersion()
+        return "libpq \(version / 10000).\(version % 10000)"
     }
 }

@@ -110,6 +110,19 @@ final class Session {
         }
         // Notices would go to stderr; locket's own output stays locket's.
         PQsetNoticeProcessor(opened, { _, _ in }, nil)
+        // A hot standby takes the connection but no serializable transaction
+        // and no write: named as such (libpq's target_session_attrs=read-write
+        // skips one; a URL naming only it lands here), so locket reports the
+        // keychain unavailable, as for a server that is down.
+        if Self.isStandby(opened) {
+            let host = PQhost(opened).map { String(cString: $0) } ?? "the server"
+            let port = PQport(opened).map { String(cString: $0) } ?? ""
+            let named = host.hasPrefix("/") ? "\(host) (port \(port))" : "\(host):\(port)"
+            PQfinish(opened)
+            try reply(error: Self.standbySQLState, flags: Wire.ErrorFlag.connectFailed,
+                      message: "\(named) is a read-only standby, not the primary", constraint: "")
+            return
+        }
         connection = opened
         var writer = FrameWriter(.ready)
         writer.string(String(PQserverVersion(opened)))
@@ -141,10 +154,20 @@ final class Session {
     private func send(_ result: OpaquePointer?, _ connection: OpaquePointer) throws(Wire.Failure) {
         let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
         guard let result, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let lost = PQstatus(connection) != CONNECTION_OK
             var sqlstate = result.flatMap { field($0, "C") } ?? ""
-            if lost && sqlstate.isEmpty { sqlstate = "08006" }
             let message = result.flatMap { field($0, "M") } ?? Self.oneLine(PQerrorMessage(connection))
+            // The server names every error it reports with a SQLSTATE; one
+            // without (or no result at all) is libpq's own, about the socket:
+            // after a write that failed with EPIPE, libpq says "server closed
+            // the connection unexpectedly" and still reports CONNECTION_OK
+            // (issue 44). Whatever its status says, the connection is gone.
+            let lost = PQstatus(connection) != CONNECTION_OK || sqlstate.isEmpty
+            if lost {
+                if sqlstate.isEmpty { sqlstate = "08006" }
+                // Nothing more runs on it: later statements say so at once.
+                PQfinish(connection)
+                self.connection = nil
+            }
             try reply(error: sqlstate, flags: lost ? Wire.ErrorFlag.connectionLost : 0, message: message,
                       constraint: result.flatMap { field($0, "n") } ?? "")
             return
@@ -181,6 +204,19 @@ final class Session {
         done.string(PQcmdStatus(result).map { String(cString: $0) } ?? "")
         done.u64(UInt64(PQcmdTuples(result).flatMap { UInt64(String(cString: $0)) } ?? 0))
         try channel.write(done.bytes)
+    }
+
+    /// What a standby refusal carries: read_only_sql_transaction.
+    static let standbySQLState = "25006"
+
+    /// Whether the server is in recovery: the `in_hot_standby` parameter
+    /// servers from 14 on report at connection, else one query.
+    private static func isStandby(_ connection: OpaquePointer) -> Bool {
+        if let reported = PQparameterStatus(connection, "in_hot_standby") { return String(cString: reported) == "on" }
+        guard let result = PQexec(connection, "SELECT pg_is_in_recovery()") else { return false }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_TUPLES_OK, PQntuples(result) == 1, let value = PQgetvalue(result, 0, 0) else { return false }
+        return value.pointee == CChar(UInt8(ascii: "t"))
     }
 
     private func field(_ result: OpaquePointer, _ code: Character) -> String? {

@@ -16,4 +16,15 @@ sqlite3_destructor_type locket_sqlite_transient(void);
 /// skipped. NULL (the default VFS) if it could not be registered.
 const char *locket_sqlite_vfs(void);
 
+/// From now on, keeps the errno of every write(2) and pwrite64(2) of
+/// SQLite's unix VFS that fails, for `locket_sqlite_take_write_errno`.
+/// Called before the first write (a read-only command never pays for it);
+/// once per process, whatever the thread.
+void locket_sqlite_record_write_errors(void);
+
+/// The errno of this thread's last failed write by SQLite (0: none since the
+/// last call), which it clears: what SQLite reports as an I/O error may be
+/// a file size limit (EFBIG) or a full disk (ENOSPC).
+int locket_sqlite_take_write_errno(void);
+
 #endif

@@ -26,7 +26,7 @@ uint32_t locket_key_permissions(void);
 void locket_disable_core_dumps(void);
 
 /// Undoes, for a child about to be exec'd, what locket set for itself: the
-/// core-dump limit it lowered and SIGPIPE, which it ignores.
+/// core-dump limit it lowered, and SIGPIPE and SIGXFSZ, which it ignores.
 void locket_prepare_exec(void);
 
 /// Forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH

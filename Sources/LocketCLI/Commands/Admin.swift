@@ -11,7 +11,7 @@ extension Commands {
         let fromStdin = false
         var old: SecureBytes?
         if keychain.hasPassword {
-            announcePasswordDelay(keychain, context)
+            announcePasswordWaits(keychain, context)
             old = try Prompt.password(context, prompt: "Current password for \(keychain.path): ", confirm: false, fromStdin: fromStdin)
         }
         if invocation.has("remove") {
@@ -40,19 +40,32 @@ extension Commands {
         return 0
     }
 
-    /// Says so before the prompt when the engine will wait after repeated
-    /// wrong passwords (the engine enforces the wait itself).
-    static func announcePasswordDelay(_ keychain: Keychain, _ context: Context) {
-        let wait = keychain.passwordDelay
-        guard wait > 0 else { return }
-        context.warn("\(keychain.failedAttempts) wrong passwords in a row; waiting \(wait) s before the next attempt")
+    /// Says so on stderr whenever the engine, checking a password, waits:
+    /// for another attempt's turn, or out the delay after repeated wrong
+    /// passwords (the engine enforces both and decides them under the turn,
+    /// so the line says what really happens, not what the count at open said).
+    static func announcePasswordWaits(_ keychain: Keychain, _ context: Context) {
+        let path = keychain.path
+        keychain.passwordWaitObserver = { wait in
+            switch wait {
+            case .turn:
+                context.warn("another password attempt on \(path) is being checked; waiting for its turn")
+            case .delay(let failures, let milliseconds):
+                context.warn("\(failures) wrong passwords in a row; waiting \((milliseconds + 999) / 1000) s before the next attempt")
+            }
+        }
     }
 
     /// `locket settings`
     static func settings(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        let lockEvents: [(String, Keychain.LockEvent)] = [("lock-on-sleep", .sleep), ("lock-on-screen-lock", .screenLock)]
+        // Values are checked before the keychain is opened: a typo is a usage error, whatever the keychain.
+        let newTimeout = try invocation.value("timeout").map { try parseTimeout($0, command: "settings") }
+        let locks = try lockEvents.compactMap { option, event in
+            try invocation.value(option).map { (event, try parseYesNo($0, option: option)) }
+        }
         let keychain = try context.openKeychain()
-        if invocation.has("timeout") || invocation.has("presence-reuse") {
-            let timeout = try invocation.value("timeout").map { try parseTimeout($0, command: "settings") }
+        if invocation.has("timeout") || invocation.has("presence-reuse") || !locks.isEmpty {
             // First, so that a refusal (a longer window needs the password) changes nothing.
             if let text = invocation.value("presence-reuse") {
                 guard let seconds = UInt32(text), seconds <= Keychain.maximumPresenceReuse else {
@@ -60,7 +73,8 @@ extension Commands {
                 }
                 try AccessPrompt.run(keychain, invocation, context) { try keychain.setPresenceReuse(seconds) }
             }
-            if let timeout { try keychain.setDefaultTimeout(timeout) }
+            if let newTimeout { try keychain.setDefaultTimeout(newTimeout) }
+            for (event, value) in locks { try keychain.setLocks(on: event, value) }
             return 0
         }
         let timeout = keychain.defaultTimeout
@@ -70,14 +84,27 @@ extension Commands {
             w.beginObject()
             w.key("timeout"); if timeout == 0 { w.string("none") } else { w.int(Int64(timeout)) }
             w.key("presenceReuse"); w.int(Int64(reuse))
+            w.key("lockOnSleep"); w.bool(keychain.locks(on: .sleep))
+            w.key("lockOnScreenLock"); w.bool(keychain.locks(on: .screenLock))
             w.endObject()
             context.out.bytes(w.bytes)
             context.out.text("\n")
         } else {
             context.out.line("timeout: \(timeout == 0 ? "none" : String(timeout))")
             if reuse > 0 { context.out.line("presence-reuse: \(reuse)") }
+            // As presence-reuse, printed only when not the default.
+            if !keychain.locks(on: .sleep) { context.out.line("lock-on-sleep: no") }
+            if !keychain.locks(on: .screenLock) { context.out.line("lock-on-screen-lock: no") }
         }
         return 0
+    }
+
+    static func parseYesNo(_ text: String, option: String) throws -> Bool {
+        switch text {
+        case "yes": return true
+        case "no": return false
+        default: throw UsageError(message: "--\(option) takes yes or no, not '\(Printable.clip(text))'", command: "settings")
+        }
     }
 
     /// `locket status`

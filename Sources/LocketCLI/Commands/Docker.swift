@@ -128,12 +128,3 @@ extension Commands {
         context.out.text("\n")
     }
 }
-
-extension String {
-    /// Without leading and trailing spaces, tabs and line breaks (Go's strings.TrimSpace, for ASCII).
-    func trimmingBlanks() -> String {
-        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
-        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else { return "" }
-        return String(self[first...last])
-    }
-}

@@ -34,7 +34,7 @@ extension Commands {
             context.warn("the keychain has no password; it is always unlocked")
             return 0
         }
-        announcePasswordDelay(keychain, context)
+        announcePasswordWaits(keychain, context)
         let password = try passwordFile.map { try PasswordFile.read($0) }
             ?? Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false, fromStdin: invocation.has("password-stdin"))
         try keychain.unlock(password: password, timeout: timeout)
@@ -63,9 +63,16 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
+        if keychain.isRemote {
+            context.err("""
+                locket: note: on a remote keychain this accepts an older header (the keys and settings the database holds) on this \
+                machine only; a membership, item or audit history older than this device saw is 'locket \(context.keychainArgument)keychain recover''s \
+                to accept, which says what was lost
+                """)
+        }
         var password: SecureBytes?
         if keychain.hasPassword {
-            announcePasswordDelay(keychain, context)
+            announcePasswordWaits(keychain, context)
             password = try Prompt.password(context, prompt: "Password of this copy of \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         }

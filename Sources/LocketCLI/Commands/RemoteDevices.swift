@@ -7,7 +7,7 @@ extension Commands {
     static func keychain(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let operands = invocation.operands
         guard let operation = operands.first else {
-            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke, audit, verify or sync", command: "keychain")
+            throw UsageError(message: "name an operation: add-remote, enroll, devices, approve, revoke, audit, verify, sync or recover", command: "keychain")
         }
         func count(_ n: Int, _ what: String) throws {
             guard operands.count == n else { throw UsageError(message: "\(operation) takes \(what)", command: "keychain") }
@@ -15,8 +15,12 @@ extension Commands {
         switch operation {
         case "add-remote":
             try count(3, "a NAME and a postgres:// URL")
-            try RemoteRegistry.add(name: operands[1], url: operands[2], passwordService: invocation.value("password-service"),
-                                   environment: context.environment)
+            let replaced = try RemoteRegistry.add(name: operands[1], url: operands[2], passwordService: invocation.value("password-service"),
+                                                  replacing: invocation.has("replace"), environment: context.environment)
+            if let replaced {
+                // Both URLs passed RemoteLocation's checks: neither holds a password.
+                context.err("locket: \(Printable.clip(operands[1])) now names \(Printable.clip(operands[2], max: 512)) (it named \(Printable.clip(replaced.url, max: 512)))")
+            }
         case "enroll":
             try count(1, "no operand")
             let keychain = try context.openKeychain()
@@ -57,6 +61,9 @@ extension Commands {
             let keychain = try context.openKeychain()
             let items = try keychain.syncOfflineCache()
             context.out.line("\(items) after-first-unlock item\(items == 1 ? "" : "s") cached for offline reads (--max-stale) in \(keychain.offlineCachePath ?? "")")
+        case "recover":
+            try count(1, "no operand")
+            return try recover(invocation, context)
         default:
             throw UsageError(message: "unknown operation '\(Printable.clip(operation))'", command: "keychain")
         }

@@ -9,21 +9,26 @@ import LocketSupport
 /// every command does, `KeychainLocator`) and the options from the command
 /// table, then execs the provider with them, so the provider is the process
 /// the user started: signals reach it, and its exit status (COMMAND's, with
-/// `--`) is the command's.
+/// `--`) is the command's. `enable`, `disable` and `status` (SPEC §20) are
+/// the switch that makes it the session's provider (SecretServiceSwitch.swift).
 extension Commands {
     static let secretServiceSpec = CommandSpec(
-        name: "secret-service", usage: "[-k KEYCHAIN]... [--replace] [--app EXECUTABLE=ENTITLEMENTS]... [-- COMMAND [ARG]...]",
-        summary: "serve the keychains to every program over the freedesktop Secret Service API (D-Bus)",
+        name: "secret-service",
+        usage: "[-k KEYCHAIN]... [--replace] [--app EXECUTABLE=ENTITLEMENTS]... [-- COMMAND [ARG]...] | enable [--force] [-k KEYCHAIN]... [--app EXECUTABLE=ENTITLEMENTS]... | disable | status",
+        summary: "serve the keychains to every program over the freedesktop Secret Service API (D-Bus); enable, disable or show it as this user's session keyring",
         options: [
             OptionSpec("keychain", "k", .value("KEYCHAIN"), repeatable: true, completion: .keychain,
                        "serve this keychain as a collection (repeatable; default: the default keychain, the collection login, alias default)"),
             OptionSpec("replace", nil, .flag, "take org.freedesktop.secrets from the process that owns it (say, gnome-keyring-daemon)"),
             OptionSpec("app", nil, .value("EXECUTABLE=ENTITLEMENTS"), repeatable: true, completion: .file,
                        "callers running EXECUTABLE get only the access groups of the entitlements file ENTITLEMENTS (repeatable)"),
+            OptionSpec("force", "f", .flag, "enable: set aside the files in its way that are not locket's (disable puts them back)"),
         ],
-        conflicts: [], operands: true, run: secretService, operandsEndOptions: true)
+        conflicts: [], operands: true, run: secretService, operandsEndOptions: true, subcommands: ["enable", "disable", "status"])
 
     static func secretService(_ invocation: Invocation, _ context: Context) throws -> Int32 {
+        if let subcommand = invocation.subcommand { return try secretServiceSwitch(subcommand, invocation, context) }
+        if invocation.has("force") { throw UsageError(message: "--force is for secret-service enable", command: "secret-service") }
         let environment = context.environment
         var specs = invocation.all("keychain")
         if specs.isEmpty { specs = [context.globals.keychain].compactMap { $0 } }

@@ -18,7 +18,7 @@ enum ExecCredential {
     /// plugin run by hand).
     static func apiVersion(_ environment: Environment) throws -> String {
         guard let info = try environment["KUBERNETES_EXEC_INFO"], !info.isEmpty else { return versions[0] }
-        guard info.utf8.count <= maximumInfo else { throw KeychainError(.param, "KUBERNETES_EXEC_INFO is larger than 1 MiB") }
+        guard info.utf8.count <= maximumInfo else { throw KeychainError(.param, "KUBERNETES_EXEC_INFO is larger than \(ByteSize.text(maximumInfo))") }
         let input = try SecureBytes(copying: Array(info.utf8))
         let document: JSONValue
         do { document = try JSONValue.parse(input, options: JSONValue.Options(maximumDepth: 32)) } catch let error as KeychainError {

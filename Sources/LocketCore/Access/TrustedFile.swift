@@ -47,7 +47,7 @@ struct TrustedFile {
         if let refusal = FileIO.access(ofDirectory: directory).refusal(directory, what: what) {
             throw fail("its directory \(refusal)")
         }
-        guard st.st_size <= maximumSize else { throw fail("larger than \(maximumSize >> 20) MiB; not \(what)") }
+        guard st.st_size <= maximumSize else { throw fail("larger than \(ByteSize.text(maximumSize)); not \(what)") }
         // Regular files ignore O_NONBLOCK; clear it all the same, so a read never returns EAGAIN.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))

@@ -80,7 +80,7 @@ final class AgentConnection {
             let bytes = UnsafeRawBufferPointer(input)
             let length = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
             guard length <= AgentMessage.maximumLength else {
-                return .dropped(KeychainError(.dataTooLarge, "an agent message of \(length) bytes (the limit is \(AgentMessage.maximumLength))"))
+                return .dropped(KeychainError(.dataTooLarge, "an agent message of \(length) bytes (the limit is \(ByteSize.text(AgentMessage.maximumLength)))"))
             }
             guard filled >= 4 + length else { break }
             let (reply, event) = engine.respond(to: UnsafeRawBufferPointer(rebasing: bytes[4..<(4 + length)]))

@@ -97,7 +97,7 @@ enum BackupRecordCoding {
         func bad(_ why: String) -> KeychainError { KeychainError(.param, "a \(record.itemClass.name) item can't be backed up: \(why)") }
         // The exporter leaves these out; refusing here too means no bug upstream can carry one off the device.
         guard !record.accessible.thisDeviceOnly else { throw bad("its protection class \(record.accessible.name) never leaves this device") }
-        guard record.data.count <= Keychain.maximumDataLength else { throw bad("its secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
+        guard record.data.count <= Keychain.maximumDataLength else { throw bad("its secret is larger than \(ByteSize.text(Keychain.maximumDataLength))") }
         guard record.accessGroup.utf8.count <= 0xffff else { throw bad("its access group is too long") }
         guard record.persistentRef.count <= 0xff else { throw bad("its persistent reference is too long") }
         guard (record.extra?.count ?? 0) <= Keychain.maximumDataLength else { throw bad("its secret's metadata is too large") }
@@ -191,7 +191,7 @@ enum BackupRecordCoding {
             let code = try cursor.u32()
             let flags = try cursor.byte()
             let length = Int(try cursor.u32())
-            guard length <= Attribute.maximumValueLength else { throw cursor.malformed("an attribute is longer than \(Attribute.maximumValueLength) bytes") }
+            guard length <= Attribute.maximumValueLength else { throw cursor.malformed("an attribute is longer than \(ByteSize.text(Attribute.maximumValueLength))") }
             let value = try cursor.bytes(length)
             guard let attribute = attributesByCode[code], attribute != .accessGroup, attribute != .accessible else {
                 // Unknown to this locket: optional ones are left out, required ones refuse the backup.
@@ -205,7 +205,7 @@ enum BackupRecordCoding {
             if !value.isEmpty { attributes[attribute] = Array(value) }
         }
         let dataLength = Int(try cursor.u32())
-        guard dataLength <= Keychain.maximumDataLength else { throw cursor.malformed("its secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
+        guard dataLength <= Keychain.maximumDataLength else { throw cursor.malformed("its secret is larger than \(ByteSize.text(Keychain.maximumDataLength))") }
         let data = try SecureBytes(copying: try cursor.bytes(dataLength))
         var extra: SecureBytes?
         switch try cursor.byte() {

@@ -68,7 +68,7 @@ public final class BackupWriter {
 
     private init(fd: Int32, fileKey: SecureBytes, chunkSize: Int, protection: () -> BackupHeader.Protection) throws {
         guard chunkSize >= BackupHeader.minimumChunkSize, chunkSize <= BackupHeader.maximumChunkSize else {
-            throw KeychainError(.param, "a backup's chunk size must be from \(BackupHeader.minimumChunkSize) to \(BackupHeader.maximumChunkSize) bytes")
+            throw KeychainError(.param, "a backup's chunk size must be from \(ByteSize.text(BackupHeader.minimumChunkSize)) to \(ByteSize.text(BackupHeader.maximumChunkSize))")
         }
         self.fd = fd
         self.chunkSize = chunkSize

@@ -88,7 +88,7 @@ extension Keychain {
 
     func checkSize(_ data: SecureBytes) throws {
         guard data.count <= Keychain.maximumDataLength else {
-            throw KeychainError(.dataTooLarge, "the secret is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB")
+            throw KeychainError(.dataTooLarge, "the secret is larger than \(ByteSize.text(Keychain.maximumDataLength))")
         }
     }
 

@@ -28,7 +28,8 @@ extension Keychain {
     /// chooses the cost: the command line never passes less than
     /// `.interactive`. With a password the creator has just proven it: the
     /// keychain starts unlocked, as iOS does after a passcode is set.
-    static func create(in place: some KeychainPlace, password: SecureBytes?, kdf cost: KDFCost, environment: Environment) throws {
+    static func create(in place: some KeychainPlace, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
+                       sessionTimeout: UInt32? = nil) throws {
         try Sodium.ready()
         umask(0o077)
         try place.checkVacant()
@@ -83,7 +84,7 @@ extension Keychain {
         if password != nil {
             let keychain = try Keychain(storage: storage, caller: .owner, environment: environment, keybag: bag,
                                         meta: Dictionary(uniqueKeysWithValues: header))
-            try keychain.saveSession(keys, timeout: keychain.defaultTimeout)
+            try keychain.saveSession(keys, timeout: sessionTimeout ?? keychain.defaultTimeout)
         }
     }
 }

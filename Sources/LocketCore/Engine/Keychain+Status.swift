@@ -19,6 +19,35 @@ extension Keychain {
         try write { try storage.writeMeta([(.timeout, value)]) }
     }
 
+    /// When the session's keyring locks the keychain by itself (SPEC §20),
+    /// as macOS's "Lock when sleeping": each on unless turned off.
+    public enum LockEvent: Sendable, CaseIterable {
+        /// Before the machine sleeps (logind's PrepareForSleep).
+        case sleep
+        /// When the session's screen locks (logind's Session.Lock, LockedHint).
+        case screenLock
+
+        var metaKey: MetaKey { self == .sleep ? .lockOnSleep : .lockOnScreenLock }
+    }
+
+    /// Whether the keychain locks on `event`.
+    public func locks(on event: LockEvent) -> Bool { meta[event.metaKey] != [0] }
+
+    /// Stores whether the keychain locks on `event`.
+    public func setLocks(on event: LockEvent, _ locks: Bool) throws {
+        try requireOwner("changing settings")
+        try require(.settings)
+        try write { try storage.writeMeta([(event.metaKey, [locks ? 1 : 0])]) }
+    }
+
+    /// Changes when the password changes, never otherwise, and tells
+    /// nothing of it: the keychain's identity and its password's salt and
+    /// cost (all stored in the clear), nil without a password. The login's
+    /// unlock remembers a password that did not open the keychain by it.
+    public var passwordStamp: String? {
+        keybag.kdf.map { Hex.encode(keybag.keychainID) + "." + Hex.encode($0.encoded) }
+    }
+
     /// The Argon2id cost of the password, nil without one.
     public var kdfCost: KDFCost? { keybag.kdf?.cost }
 

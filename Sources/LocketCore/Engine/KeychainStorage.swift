@@ -107,6 +107,18 @@ extension TypedItemStorage {
     }
 }
 
+/// An ability of a storage that counts wrong passwords
+/// (`StoragePolicy.countsPasswordFailures`): their attempts take turns, so
+/// that the count and the wait of each are decided after the last one's
+/// verdict, never side by side (SPEC §5; Keychain+PasswordAttempts).
+protocol PasswordTurns: KeychainStorage {
+    /// Waits until no other password attempt on this keychain is being
+    /// checked, by any process or thread, and returns this attempt's turn:
+    /// it ends when the object goes, or with the process, so a killed one
+    /// holds nothing. `busy` is called before waiting for another's turn.
+    func passwordTurn(busy: () -> Void) throws -> AnyObject
+}
+
 extension KeychainStorage {
     func readMeta(_ key: MetaKey) throws -> [UInt8]? { try readMeta(key.rawValue) }
     func writeMeta(_ rows: [(MetaKey, [UInt8])]) throws { try writeMeta(rows.map { ($0.0.rawValue, $0.1) }) }

@@ -201,7 +201,7 @@ public enum AttributeValue {
     /// Parses `text` as a value of `attribute`. Strings must be UTF-8.
     public static func parse(_ attribute: Attribute, _ text: [UInt8]) throws -> [UInt8] {
         guard text.count <= Attribute.maximumValueLength else {
-            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(Attribute.maximumValueLength) bytes")
+            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(ByteSize.text(Attribute.maximumValueLength))")
         }
         switch attribute.kind {
         case .bytes:

@@ -50,14 +50,14 @@ public struct FreeForm: Sendable, Equatable {
         for (name, value) in attributes {
             guard !name.isEmpty else { throw KeychainError(.param, "a free-form attribute has an empty name") }
             guard name.utf8.count <= FreeForm.maximumNameLength else {
-                throw KeychainError(.dataTooLarge, "a free-form attribute name is longer than \(FreeForm.maximumNameLength) bytes")
+                throw KeychainError(.dataTooLarge, "a free-form attribute name is longer than \(ByteSize.text(FreeForm.maximumNameLength))")
             }
             guard value.utf8.count <= Attribute.maximumValueLength else {
-                throw KeychainError(.dataTooLarge, "the free-form attribute '\(Printable.clip(name))' is longer than \(Attribute.maximumValueLength) bytes")
+                throw KeychainError(.dataTooLarge, "the free-form attribute '\(Printable.clip(name))' is longer than \(ByteSize.text(Attribute.maximumValueLength))")
             }
         }
         if let contentType, contentType.utf8.count > FreeForm.maximumNameLength {
-            throw KeychainError(.dataTooLarge, "the content type is longer than \(FreeForm.maximumNameLength) bytes")
+            throw KeychainError(.dataTooLarge, "the content type is longer than \(ByteSize.text(FreeForm.maximumNameLength))")
         }
     }
 

@@ -34,6 +34,11 @@ enum MetaKey: String, CaseIterable {
     /// giving the whole primary key may then match more than the one item
     /// its digest names, so lookups go through the blind rows instead.
     case uniqueByReference = "unique_by_ref"
+    /// Whether the Secret Service provider locks the keychain before the
+    /// machine sleeps and when the session's screen locks (SPEC §20): one
+    /// byte, 0 for no; absent means yes.
+    case lockOnSleep = "lock_on_sleep"
+    case lockOnScreenLock = "lock_on_screen_lock"
 }
 
 extension Dictionary where Key == String, Value == [UInt8] {

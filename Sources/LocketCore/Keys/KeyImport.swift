@@ -107,7 +107,7 @@ public enum KeyImport {
 
     static func parse(raw bytes: UnsafeRawBufferPointer, format forced: KeyFileFormat?, passphrase: @escaping () throws -> SecureBytes) throws -> ImportedItems {
         guard bytes.count <= maximumInputLength else {
-            throw KeychainError(.dataTooLarge, "the file is larger than \(maximumInputLength / 1024 / 1024) MiB")
+            throw KeychainError(.dataTooLarge, "the file is larger than \(ByteSize.text(maximumInputLength))")
         }
         guard !bytes.isEmpty else { throw KeychainError(.decode, "the file is empty") }
         guard let format = forced ?? detect(bytes) else {

@@ -1,5 +1,6 @@
 import CCrypto
 import CSodium
+import LocketSupport
 
 // Using a key without handing it out (SPEC 13): sign, verify, encrypt and
 // decrypt with the algorithms of KeyAlgorithm. Each call opens the key for
@@ -182,7 +183,7 @@ enum RSACipher {
     static func encrypt(_ plaintext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm, keyBytes: Int) throws -> [UInt8] {
         let limit = keyBytes - 2 * algorithm.digestLength - 2
         guard plaintext.count <= limit else {
-            throw KeychainError(.param, "\(algorithm.rawValue) with a \(keyBytes * 8)-bit key encrypts at most \(limit) bytes, not \(plaintext.count)")
+            throw KeychainError(.param, "\(algorithm.rawValue) with a \(keyBytes * 8)-bit key encrypts at most \(ByteSize.text(limit)), not \(ByteSize.text(plaintext.count))")
         }
         let ctx = try context(evp, algorithm, decrypt: false)
         defer { EVP_PKEY_CTX_free(ctx) }

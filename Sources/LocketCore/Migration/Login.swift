@@ -39,14 +39,14 @@ struct Login {
         func skip(_ reason: String) -> [MigrationEntry] { [.skipped(MigrationSkip(origin: origin, reason: reason))] }
         for (what, value) in [("name", title), ("username", username), ("kind", kind), ("service", service ?? [])] {
             guard String(validating: value, as: UTF8.self) != nil else { return skip("its \(what) is not valid UTF-8") }
-            guard value.count <= Attribute.maximumValueLength else { return skip("its \(what) is longer than \(Attribute.maximumValueLength) bytes") }
+            guard value.count <= Attribute.maximumValueLength else { return skip("its \(what) is longer than \(ByteSize.text(Attribute.maximumValueLength))") }
         }
         let commentBytes = Array(comment.joined(separator: [0x0a]))
         guard String(validating: commentBytes, as: UTF8.self) != nil else { return skip("its notes are not valid UTF-8") }
         guard commentBytes.count <= Attribute.maximumValueLength else {
-            return skip("its notes and fields are longer than \(Attribute.maximumValueLength) bytes, the most a comment holds")
+            return skip("its notes and fields are longer than \(ByteSize.text(Attribute.maximumValueLength)), the most a comment holds")
         }
-        guard password.count <= Keychain.maximumDataLength else { return skip("its password is larger than \(Keychain.maximumDataLength / 1024 / 1024) MiB") }
+        guard password.count <= Keychain.maximumDataLength else { return skip("its password is larger than \(ByteSize.text(Keychain.maximumDataLength))") }
 
         var attributes: [Attribute: [UInt8]] = [:]
         var itemClass = ItemClass.genericPassword
@@ -74,7 +74,7 @@ struct Login {
             comment += Array("url: ".utf8) + url
         }
         guard comment.count <= Attribute.maximumValueLength else {
-            return skip("its notes and fields are longer than \(Attribute.maximumValueLength) bytes, the most a comment holds")
+            return skip("its notes and fields are longer than \(ByteSize.text(Attribute.maximumValueLength)), the most a comment holds")
         }
         attributes[.comment] = comment
         attributes = attributes.filter { !$0.value.isEmpty }

@@ -38,7 +38,7 @@ public struct OneTimePassword {
         }
         var length = data.count
         data.withUnsafeBytes { while length > 0, [0x20, 0x09, 0x0a, 0x0d].contains($0[length - 1]) { length -= 1 } }
-        guard length <= OneTimePassword.maximumLength else { throw bad("it is longer than \(OneTimePassword.maximumLength) bytes") }
+        guard length <= OneTimePassword.maximumLength else { throw bad("it is longer than \(ByteSize.text(OneTimePassword.maximumLength))") }
         let uri = try data.prefix(length)
         self.uri = uri
 

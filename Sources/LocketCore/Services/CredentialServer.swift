@@ -11,9 +11,17 @@ import LocketSupport
 /// `answer` throws) is closed with nothing written (systemd then gives the
 /// unit an empty credential), and `report` hears of it: names, never a secret.
 ///
-/// One connection at a time: an answer is a keychain lookup (about a
-/// millisecond), and only root and this user can connect at all. A peer that
-/// stops reading a large credential is dropped after `stall` seconds.
+/// One thread, one poll loop, and no peer waits for another (issue 44): a
+/// connection is answered when it is accepted (a keychain lookup, about a
+/// millisecond), and what the socket buffer does not take at once is
+/// written, without blocking, as that peer reads, beside every other
+/// connection. Each connection has `deadline` seconds from its accept to its
+/// last byte; one that has not read its credential by then is closed and
+/// reported (on a Unix socket it then ends with part of it: systemd reads
+/// at once, only a stalled or hostile reader gets there). At most
+/// `maximumWriting` connections are being written at once, each holding its
+/// credential (up to 1 MiB); beyond that new ones wait in the listen queue
+/// until one is done or its deadline passes.
 public final class CredentialServer {
     /// What a connection asks for.
     public struct Request: Sendable, Equatable {
@@ -35,7 +43,7 @@ public final class CredentialServer {
     public enum Event: Sendable {
         /// The credential was written whole.
         case gave(Request, bytes: Int)
-        /// `answer` refused it, or it could not be written.
+        /// `answer` refused it, or it could not be written (whole, in time).
         case refused(Request, KeychainError)
         /// A peer that is neither root nor this user.
         case peerRefused(uid: UInt32)
@@ -47,37 +55,75 @@ public final class CredentialServer {
 
     /// systemd's CREDENTIAL_SIZE_MAX: a larger credential fails the unit.
     public static let maximumCredentialSize = 1 << 20
+    /// The most connections being written at once (each holds its credential).
+    public static let maximumWriting = 32
 
     private let socket: CredentialSocket
-    private let stall: Double
+    private let deadline: Double
     private let answer: (Request) throws -> SecureBytes
     private let report: (Event) -> Void
+    /// Connections with part of their credential still to write, oldest first.
+    private var writing: [Writing] = []
 
-    public init(socket: CredentialSocket, stall: Double = 10, answer: @escaping (Request) throws -> SecureBytes,
+    /// `deadline`: the seconds a connection may take from its accept to its last byte.
+    public init(socket: CredentialSocket, deadline: Double = 10, answer: @escaping (Request) throws -> SecureBytes,
                 report: @escaping (Event) -> Void) {
         self.socket = socket
-        self.stall = stall
+        self.deadline = deadline
         self.answer = answer
         self.report = report
     }
+
+    deinit { for connection in writing { close(connection.fd) } }
 
     /// Serves until `stop` returns true; `stop` is called with each of
     /// `watching` (a signalfd) that becomes readable.
     public func serve(watching: [Int32], stop: (Int32) -> Bool) throws {
         while true {
             var fds = watching.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            fds.append(pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0))
-            _ = try valueOrErrno("poll") { poll(&fds, nfds_t(fds.count), -1) }
+            // A negative descriptor is left out by poll: full, new connections wait in the queue.
+            fds.append(pollfd(fd: writing.count < Self.maximumWriting ? socket.descriptor : -1, events: Int16(POLLIN), revents: 0))
+            fds += writing.map { pollfd(fd: $0.fd, events: Int16(POLLOUT), revents: 0) }
+            let timeout = writing.map(\.deadline).min().map { Int32(clamping: max(0, $0 - Clock.monotonicMilliseconds())) } ?? -1
+            _ = try valueOrErrno("poll") { poll(&fds, nfds_t(fds.count), timeout) }
                 .get { KeychainError(.io, "the credential socket could not wait for connections: \($0)") }
             for k in watching.indices where fds[k].revents != 0 {
                 if stop(fds[k].fd) { return }
             }
+            // Readiness goes with the descriptors polled; the connections accepted below were not.
+            let ready = Set(fds.dropFirst(watching.count + 1).filter { $0.revents != 0 }.map(\.fd))
+            writeReady(ready)
             if fds[watching.count].revents != 0 { acceptAll() }
         }
     }
 
+    /// Writes on to each ready connection; closes those done, failed or past their deadline.
+    private func writeReady(_ ready: Set<Int32>) {
+        let now = Clock.monotonicMilliseconds()
+        writing.removeAll { connection in
+            if ready.contains(connection.fd) {
+                switch connection.writeMore() {
+                case .done:
+                    report(.gave(connection.request, bytes: connection.secret.count))
+                    close(connection.fd)
+                    return true
+                case .failed(let failure):
+                    report(.refused(connection.request, KeychainError(.io, "the credential could not be written: \(failure)")))
+                    close(connection.fd)
+                    return true
+                case .more:
+                    break
+                }
+            }
+            guard now >= connection.deadline else { return false }
+            report(.refused(connection.request, KeychainError(.io, "the peer had not read the credential after \(Self.seconds(deadline)) s (\(connection.written) of \(connection.secret.count) bytes); the connection was closed")))
+            close(connection.fd)
+            return true
+        }
+    }
+
     private func acceptAll() {
-        while true {
+        while writing.count < Self.maximumWriting {
             switch socket.listening.accept() {
             case .none: return
             case .failed(let failure):
@@ -86,39 +132,55 @@ public final class CredentialServer {
             case .unidentified(let failure):
                 report(.dropped(KeychainError(.io, "cannot tell who connected: \(failure)")))
             case .connection(let fd, let uid):
-                handle(fd, uid: uid)
-                close(fd)
+                if !handle(fd, uid: uid) { close(fd) }
             }
         }
     }
 
-    private func handle(_ fd: Int32, uid: UInt32) {
+    /// Answers one connection; true when it is kept to be written on (the loop closes it later).
+    private func handle(_ fd: Int32, uid: UInt32) -> Bool {
         guard uid == 0 || uid == geteuid() else {
             report(.peerRefused(uid: uid))
-            return
+            return false
         }
         let address = Self.peerAddress(fd)
         guard let (unit, credential) = Self.parse(address: address) else {
             report(.unnamed(uid: uid, address: Printable.escape(String(decoding: address.map { $0 == 0 ? UInt8(ascii: "@") : $0 }, as: UTF8.self))))
-            return
+            return false
         }
         let request = Request(unit: unit, credential: credential, uid: uid)
+        let secret: SecureBytes
         do {
-            let secret = try answer(request)
+            secret = try answer(request)
             guard secret.count <= Self.maximumCredentialSize else {
-                throw KeychainError(.dataTooLarge, "the secret is \(secret.count) bytes, more than the 1 MiB systemd takes for a credential")
+                throw KeychainError(.dataTooLarge, "the secret is \(ByteSize.text(secret.count)), more than the \(ByteSize.text(Self.maximumCredentialSize)) systemd takes for a credential")
             }
-            // Blocking, with a deadline: systemd reads at once, and a peer that stalls can't hold the others up.
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-            var limit = timeval(tv_sec: Int(stall), tv_usec: Int((stall - stall.rounded(.down)) * 1_000_000))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            try secret.withUnsafeBytes { writeAll(fd, $0) }.get { KeychainError(.io, "the credential could not be written: \($0)") }
-            report(.gave(request, bytes: secret.count))
         } catch let error as KeychainError {
             report(.refused(request, error))
+            return false
         } catch {
             report(.refused(request, KeychainError(.io, "unexpected failure: \(error)")))
+            return false
         }
+        // The descriptor is non-blocking: what the socket takes now, the rest as the peer reads.
+        let connection = Writing(fd: fd, request: request, secret: secret,
+                                 deadline: Clock.monotonicMilliseconds() + Int64(deadline * 1000))
+        switch connection.writeMore() {
+        case .done:
+            report(.gave(request, bytes: secret.count))
+            return false
+        case .failed(let failure):
+            report(.refused(request, KeychainError(.io, "the credential could not be written: \(failure)")))
+            return false
+        case .more:
+            writing.append(connection)
+            return true
+        }
+    }
+
+    /// `seconds` as a message says it: whole when it is.
+    private static func seconds(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 
     /// The address the peer bound, as bytes of sun_path (an abstract one
@@ -146,5 +208,41 @@ public final class CredentialServer {
               !unit.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }),
               !credential.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else { return nil }
         return (unit, credential)
+    }
+}
+
+/// A connection whose credential is being written as its peer reads.
+private final class Writing {
+    let fd: Int32
+    let request: CredentialServer.Request
+    let secret: SecureBytes
+    /// When it is closed, done or not (CLOCK_MONOTONIC, milliseconds).
+    let deadline: Int64
+    private(set) var written = 0
+
+    init(fd: Int32, request: CredentialServer.Request, secret: SecureBytes, deadline: Int64) {
+        self.fd = fd
+        self.request = request
+        self.secret = secret
+        self.deadline = deadline
+    }
+
+    enum Progress { case done, more, failed(Errno) }
+
+    /// Writes what the socket takes now, never waiting (MSG_NOSIGNAL: a
+    /// reader that left is an error here, not a signal to the process).
+    func writeMore() -> Progress {
+        let count = secret.count
+        while written < count {
+            let sent = secret.withUnsafeBytes { raw in
+                valueOrErrno("send") { send(fd, raw.baseAddress! + written, count - written, Int32(MSG_NOSIGNAL)) }
+            }
+            switch sent {
+            case .success(let n): written += n
+            case .failure(let failure) where failure.code == EAGAIN || failure.code == EWOULDBLOCK: return .more
+            case .failure(let failure): return .failed(failure)
+            }
+        }
+        return .done
     }
 }

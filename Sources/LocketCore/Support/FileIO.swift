@@ -9,6 +9,12 @@ enum FileIO {
         return lstat(path, &st) == 0
     }
 
+    /// The size of the file at `path` (not following a link); nil when there is none.
+    static func size(_ path: String) -> Int? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? Int(st.st_size) : nil
+    }
+
     static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
@@ -66,7 +72,7 @@ enum FileIO {
             if n == 0 { break }
             out.append(contentsOf: buffer[0..<n])
         }
-        guard out.count <= limit else { throw KeychainError(.io, "\(path) is larger than \(limit) bytes") }
+        guard out.count <= limit else { throw KeychainError(.io, "\(path) is larger than \(ByteSize.text(limit))") }
         return out
     }
 
@@ -109,13 +115,20 @@ enum FileIO {
         return out
     }
 
-    /// Creates a new file (never follows or replaces an existing one) with mode 0600.
+    /// Creates a new file (never follows or replaces an existing one) with
+    /// mode 0600; one it could not write whole (a full disk, a file size
+    /// limit) is removed again.
     static func writeNew(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
         let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             .get { KeychainError(.io, "cannot create \(path): \($0)") }
         defer { close(fd) }
-        try writeAll(fd, bytes, path: path)
-        try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
+        do {
+            try writeAll(fd, bytes, path: path)
+            try nothingOrErrno("fsync") { fsync(fd) }.get { KeychainError(.io, "cannot write \(path): \($0)") }
+        } catch {
+            unlink(path)
+            throw error
+        }
     }
 
     /// Replaces `path` atomically (temporary file and rename), mode 0600, and
@@ -154,6 +167,14 @@ enum FileIO {
 
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         try LocketSupport.writeAll(fd, bytes).get { KeychainError(.io, "cannot write \(path): \($0)") }
+    }
+
+    /// The largest file this process may write (RLIMIT_FSIZE, `ulimit -f`)
+    /// in bytes; nil when there is no limit.
+    static var fileSizeLimit: Int? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        return Int(clamping: limit.rlim_cur)
     }
 
     /// Who besides the user (and root) can add, replace or delete files in a directory.

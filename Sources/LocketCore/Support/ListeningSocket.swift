@@ -29,7 +29,7 @@ struct ListeningSocket {
     /// Refuses a path longer than a Unix socket address holds.
     static func checkLength(_ path: String) throws {
         guard path.utf8.count <= maximumPathLength else {
-            throw KeychainError(.param, "the socket path \(path) is longer than the \(maximumPathLength) bytes a Unix socket allows")
+            throw KeychainError(.param, "the socket path \(path) is longer than the \(ByteSize.text(maximumPathLength)) a Unix socket allows")
         }
     }
 

@@ -76,7 +76,8 @@ final class AWSCredentialEndToEndTests: CloudCredentialEndToEndCase {
         XCTAssertNotEqual(exported.status, 0, exported.summary)
         XCTAssertEqual(exported.out, "")
         XCTAssertTrue(exported.err.contains("Error when retrieving credentials from custom-process: locket: error: the keychain is locked"), exported.err)
-        XCTAssertTrue(exported.err.contains("(errSecInteractionNotAllowed -25308)"), exported.err)
+        XCTAssertTrue(exported.err.contains("; run 'locket unlock' (errSecInteractionNotAllowed -25308)"), exported.err)
+        XCTAssertFalse(exported.err.contains("locket: hint:"), "one line, the hint in it: \(exported.err)")
     }
 }
 
@@ -111,12 +112,23 @@ final class AWSCredentialCommandTests: EndToEndCase {
         XCTAssertFalse(notAWS.err.contains("not one word"))
     }
 
+    /// The AWS CLI shows the process's whole stderr after "Error when
+    /// retrieving credentials from custom-process:": one line, a usage error's too.
+    private func assertOneLineUsage(_ result: RunResult, mentions: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(result.status, 2, result.summary, file: file, line: line)
+        XCTAssertEqual(result.errLines.count, 1, result.summary, file: file, line: line)
+        let only = result.errLines.first ?? ""
+        XCTAssertTrue(only.hasPrefix("locket: error: ") && only.contains(mentions) && only.hasSuffix("(see 'locket help aws-credential')"),
+                      result.summary, file: file, line: line)
+    }
+
     func testRefusals() {
-        assertUsage(locket("aws-credential"), mentions: ["name the item"])
-        assertUsage(locket("aws-credential", "add", input: .text("A\nS\n")), mentions: ["name the item"])
-        assertUsage(locket("aws-credential", "-s", "aws", "-U"), mentions: ["-U/--update is for aws-credential add"])
-        assertUsage(locket("aws-credential", "add", "-s", "aws", "--ref", "00"), mentions: ["--ref is for reading"])
-        assertUsage(locket("aws-credential", "remove", "-s", "aws"), mentions: ["takes no operand but add"])
+        assertOneLineUsage(locket("aws-credential"), mentions: "name the item")
+        assertOneLineUsage(locket("aws-credential", "add", input: .text("A\nS\n")), mentions: "name the item")
+        assertOneLineUsage(locket("aws-credential", "-s", "aws", "-U"), mentions: "-U/--update is for aws-credential add")
+        assertOneLineUsage(locket("aws-credential", "add", "-s", "aws", "--ref", "00"), mentions: "--ref is for reading")
+        assertOneLineUsage(locket("aws-credential", "remove", "-s", "aws"), mentions: "takes no operand but add")
+        assertOneLineUsage(locket("aws-credential", "-s", "aws", "--bogus"), mentions: "--bogus")
         assertError(expect(44, "aws-credential", "-s", "missing"), "errSecItemNotFound", -25300)
         // An idle stdin (a CI job's) fails instead of hanging.
         let idle = expect(36, "aws-credential", "add", "-s", "aws", "-a", "idle", input: .silentPipe)
@@ -132,5 +144,35 @@ final class AWSCredentialCommandTests: EndToEndCase {
         ok("aws-credential", "add", "-s", "aws", "-a", "locked", input: .text("A\nS\n"))
         ok("lock")
         assertError(expect(36, "aws-credential", "-s", "aws", "-a", "locked"), "errSecInteractionNotAllowed", -25308)
+    }
+
+    /// Issue 44, point 13: every failure is one line on stderr, as the man
+    /// page and README promise, the hint folded into it (the status stays
+    /// last); and the input limit is named in the unit it is (64 KiB, not "0 MiB").
+    func testEveryFailureIsOneLineAndTheInputLimitIsNamedInKiB() {
+        func assertOneLine(_ result: RunResult, _ name: String, _ status: Int32, hint: String? = nil,
+                           file: StaticString = #filePath, line: UInt = #line) {
+            XCTAssertEqual(result.errLines.count, 1, "one line on stderr: \(result.summary)", file: file, line: line)
+            assertError(result, name, status, file: file, line: line)
+            if let hint { XCTAssertTrue(result.err.contains("; \(hint) (\(name) \(status))"), result.summary, file: file, line: line) }
+        }
+        let large = locket(["aws-credential", "add", "-s", "aws", "-a", "large"], input: .bytes([UInt8](repeating: 0x41, count: 200_000)))
+        assertOneLine(large, "errSecDataTooLarge", -25302)
+        XCTAssertTrue(large.err.contains("the AWS credential is larger than 64 KiB"), large.summary)
+        let expired = #"{"AccessKeyId": "A", "SecretAccessKey": "S", "Expiration": "2001-01-01T00:00:00Z"}"#
+        add("-s", "aws", "-a", "stale", secret: expired)
+        assertOneLine(expect(53, "aws-credential", "-s", "aws", "-a", "stale"), "errSecNotAvailable", -25291,
+                      hint: "store a fresh one with 'locket aws-credential add -U' and the same attributes")
+        assertOneLine(expect(36, "aws-credential", "add", "-s", "aws", "-a", "idle", input: .silentPipe), "errSecInteractionNotAllowed", -25308,
+                      hint: "pipe it in: aws configure export-credentials --profile OLD | locket aws-credential add ...")
+        ok("aws-credential", "add", "-s", "aws", "-a", "locked", input: .text("A\nS\n"))
+        ok("lock")
+        assertOneLine(expect(36, "aws-credential", "-s", "aws", "-a", "locked"), "errSecInteractionNotAllowed", -25308, hint: "run 'locket unlock'")
+        let missingKeychain = locket(["-k", sandbox.root + "/none.keychain", "aws-credential", "-s", "aws"])
+        assertOneLine(missingKeychain, "errSecNoSuchKeychain", -25294)
+        // kubectl shows an exec plugin's stderr too: the same one line.
+        assertOneLine(expect(36, "kube-credential", "-s", "aws", "-a", "locked"), "errSecInteractionNotAllowed", -25308, hint: "run 'locket unlock'")
+        // Other commands keep the hint on a line of its own.
+        XCTAssertEqual(expect(36, "find", "-s", "aws", "-a", "locked", "-w").errLines.count, 2)
     }
 }

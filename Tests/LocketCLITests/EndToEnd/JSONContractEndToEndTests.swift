@@ -234,12 +234,14 @@ final class EndToEndJSONContractTests: EndToEndCase {
 
     func testSettingsShape() throws {
         let initial = try json("settings")
-        assertShape(initial, ["timeout": ["number", "string"], "presenceReuse": ["number"]])
+        assertShape(initial, ["timeout": ["number", "string"], "presenceReuse": ["number"], "lockOnSleep": ["bool"], "lockOnScreenLock": ["bool"]])
         ok("settings", "--timeout", "120")
-        XCTAssertEqual(try json("settings"), .object(["timeout": .number(120), "presenceReuse": .number(0)]))
+        XCTAssertEqual(try json("settings"), .object(["timeout": .number(120), "presenceReuse": .number(0),
+                                                      "lockOnSleep": .bool(true), "lockOnScreenLock": .bool(true)]))
         // A longer presence reuse window needs the password at a terminal (AccessControlTerminalTests).
-        ok("settings", "--timeout", "none", "--presence-reuse", "0")
-        XCTAssertEqual(try json("settings"), .object(["timeout": .string("none"), "presenceReuse": .number(0)]))
+        ok("settings", "--timeout", "none", "--presence-reuse", "0", "--lock-on-sleep", "no")
+        XCTAssertEqual(try json("settings"), .object(["timeout": .string("none"), "presenceReuse": .number(0),
+                                                      "lockOnSleep": .bool(false), "lockOnScreenLock": .bool(true)]))
     }
 
     // MARK: - Documentation

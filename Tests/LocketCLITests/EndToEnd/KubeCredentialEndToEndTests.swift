@@ -165,8 +165,13 @@ final class KubeCredentialEndToEndTests: CloudCredentialEndToEndCase {
         let refused = expect(28, "kube-credential", "--class", "identity", "--label", "sealed")
         assertError(refused, "errSecDataNotAvailable", -25316)
         XCTAssertTrue(refused.err.contains("the identity's private key is non-extractable"), refused.err)
-        assertUsage(locket("kube-credential"), mentions: ["name the item"])
-        assertUsage(locket("kube-credential", "--class", "identity"), mentions: ["name the identity"])
+        // kubectl shows the plugin's stderr: a usage error is one line too.
+        for (arguments, mention) in [(["kube-credential"], "name the item"), (["kube-credential", "--class", "identity"], "name the identity")] {
+            let usage = locket(arguments)
+            XCTAssertEqual(usage.status, 2, usage.summary)
+            XCTAssertEqual(usage.errLines.count, 1, usage.summary)
+            XCTAssertTrue(usage.err.hasPrefix("locket: error: \(mention)") && usage.err.hasSuffix("(see 'locket help kube-credential')\n"), usage.summary)
+        }
         let alpha = expect(206, "kube-credential", "-s", "x", environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1alpha1"}"#])
         XCTAssertTrue(alpha.err.contains("locket answers client.authentication.k8s.io/v1 and client.authentication.k8s.io/v1beta1"), alpha.err)
     }

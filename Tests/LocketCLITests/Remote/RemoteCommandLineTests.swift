@@ -174,10 +174,13 @@ final class RemoteCommandLineTests: PostgresTestCase {
         XCTAssertEqual(run.out, "", run.summary)
         XCTAssert(run.err.contains("was rolled back"), run.summary)
         XCTAssert(run.err.contains("restore --accept-rollback"), run.summary)
+        XCTAssert(run.err.contains("keychain recover"), "every rollback's hint names the recovery (issue 42): \(run.summary)")
         run = try locket(first, ["-k", url, "restore", "--accept-rollback", "--password-stdin"], input: .text("wrong\n"))
         XCTAssertEqual(run.status, 51, "a wrong password accepts nothing: \(run.summary)")
         run = try locket(first, ["-k", url, "restore", "--accept-rollback", "--password-stdin"], input: .text("pw-one\n"))
         XCTAssertEqual(run.status, 0, run.summary)
+        XCTAssert(run.err.contains("older header") && run.err.contains("keychain recover"),
+                  "what restore does and does not do for a remote keychain: \(run.summary)")
         run = try locket(first, ["-k", url, "unlock", "--password-stdin"], input: .text("pw-one\n"))
         XCTAssertEqual(run.status, 0, run.summary)
         run = try locket(first, ["-k", url, "find", "-s", "deploy", "-w"])

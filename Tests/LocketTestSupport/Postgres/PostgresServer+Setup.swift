@@ -38,7 +38,9 @@ extension PostgresServer {
     /// Stops the server now (as if it crashed), removes its files and account.
     private func cleanUpScript(_ bin: String) -> String {
         let asServer = account.map { "/usr/bin/setpriv --reuid=\($0.uid) --regid=\($0.gid) --clear-groups -- " } ?? ""
+        // A standby made by startStandby lives under root: stopped first.
         return """
+            [ -d '\(root)/standby/data' ] && \(asServer)'\(bin)/pg_ctl' -D '\(root)/standby/data' -m immediate -w -t 60 stop
             \(asServer)'\(bin)/pg_ctl' -D '\(data)' -m immediate -w -t 60 stop
             rm -rf -- '\(root)'
             \(account.map { "/usr/sbin/userdel '\($0.name)'" } ?? "")

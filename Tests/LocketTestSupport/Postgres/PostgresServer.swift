@@ -39,10 +39,13 @@ public final class PostgresServer: @unchecked Sendable {
     let account: (name: String, uid: uid_t, gid: gid_t)?
     var watchdog: pid_t?
     var watchdogInput: Int32?
-    private var running = false
+    var running = false
     /// Whether this process made the server and stops it (false: another
     /// test process of the run made it, and its watchdog stops it).
     public let owned: Bool
+    /// A standby of another server of this process (`startStandby`): its
+    /// files live under the primary's, whose watchdog stops and removes it.
+    let isStandby: Bool
 
     /// The helper under test: LOCKET_POSTGRES_HELPER (make test sets the
     /// release build's), else the one built beside this test bundle.
@@ -78,6 +81,7 @@ public final class PostgresServer: @unchecked Sendable {
     /// `SharedPostgres`).
     init(outliving parent: SharedPostgres.Parent?) throws {
         owned = parent == nil
+        isStandby = false
         let bin = try Self.binaries()
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
             throw TestUnavailable("openssl is missing (make test-deps installs it): the TLS tests need a throwaway CA")
@@ -100,9 +104,20 @@ public final class PostgresServer: @unchecked Sendable {
         }
     }
 
+    /// A standby of `primary` in `root` (under the primary's), listening on `port`; `startStandby` sets it up.
+    init(standbyOf primary: PostgresServer, root: String, port: Int) {
+        owned = true
+        isStandby = true
+        self.root = root
+        self.port = port
+        password = primary.password
+        account = primary.account
+    }
+
     /// A server another test process of this run started (`SharedPostgres`).
     init(attaching state: SharedPostgres.State) {
         owned = false
+        isStandby = false
         root = state.root
         port = state.port
         password = state.password
@@ -189,6 +204,8 @@ public final class PostgresServer: @unchecked Sendable {
             _ = try? runAsServer("\(bin)/pg_ctl", ["-D", data, "-w", "-t", "60", "-m", "fast", "stop"])
             running = false
         }
+        // A standby's files and account are its primary's to remove.
+        if isStandby { return }
         if let watchdog, let watchdogInput {
             // The server is stopped already; the watchdog's pg_ctl finds nothing to stop.
             close(watchdogInput)

@@ -2,6 +2,7 @@ import CLocketSQLite
 import CSQLite
 import CSodium
 import Glibc
+import LocketSupport
 
 /// One SQLite connection, open only while a transaction runs (or, once,
 /// from a keychain's opening to its first call: `Keychain.open(keepsFileOpen:)`).
@@ -71,6 +72,7 @@ final class Database {
     /// companions, `Keychain.open`, or made it, `Keychain.create`).
     init(path: String, create: Bool) throws {
         self.path = path
+        if create { locket_sqlite_record_write_errors() }
         try connect(create: create)
     }
 
@@ -170,14 +172,39 @@ final class Database {
         case SQLITE_CORRUPT:
             throw KeychainError(.decode, "\(path) is damaged")
         case SQLITE_FULL:
-            throw KeychainError(.io, "the disk is full")
+            throw writeFailure(full: true) ?? KeychainError(.io, "the disk is full")
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN:
             throw KeychainError(.io, "cannot write \(path)")
+        case SQLITE_IOERR:
+            if let failure = writeFailure(full: false) { throw failure }
+            fallthrough
         default:
             let message = String(cString: sqlite3_errmsg(handle))
             let where_ = context()
             throw KeychainError(.io, where_.isEmpty ? "\(path): \(message)" : "\(path): \(where_): \(message)")
         }
+    }
+
+    /// A write that failed for want of room, in words: the file size limit
+    /// (EFBIG, or a write cut short at the limit, which SQLite calls FULL)
+    /// or a full disk; nil for any other I/O error.
+    private func writeFailure(full: Bool) -> KeychainError? {
+        let code = locket_sqlite_take_write_errno()
+        if code == EFBIG { return sizeLimitReached(FileIO.fileSizeLimit) }
+        if code == ENOSPC { return KeychainError(.io, "the disk is full") }
+        guard full else { return nil }
+        // A write cut short sets no errno; one cut at the limit left a file of at least that size.
+        if let limit = FileIO.fileSizeLimit, ([""] + Self.companionSuffixes).contains(where: { FileIO.size(path + $0) ?? 0 >= limit }) {
+            return sizeLimitReached(limit)
+        }
+        return nil
+    }
+
+    /// A write the file size limit (`ulimit -f`, RLIMIT_FSIZE) refused: the
+    /// transaction rolls back, the keychain is as it was.
+    private func sizeLimitReached(_ limit: Int?) -> KeychainError {
+        let named = limit.map { ": \(ByteSize.text($0))" } ?? ""
+        return KeychainError(.io, "cannot write \(path): it would grow past the file size limit (RLIMIT_FSIZE, ulimit -f\(named))")
     }
 
     func execute(_ sql: String) throws {
@@ -204,6 +231,12 @@ final class Database {
     /// (unless `keepOpen`): its statements must not outlive `body`.
     func transaction<T>(write: Bool, keepOpen: Bool = false, _ body: () throws -> T) throws -> T {
         if depth == 0 && handle == nil { try reconnect() }
+        // Which errno a failed write had (a file size limit, a full disk): writers
+        // only, from this transaction on (a failure of an earlier one's ignored checkpoint is not this one's).
+        if write && depth == 0 {
+            locket_sqlite_record_write_errors()
+            _ = locket_sqlite_take_write_errno()
+        }
         depth += 1
         defer {
             depth -= 1

@@ -7,8 +7,9 @@ extension Keychain {
     /// hashed with Argon2id at `kdf`. The caller chooses the cost: the command
     /// line never passes less than `.interactive`.
     public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
-                              environment: Environment) throws {
-        try create(in: FileStorage.New(path: path, format: Schema.format), password: password, kdf: cost, environment: environment)
+                              environment: Environment, sessionTimeout: UInt32? = nil) throws {
+        try create(in: FileStorage.New(path: path, format: Schema.format), password: password, kdf: cost, environment: environment,
+                   sessionTimeout: sessionTimeout)
     }
 
     /// `create` in a given format: format 1 only for tests of the migration.

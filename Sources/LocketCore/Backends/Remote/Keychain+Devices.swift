@@ -37,7 +37,7 @@ extension Keychain {
         public let signerFingerprint: String
     }
 
-    private func requireRemote(_ what: String) throws -> RemoteStore {
+    func requireRemote(_ what: String) throws -> RemoteStore {
         guard let remote = remoteStore else { throw KeychainError(.notAvailable, "\(what) is for a remote keychain") }
         return remote
     }
@@ -143,26 +143,42 @@ extension Keychain {
     /// under it, and the older wraps are dropped, so nothing written after
     /// this is readable with what the device kept. This device must be
     /// approved, hold those groups and have their items' classes unlocked.
+    /// A membership that approves `id` again after this device saw it
+    /// revoked (a failover lost the revocation) is refused by every other
+    /// command, not by this one, which repairs it.
     public func revoke(device id: Int64) throws {
+        try rekey(revoking: id, groups: [])
+    }
+
+    /// The next membership epoch: device `revoking` (if any) revoked, and
+    /// each group it held and each of `groups` given a new key, its items
+    /// re-sealed (`keychain recover` gives new keys to the groups a device
+    /// revoked in a lost history still holds the key of). Returns the epoch.
+    @discardableResult
+    func rekey(revoking id: Int64?, groups named: Set<String>) throws -> Int64 {
         let remote = try requireRemote("revoking a device")
         try requireOwner("revoking a device")
+        remote.rekeying = true
+        defer { remote.rekeying = false }
         // A server that puts back the keys from before the revocation puts back an older header too: it moves on with them.
-        try write(advancingHeader: true) {
+        return try write(advancingHeader: true) {
             let (me, current) = try remote.approvedDevice("revoking a device")
-            guard let target = current.roster.device(id), target.revokedAt == 0 else {
-                throw KeychainError(.itemNotFound, "no approved device \(id)")
-            }
-            guard id != me.id else { throw KeychainError(.param, "a device can't revoke itself: revoke it from another approved device") }
             var next = current.roster
-            next.devices = next.devices.map { device in
-                var device = device
-                if device.id == id { device.revokedAt = current.roster.epoch + 1 }
-                return device
+            if let id {
+                guard let target = current.roster.device(id), target.revokedAt == 0 else {
+                    throw KeychainError(.itemNotFound, "no approved device \(id)")
+                }
+                guard id != me.id else { throw KeychainError(.param, "a device can't revoke itself: revoke it from another approved device") }
+                next.devices = next.devices.map { device in
+                    var device = device
+                    if device.id == id { device.revokedAt = current.roster.epoch + 1 }
+                    return device
+                }
             }
             // Every item of the groups it held, opened under the current keys before they change.
             var opened: [(String, [(Int64, Sealing.RowIdentity, SecureBytes, SecureBytes)])] = []
             var newKeys: [String: SecureBytes] = [:]
-            for (index, group) in next.groups.enumerated() where group.members.contains(id) {
+            for (index, group) in next.groups.enumerated() where id.map(group.members.contains) == true || named.contains(group.name) {
                 opened.append((group.name, try open(group: group.name, remote)))
                 let key = try SecureBytes(copying: Sodium.random(32))
                 newKeys[group.name] = key
@@ -171,7 +187,9 @@ extension Keychain {
                 next.groups[index].keyCheck = Roster.keyCheck(keychainID: keybag.keychainID, group: group.name,
                                                               generation: next.groups[index].generation, key: key)
             }
-            try remote.execute(RemoteStatements.revokeDevice, [.int(id)])
+            // Nothing to give a new key to (the groups are gone, or moved on since): no new epoch.
+            guard id != nil || !newKeys.isEmpty else { return current.roster.epoch }
+            if let id { try remote.execute(RemoteStatements.revokeDevice, [.int(id)]) }
             try remote.publish(next)
             for group in next.groups {
                 guard let key = newKeys[group.name] else { continue }
@@ -187,6 +205,7 @@ extension Keychain {
             for (_, items) in opened {
                 for (rowID, identity, attrs, data) in items { try reseal(rowID, identity, attrs, data, remote) }
             }
+            return remote.verifiedRoster?.roster.epoch ?? 0
         }
     }
 
@@ -215,6 +234,6 @@ extension Keychain {
                                        data: SecretBox.seal(data, key: try fieldKey(identity, .data)))
         try remote.execute(RemoteStatements.updateItem, [.int(id), .bytes(stored.attributes), .bytes(stored.data),
                                                          .bytes(stored.version), .bytes(stored.dataHash)])
-        try remote.wrote(id: id, ref: identity.ref, version: stored.version, inserted: false)
+        try remote.wrote(id: id, ref: identity.ref, version: stored.version, inserted: false, recorded: false)
     }
 }

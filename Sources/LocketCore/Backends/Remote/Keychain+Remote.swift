@@ -44,8 +44,10 @@ extension Keychain {
 extension RemoteStore {
     /// Connects to `location` and reads the keychain's header there; when
     /// the server can't be reached and `maxStale` allows, the offline cache's.
+    /// `recovering`: for `keychain recover`, the server's history is compared
+    /// with what this device kept, not refused (RemoteStore+Recovery).
     static func open(_ location: RemoteLocation, databasePassword: SecureBytes?, environment: Environment,
-                     maxStale: Int64?) throws -> (RemoteStore, StoredHeader) {
+                     maxStale: Int64?, recovering: Bool = false) throws -> (RemoteStore, StoredHeader) {
         var reach = location
         if maxStale != nil && location.value("connect_timeout") == nil {
             reach.parameters.append(("connect_timeout", String(Keychain.offlineConnectTimeout)))
@@ -56,6 +58,7 @@ extension RemoteStore {
         } catch let error as KeychainError where error.code == .notAvailable && maxStale != nil {
             return try openOffline(location, environment: environment, maxStale: maxStale!, cause: error)
         }
+        store.recovering = recovering
         let (version, stored) = try store.transaction { transaction in
             let version = try RemoteSchema.installedVersion(transaction)
             return (version, version == 0 ? [:] : try store.readMeta(transaction))

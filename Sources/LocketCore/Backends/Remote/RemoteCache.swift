@@ -95,7 +95,7 @@ struct RemoteCache {
     static func read(_ path: String) throws -> [UInt8]? {
         guard let (fd, size) = try FileIO.openPrivate(path, what: "the offline cache") else { return nil }
         defer { close(fd) }
-        guard size <= limit else { throw KeychainError(.io, "the offline cache \(path) is larger than \(limit) bytes") }
+        guard size <= limit else { throw KeychainError(.io, "the offline cache \(path) is larger than \(ByteSize.text(limit))") }
         var out = [UInt8](repeating: 0, count: size)
         guard out.withUnsafeMutableBytes({ FileIO.readExactly(fd, into: $0) }) else { throw KeychainError(.io, "cannot read the offline cache \(path)") }
         return out

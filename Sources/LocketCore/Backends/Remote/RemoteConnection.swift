@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 import LocketWire
 
 /// A connection to a PostgreSQL server through the `locket-postgres` helper
@@ -189,8 +190,8 @@ public final class RemoteConnection {
             try send(connect.bytes)
             var ready = try receive()
             if ready.kind == Wire.Kind.error.rawValue {
-                let (_, _, message, _) = try Self.readError(&ready)
-                throw RemoteFailure.connect(message: message)
+                let (sqlstate, _, message, _) = try Self.readError(&ready)
+                throw RemoteFailure.connect(sqlstate: sqlstate, message: message)
             }
             guard ready.kind == Wire.Kind.ready.rawValue else { throw try unexpected(&ready) }
             serverVersion = Int(try ready.string()) ?? 0
@@ -215,7 +216,7 @@ public final class RemoteConnection {
         for parameter in parameters { parameter.encode(into: &writer) }
         defer { writer.wipe() }
         guard writer.bytes.count <= Wire.maximumFrame else {
-            throw KeychainError(.dataTooLarge, "a statement's values are larger than the \(Wire.maximumFrame)-byte limit")
+            throw KeychainError(.dataTooLarge, "a statement's values are larger than the \(ByteSize.text(Wire.maximumFrame)) limit")
         }
         do {
             try send(writer.bytes)

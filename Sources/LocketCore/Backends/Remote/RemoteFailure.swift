@@ -3,10 +3,13 @@ import LocketSupport
 /// What went wrong on the way to PostgreSQL, before it is turned into a
 /// KeychainError: the SQLSTATE decides retries and the OSStatus.
 enum RemoteFailure: Error {
+    /// read_only_sql_transaction: what the helper reports for a standby, and the server for a write it refuses.
+    static let standby = "25006"
+
     /// The server (or libpq) reported an error.
     case server(sqlstate: String, message: String, constraint: String, connectionLost: Bool)
-    /// The helper could not connect.
-    case connect(message: String)
+    /// The helper could not connect; `sqlstate` 25006 when the server was a standby.
+    case connect(sqlstate: String, message: String)
     /// The helper died, or its stream broke.
     case helperGone
     /// The helper sent something this side doesn't understand (or refused what we sent).
@@ -18,10 +21,12 @@ enum RemoteFailure: Error {
         return false
     }
 
-    /// The connection is gone: a new one is needed.
+    /// The connection is gone: a new one is needed. An error without a
+    /// SQLSTATE is never the server's (it names every error it reports) but
+    /// libpq's own about its socket, whatever flag an older helper sent (issue 44).
     var connectionLost: Bool {
         switch self {
-        case .server(_, _, _, let lost): lost
+        case .server(let sqlstate, _, _, let lost): lost || sqlstate.isEmpty
         case .helperGone: true
         default: false
         }
@@ -33,14 +38,18 @@ enum RemoteFailure: Error {
     /// (class 42) and connection failures (which name hosts, not values) carry it.
     var keychainError: KeychainError {
         switch self {
-        case .connect(let message):
+        case .connect(let sqlstate, let message):
+            if sqlstate == Self.standby {
+                return KeychainError(.notAvailable, "could not connect to the PostgreSQL server: \(message)", reason: .remoteStandby)
+            }
             let code: KeychainError.Code = message.contains(occurrenceOf: "password authentication failed") ? .authFailed : .notAvailable
             return KeychainError(code, "could not connect to the PostgreSQL server: \(message)")
         case .helperGone:
             return KeychainError(.io, "the PostgreSQL helper stopped unexpectedly; nothing was committed by the open transaction")
         case .protocolViolation(let why):
             return KeychainError(.io, "the PostgreSQL helper sent an unexpected reply: \(why)")
-        case .server(let sqlstate, let message, let constraint, let lost):
+        case .server(let sqlstate, let message, let constraint, _):
+            let lost = connectionLost
             let named = constraint.isEmpty ? "" : ", constraint \(constraint)"
             let status = "(SQLSTATE \(sqlstate.isEmpty ? "none" : sqlstate)\(named))"
             if lost {
@@ -53,8 +62,13 @@ enum RemoteFailure: Error {
             case "22": return KeychainError(.param, "the database refused a value \(status)")
             case "28": return KeychainError(.authFailed, "the database refused the login \(status)")
             case "40": return KeychainError(.io, "the transaction kept conflicting with other writers; nothing was committed \(status)")
+            case "25" where sqlstate == Self.standby:
+                return KeychainError(.notAvailable, "the PostgreSQL server takes no writes: it is a read-only standby, or read-only by its settings \(status)",
+                                     reason: .remoteStandby)
             case "42": return KeychainError(.io, "the database refused a statement: \(message) \(status)")
             case "08", "57": return KeychainError(.notAvailable, "the PostgreSQL server is not available \(status)")
+            case "0A" where message.contains(occurrenceOf: "hot standby"):
+                return KeychainError(.notAvailable, "the PostgreSQL server is a read-only standby, not the primary \(status)", reason: .remoteStandby)
             default: return KeychainError(.io, "the database reported an error \(status)")
             }
         }

@@ -54,8 +54,9 @@ struct RemoteItemStore: ItemStoring {
     func delete(_ filter: ItemFilter) throws -> Int {
         // The blind rows go with their items (ON DELETE CASCADE).
         let (sql, parameters) = condition(filter)
-        let deleted = try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id", parameters).compactMap { $0[0].int }
-        store.removed(deleted)
+        let rows = try execute("DELETE FROM locket.items WHERE \(sql) RETURNING id, ref", parameters)
+        let deleted = rows.compactMap { $0[0].int }
+        store.removed(deleted, refs: rows.compactMap { $0[1].bytes })
         return deleted.count
     }
 

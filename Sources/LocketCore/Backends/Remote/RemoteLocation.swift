@@ -14,7 +14,7 @@ public struct RemoteLocation: Sendable {
     /// The query keywords a URL may carry; anything else is refused rather than ignored.
     static let keywords: Set<String> = ["host", "hostaddr", "port", "dbname", "user", "sslmode", "sslrootcert", "sslcert",
                                         "sslkey", "sslcrl", "connect_timeout", "application_name", "service", "passfile",
-                                        "target_session_attrs"]
+                                        "target_session_attrs", "load_balance_hosts"]
 
     /// A location from libpq keywords already split (tests, named remotes); `url` names it in messages.
     public init(url: String, parameters: [(String, String)], helper: String? = nil) {
@@ -29,8 +29,14 @@ public struct RemoteLocation: Sendable {
         text.utf8.first == UInt8(ascii: "p") && (text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"))
     }
 
-    /// Parses `postgres[ql]://[USER@][HOST][:PORT][/DBNAME][?KEYWORD=VALUE&...]`.
-    /// HOST may be a percent-encoded socket directory (`%2Frun%2Fpostgresql`).
+    /// Parses `postgres[ql]://[USER@][HOST[:PORT]][,HOST[:PORT]]...[/DBNAME][?KEYWORD=VALUE&...]`
+    /// as libpq parses it: a list of hosts becomes libpq's `host` list and
+    /// their ports its `port` list (an empty entry where a host has none:
+    /// the default port), so that `target_session_attrs` and
+    /// `load_balance_hosts` choose among them as for psql. A HOST may be a
+    /// percent-encoded socket directory (`%2Frun%2Fpostgresql`) or an IPv6
+    /// address in brackets; `?host=/a,/b&port=5432,5433` gives the lists as
+    /// keywords. A keyword given twice keeps its last value, as in libpq.
     public init(url: String, helper: String? = nil) throws {
         self.url = url
         self.helper = helper
@@ -55,17 +61,16 @@ public struct RemoteLocation: Sendable {
             pairs.append(("user", try Self.decode(user, url)))
             rest = rest[rest.index(after: at)...]
         }
-        var host = rest
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { throw Self.bad(url, "an IPv6 address without its ]") }
-            let after = host[host.index(after: close)...]
-            if after.hasPrefix(":") { pairs.append(("port", String(after.dropFirst()))) }
-            host = host[host.index(after: host.startIndex)..<close]
-        } else if let colon = host.lastIndex(of: ":") {
-            pairs.append(("port", String(host[host.index(after: colon)...])))
-            host = host[..<colon]
+        var hosts: [String] = [], ports: [String] = []
+        if !rest.isEmpty {
+            for spec in rest.split(separator: ",", omittingEmptySubsequences: false) {
+                let (host, port) = try Self.hostAndPort(spec, url)
+                hosts.append(try Self.decode(host, url))
+                ports.append(String(port ?? ""))
+            }
         }
-        if !host.isEmpty { pairs.append(("host", try Self.decode(host, url))) }
+        if hosts.contains(where: { !$0.isEmpty }) || hosts.count > 1 { pairs.append(("host", hosts.joined(separator: ","))) }
+        if ports.contains(where: { !$0.isEmpty }) { pairs.append(("port", ports.joined(separator: ","))) }
         if !path.isEmpty { pairs.append(("dbname", try Self.decode(path, url))) }
         for item in query.split(separator: "&") where !item.isEmpty {
             guard let equals = item.firstIndex(of: "=") else { throw Self.bad(url, "'\(item)' has no value") }
@@ -77,10 +82,36 @@ public struct RemoteLocation: Sendable {
             pairs.removeAll { $0.0 == keyword }
             pairs.append((keyword, try Self.decode(item[item.index(after: equals)...], url)))
         }
-        if let port = pairs.first(where: { $0.0 == "port" })?.1, UInt16(port) == nil {
-            throw Self.bad(url, "the port '\(port)' is not a number")
-        }
         parameters = pairs
+        try checkLists()
+    }
+
+    /// One `HOST[:PORT]` or `[IPV6][:PORT]` of the URL's host list.
+    private static func hostAndPort(_ spec: Substring, _ url: String) throws -> (Substring, Substring?) {
+        if spec.hasPrefix("[") {
+            guard let close = spec.firstIndex(of: "]") else { throw bad(url, "an IPv6 address without its ]") }
+            let after = spec[spec.index(after: close)...]
+            guard after.isEmpty || after.hasPrefix(":") else { throw bad(url, "'\(after)' follows an IPv6 address") }
+            return (spec[spec.index(after: spec.startIndex)..<close], after.isEmpty ? nil : after.dropFirst())
+        }
+        guard let colon = spec.firstIndex(of: ":") else { return (spec, nil) }
+        return (spec[..<colon], spec[spec.index(after: colon)...])
+    }
+
+    /// Ports are numbers (an empty entry: the default port), and a list of
+    /// them names one port for every host, or one for all, as libpq requires.
+    private func checkLists() throws {
+        func entries(_ keyword: String) -> [Substring] {
+            value(keyword).map { $0.split(separator: ",", omittingEmptySubsequences: false) } ?? []
+        }
+        let ports = entries("port")
+        for port in ports where !port.isEmpty && (UInt16(port) ?? 0) == 0 {
+            throw Self.bad(url, "the port '\(port)' is not a number from 1 to 65535")
+        }
+        let hosts = max(entries("host").count, entries("hostaddr").count)
+        if ports.count > 1 && hosts != ports.count {
+            throw Self.bad(url, "it gives \(ports.count) ports for \(hosts) host\(hosts == 1 ? "" : "s") (give one for each host, or one for all)")
+        }
     }
 
     /// The value of `keyword`, if the URL gave one.

@@ -23,7 +23,15 @@ public enum RemoteRegistry {
     static let limit = 8192
 
     /// Registers `name` for `url`; errSecDuplicateKeychain when a keychain or remote of that name exists.
-    public static func add(name: String, url: String, passwordService: String?, environment: Environment) throws {
+    /// `replacing`: re-points the remote registered as `name` to `url`
+    /// (another server, or a list of them after a failover), keeping its
+    /// password service unless `passwordService` names one; the keychain is
+    /// the same, so this device's trust, device key and generation record
+    /// (kept by the keychain's identity) go on as they were. Nothing to
+    /// replace is errSecNoSuchKeychain. Returns the registration it replaced.
+    @discardableResult
+    public static func add(name: String, url: String, passwordService: String?, replacing: Bool = false,
+                           environment: Environment) throws -> Entry? {
         try checkName(name)
         _ = try RemoteLocation(url: url)
         if let passwordService, passwordService.isEmpty || passwordService.contains("\n") {
@@ -31,14 +39,29 @@ public enum RemoteRegistry {
         }
         let directory = try environment.dataDirectory()
         let file = directory + "/" + name + suffix
-        if FileIO.exists(directory + "/" + name + ".keychain") || FileIO.exists(file) {
+        if FileIO.exists(directory + "/" + name + ".keychain") {
+            throw KeychainError(.duplicateKeychain, "a keychain named '\(name)' already exists (a file)")
+        }
+        var replaced: Entry?
+        if replacing {
+            guard let old = try lookup(name, environment: environment) else {
+                throw KeychainError(.noSuchKeychain, "no remote keychain is registered as '\(name)'")
+            }
+            replaced = old
+        } else if FileIO.exists(file) {
             throw KeychainError(.duplicateKeychain, "a keychain named '\(name)' already exists")
         }
         try FileIO.makeDirectories(directory)
         try FileIO.checkPrivateFile(file, what: "remote keychain's registration")
         var text = "url \(url)\n"
-        if let passwordService { text += "password-service \(passwordService)\n" }
-        try Array(text.utf8).withUnsafeBytes { try FileIO.writeNew(file, $0) }
+        if let service = passwordService ?? replaced?.passwordService { text += "password-service \(service)\n" }
+        if replaced != nil {
+            // Replaced whole (written beside it, renamed over it): a reader sees the old one or the new.
+            try Array(text.utf8).withUnsafeBytes { try FileIO.writeAtomically(file, $0) }
+        } else {
+            try Array(text.utf8).withUnsafeBytes { try FileIO.writeNew(file, $0) }
+        }
+        return replaced
     }
 
     /// The remote registered as `name`, nil when there is none.

@@ -80,13 +80,19 @@ extension RemoteStore: TypedItemStorage {
 
     func removeKeybagRow(_ name: String) throws { try removeMeta(RemoteStore.keybagPrefix + name) }
 
-    /// Per URL, authenticated with a key derived from the blind-index key:
-    /// a remote keychain has no device-wrapped key.
+    /// Per keychain, not per URL: one database reached by several URLs (a
+    /// socket and TCP, one host and then a list after a failover, a named
+    /// remote re-pointed) is one keychain with one history. Authenticated
+    /// with a key derived from the blind-index key: a remote keychain has no
+    /// device-wrapped key.
     func generationMirror(keychainID: [UInt8], environment: Environment, device: SecureBytes?,
                           indexKey: SecureBytes) throws -> GenerationMirror? {
         let key = try KeyDerivation.derive(indexKey, KeyDerivation.Context("locket.remote.generation-mirror.v1").with(keychainID))
-        return try GenerationMirror(environment: environment, keychainID: keychainID, place: location.url, key: key)
+        return try GenerationMirror(environment: environment, keychainID: keychainID, place: RemoteStore.mirrorPlace, key: key)
     }
+
+    /// What the generation record is kept under in place of a path.
+    static let mirrorPlace = "remote keychain"
 
     // MARK: - Steps of the lifecycle
 
@@ -97,8 +103,16 @@ extension RemoteStore: TypedItemStorage {
         self.keychainID = keychainID
         self.environment = environment
         device = try DeviceIdentity.load(keychainID: keychainID, environment: environment)
-        if let device { trust = try RemoteTrust.load(keychainID: keychainID, device: device, environment: environment) }
-        try settleOfflineState()
+        guard let device else { return }
+        do {
+            trust = try RemoteTrust.load(keychainID: keychainID, device: device, environment: environment)
+        } catch let error as KeychainError where recovering {
+            // Recovery starts from the server's history, as at enrolment, and says what could not be kept.
+            trustDamage = error.message
+        }
+        ownAudit = OwnAuditRecord.load(keychainID: keychainID, device: device, environment: environment)
+        // A recovery writes nothing before it is confirmed: offline reads are sent afterwards.
+        if !recovering { try settleOfflineState() }
     }
 
     func willWrite(_ header: Header, indexKey: SecureBytes) throws {}

@@ -36,8 +36,11 @@ extension RemoteStore {
         }
     }
 
-    /// An item this transaction inserted (`inserted`) or updated: its version is trusted from here on.
-    func wrote(id: Int64, ref: [UInt8], version: [UInt8], inserted: Bool) throws {
+    /// An item this transaction inserted (`inserted`) or updated: its version
+    /// is trusted from here on. `recorded`: in the journal of what this device
+    /// wrote (not an item a revocation only re-sealed).
+    func wrote(id: Int64, ref: [UInt8], version: [UInt8], inserted: Bool, recorded: Bool = true) throws {
+        if recorded { writtenRefs.append(ref) }
         guard itemTree != nil else { return }
         guard ItemTree.covers(id) else { throw beyondTree(id) }
         if expectations[id] == nil { expectations[id] = inserted ? .absent : .present }
@@ -45,8 +48,9 @@ extension RemoteStore {
         changedItems = true
     }
 
-    /// Items this transaction deleted.
-    func removed(_ ids: [Int64]) {
+    /// Items this transaction deleted (`refs`: theirs, for the journal).
+    func removed(_ ids: [Int64], refs: [[UInt8]]) {
+        writtenRefs += refs
         if !ids.isEmpty { changedItems = true }
         guard itemTree != nil else { return }
         for id in ids where ItemTree.covers(id) {

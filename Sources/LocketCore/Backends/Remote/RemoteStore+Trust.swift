@@ -18,13 +18,16 @@ extension RemoteStore {
         changedItems = false
         working = trust
         guard offline == nil, let keychainID else { return }
+        if recovering { return try verifyForRecovery(keychainID) }
         let roster = try verifyRoster(keychainID)
         try verifyState(roster)
+        try checkOwnAudit()
     }
 
-    /// After the commit: what this transaction verified or wrote is what this device now trusts.
+    /// After the commit: what this transaction verified or wrote is what this
+    /// device now trusts (while recovering, only once the user agreed).
     func saveTrust() throws {
-        guard working != trust, let device, let keychainID else { return }
+        guard !recovering || applyingRecovery, working != trust, let device, let keychainID else { return }
         trust = working
         do {
             try trust.save(keychainID: keychainID, device: device, environment: environment)
@@ -43,22 +46,41 @@ extension RemoteStore {
             let signed = try SignedRoster(body: row[1].bytes ?? [], signature: row[2].bytes ?? [])
             if let pinned, current == nil {
                 guard signed == pinned else {
-                    throw KeychainError(.decode, "\(location.url) shows another membership at epoch \(pinned.roster.epoch) than this device verified: the database was altered or forked")
+                    throw KeychainError(.decode, "\(location.url) shows another membership at epoch \(pinned.roster.epoch) than this device verified: the database was altered, or another history replaced it (a failover, a restore)",
+                                        reason: .remoteRolledBack)
                 }
             } else {
                 try signed.verify(after: current, keychainID: keychainID)
+                if device != nil { working.note(signed, after: current) }
             }
             current = signed
         }
         guard let current else {
             if let pinned {
-                throw KeychainError(.decode, "\(location.url) was rolled back: its membership is older than epoch \(pinned.roster.epoch), which this device verified")
+                throw KeychainError(.decode, "\(location.url) was rolled back: its membership is older than epoch \(pinned.roster.epoch), which this device verified",
+                                    reason: .remoteRolledBack)
             }
             throw KeychainError(.decode, "\(location.url) has no signed membership: the database was altered")
         }
         verifiedRoster = current
-        if device != nil { working.roster = current }
+        if device != nil {
+            working.roster = current
+            try checkRevocationsKept(current.roster)
+        }
         return current
+    }
+
+    /// A revocation this device performed or saw stays: a membership in
+    /// which that device is approved again (the revocation lost in a
+    /// failover or a restore) is refused until it is revoked again, except
+    /// by the transaction that revokes it (issue 42).
+    func checkRevocationsKept(_ roster: Roster) throws {
+        guard !rekeying, let lost = working.revocations.first(where: { $0.isLost(in: roster) }) else { return }
+        let who = lost.device == device?.id ? "this device, revoked" : "device \(lost.device), whose revocation this device saw"
+        throw KeychainError(.decode, """
+            \(who) at epoch \(lost.epoch), is approved again in the membership \(location.url) shows (epoch \(roster.epoch)): \
+            the revocation was lost (a failover or a restore of the database), and this device refuses the keychain until it is revoked again
+            """, reason: .revocationLost(device: lost.device))
     }
 
     /// The newest signed state, verified from the one this device kept: the
@@ -73,16 +95,19 @@ extension RemoteStore {
             let signed = try SignedState(body: row[1].bytes ?? [], signature: row[2].bytes ?? [])
             if let pinned, current == nil {
                 guard signed == pinned else {
-                    throw KeychainError(.decode, "\(location.url) shows another state of its items at \(pinned.sequence) than this device saw: the database was altered or forked")
+                    throw KeychainError(.decode, "\(location.url) shows another state of its items at \(pinned.sequence) than this device saw: the database was altered, or another history replaced it (a failover, a restore)",
+                                        reason: .remoteRolledBack)
                 }
             } else {
                 try signed.verify(after: current, roster: roster.roster)
+                if device != nil { working.note(signed) }
             }
             current = signed
         }
         guard let current else {
             if let pinned {
-                throw KeychainError(.decode, "\(location.url) was rolled back: the state of its items is older than \(pinned.sequence), which this device saw")
+                throw KeychainError(.decode, "\(location.url) was rolled back: the state of its items is older than \(pinned.sequence), which this device saw",
+                                    reason: .remoteRolledBack)
             }
             throw KeychainError(.decode, "\(location.url) has no signed state of its items: the database was altered")
         }
@@ -119,6 +144,7 @@ extension RemoteStore {
         try insertState(next)
         verifiedState = next
         working.state = next
+        working.note(next, refs: writtenRefs)
         changedItems = false
     }
 
@@ -140,6 +166,7 @@ extension RemoteStore {
         let signed = try SignedRoster.sign(next, by: device)
         try insertRoster(signed)
         verifiedRoster = signed
+        working.note(signed, after: current)
         working.roster = signed
         changedItems = true
     }

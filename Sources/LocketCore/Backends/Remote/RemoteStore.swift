@@ -41,6 +41,25 @@ final class RemoteStore {
     var upgradedTree = false
     /// This device's latest audit entry, once this transaction has read or appended it.
     var auditHead: RemoteTrust.AuditHead?
+    /// This device's own newest audit entry as it last kept it (`OwnAuditRecord`),
+    /// whether this command checked it against the server yet, and what
+    /// this transaction appended (kept once it commits).
+    var ownAudit = OwnAuditRecord()
+    var ownAuditChecked = false
+    var appendedAudit: [SignedAuditEntry] = []
+    /// The items this transaction added, changed or deleted, for the journal.
+    var writtenRefs: [[UInt8]] = []
+    /// `keychain recover` (RemoteStore+Recovery): the server's history is
+    /// verified as a new device verifies it and compared with what this
+    /// device kept, instead of refused; nothing is kept until `applying`.
+    var recovering = false
+    var applyingRecovery = false
+    var recovery: RecoveryFindings?
+    /// Why this device's trust record could not be read, when recovering starts without it.
+    var trustDamage: String?
+    /// A revocation or a group's new key under way: a membership that lets a
+    /// revoked device back in is what it repairs, so it is not refused.
+    var rekeying = false
     /// The padding keys of the groups this transaction has opened.
     var paddingKeys: [String: SecureBytes] = [:]
 
@@ -89,6 +108,8 @@ final class RemoteStore {
             groupKeys = nil
             paddingKeys = [:]
             auditHead = nil
+            appendedAudit = []
+            writtenRefs = []
             defer { current = nil; groupKeys = nil; paddingKeys = [:]; auditHead = nil }
             try verifyOnBegin()
             let result = try body(transaction)
@@ -97,6 +118,7 @@ final class RemoteStore {
         }
         if upgradedTree { linearRoot = false }
         try saveTrust()
+        saveOwnAudit()
         return result
     }
 

@@ -70,6 +70,8 @@ extension RemoteStore {
             }
             head = RemoteTrust.AuditHead(sequence: entry.sequence, hash: entry.hash)
         }
+        // The chain can't restart below the entry this device kept (checked at this command's first contact).
+        if let kept = ownAudit.head, (head?.sequence ?? 0) < kept.sequence { throw ownAuditGone(after: head?.sequence ?? 0, kept: kept) }
         let entry = try SignedAuditEntry.sign(after: head, keychainID: keychainID, device: device, item: ref, operation: operation, at: at)
         // Reading the key first: a concurrent append by this device is a serialization failure (retried).
         _ = try execute("SELECT 1 FROM locket.audit WHERE device = $1 AND seq = $2", [.int(device.id), .int(entry.sequence)])
@@ -78,6 +80,7 @@ extension RemoteStore {
             VALUES ($1, $2, $3, $4, to_timestamp($5::float8 / 1000000), $6, $7)
             """, [.int(device.id), .int(entry.sequence), .bytes(ref), .text(operation), .int(at), .bytes(entry.body), .bytes(entry.signature)])
         auditHead = RemoteTrust.AuditHead(sequence: entry.sequence, hash: entry.hash)
+        appendedAudit.append(entry)
     }
 
     /// Every device's chain checked link by link and against the heads this
@@ -119,7 +122,9 @@ extension RemoteStore {
             out.append((entry, id, row[5].text ?? ""))
         }
         for (device, kept) in working.auditHeads where (heads[device]?.sequence ?? 0) < kept.sequence {
-            throw KeychainError(.decode, "the audit is broken: device \(device)'s entries after \(heads[device]?.sequence ?? 0) are gone (this device checked up to \(kept.sequence))")
+            // Deleted, or lost with the database (a failover, a restore): recover keeps what the server holds.
+            throw KeychainError(.decode, "the audit is broken: device \(device)'s entries after \(heads[device]?.sequence ?? 0) are gone (this device checked up to \(kept.sequence))",
+                                reason: .remoteRolledBack)
         }
         if self.device != nil { working.auditHeads = heads }
         return out.sorted { $0.row < $1.row }
