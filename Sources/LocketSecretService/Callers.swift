@@ -50,14 +50,14 @@ extension Provider {
     /// flood of new connections kept the provider waiting on each in turn.
     func awaitsIdentity(_ sender: String) -> Bool {
         guard callers[sender] == nil, refusedCallers[sender] == nil, !sender.isEmpty, sender != "org.freedesktop.DBus" else { return false }
-        if identifying.contains(sender) { return true }
+        if identifying[sender] != nil { return true }
         guard let request = dbus_message_new_method_call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                                          "GetConnectionCredentials") else { return false }
         defer { dbus_message_unref(request) }
         var writer = MessageWriter(request)
         writer.string(sender)
         var pending: OpaquePointer?
-        guard writer.ok, dbus_connection_send_with_reply(connection, request, &pending, Int32.max) != 0, let pending else {
+        guard writer.ok, dbus_connection_send_with_reply(identityConnection, request, &pending, Int32.max) != 0, let pending else {
             refusedCallers[sender] = "the bus did not say who \(sender) is"
             return false
         }
@@ -78,8 +78,24 @@ extension Provider {
             refusedCallers[sender] = "the bus did not say who \(sender) is"
             return false
         }
-        identifying.insert(sender)
+        identifying[sender] = Prompt.now()
+        dbus_connection_flush(identityConnection)
         return true
+    }
+
+    /// Reads what the bus daemon answered about new clients (`identified`
+    /// runs as each answer is dispatched).
+    func readIdentities() {
+        guard !identifying.isEmpty else { return }
+        _ = dbus_connection_read_write(identityConnection, 0)
+        while dbus_connection_dispatch(identityConnection) == DBUS_DISPATCH_DATA_REMAINS {}
+        // An answer that never comes must not hold a client's calls (nor the bus) for good.
+        let now = Prompt.now()
+        for (sender, asked) in identifying where now - asked >= Limits.identityWait {
+            identifying[sender] = nil
+            refusedCallers[sender] = "the bus did not say who \(sender) is in \(Limits.identityWait) s"
+            calls.release(sender, account: sender)
+        }
     }
 
     /// The bus daemon's answer about `sender`: its identity, or a refusal.
@@ -89,7 +105,7 @@ extension Provider {
     /// Its calls are answered from now on, in turn with the others'.
     func identified(_ sender: String, _ reply: OpaquePointer) {
         // It left the bus meanwhile: its calls went with it.
-        guard identifying.remove(sender) != nil else { return }
+        guard identifying.removeValue(forKey: sender) != nil else { return }
         defer { calls.release(sender, account: callers[sender]?.account ?? sender) }
         var uid: UInt32?, pid: UInt32?
         if dbus_message_get_type(reply) == DBUS_MESSAGE_TYPE_METHOD_RETURN {

@@ -30,6 +30,10 @@ enum Limits {
     /// less is waiting.
     static let receivedBytes = 8 * 1024 * 1024
 
+    /// Seconds a client's calls wait for the bus daemon to say who it is
+    /// before they are refused (AccessDenied).
+    static let identityWait = 10
+
     /// The error a client past a bound gets.
     static func exceeded(_ what: String) -> BusError {
         BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", message: what)

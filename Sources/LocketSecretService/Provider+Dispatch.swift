@@ -194,7 +194,7 @@ extension Provider {
     func forget(client name: String) {
         callers[name] = nil
         refusedCallers[name] = nil
-        identifying.remove(name)
+        identifying[name] = nil
         calls.drop(name)
         _ = sessions.removeAll(ownedBy: name)
         for prompt in prompts.removeAll(ownedBy: name) {

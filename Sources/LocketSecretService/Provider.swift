@@ -26,6 +26,10 @@ public final class Provider {
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
 
     let connection: OpaquePointer
+    /// A second connection, for asking the bus daemon who a new client is:
+    /// its answers don't wait behind the calls the daemon holds for the
+    /// provider, nor count against what libdbus reads ahead on `connection`.
+    let identityConnection: OpaquePointer
     let environment: Environment
     let options: ProviderOptions
     /// What the provider reports (one line each on stderr); never a secret.
@@ -49,8 +53,8 @@ public final class Provider {
     var callers: [String: ClientIdentity] = [:]
     /// Clients the bus daemon said are not this user's (or could not name), with why.
     var refusedCallers: [String: String] = [:]
-    /// Clients whose identity was asked of the bus daemon, not yet answered.
-    var identifying: Set<String> = []
+    /// Clients whose identity was asked of the bus daemon, not yet answered, with when (Prompt.now()).
+    var identifying: [String: Int] = [:]
     var nextID = 0
     /// The executable map, its entitlements read at start-up.
     let apps: [AppEntry]
@@ -118,7 +122,16 @@ public final class Provider {
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
         dbus_connection_set_max_received_size(connection, Limits.receivedBytes)
+        guard let identityConnection = dbus_connection_open_private(address, &error), dbus_bus_register(identityConnection, &error) != 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw ProviderError("cannot connect to the session bus at \(address): \(Provider.text(error))")
+        }
+        dbus_connection_set_exit_on_disconnect(identityConnection, 0)
+        // Only the daemon's short answers are wanted here; whatever else a client sends it is refused as read.
+        dbus_connection_set_max_received_size(identityConnection, 1024 * 1024)
         self.connection = connection
+        self.identityConnection = identityConnection
         for (name, path) in options.collections {
             collections[ObjectPath.element(name)] = Collection(name: ObjectPath.element(name), keychainPath: path, label: name)
         }
@@ -130,6 +143,8 @@ public final class Provider {
         calls.removeAll()
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
+        dbus_connection_close(identityConnection)
+        dbus_connection_unref(identityConnection)
     }
 
     static func text(_ error: DBusError) -> String {
@@ -174,8 +189,9 @@ public final class Provider {
         }
         dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque(), nil)
         defer { dbus_connection_remove_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque()) }
-        var busFD: Int32 = -1
+        var busFD: Int32 = -1, identityFD: Int32 = -1
         dbus_connection_get_unix_fd(connection, &busFD)
+        dbus_connection_get_unix_fd(identityConnection, &identityFD)
         while stopReason == nil {
             answerQueued()
             if dbus_connection_get_is_connected(connection) == 0 {
@@ -184,12 +200,21 @@ public final class Provider {
             }
             if stopReason != nil { break }
             while logind?.hasQueued == true { serviceLogind() }
-            var fds = [pollfd(fd: busFD, events: Int16(POLLIN), revents: 0), pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
+            // Calls still queued wait for their clients' identities, and count against what libdbus
+            // reads ahead: at its bound the bus stays readable and nothing is read (a spin). Until
+            // an identity comes (the identity connection wakes the loop), the bus is left alone.
+            let busEvents = calls.count > 0 ? 0 : Int16(POLLIN)
+            var fds = [pollfd(fd: busFD, events: busEvents, revents: 0), pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
             let watched = prompts.values.compactMap { prompt in prompt.descriptor.map { (prompt, $0) } }
             for (_, fd) in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-            if let fd = logind?.descriptor { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            var logindIndex: Int?
+            if let fd = logind?.descriptor { logindIndex = fds.count; fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            // The bus daemon's answers about new clients: read by answerQueued.
+            if !identifying.isEmpty { fds.append(pollfd(fd: identityFD, events: Int16(POLLIN), revents: 0)) }
             // Interrupted: as if nothing were ready; the loop looks again.
-            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), promptTimeoutMilliseconds()) }
+            var timeout = promptTimeoutMilliseconds()
+            if !identifying.isEmpty && (timeout < 0 || timeout > 1000) { timeout = 1000 }  // to give up on an identity (readIdentities)
+            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), timeout) }
             if let failure = ready.error, failure.code != EINTR { stopReason = "poll failed: \(failure)"; break }
             if fds[1].revents != 0 {
                 var sent: Int32 = 0
@@ -198,7 +223,7 @@ public final class Provider {
                 }
             }
             for (k, (prompt, _)) in watched.enumerated() where fds[2 + k].revents != 0 { promptReadable(prompt) }
-            if fds.count > 2 + watched.count, fds[2 + watched.count].revents != 0 { serviceLogind() }
+            if let logindIndex, fds[logindIndex].revents != 0 { serviceLogind() }
             expirePrompts()
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 if dbus_connection_read_write(connection, 0) == 0 {
@@ -218,6 +243,7 @@ public final class Provider {
     /// unanswered, until some other message woke the loop (issue 44).
     func answerQueued() {
         while stopReason == nil {
+            readIdentities()
             // libdbus's queue into ours: the filter (`receive`) sorts each call by client.
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
             guard let message = calls.pop() else {

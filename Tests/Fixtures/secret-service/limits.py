@@ -523,6 +523,44 @@ def one_client_does_not_stall_another(bus):
     provider.stop()
 
 
+def new_clients_past_the_read_ahead(bus):
+    """New clients whose first calls, sent before the provider knows who
+    they are, hold more than libdbus reads ahead (8 MiB): every call is
+    answered, and the provider does not spin meanwhile. Their calls wait for
+    the bus daemon's word on each client; when that word came on the same
+    connection, behind 8 MiB of calls held for it, it was never read."""
+    provider = Provider(bus)
+    clients = [connect(bus) for _ in range(12)]
+    padding = "p" * (1 << 20)
+    before = cpu_seconds(provider.process.pid)
+    started = time.monotonic()
+    outcomes = [None] * len(clients)
+
+    def send_all(k):
+        # A method the provider lacks, carrying 1 MiB: cheap to refuse, once its client is known.
+        messages = [new_method_call(SERVICE, "NoSuchMethod", "s", (padding,)) for _ in range(2)]
+        messages.append(new_method_call(obj(LOGIN, PROPERTIES), "Get", "ss", ("org.freedesktop.Secret.Collection", "Label")))
+        outcomes[k] = pipelined(clients[k], messages, timeout=30)
+
+    threads = [threading.Thread(target=send_all, args=(k,)) for k in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    elapsed = time.monotonic() - started
+    spent = cpu_seconds(provider.process.pid) - before
+    check(all(outcome is not None for outcome in outcomes), "a client's calls were not all answered")
+    for replies in outcomes:
+        check([error_name(r) for r in replies[:2]] == ["org.freedesktop.DBus.Error.UnknownMethod"] * 2, "a padded call: %r" % (replies[0].body,))
+        check(replies[2].body == (("s", "login"),), "a client's Label: %r" % (replies[2].body,))
+    print("%d new clients, 24 MiB of calls before they were known: answered in %.2f s, provider CPU %.2f s"
+          % (len(clients), elapsed, spent), flush=True)
+    check(spent < max(3.0, elapsed / 2), "the provider spun: %.1f s of CPU in %.1f s" % (spent, elapsed))
+    for client in clients:
+        client.close()
+    provider.stop()
+
+
 def search_at_the_attribute_limit(bus):
     """A search naming the documented maximum of 1,000 attributes finds its
     item; 1,001 is refused as a limit of the query, never as a damaged keychain."""

@@ -32,6 +32,9 @@ final class SecretServiceLimitsTests: SecretServiceCase {
     /// A client's call is answered while another receives a 1 MB secret.
     func testOneClientDoesNotStallAnother() throws { try runCase("limits.py", "one_client_does_not_stall_another") }
 
+    /// New clients' first calls, 24 MiB sent before the bus daemon said who they are: all answered, no spin.
+    func testNewClientsPastTheReadAhead() throws { try runCase("limits.py", "new_clients_past_the_read_ahead") }
+
     /// A search of 1,000 attributes finds its item; 1,001 is refused as a limit.
     func testSearchAtTheAttributeLimit() throws { try runCase("limits.py", "search_at_the_attribute_limit") }
 }
