@@ -23,8 +23,8 @@ final class Prompt {
     let client: ClientIdentity
     var action: Action
     var input: PasswordInput?
-    /// An unlock deriving its key on its own thread (UnlockJob).
-    var job: UnlockJob?
+    /// A password being checked, or a keychain made, on a thread of its own (PromptJob).
+    var job: PromptJob?
     var started = false
     var attempts = 0
     /// The first of the two passwords of a new keychain.
@@ -53,7 +53,7 @@ final class Prompt {
     }
     var descriptor: Int32? { job?.fd ?? input?.fd }
 
-    /// Stops asking; an unlock already deriving ends on its own thread, unheard.
+    /// Stops asking; a job already running ends on its own thread, unheard.
     func cancel() {
         input?.cancel()
         input = nil

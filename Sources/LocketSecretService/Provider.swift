@@ -9,8 +9,8 @@ import LocketSupport
 /// keychain.
 ///
 /// One thread, one poll loop: the bus connection, a signalfd, and the
-/// descriptors of prompts in progress (askpass children, the terminal, an
-/// unlock deriving its key on a thread of its own: UnlockJob), so a prompt
+/// descriptors of prompts in progress (askpass children, the terminal, a
+/// password hashed on a thread of its own: PromptJob), so a prompt
 /// never holds up another client. Every request opens its keychain
 /// afresh and releases the file before it answers (docs/ARCHITECTURE.md,
 /// "The connection's lifetime"): a `locket lock` or `unlock` in a shell is

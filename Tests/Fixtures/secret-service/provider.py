@@ -476,25 +476,6 @@ def signals_and_properties(bus):
     provider.stop()
 
 
-def create_collection(bus):
-    provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass("work password")})
-    connection = connect(bus)
-    collection, prompt = call(connection, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, ""))
-    check(collection == "/", "CreateCollection of a new keychain needs a prompt")
-    dismissed, result = completed(connection, prompt)
-    check(not dismissed and result == ("o", "/org/freedesktop/secrets/collection/work"), "Completed: %r" % ((dismissed, result),))
-    session = plain_session(connection)
-    properties = {ITEM + ".Label": ("s", "w"), ITEM + ".Attributes": ("a{ss}", {"service": "work-svc"})}
-    call(connection, obj(result[1], "org.freedesktop.Secret.Collection"), "CreateItem", "a{sv}(oayays)b",
-         (properties, (session, b"", b"work-secret", "text/plain"), False))
-    check(locket("-k", "work", "find", "-s", "work-svc", "-w", "-n").stdout == b"work-secret", "the new keychain")
-    again = call(connection, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, "w"))
-    check(again == (result[1], "/"), "CreateCollection of an existing one: %r" % (again,))
-    check(call(connection, SERVICE, "ReadAlias", "s", ("w",)) == (result[1],), "its alias")
-    connection.close()
-    provider.stop()
-
-
 def missing_keychain(bus):
     """No keychain yet: libsecret creates the default collection, the prompt asks its password twice."""
     for path in [os.path.join(os.environ["XDG_DATA_HOME"], "locket", name) for name in os.listdir(os.path.join(os.environ["XDG_DATA_HOME"], "locket"))]:
@@ -704,6 +685,77 @@ def unlock_does_not_block(bus):
     print("unlock %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (window, len(latencies), slowest * 1000), flush=True)
     check(slowest < window / 2, "a lookup waited %.3f s of the unlock's %.3f s" % (slowest, window))
     locket("-k", "slow", "add", "-s", "after", "-a", "unlock", "-w", input=b"v\n")  # the shell sees the unlock
+    waiting.close()
+    asking.close()
+    provider.stop()
+
+
+def lookups_during_prompt(waiting, prompt, asking, session, item):
+    """Calls Prompt() on `prompt` (a client `waiting` for it) and reads
+    `item`'s secret through `asking` until Completed comes: returns
+    (Completed's body, seconds from Prompt() to Completed, each read's seconds)."""
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+    outcome = {}
+    with waiting.filter(rule) as queue:
+        started = time.monotonic()
+        call(waiting, obj(prompt, "org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+
+        def wait():
+            outcome["body"] = waiting.recv_until_filtered(queue, timeout=120).body
+            outcome["at"] = time.monotonic()
+        thread = threading.Thread(target=wait)
+        thread.start()
+        latencies = []
+        while thread.is_alive():
+            sent = time.monotonic()
+            (got,) = call(asking, obj(item, ITEM), "GetSecret", "o", (session,), timeout=120)
+            latencies.append(time.monotonic() - sent)
+            check(got[2] == b"fast-secret", "GetSecret during the prompt's work gave another secret")
+        thread.join()
+    return outcome["body"], outcome["at"] - started, latencies
+
+
+def create_and_delete_collection(bus):
+    """CreateCollection makes a new keychain, its password asked twice at the
+    prompt; a second one of that label is the same collection. Its Delete
+    removes the keychain with every file beside it, its password turn's
+    `-attempts` included. The new keychain's key derivation and the
+    deletion's password check (Argon2id, 256 MiB) run off the loop: lookups
+    in another collection are answered meanwhile."""
+    provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
+    waiting, asking = connect(bus), connect(bus)
+    session = plain_session(asking)
+    item = create(asking, session, {"app": "fast"}, b"fast-secret")
+    collection, prompt = call(waiting, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, ""))
+    check(collection == "/" and prompt != "/", "CreateCollection of a new keychain: %r" % ((collection, prompt),))
+    (dismissed, result), created, latencies = lookups_during_prompt(waiting, prompt, asking, session, item)
+    work = "/org/freedesktop/secrets/collection/work"
+    check(not dismissed and result == ("o", work), "CreateCollection's Completed: %r" % ((dismissed, result),))
+    slowest = max(latencies)
+    print("new collection %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (created, len(latencies), slowest * 1000), flush=True)
+    check(created > 0.2, "the new collection took %.3f s: too fast to tell" % created)
+    check(slowest < created / 2, "a lookup waited %.3f s of the new collection's %.3f s" % (slowest, created))
+    properties = {ITEM + ".Label": ("s", "w"), ITEM + ".Attributes": ("a{ss}", {"service": "work-svc"})}
+    call(asking, obj(work, "org.freedesktop.Secret.Collection"), "CreateItem", "a{sv}(oayays)b",
+         (properties, (session, b"", b"work-secret", "text/plain"), False))
+    check(locket("-k", "work", "find", "-s", "work-svc", "-w", "-n").stdout == b"work-secret", "the new keychain")
+    again = call(asking, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, "w"))
+    check(again == (work, "/"), "CreateCollection of an existing one: %r" % (again,))
+    check(call(asking, SERVICE, "ReadAlias", "s", ("w",)) == (work,), "its alias")
+    path = os.path.join(os.environ["XDG_DATA_HOME"], "locket", "work.keychain")
+
+    (prompt,) = call(waiting, obj(work, "org.freedesktop.Secret.Collection"), "Delete")
+    (dismissed, result), deleted, latencies = lookups_during_prompt(waiting, prompt, asking, session, item)
+    check(not dismissed, "Delete's Completed: %r" % ((dismissed, result),))
+    slowest = max(latencies)
+    print("deletion %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (deleted, len(latencies), slowest * 1000), flush=True)
+    check(deleted > 0.2, "the deletion took %.3f s: too fast to tell" % deleted)
+    check(slowest < deleted / 2, "a lookup waited %.3f s of the deletion's %.3f s" % (slowest, deleted))
+    left = [name for name in os.listdir(os.path.dirname(path)) if name.startswith("work.keychain")]
+    check(left == [], "the deleted keychain left %r" % left)
+    check(work not in get_property(asking, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Collections"), "still served")
+    check(call(asking, SERVICE, "ReadAlias", "s", ("w",)) == ("/",), "its alias outlived it")
+    check(call(asking, obj(item, ITEM), "GetSecret", "o", (session,))[0][2] == b"fast-secret", "the other collection")
     waiting.close()
     asking.close()
     provider.stop()

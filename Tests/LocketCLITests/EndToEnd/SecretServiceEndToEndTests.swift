@@ -70,8 +70,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     /// ItemCreated/Changed/Deleted, Properties.Get/GetAll/Set, Introspect, aliases, the API's error names.
     func testSignalsPropertiesAndErrors() throws { try runCase("provider.py", "signals_and_properties") }
 
-    /// CreateCollection: a new keychain, its password asked twice at the prompt.
-    func testCreateCollection() throws { try runCase("provider.py", "create_collection") }
+    /// CreateCollection: a new keychain, its password asked twice at the prompt; Delete removes it and every file beside it
+    /// (-attempts too); the key derivation and the password check run off the loop, other clients answered meanwhile.
+    func testCreateAndDeleteCollection() throws { try runCase("provider.py", "create_and_delete_collection") }
 
     /// No keychain yet: secret-tool's store creates the default one through the prompt.
     func testMissingKeychainIsCreatedThroughThePrompt() throws { try runCase("provider.py", "missing_keychain", needs: ["secret-tool"]) }
