@@ -82,12 +82,17 @@ class Bus:
 class Provider:
     """`locket secret-service ARGS` on `bus`, once it owns the name."""
 
+    # Every provider started, killed when the case ends however it ends (`main`):
+    # in a session of its own, none is in the process group a timed-out test's runner kills.
+    started = []
+
     def __init__(self, bus, *arguments, environment=None, expect_start=True):
         self.bus = bus
         env = dict(bus.environment, **(environment or {}))
         # A session of its own: no controlling terminal, so a prompt never waits at the test's.
         self.process = subprocess.Popen([LOCKET, "secret-service", *arguments], env=env, start_new_session=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        Provider.started.append(self.process)
         if expect_start:
             wait_for(lambda: has_owner(bus, "org.freedesktop.secrets") or self.process.poll() is not None, 20,
                      "the provider did not take org.freedesktop.secrets")
@@ -202,4 +207,9 @@ def main(cases):
         cases[name](bus)
     finally:
         bus.stop()
+        # A provider a failed case left running (one spinning at 100 % outlived its bus once).
+        for process in Provider.started:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
     print("OK " + name, flush=True)
