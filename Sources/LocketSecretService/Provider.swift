@@ -122,6 +122,11 @@ public final class Provider {
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
         dbus_connection_set_max_received_size(connection, Limits.receivedBytes)
+        var socket: Int32 = -1
+        if dbus_connection_get_unix_fd(connection, &socket) != 0 {
+            var size = Int32(Limits.unreadReplies)
+            setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         guard let identityConnection = dbus_connection_open_private(address, &error), dbus_bus_register(identityConnection, &error) != 0 else {
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
