@@ -105,7 +105,7 @@ extension Provider {
         if let waiting {
             prompt = waiting
         } else {
-            let path = makePrompt(.unlock(pending: [collection], objects: []), call)
+            let path = try makePrompt(.unlock(pending: [collection], objects: []), call)
             guard let made = prompts[String(path.dropFirst(ObjectPath.promptPrefix.count))] else { throw BusError.failed("no prompt was made") }
             prompt = made
         }
