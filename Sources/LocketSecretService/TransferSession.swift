@@ -65,10 +65,14 @@ final class TransferSession {
         // p - 1}, is refused above. Both exponentiations (of the generator 2,
         // and of the client's key) cost in proportion to the exponent: 160
         // bits is 62 % of the 256 used before, the largest part of a lookup's
-        // work in the provider (issue 41's profile).
-        guard BN_priv_rand(x, TransferSession.exponentBits, -1, 0) == 1, BN_add_word(x, 2) == 1,
-              BN_mod_exp_mont_word(y, 2, x, p, ctx, group.montgomery) == 1,
-              BN_mod_exp_mont(shared, theirs, x, p, ctx, group.montgomery) == 1 else {
+        // work in the provider (issue 41's profile). The generator's power
+        // comes from a table (FixedBase); the client's key's, with
+        // BN_FLG_CONSTTIME, by OpenSSL's fixed-window exponentiation, whose
+        // steps and memory reads do not follow the exponent's bits.
+        guard BN_priv_rand(x, TransferSession.exponentBits, -1, 0) == 1, BN_add_word(x, 2) == 1 else { throw TransferError.crypto }
+        BN_set_flags(x, BN_FLG_CONSTTIME)
+        let generated = group.fixedBase.map { $0.power(x, into: y, ctx) } ?? (BN_mod_exp_mont_word(y, 2, x, p, ctx, group.montgomery) == 1)
+        guard generated, BN_mod_exp_mont(shared, theirs, x, p, ctx, group.montgomery) == 1 else {
             throw TransferError.crypto
         }
         publicKey = try TransferSession.padded(y)
@@ -97,13 +101,15 @@ final class TransferSession {
     private struct Group: @unchecked Sendable {
         let prime: OpaquePointer
         let montgomery: OpaquePointer
+        /// The generator's powers; nil (square-and-multiply then) if the table failed its self-test.
+        let fixedBase: FixedBase?
     }
 
     private static let group: Group? = {
         guard let prime = BN_get_rfc2409_prime_1024(nil), let montgomery = BN_MONT_CTX_new(), let ctx = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(ctx) }
         guard BN_MONT_CTX_set(montgomery, prime, ctx) == 1 else { return nil }
-        return Group(prime: prime, montgomery: montgomery)
+        return Group(prime: prime, montgomery: montgomery, fixedBase: FixedBase(prime: prime, montgomery: montgomery))
     }()
 
     /// A number as the 128 big-endian bytes of the group.
