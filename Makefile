@@ -18,8 +18,9 @@ SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 LOCKETDATADIR ?= $(PREFIX)/share/locket
 # The secret portal's backend file (issue 41), read by xdg-desktop-portal from
 # its own share directory only (/usr/share for Debian's): a /usr/local install
-# is inert there, a package's (PREFIX=/usr) is chosen by no desktop until a
-# portals.conf names it (README "Browsers and sandboxed apps").
+# is inert there; a package's (PREFIX=/usr) is chosen by a portals.conf that
+# names it (1.17 and later), or by 1.16's fallback to the first Secret backend
+# by name on a desktop that names none (README "Browsers and sandboxed apps").
 PORTALDIR ?= $(PREFIX)/share/xdg-desktop-portal/portals
 
 SWIFT ?= swift
