@@ -173,8 +173,8 @@ def impl_direct(bus):
     what the portal never sends: a descriptor that can't take the secret now
     (a full pipe) fails the request at once instead of blocking the provider;
     an empty or overlong app ID, a handle outside the portal's, a handle
-    already waiting, malformed arguments; the `version` property; a caller
-    the executable map limits (--app)."""
+    already waiting, malformed arguments; the `version` property; a prompt
+    the user dismisses; a caller the executable map limits (--app)."""
     provider = Provider(bus)
     connection = open_dbus_connection(bus=bus.address, enable_fds=True)
     try:
@@ -254,6 +254,24 @@ def impl_direct(bus):
         wait_for(lambda: not alive(pid), 10, "the askpass of a departed caller is still running")
         other.close()
         check(provider.process.poll() is None, "the provider exited")
+        connection.close()
+        # The user dismisses the prompt (an askpass that exits 1, as on Cancel): cancelled (1) at once, nothing written, still locked.
+        provider.stop()
+        dismiss = os.path.join(SCRATCH, "dismiss.sh")
+        with open(dismiss, "w") as f:
+            f.write("#!/bin/sh\nexit 1\n")
+        os.chmod(dismiss, 0o700)
+        provider = Provider(bus, environment={"LOCKET_ASKPASS": dismiss})
+        connection = open_dbus_connection(bus=bus.address, enable_fds=True)
+        r7, w7 = os.pipe()
+        started = time.monotonic()
+        reply = retrieve(connection, "/org/freedesktop/portal/desktop/request/1_4/h", "org.locket.Direct", w7)
+        os.close(w7)
+        check(reply.body == (1, {}) and time.monotonic() - started < 10,
+              "a dismissed prompt: %r after %.1f s" % (reply.body, time.monotonic() - started))
+        check(os.read(r7, 100) == b"", "a dismissed prompt wrote a secret")
+        check(locket("find", "--attr", "app_id=org.locket.Direct", "-w", check_status=False).returncode != 0,
+              "the keychain opened after a dismissed prompt")
         connection.close()
         # A program the executable map limits (python here) is refused: it
         # could otherwise read an app's secret, or plant one before the app's
