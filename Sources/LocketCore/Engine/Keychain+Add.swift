@@ -12,6 +12,7 @@ extension Keychain {
             throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
         }
         try checkSize(data)
+        try checkSizes(new.attributes, group: new.accessGroup)
         try checkFreeForm(new.freeForm)
         let (pclass, control, group) = try placement(accessible: new.accessible, accessControl: new.accessControl, accessGroup: new.accessGroup)
         let attributes = new.storedAttributes
@@ -85,6 +86,7 @@ extension Keychain {
             let inserter = try storage.itemStore.makeInserter()
             for (new, data) in items {
                 try checkSize(data)
+                try checkSizes(new.attributes, group: new.accessGroup)
                 let group = new.accessGroup ?? defaultGroup
                 try authorize(group)
                 _ = try insert(new.itemClass, new.storedAttributes, group: group, pclass: new.accessible ?? .whenUnlocked,
@@ -96,6 +98,19 @@ extension Keychain {
     func checkSize(_ data: SecureBytes) throws {
         guard data.count <= Keychain.maximumDataLength else {
             throw KeychainError(.dataTooLarge, "the secret is larger than \(ByteSize.text(Keychain.maximumDataLength))")
+        }
+    }
+
+    /// Refuses what the command line refuses when it parses a value
+    /// (`AttributeValue.parse`), whoever calls: the Secret Service stored a
+    /// 60 MiB label, and one of 70,000 bytes made every backup fail. An
+    /// access group is at most what a backup record carries.
+    func checkSizes(_ attributes: [Attribute: [UInt8]], group: String?) throws {
+        for (attribute, value) in attributes where value.count > Attribute.maximumValueLength {
+            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(Attribute.maximumValueLength) bytes")
+        }
+        if let group, group.utf8.count > Keychain.maximumGroupLength {
+            throw KeychainError(.dataTooLarge, "the access group is longer than \(Keychain.maximumGroupLength) bytes")
         }
     }
 
