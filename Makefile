@@ -33,7 +33,7 @@ SWIFT ?= swift
 RELEASE_FLAGS = -c release --scratch-path .build/ordered -Xswiftc -static-executable \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
 	-Xswiftc -use-ld=lld -Xlinker --symbol-ordering-file=$(CURDIR)/link/startup.order -Xlinker --no-warn-symbol-ordering \
-	$(LARGE_FOLIO_FLAGS) $(START_UP_FLAGS)
+	$(LARGE_FOLIO_FLAGS) $(START_UP_FLAGS) $(REPRODUCIBLE_FLAGS)
 # The first code run is locket_entry, which advises the hot code (from the
 # 2 MiB-aligned first symbol of the order to its last) and the data into
 # large folios (Sources/CLocketSystem/entry.c, bench/README.md "Large folios");
@@ -42,12 +42,25 @@ LARGE_FOLIO_FLAGS = $(if $(filter x86_64,$(shell uname -m)),-Xlinker -z -Xlinker
 # libcrypto's CPU probe (a dozen CPUID traps on a VM) waits for its first use
 # instead of running in every process (Sources/CLocketSystem/crypto_probe.c).
 START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup
+# Nothing of the checkout's path in what is built, so that two clones of a
+# commit build the same bytes (docs/PACKAGING.md "Reproducible"): the C
+# sources' and headers' paths (__FILE__ in libcrypto's OPENSSL_free, as
+# Swift imports it) and the Swift ones are mapped to '.', no Swift debug
+# info (it names clang's module cache, whose directory is a hash of the
+# checkout's path; the symbol table stays, which is what callgrind and perf
+# read), and no .swift_modhash (link/reproducible.ld).
+REPRODUCIBLE_FLAGS = -Xswiftc -gnone -Xswiftc -file-prefix-map -Xswiftc $(CURDIR)=. -Xcc -ffile-prefix-map=$(CURDIR)=. \
+	-Xlinker -T -Xlinker $(CURDIR)/link/reproducible.ld
 BIN = .build/release/locket
 # The PostgreSQL helper links libpq dynamically (Debian ships no static
 # libpgcommon/libpgport, and libpq needs GSSAPI and LDAP), so it is built apart
 # from the static executable, with the Swift runtime linked in statically.
 HELPER = .build/release/locket-postgres
-HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib
+# No $$ORIGIN run path (SwiftPM's default): it loads Debian's libraries only;
+# every symbol bound at start and the relocations read-only after (it holds
+# the database password).
+HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib --disable-local-rpath -Xswiftc -use-ld=lld \
+	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro $(REPRODUCIBLE_FLAGS)
 # The Secret Service provider (SPEC §18): libdbus-1 is linked into it alone,
 # statically like the rest of `locket` (libdbus-1.a from libdbus-1-dev; the
 # two libsystemd functions it calls are answered by CLocketDBus), so `find`
@@ -58,20 +71,22 @@ SECRET_SERVICE = .build/release/locket-secret-service
 # finds locket at make install's $(BINDIR)/locket, fixed here (login reads no
 # environment variable for it); a change of BINDIR rebuilds it.
 PAM_MODULE = .build/pam/pam_locket.so
-PAM_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -fstack-protector-strong -D_FORTIFY_SOURCE=2
+PAM_CFLAGS = -std=gnu11 -O2 -g -ffile-prefix-map=$(CURDIR)=. -Wall -Wextra -Werror -fPIC -fvisibility=hidden -fstack-protector-strong -D_FORTIFY_SOURCE=2
 PAM_LDFLAGS = -shared -Wl,-z,relro,-z,now -Wl,--no-undefined
 
-.PHONY: all deps test-deps build test install uninstall bench fuzz clean pam
+.PHONY: all deps test-deps build test install uninstall bench fuzz clean pam deb release package-test repro-check
 
 all: build
 
 # Debian packages the build needs: pkg-config, the -dev packages whose
 # static archives (libsodium.a, libsqlite3.a, libcrypto.a, libdbus-1.a) go
 # into the static executables, libpq-dev for the PostgreSQL helper, and cc
-# with libpam0g-dev for the PAM module.
+# with libpam0g-dev for the PAM module; dpkg-dev (dpkg-shlibdeps,
+# dpkg-gencontrol) for `make deb`.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	command -v dpkg-shlibdeps >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
 	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
 	[ -f /usr/include/security/pam_modules.h ] || missing="$$missing libpam0g-dev"; \
 	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev dbus-1:libdbus-1-dev; do \
@@ -111,6 +126,8 @@ deps:
 # (python3-pypamtest: pam_setcred, which pamtester can't call), useradd
 # (passwd) for a real test user, python3-dbusmock (logind on a private system
 # bus), gnome-keyring (its service file is the one a disabled switch leaves).
+# The package's tests (make package-test, docs/PACKAGING.md): lintian,
+# piuparts and debootstrap.
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -121,7 +138,8 @@ test-deps:
 		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring; do \
+	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
+		lintian:lintian piuparts:piuparts /usr/sbin/debootstrap:debootstrap; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -153,7 +171,7 @@ helper: deps
 
 locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
-	@if [ link/startup.order -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
+	@if [ link/startup.order -nt .build/ordered/release/locket ] || [ link/reproducible.ld -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product locket
 	install -C -D -m 0755 .build/ordered/release/locket $(BIN)
 
@@ -248,11 +266,13 @@ install: build
 	ln -sfn locket $(DESTDIR)$(BINDIR)/git-credential-locket
 	ln -sfn locket $(DESTDIR)$(BINDIR)/docker-credential-locket
 	install -m 0644 -v man/locket.1 $(DESTDIR)$(MANDIR)/man1/locket.1
+	ln -sfn locket.1 $(DESTDIR)$(MANDIR)/man1/git-credential-locket.1
+	ln -sfn locket.1 $(DESTDIR)$(MANDIR)/man1/docker-credential-locket.1
 	install -m 0644 -v completions/locket.bash $(DESTDIR)$(BASHCOMPDIR)/locket
 	install -m 0644 -v completions/_locket $(DESTDIR)$(ZSHCOMPDIR)/_locket
 	install -m 0644 -v completions/locket.fish $(DESTDIR)$(FISHCOMPDIR)/locket.fish
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSTEMDUSERUNITDIR) $(DESTDIR)$(LOCKETDATADIR)
-	install -m 0644 -v $(PAM_MODULE) $(DESTDIR)$(PAMDIR)/pam_locket.so
+	install -s -m 0644 -v $(PAM_MODULE) $(DESTDIR)$(PAMDIR)/pam_locket.so
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/locket-secret-service.service > .build/locket-secret-service.service
 	install -m 0644 -v .build/locket-secret-service.service $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/org.freedesktop.secrets.service > .build/org.freedesktop.secrets.service
@@ -262,11 +282,55 @@ uninstall:
 	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/locket 2>/dev/null
 	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(BINDIR)/docker-credential-locket \
-		$(DESTDIR)$(MANDIR)/man1/locket.1 \
+		$(DESTDIR)$(MANDIR)/man1/locket.1 $(DESTDIR)$(MANDIR)/man1/git-credential-locket.1 $(DESTDIR)$(MANDIR)/man1/docker-credential-locket.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish \
 		$(DESTDIR)$(PAMDIR)/pam_locket.so $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service \
 		$(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
 	-rmdir $(DESTDIR)$(LOCKETDATADIR) 2>/dev/null
+
+# Releases (SPEC §10, docs/PACKAGING.md). One version, the one `locket
+# --version` prints (CommandTable.version); the package, the tarball and the
+# man page take it from there, and dist/deb/build checks that they agree.
+# Every timestamp in them is the commit's (SOURCE_DATE_EPOCH), so two
+# builds of one commit give the same bytes.
+VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/LocketCLI/CommandTable.swift)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+DISTDIR ?= .build/dist
+DEB_STAGE = .build/deb/root
+TARBALL_STAGE = .build/tarball/root
+TARBALL_PREFIX = /usr/local
+
+# The package is what `make install` installs, with PREFIX=/usr and zsh's
+# vendor directory, nothing listed a second time (dist/deb/build adds the
+# documents and the control file, Depends/Recommends from dpkg-shlibdeps).
+deb:
+	rm -rf $(DEB_STAGE)
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_STAGE) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions >/dev/null
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) dist/deb/build $(DEB_STAGE) $(VERSION) $(DISTDIR)
+
+# The package, a tarball of the static executables (installed under
+# /usr/local, the prefix a tarball is unpacked over) and SHA256SUMS.
+release: deb
+	rm -rf $(TARBALL_STAGE)
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(TARBALL_STAGE) PREFIX=$(TARBALL_PREFIX) >/dev/null
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) dist/tarball $(TARBALL_STAGE) $(TARBALL_PREFIX) $(VERSION) $(DISTDIR)
+	cd $(DISTDIR) && sha256sum locket_$(VERSION)_*.deb locket-$(VERSION)-linux-*.tar.gz > SHA256SUMS
+	@cat $(DISTDIR)/SHA256SUMS
+
+# lintian on the package, then piuparts in a fresh Debian chroot with no
+# Swift toolchain: install, the README's tour, secret-tool and git through
+# locket, remove, purge, nothing left behind, the user's keychains kept; the
+# tarball's locket runs the tour there too (Tests/Package/run). Slow (a
+# chroot): .ci/run calls it after make test. The chroot's base is cached in
+# .build/package-test.
+package-test: release
+	Tests/Package/run $(DISTDIR) $(VERSION)
+
+# Two builds of this commit, this checkout's and a clone's in another
+# directory, compared (docs/PACKAGING.md "Reproducible"): a whole second
+# release build, so not part of make test or CI.
+repro-check: release
+	Tests/Package/repro-check $(DISTDIR) $(VERSION)
 
 bench: build
 	bench/run
