@@ -1,12 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Concrete generic types (a Dictionary of Strings, an Array of tuples) are by
-// default looked up at run time by mangled name, and each first lookup scans
-// every protocol conformance in the static binary to check the type's
-// requirements: a quarter of `find`'s instructions. Metadata accessors that
-// take the witness tables directly skip the scan (issue 7, bench/README.md).
-let fastMetadata: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+// No unsafeFlags here: a package that depends on locket by version
+// (`.package(url:from:)`) is refused any (SPEC §19). The compiler flags the
+// release executables need for their start-up (the metadata accessors of
+// issue 7, the static link, the order file) are given by the Makefile's
+// build commands (RELEASE_FLAGS), and debug builds' line tables only by
+// make test's (DEBUG_FLAGS).
 
 let package = Package(
     name: "locket",
@@ -48,10 +48,10 @@ let package = Package(
         // The one system-call wrapper (errno read once, EINTR retried once, a
         // typed Errno, a failure hook for tests) and the one spawner. Glibc
         // only: the PostgreSQL helper's wire protocol uses it too.
-        .target(name: "LocketSystem", swiftSettings: fastMetadata),
+        .target(name: "LocketSystem"),
         // Bytes and small system helpers both layers use: hex, big-endian
         // integers, percent-encoding, base64, the clock, wipe; LocketSystem re-exported.
-        .target(name: "LocketSupport", dependencies: ["CSodium", "LocketSystem"], swiftSettings: fastMetadata),
+        .target(name: "LocketSupport", dependencies: ["CSodium", "LocketSystem"]),
         // libpq, for the helper only: Debian ships no static libpgcommon/libpgport
         // and libpq needs GSSAPI and LDAP, so it is linked dynamically there.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -69,20 +69,20 @@ let package = Package(
         // the two libsystemd functions that archive calls (CLocketDBus).
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "CLocketDBus"),
-        .target(name: "LocketSecretService", dependencies: ["LocketCore", "LocketSupport", "CDBus", "CLocketDBus", "CCrypto", "CLocketSystem"],
-                swiftSettings: fastMetadata),
-        .executableTarget(name: "locket-secret-service", dependencies: ["LocketSecretService"], swiftSettings: fastMetadata),
+        .target(name: "LocketSecretService", dependencies: ["LocketCore", "LocketSupport", "CDBus", "CLocketDBus", "CCrypto", "CLocketSystem"]),
+        .executableTarget(name: "locket-secret-service", dependencies: ["LocketSecretService"]),
         .target(name: "LocketCore", dependencies: ["LocketSupport", "CSodium", "CSQLite", "CCrypto", "CLocketSQLite", "CLocketSystem", "LocketWire"],
                 // The formats' documents live next to their code (the man page is made from them).
-                exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"], swiftSettings: fastMetadata),
+                exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"]),
         // Asking at the controlling terminal (a no-echo password, the proofs of
         // access control): what the command line and the Security module share.
-        .target(name: "LocketTerminal", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"], swiftSettings: fastMetadata),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem"], swiftSettings: fastMetadata),
-        .executableTarget(name: "locket", dependencies: ["LocketCLI"], swiftSettings: fastMetadata),
+        .target(name: "LocketTerminal", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"]),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem"]),
+        .executableTarget(name: "locket", dependencies: ["LocketCLI"]),
         // SPEC §19: Apple's SecItem/SecKey/SecCertificate API over the engine,
         // Foundation's types standing in for Core Foundation's. Never in `locket`.
-        .target(name: "LocalAuthentication"),
+        // LocalAuthentication asks the engine whether presence can be proven here (canEvaluatePolicy).
+        .target(name: "LocalAuthentication", dependencies: ["LocketCore", "LocketTerminal"]),
         .target(name: "Security", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "LocalAuthentication", "CLocketSystem"]),
         // Test only: `locket ssh-agent` over keys in a directory, for the agent's
         // end-to-end tests until the keychain holds keys (issue 13).
@@ -104,11 +104,3 @@ let package = Package(
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketTestSupport"]),
     ]
 )
-
-// Debug builds keep line tables only, not the variables' debug information:
-// a clean clone's make test is bound by CPU time on 2 cores, and full -g cost
-// its debug build 189 CPU-seconds against 157 (backtraces and test failures
-// keep their lines; an lldb session that needs variables: drop this locally).
-for target in package.targets where target.type != .system {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-gline-tables-only"], .when(configuration: .debug))]
-}

@@ -1,7 +1,8 @@
 // The part of Apple's LocalAuthentication that keychain code passes to the
 // Security module (kSecUseAuthenticationContext): an LAContext carrying an
 // application password credential, whether the keychain may ask the user,
-// and why it asks. There is no biometry here: the keychain's own proofs are
+// and why it asks; and whether this machine can prove presence at all
+// (canEvaluatePolicy). There is no biometry here: the keychain's own proofs are
 // the keychain password at the terminal (user presence) and the application
 // password (docs/SECURITY-MODULE.md).
 import Foundation
@@ -20,6 +21,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     private var credentials: [LACredentialType: Data] = [:]
     private var _interactionNotAllowed = false
     private var _localizedReason = ""
+    private var invalidated = false
 
     public override init() { super.init() }
 
@@ -54,7 +56,39 @@ open class LAContext: NSObject, @unchecked Sendable {
         lock.withLock {
             credentials.removeAll()
             _interactionNotAllowed = true
+            invalidated = true
         }
+    }
+
+    /// Whether `policy` can be evaluated on this machine now, as Apple's
+    /// answers it: `.deviceOwnerAuthentication` when the keychain password
+    /// can be typed at the controlling terminal (a keychain with a password,
+    /// a terminal, and a context that may ask); biometry, a watch or a
+    /// companion never (`LAError.biometryNotAvailable`,
+    /// `.companionNotAvailable`). When it can't, `error` (when given) is set
+    /// to an error of `LAErrorDomain` with the reason.
+    open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
+        let failure: (LAError.Code, String)?
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
+            failure = (.biometryNotAvailable, "there is no biometry here: presence is the keychain password (deviceOwnerAuthentication)")
+        case .deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithWristDetection:
+            failure = (.companionNotAvailable, "there is no watch or companion device here")
+        case .deviceOwnerAuthentication:
+            if lock.withLock({ invalidated }) {
+                failure = (.invalidContext, "the context was invalidated")
+            } else if interactionNotAllowed {
+                failure = (.notInteractive, "the context does not allow interaction")
+            } else {
+                failure = Presence.unavailable()
+            }
+        }
+        guard let (code, reason) = failure else {
+            error?.pointee = nil
+            return true
+        }
+        error?.pointee = NSError(domain: LAErrorDomain, code: code.rawValue, userInfo: [NSLocalizedDescriptionKey: reason])
+        return false
     }
 
     /// The application password credential, for the Security module.

@@ -74,4 +74,10 @@ extension CommandTable {
     static let accessible = OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
                                        "protection class: " + ProtectionClass.allCases.map { $0.name }.joined(with: ", ") + " (default when-unlocked)")
     static let nonExtractable = OptionSpec("non-extractable", nil, .flag, "private keys can be used but never leave the keychain (export, find -w refuse)")
+    /// SPEC §4: the protection class as a term of find and delete (`update --accessible` moves the matches to it instead).
+    static let accessibleTerm = OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
+                                           "only items of this protection class")
+    /// Apple's kSecAttrSynchronizable (SPEC §4): without it, a query finds only items that are not synchronizable.
+    static let synchronizable = OptionSpec("synchronizable", nil, .attachedValue("yes|no|any"), completion: .values { ["yes", "no", "any"] },
+                                           "synchronizable items: yes (the default of the bare option), no (the default without it) or any")
 }

@@ -30,7 +30,7 @@ public enum CommandTable {
                         conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize)
         }),
         ("add", {
-            CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--prompt TEXT] [-U]",
+            CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--synchronizable] [--prompt TEXT] [-U]",
                         summary: "add an item",
                         options: passwordAttributes + [
                             secretOption, dataFile,
@@ -39,6 +39,7 @@ public enum CommandTable {
                             charset,
                             OptionSpec("print", nil, .flag, "with --generate, print the generated secret"),
                             accessible,
+                            OptionSpec("synchronizable", nil, .flag, "make the item synchronizable (Apple's kSecAttrSynchronizable; it leaves the device only if its class lets it)"),
                             OptionSpec("update", "U", .flag, "update the item if one with the same primary key exists"),
                             accessControl, applicationPasswordStdin, prompt,
                         ],
@@ -46,10 +47,10 @@ public enum CommandTable {
                         operands: false, run: Commands.add)
         }),
         ("find", {
-            CommandSpec(name: "find", usage: "[ATTRIBUTES] [--ref REF] [--limit N | --all] [-w | -g] [--show-ref] [--prompt TEXT] [--application-password-stdin]",
+            CommandSpec(name: "find", usage: "[ATTRIBUTES] [--accessible CLASS] [--synchronizable[=yes|no|any]] [--ref REF] [--limit N | --all] [-w | -g] [--show-ref] [--prompt TEXT] [--application-password-stdin]",
                         summary: "find items and print their attributes or secret",
                         options: attributeOptions(accessGroupShort: false) + [
-                            ref,
+                            accessibleTerm, synchronizable, ref,
                             OptionSpec("limit", nil, .value("N"), "return up to N items (default 1)"),
                             OptionSpec("all", nil, .flag, "return every matching item"),
                             OptionSpec("password", "w", .flag, "print only the secret"),
@@ -61,10 +62,12 @@ public enum CommandTable {
                         conflicts: [("limit", "all"), ("password", "show-data")], operands: false, run: Commands.find)
         }),
         ("update", {
-            CommandSpec(name: "update", usage: "[ATTRIBUTES] [--ref REF] [--set NAME=VALUE]... [--set-attr NAME=VALUE]... [--remove-attr NAME]... [-w [SECRET] | --data-file PATH|-] [--prompt TEXT] [--application-password-stdin]",
+            CommandSpec(name: "update", usage: "[ATTRIBUTES] [--synchronizable[=yes|no|any]] [--ref REF] [--set NAME=VALUE]... [--set-attr NAME=VALUE]... [--remove-attr NAME]... [--accessible CLASS] [-w [SECRET] | --data-file PATH|-] [--prompt TEXT] [--application-password-stdin]",
                         summary: "change every matching item, all or nothing",
                         options: attributes + [
-                            ref,
+                            synchronizable, ref,
+                            OptionSpec("accessible", nil, .value("CLASS"), completion: .values { ProtectionClass.allCases.map(\.name) },
+                                       "move the items to this protection class, each sealed again under its key"),
                             OptionSpec("set", nil, .value("NAME=VALUE"), repeatable: true,
                                        "set an attribute (long name or four-char code)"),
                             OptionSpec("set-attr", nil, .value("NAME=VALUE"), repeatable: true,
@@ -76,9 +79,9 @@ public enum CommandTable {
                         conflicts: [("password", "data-file")], operands: false, run: Commands.update)
         }),
         ("delete", {
-            CommandSpec(name: "delete", usage: "[ATTRIBUTES] [--ref REF] [--all]",
+            CommandSpec(name: "delete", usage: "[ATTRIBUTES] [--accessible CLASS] [--synchronizable[=yes|no|any]] [--ref REF] [--all]",
                         summary: "delete every matching item",
-                        options: attributes + [ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
+                        options: attributes + [accessibleTerm, synchronizable, ref, OptionSpec("all", nil, .flag, "allow a query that matches every item")],
                         conflicts: [], operands: false, run: Commands.delete)
         }),
         ("dump", {
@@ -217,7 +220,7 @@ public enum CommandTable {
         ("key", {
             CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex] | sign|verify|encrypt|decrypt [--label LABEL] [--tag TAG] [--ref REF] [--access-group GROUP] --algorithm ALGORITHM [-i FILE] [-o FILE [-f]] [--signature FILE] [--prompt TEXT]",
                         summary: "make a key pair inside the keychain, print a stored key's public key, or sign, verify, encrypt or decrypt with it",
-                        options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.allCases.map(\.rawValue) },
+                        options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.commandLineChoices.map(\.rawValue) },
                                              "generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096"),
                                   OptionSpec("label", "l", .value("LABEL"), "the key's label"), tag, nonExtractable, accessible, keyAccessGroup, ref,
                                   OptionSpec("openssh", nil, .flag, "print the public key as an OpenSSH line instead of PEM"),

@@ -48,6 +48,7 @@ enum ItemPrinter {
         var group = item.accessGroup
         field("access-group: ") { out in group.withUTF8 { escape(UnsafeRawBufferPointer($0), into: &out) } }
         field("accessible: ") { $0.text(item.accessible.name) }
+        if item.attributes[.synchronizable] == [0x31] { field("synchronizable: ") { $0.text("yes") } }
         if let control = item.accessControl { field("access-control: ") { $0.text(control.text) } }
         if item.availability == .available || item.availability == .invalidated {
             field("created: ") { Dates.rfc3339(milliseconds: item.creationDate, into: &$0) }
@@ -145,6 +146,8 @@ enum ItemPrinter {
             }
             w.key("accessGroup"); w.string(item.accessGroup)
             w.key("accessible"); w.string(item.accessible.name)
+            // Only on the items that are (as accessControl): every other item's JSON stays as it was.
+            if opened && item.attributes[.synchronizable] == [0x31] { w.key("synchronizable"); w.bool(true) }
             if let control = item.accessControl { w.key("accessControl"); w.string(control.text) }
             if opened {
                 w.key("creationDate"); w.string(Dates.rfc3339(milliseconds: item.creationDate))

@@ -9,7 +9,8 @@ enum AttributeCoding {
     static func attribute(_ key: String) -> Attribute? { byCode[key] }
 
     private static let byCode: [String: Attribute] = Dictionary(uniqueKeysWithValues: Attribute.allCases.compactMap { attribute in
-        attribute == .accessGroup || attribute == .accessible ? nil : (attribute.code, attribute)
+        // Access group, accessible and synchronizable are read apart (ItemRequest); the value types are locket's own.
+        [.accessGroup, .accessible, .synchronizable, .valueTypes].contains(attribute) ? nil : (attribute.code, attribute)
     })
 
     /// Apple's kSecAttrKeyType values and locket's key types.
@@ -75,7 +76,8 @@ enum AttributeCoding {
 
     /// Apple's value of stored bytes: String, Data, NSNumber (four-char
     /// codes, ports, sizes), Bool, or Date (a key's start and end dates).
-    static func decode(_ bytes: [UInt8], _ attribute: Attribute, _ itemClass: ItemClass) -> Any {
+    static func decode(_ bytes: [UInt8], _ attribute: Attribute, _ itemClass: ItemClass, givenAsBytes: Bool = false) -> Any {
+        if givenAsBytes { return Data(bytes) }
         let text = String(validating: bytes, as: UTF8.self)
         if itemClass == .key && attribute == .type {
             return keyTypes.first { $0.type.rawValue == text }.map { $0.apple } ?? text ?? ""

@@ -117,7 +117,7 @@ nonisolated(unsafe) public let kSecAttrKeyClassPublic: CFString = "0"
 nonisolated(unsafe) public let kSecAttrKeyClassPrivate: CFString = "1"
 /// A symmetric key: not supported (errSecParam where one would be made).
 nonisolated(unsafe) public let kSecAttrKeyClassSymmetric: CFString = "2"
-/// RSA (2048, 3072 or 4096 bits to generate; 1024 to 8192 to import).
+/// RSA (1024, 2048, 3072 or 4096 bits to generate; 512 to 8192 to import).
 nonisolated(unsafe) public let kSecAttrKeyTypeRSA: CFString = "42"
 /// Elliptic curve on P-256, P-384 or P-521 (the size gives the curve).
 nonisolated(unsafe) public let kSecAttrKeyTypeEC: CFString = "73"

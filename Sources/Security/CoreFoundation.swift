@@ -85,6 +85,11 @@ public func CFErrorGetDomain(_ err: CFError) -> CFString { err.domain as NSStrin
 /// An error's description.
 public func CFErrorCopyDescription(_ err: CFError) -> CFString { err.localizedDescription as NSString }
 
+/// An error's user info (for the keychain's, `NSLocalizedDescriptionKey`
+/// with the engine's message), so that `NSError(domain:code:userInfo:)`
+/// can be built back from a CFError as Apple code does.
+public func CFErrorCopyUserInfo(_ err: CFError) -> CFDictionary { err.userInfo as NSDictionary }
+
 /// The type identifier of strings.
 public func CFStringGetTypeID() -> CFTypeID { 7 }
 /// The type identifier of data.
@@ -101,3 +106,11 @@ public func CFBooleanGetTypeID() -> CFTypeID { 21 }
 public func CFDateGetTypeID() -> CFTypeID { 42 }
 /// The type identifier of errors.
 public func CFErrorGetTypeID() -> CFTypeID { 29 }
+
+/// Apple's `NSError()` (NSObject's initializer, which Apple code uses for a
+/// placeholder error): an error of the empty domain with code 0.
+/// swift-corelibs-foundation's NSError has no such initializer, and an
+/// extension can't add one, so where Security is imported this function
+/// answers the call; `NSError(domain:code:userInfo:)`, `is NSError` and the
+/// type itself are Foundation's as ever.
+public func NSError() -> Foundation.NSError { Foundation.NSError(domain: "", code: 0, userInfo: nil) }

@@ -4,6 +4,9 @@
 // reports, locket's own for the rest.
 import LocketCore
 
+/// No error: MacTypes' `noErr`, which most keychain code compares statuses
+/// with (`status == noErr`). An OSStatus, as Swift imports it on Apple's platforms.
+public let noErr: OSStatus = 0
 /// No error.
 public let errSecSuccess: OSStatus = 0
 /// The function or operation is not implemented.
@@ -128,6 +131,8 @@ public let errSecConversionError: OSStatus = -67594
 public let errSecInvalidData: OSStatus = -67673
 /// A value is not valid.
 public let errSecInvalidValue: OSStatus = -67694
+/// The record is not valid.
+public let errSecInvalidRecord: OSStatus = -67701
 /// The key is not valid.
 public let errSecInvalidKeyRef: OSStatus = -67712
 /// The key size is not supported.
@@ -186,6 +191,7 @@ let errorMessages: [OSStatus: String] = [
     -67594: "a conversion failed",
     -67673: "the data is not valid",
     -67694: "a value is not valid",
+    -67701: "the record is not valid",
     -67712: "the key is not valid",
     -67735: "the key size is not supported",
     -67747: "the algorithm is not valid for this key",

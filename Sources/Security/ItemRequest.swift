@@ -44,10 +44,15 @@ struct ItemRequest {
     /// Attribute terms in the order given (Apple's keys, canonical bytes).
     var terms: [(Attribute, [UInt8])] = []
     var accessGroup: String?
+    /// kSecAttrAccessible: the class of an item added, a query's term, or
+    /// SecItemUpdate's new class (the items re-sealed under it).
     var accessible: ProtectionClass?
     var accessControl: SecAccessControl?
-    /// kSecAttrSynchronizable true: may leave this device (SPEC §19, docs).
-    var mayLeaveDevice = false
+    /// kSecAttrSynchronizable as given: true, false, or (in a query)
+    /// kSecAttrSynchronizableAny; nil when absent (Apple's "false").
+    var synchronizable: Synchronizable?
+    /// The string attributes given as Data (stored so, they read back as Data).
+    var givenAsBytes: Set<Attribute> = []
     /// kSecAttrTokenID kSecAttrTokenIDSecureEnclave.
     var secureEnclave = false
     var returns: Returns = []
@@ -119,6 +124,7 @@ struct ItemRequest {
                 owner = ItemClass.certificate.supports(attribute) ? .certificate : .key
             }
             terms.append((attribute, try AttributeCoding.encode(value, attribute, owner, key: key)))
+            if attribute.kind == .string && attribute != .applicationTag && Value.data(value) != nil { givenAsBytes.insert(attribute) }
         }
     }
 
@@ -144,7 +150,7 @@ struct ItemRequest {
             guard let group = Value.string(value) else { throw Value.wrongType(key, "a String") }
             accessGroup = group
         case "pdmn":
-            guard role == .add else { throw refuse(role == .changes ? "is set when an item is added and can't be changed" : "can't be used in a query") }
+            // An ordinary attribute, as on Apple's platforms (SPEC §4): in a query a term, in SecItemUpdate a new class.
             guard let name = Value.string(value) else { throw Value.wrongType(key, "a kSecAttrAccessible value") }
             accessible = try ProtectionClass(parsing: name)
         case "accc":
@@ -152,9 +158,12 @@ struct ItemRequest {
             guard let control = value as? SecAccessControl else { throw Value.wrongType(key, "a SecAccessControl") }
             accessControl = control
         case "sync":
-            guard role != .changes else { throw refuse("follows the protection class, which is set when an item is added") }
-            if Value.string(value) == "syna" { return }
-            mayLeaveDevice = try flag()
+            if Value.string(value) == "syna" {
+                guard role == .search || role == .update || role == .delete else { throw refuse("kSecAttrSynchronizableAny is for queries") }
+                synchronizable = .any
+                return
+            }
+            synchronizable = try flag() ? .yes : .no
         case "tkid":
             guard Value.string(value) == "com.apple.setoken" else { throw refuse("supports only kSecAttrTokenIDSecureEnclave") }
             guard role == .search || role == .delete || role == .update else {
@@ -175,6 +184,8 @@ struct ItemRequest {
             }
             persistentRef = decoded
         case "r_Data", "r_Attributes", "r_Ref", "r_PersistentRef":
+            // SecItemDelete ignores them, as Apple's does.
+            if role == .delete { return }
             guard role == .add || role == .search else { throw refuse("is not supported by \(role.name)") }
             let flags: [String: Returns] = ["r_Data": .data, "r_Attributes": .attributes, "r_Ref": .ref, "r_PersistentRef": .persistentRef]
             if try flag() { returns.insert(flags[key]!) }
@@ -232,6 +243,8 @@ struct ItemRequest {
             try query.match(.extractable, [0x30])
         }
         query.accessGroup = accessGroup
+        query.accessible = accessible
+        query.synchronizable = synchronizable
         query.persistentRef = persistentRef
         return query
     }

@@ -18,6 +18,16 @@ enum ItemValues {
     static func value(_ found: Found, _ returns: ItemRequest.Returns, _ target: KeychainTarget,
                       _ authentication: Authentication) throws -> AnyObject? {
         if returns.isEmpty { return nil }
+        if returns.contains(.ref), case .item(let item) = found, !item.itemClass.holdsKeyMaterial {
+            // Apple makes no object of a password (SecItemCreateFromAttributeDictionary):
+            // asked alone, the answer is nothing; with other return types, a
+            // dictionary without kSecValueRef and with the secret it read for it.
+            if returns == .ref { return nil }
+            var out = returns.contains(.attributes) ? attributes(item) : [:]
+            out["v_Data"] = try data(item)
+            if returns.contains(.persistentRef) { out["v_PersistentRef"] = PersistentReference.encode(item.persistentRef) }
+            return out as NSDictionary
+        }
         if returns == .data { return try data(found) as NSData }
         if returns == .persistentRef { return try persistentRef(found) as NSData }
         if returns == .ref { return try ref(found, target, authentication) }
@@ -31,12 +41,12 @@ enum ItemValues {
 
     /// The attributes of an item, under Apple's keys (the four-character codes).
     static func attributes(_ item: Item) -> [String: Any] {
-        var out = attributes(item.itemClass, item.attributes)
+        var out = attributes(item.itemClass, item.attributes, givenAsBytes: item.givenAsBytes)
         out["agrp"] = item.accessGroup
         out["pdmn"] = item.accessible.rawValue
         out["cdat"] = Date(timeIntervalSince1970: TimeInterval(item.creationDate) / 1000)
         out["mdat"] = Date(timeIntervalSince1970: TimeInterval(item.modificationDate) / 1000)
-        out["sync"] = !item.accessible.thisDeviceOnly
+        out["sync"] = item[.synchronizable] == [0x31]
         out["persistref"] = PersistentReference.encode(item.persistentRef)
         if let control = item.accessControl { out["accc"] = SecAccessControl(control) }
         if item.itemClass == .key && !item.isExtractable { out["tkid"] = "com.apple.setoken" }
@@ -44,12 +54,12 @@ enum ItemValues {
     }
 
     /// Stored attribute values of an item of `itemClass`, under Apple's keys.
-    static func attributes(_ itemClass: ItemClass, _ values: [Attribute: [UInt8]]) -> [String: Any] {
+    static func attributes(_ itemClass: ItemClass, _ values: [Attribute: [UInt8]], givenAsBytes: Set<Attribute> = []) -> [String: Any] {
         var out: [String: Any] = [:]
         for attribute in itemClass.attributes where !locketOnly.contains(attribute) {
             let value = values[attribute] ?? []
             guard !value.isEmpty || alwaysShown(attribute, itemClass) else { continue }
-            out[attribute.code] = AttributeCoding.decode(value, attribute, itemClass)
+            out[attribute.code] = AttributeCoding.decode(value, attribute, itemClass, givenAsBytes: givenAsBytes.contains(attribute))
         }
         return out
     }
@@ -114,7 +124,8 @@ enum ItemValues {
             case .certificate:
                 return SecCertificate(try Certificate(der: Array(try data(item))))
             case .genericPassword, .internetPassword:
-                throw KeychainError(.param, "kSecReturnRef applies to keys, certificates and identities")
+                // `value` answers a password's kSecReturnRef as Apple does, before this.
+                throw KeychainError(.param, "a password has no object (kSecReturnRef)")
             }
         case .identity(let key, let certificate):
             guard let certificateObject = try ref(.item(certificate), target, authentication) as? SecCertificate,

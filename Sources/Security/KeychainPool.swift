@@ -210,8 +210,9 @@ final class OpenKeychain {
         heldBytes += bytes
     }
 
-    /// A search's identity: its class, terms (in a canonical order), group,
-    /// reference, limit and whether the secret is read.
+    /// A search's identity: its class, terms (in a canonical order),
+    /// protection class, synchronizable, group, reference, limit and whether
+    /// the secret is read.
     private static func key(_ query: Query, _ limit: MatchLimit, _ returnData: Bool) -> [UInt8] {
         var out: [UInt8] = Array(query.itemClass.rawValue.utf8)
         out.append(returnData ? 1 : 0)
@@ -224,6 +225,11 @@ final class OpenKeychain {
             out.append(attribute.rawValue)
             BigEndian.append(UInt32(value.count), to: &out)
             out += value
+        }
+        if let pclass = query.accessible { out.append(0xfc); out.append(UInt8(pclass.rawValue.utf8.count)); out += Array(pclass.rawValue.utf8) }
+        if let synchronizable = query.synchronizable {
+            out.append(0xfd)
+            out.append(synchronizable == .no ? 0 : synchronizable == .yes ? 1 : 2)
         }
         if let group = query.accessGroup { out.append(0xfe); BigEndian.append(UInt32(group.utf8.count), to: &out); out += Array(group.utf8) }
         if let ref = query.persistentRef { out.append(0xff); out += ref }

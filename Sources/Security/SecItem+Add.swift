@@ -4,13 +4,7 @@ import LocketSupport
 /// SecItemAdd and SecItemUpdate.
 extension ItemCalls {
     static func add(_ request: ItemRequest) throws -> AnyObject? {
-        if request.mayLeaveDevice, let pclass = request.accessControl?.control.protection ?? request.accessible, pclass.thisDeviceOnly {
-            throw KeychainError(.param, "kSecAttrSynchronizable true can't go with a ThisDeviceOnly protection class")
-        }
         // What can't be returned is refused before anything is added.
-        if request.returns.contains(.ref), case .item(let itemClass)? = request.kind, !itemClass.holdsKeyMaterial {
-            throw KeychainError(.param, "kSecReturnRef applies to keys, certificates and identities")
-        }
         if request.returns.contains(.persistentRef) && request.kind == .identity {
             throw KeychainError(.param, "an identity has no persistent reference of its own: ask for its certificate's or key's")
         }
@@ -38,6 +32,8 @@ extension ItemCalls {
         if request.ref != nil { throw KeychainError(.param, "kSecValueRef is for keys, certificates and identities") }
         var item = NewItem(itemClass: itemClass)
         for (attribute, value) in request.terms { try item.set(attribute, value) }
+        if request.synchronizable == .yes { try item.set(.synchronizable, [0x31]) }
+        item.givenAsBytes = request.givenAsBytes
         item.accessGroup = request.accessGroup
         item.accessible = request.accessible
         item.accessControl = request.accessControl?.control
@@ -85,6 +81,7 @@ extension ItemCalls {
         options.accessible = request.accessible
         options.accessControl = request.accessControl?.control
         options.accessGroup = request.accessGroup
+        options.synchronizable = request.synchronizable == .yes
         let file = ImportedItems(keys: keys.map { ($0, label) },
                                  certificates: certificates.map { ($0, label, keys.isEmpty ? nil : 0) })
         var added: [Item] = []
@@ -109,7 +106,8 @@ extension ItemCalls {
 
     static func update(_ query: ItemRequest, _ changes: ItemRequest) throws {
         if let limit = query.limit, limit != .all { throw KeychainError(.param, "SecItemUpdate changes every match: kSecMatchLimit can only be kSecMatchLimitAll") }
-        guard !changes.pendingChanges.isEmpty || changes.accessGroup != nil || changes.data != nil else {
+        guard !changes.pendingChanges.isEmpty || changes.accessGroup != nil || changes.data != nil || changes.accessible != nil
+                || changes.synchronizable != nil else {
             throw KeychainError(.param, "SecItemUpdate's attributes name nothing to change")
         }
         if query.kind == .identity { throw KeychainError(.param, "identities are updated through their certificate or key") }
@@ -118,19 +116,15 @@ extension ItemCalls {
             try match(query.ref, in: &search)
             var encoded = changes
             try encoded.encodeTerms(changes.pendingChanges, for: itemClass)
-            let newValues = Dictionary(encoded.terms, uniquingKeysWith: { _, last in last })
+            var newValues = Dictionary(encoded.terms, uniquingKeysWith: { _, last in last })
+            // A new class re-seals the items under it, in the same transaction (SPEC §4).
+            if let pclass = changes.accessible { newValues[.accessible] = Array(pclass.rawValue.utf8) }
+            if let synchronizable = changes.synchronizable { newValues[.synchronizable] = synchronizable == .yes ? [0x31] : [] }
             let data = try changes.data.map { try SecureBytes(copying: $0) }
             try Operation.run(query.authentication) { keychain, entry in
                 defer { entry?.didWrite() }
-                if query.mayLeaveDevice {
-                    // Only items that may leave this device: all of the matches, or none of them, to stay all or nothing.
-                    let matches = try keychain.search(search, limit: .all)
-                    if matches.contains(where: { $0.accessible.thisDeviceOnly }) {
-                        guard matches.contains(where: { !$0.accessible.thisDeviceOnly }) else { throw KeychainError(.itemNotFound) }
-                        throw KeychainError(.param, "kSecAttrSynchronizable true matches only some of these items; name them by their attributes")
-                    }
-                }
-                _ = try keychain.update(search, changes: newValues, accessGroup: changes.accessGroup, data: data)
+                _ = try keychain.update(search, changes: newValues, accessGroup: changes.accessGroup, data: data,
+                                        givenAsBytes: encoded.givenAsBytes)
             }
         }
         switch query.kind {

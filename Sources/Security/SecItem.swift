@@ -63,10 +63,11 @@ enum ItemCalls {
     private static func items(_ request: ItemRequest, _ itemClass: ItemClass, _ limit: MatchLimit) throws -> [Item] {
         var query = try request.query(itemClass)
         try ItemCalls.match(request.ref, in: &query)
-        // A certificate's object is made from its value; a public key's object keeps it too.
+        // A certificate's object is made from its value; a public key's object keeps it too. A
+        // password has none: with other return types, Apple answers with the secret it read for it.
         let data = request.returns.contains(.data) || (request.returns.contains(.ref) && itemClass == .certificate)
-        // kSecAttrSynchronizable true keeps the items that may leave this device: filtered before the limit.
-        let searched = request.mayLeaveDevice ? .all : limit
+            || (request.returns.contains(.ref) && !itemClass.holdsKeyMaterial && request.returns != .ref)
+        let searched = limit
         var found: [Item]
         do {
             found = try Operation.run(request.authentication) { keychain, entry in
@@ -75,7 +76,6 @@ enum ItemCalls {
         } catch let error as KeychainError where request.interaction == .skip && data && isProofNeeded(error) {
             found = try skippingProofs(query, request.authentication)
         }
-        if request.mayLeaveDevice { found = found.filter { !$0.accessible.thisDeviceOnly } }
         if case .count(let n) = limit { found = Array(found.prefix(n)) } else if limit == .one { found = Array(found.prefix(1)) }
         if found.isEmpty { throw KeychainError(.itemNotFound) }
         return found
@@ -158,7 +158,6 @@ enum ItemCalls {
 
     static func delete(_ request: ItemRequest) throws {
         if let limit = request.limit, limit != .all { throw KeychainError(.param, "SecItemDelete deletes every match: kSecMatchLimit can only be kSecMatchLimitAll") }
-        if !request.returns.isEmpty { throw KeychainError(.param, "SecItemDelete returns nothing") }
         if request.kind == .identity {
             let query = try identityQuery(request)
             _ = try Operation.run(request.authentication) { keychain, entry in
@@ -172,15 +171,7 @@ enum ItemCalls {
             try match(request.ref, in: &query)
             try Operation.run(request.authentication) { keychain, entry in
                 defer { entry?.didWrite() }
-                guard request.mayLeaveDevice else { return _ = try keychain.delete(query) }
-                // Only the matches that may leave this device.
-                let leaving = try keychain.search(query, limit: .all).filter { !$0.accessible.thisDeviceOnly }
-                guard !leaving.isEmpty else { throw KeychainError(.itemNotFound) }
-                for item in leaving {
-                    var one = Query(itemClass: itemClass)
-                    one.persistentRef = item.persistentRef
-                    _ = try keychain.delete(one)
-                }
+                _ = try keychain.delete(query)
             }
         }
         switch request.kind {

@@ -3,7 +3,7 @@ import LocketCore
 import LocketSupport
 
 /// Makes a new key pair and returns its private key. kSecAttrKeyType and
-/// kSecAttrKeySizeInBits choose it (RSA 2048/3072/4096, EC 256/384/521,
+/// kSecAttrKeySizeInBits choose it (RSA 1024/2048/3072/4096, EC 256/384/521,
 /// Ed25519, X25519). With kSecAttrIsPermanent (top level or in
 /// kSecPrivateKeyAttrs) the private key is made inside the default keychain,
 /// with the label, application tag, access group, protection class or
@@ -13,6 +13,20 @@ import LocketSupport
 /// the public key as an item too.
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     withError(error) { try KeyParameters(parameters).make() }
+}
+
+/// The older form of SecKeyCreateRandomKey (deprecated by Apple, still
+/// common): makes a key pair and gives both keys. kSecAttrIsPermanent at the
+/// top level keeps both in the keychain; in kSecPrivateKeyAttrs or
+/// kSecPublicKeyAttrs, that key only.
+public func SecKeyGeneratePair(_ parameters: CFDictionary, _ publicKey: UnsafeMutablePointer<SecKey?>?,
+                               _ privateKey: UnsafeMutablePointer<SecKey?>?) -> OSStatus {
+    withStatus {
+        let made = try KeyParameters(parameters, publicInheritsPermanence: true).make()
+        let madePublic = try SecKey(made.publicKey())
+        publicKey?.pointee = madePublic
+        privateKey?.pointee = made
+    }
 }
 
 /// A SecKeyCreateRandomKey dictionary, read.
@@ -26,7 +40,9 @@ private struct KeyParameters {
     var publicTag: [UInt8]?
     var authentication = Authentication(prompt: nil, applicationPassword: nil, mayAsk: true)
 
-    init(_ parameters: NSDictionary) throws {
+    /// `publicInheritsPermanence`: SecKeyGeneratePair's rule, where a
+    /// top-level kSecAttrIsPermanent keeps the public key too.
+    init(_ parameters: NSDictionary, publicInheritsPermanence: Bool = false) throws {
         guard let typeValue = parameters["type"] else { throw KeychainError(.param, "kSecAttrKeyType is required") }
         let keyType = try AttributeCoding.keyType(typeValue)
         let size = try parameters["bsiz"].map { value -> Int in
@@ -36,17 +52,18 @@ private struct KeyParameters {
         secureEnclave = Value.string(parameters["tkid"] as Any) == "com.apple.setoken"
         if parameters["tkid"] != nil && !secureEnclave { throw KeychainError(.param, "kSecAttrTokenID supports only kSecAttrTokenIDSecureEnclave") }
         switch (keyType, size) {
-        case (.rsa, let bits?) where [2048, 3072, 4096].contains(bits): type = KeyGenerationType(rawValue: "rsa\(bits)")!
+        case (.rsa, let bits?) where [1024, 2048, 3072, 4096].contains(bits): type = KeyGenerationType(rawValue: "rsa\(bits)")!
         case (.rsa, nil): type = .rsa2048
         case (.ec, let bits?) where [256, 384, 521].contains(bits): type = KeyGenerationType(rawValue: "p\(bits)")!
         case (.ec, nil): type = .p256
         case (.ed25519, nil), (.ed25519, 256?): type = .ed25519
         case (.x25519, nil), (.x25519, 256?): type = .x25519
-        default: throw KeychainError(.param, "\(keyType.rawValue) keys of \(size ?? 0) bits can't be made (RSA 2048/3072/4096, EC 256/384/521)")
+        default: throw KeychainError(.param, "\(keyType.rawValue) keys of \(size ?? 0) bits can't be made (RSA 1024/2048/3072/4096, EC 256/384/521)")
         }
         if secureEnclave && type != .p256 { throw KeychainError(.param, "kSecAttrTokenIDSecureEnclave keys are EC keys of 256 bits, as Apple's") }
         options.extractable = !secureEnclave
         try read(parameters, top: true)
+        if publicInheritsPermanence { publicPermanent = permanent }
         if let privateAttributes = parameters["private"] {
             guard let dictionary = privateAttributes as? NSDictionary else { throw Value.wrongType("kSecPrivateKeyAttrs", "a dictionary") }
             try read(dictionary, top: false)

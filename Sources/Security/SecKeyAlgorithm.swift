@@ -104,7 +104,7 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let ecdsaSignatureMessageRFC4754SHA512 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:message-RFC4754:SHA512")
     /// kSecKeyAlgorithmECDSASignatureRFC4754: `algid:sign:ECDSA:RFC4754` (not implemented here).
     public static let ecdsaSignatureRFC4754 = SecKeyAlgorithm(rawValue: "algid:sign:ECDSA:RFC4754")
-    /// kSecKeyAlgorithmRSAEncryptionRaw: `algid:encrypt:RSA:raw` (not implemented here).
+    /// kSecKeyAlgorithmRSAEncryptionRaw: `algid:encrypt:RSA:raw` (implemented).
     public static let rsaEncryptionRaw = SecKeyAlgorithm(rawValue: "algid:encrypt:RSA:raw")
     /// kSecKeyAlgorithmRSAEncryptionPKCS1: `algid:encrypt:RSA:PKCS1` (not implemented here).
     public static let rsaEncryptionPKCS1 = SecKeyAlgorithm(rawValue: "algid:encrypt:RSA:PKCS1")
@@ -132,7 +132,7 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let eciesEncryptionStandardX963SHA1AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA1:AESGCM")
     /// kSecKeyAlgorithmECIESEncryptionStandardX963SHA224AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM` (not implemented here).
     public static let eciesEncryptionStandardX963SHA224AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM")
-    /// kSecKeyAlgorithmECIESEncryptionStandardX963SHA256AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM` (not implemented here).
+    /// kSecKeyAlgorithmECIESEncryptionStandardX963SHA256AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM` (implemented).
     public static let eciesEncryptionStandardX963SHA256AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM")
     /// kSecKeyAlgorithmECIESEncryptionStandardX963SHA384AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM` (not implemented here).
     public static let eciesEncryptionStandardX963SHA384AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM")
@@ -142,7 +142,7 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let eciesEncryptionCofactorX963SHA1AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA1:AESGCM")
     /// kSecKeyAlgorithmECIESEncryptionCofactorX963SHA224AESGCM: `algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM` (not implemented here).
     public static let eciesEncryptionCofactorX963SHA224AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA224:AESGCM")
-    /// kSecKeyAlgorithmECIESEncryptionCofactorX963SHA256AESGCM: `algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM` (not implemented here).
+    /// kSecKeyAlgorithmECIESEncryptionCofactorX963SHA256AESGCM: `algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM` (implemented).
     public static let eciesEncryptionCofactorX963SHA256AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM")
     /// kSecKeyAlgorithmECIESEncryptionCofactorX963SHA384AESGCM: `algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM` (not implemented here).
     public static let eciesEncryptionCofactorX963SHA384AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA384:AESGCM")
@@ -150,7 +150,7 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let eciesEncryptionCofactorX963SHA512AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDHC:KDFX963:SHA512:AESGCM")
     /// kSecKeyAlgorithmECIESEncryptionStandardVariableIVX963SHA224AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM-KDFIV` (not implemented here).
     public static let eciesEncryptionStandardVariableIVX963SHA224AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA224:AESGCM-KDFIV")
-    /// kSecKeyAlgorithmECIESEncryptionStandardVariableIVX963SHA256AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV` (not implemented here).
+    /// kSecKeyAlgorithmECIESEncryptionStandardVariableIVX963SHA256AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV` (implemented).
     public static let eciesEncryptionStandardVariableIVX963SHA256AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV")
     /// kSecKeyAlgorithmECIESEncryptionStandardVariableIVX963SHA384AESGCM: `algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM-KDFIV` (not implemented here).
     public static let eciesEncryptionStandardVariableIVX963SHA384AESGCM = SecKeyAlgorithm(rawValue: "algid:encrypt:ECIES:ECDH:KDFX963:SHA384:AESGCM-KDFIV")
@@ -206,6 +206,10 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
         "algid:encrypt:RSA:OAEP:SHA256": .rsaEncryptionOAEPSHA256,
         "algid:encrypt:RSA:OAEP:SHA384": .rsaEncryptionOAEPSHA384,
         "algid:encrypt:RSA:OAEP:SHA512": .rsaEncryptionOAEPSHA512,
+        "algid:encrypt:RSA:raw": .rsaEncryptionRaw,
         "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM-KDFIV": .eciesCofactorVariableIVX963SHA256AESGCM,
+        "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV": .eciesStandardVariableIVX963SHA256AESGCM,
+        "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM": .eciesStandardX963SHA256AESGCM,
+        "algid:encrypt:ECIES:ECDHC:KDFX963:SHA256:AESGCM": .eciesCofactorX963SHA256AESGCM,
     ]
 }

@@ -81,9 +81,13 @@ final class ForeignAttributeTests: KeychainTestCase {
                                try keychain.update(Query(itemClass: .genericPassword), changes: [.server: bytes("x")]))
     }
 
-    func testAccessibleIsNotAQueryAttribute() {
+    func testAccessibleIsAQueryAttribute() throws {
+        // SPEC §4 (revised): kSecAttrAccessible is an ordinary query attribute.
         var q = Query(itemClass: .genericPassword)
-        XCTAssertKeychainError(.param, try q.match(.accessible, bytes("ak")))
+        try q.match(.accessible, bytes("ak"))
+        XCTAssertEqual(q.accessible, .whenUnlocked)
+        XCTAssertFalse(q.isEmpty)
+        XCTAssertKeychainError(.param, try q.match(.accessible, bytes("sometimes")))
     }
 
     func testAccessGroupAsAQueryAttributeScopesTheQuery() throws {

@@ -28,7 +28,7 @@ final class LayeringTests: XCTestCase {
         // Apple's keychain API for Swift programs (SPEC §19): Foundation's
         // types stand in for Core Foundation's; never linked into `locket`.
         "Security": ["Foundation", "LocalAuthentication", "LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem", "Glibc", "Synchronization"],
-        "LocalAuthentication": ["Foundation"],
+        "LocalAuthentication": ["Foundation", "LocketCore", "LocketTerminal", "Glibc"],
         // The PostgreSQL helper (SPEC §17): libpq only ever in its own process.
         "CLibPQ": ["libc", "CLibPQ"],
         "LocketWire": ["Glibc", "LocketSystem"],

@@ -204,13 +204,17 @@ final class UpdateTests: KeychainTestCase {
 
     // MARK: - Add-only and plaintext-column attributes
 
-    func testChangingAccessibleIsAParameterError() throws {
-        // SPEC §4: "Changing an add-only attribute (accessible) fails with errSecParam."
+    func testChangingAccessibleMovesTheItem() throws {
+        // SPEC §4 (revised): update may change the class; an unknown class is errSecParam.
         try addGenp("svc", "alice", accessible: .whenUnlocked)
         XCTAssertKeychainError(.param,
                                try keychain.update(query(.genericPassword, [.account: "alice"]),
-                                                   changes: [.accessible: bytes(ProtectionClass.afterFirstUnlock.rawValue)]))
+                                                   changes: [.accessible: bytes("sometimes")]))
         XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "alice"]))[0].accessible, .whenUnlocked)
+        try keychain.update(query(.genericPassword, [.account: "alice"]),
+                            changes: [.accessible: bytes(ProtectionClass.afterFirstUnlock.rawValue)])
+        let moved = try keychain.search(query(.genericPassword, [.account: "alice"]))
+        XCTAssertEqual(moved.map(\.accessible), [.afterFirstUnlock])
     }
 
     func testAccessGroupInChangesIsNeverSilentlyIgnored() throws {

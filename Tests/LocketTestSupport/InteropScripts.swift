@@ -3,7 +3,9 @@
 public enum InteropScripts {
     /// Apple's kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM,
     /// written again with Python's `cryptography` package from the description
-    /// in SecKeyAdaptors: `encrypt HEXPOINT` or `decrypt KEY.pem`, data on stdin.
+    /// in SecKeyAdaptors: `encrypt HEXPOINT` or `decrypt KEY.pem`, data on
+    /// stdin; a last argument `zero-iv` for the variants without the variable
+    /// IV (kSecKeyAlgorithmECIESEncryptionStandardX963SHA256AESGCM).
     public static let ecies = """
     import sys
     from cryptography.hazmat.primitives import hashes, serialization
@@ -14,8 +16,10 @@ public enum InteropScripts {
     CURVES = {65: ec.SECP256R1(), 97: ec.SECP384R1(), 133: ec.SECP521R1()}
 
     def key_and_iv(z, ephemeral, point_length):
-        # AES-128 up to 256-bit curves, AES-256 above; then a 16-byte IV.
+        # AES-128 up to 256-bit curves, AES-256 above; then a 16-byte IV, or zeros.
         aes = 32 if (point_length - 1) // 2 * 8 > 256 else 16
+        if sys.argv[-1] == "zero-iv":
+            return X963KDF(algorithm=hashes.SHA256(), length=aes, sharedinfo=ephemeral).derive(z), bytes(16)
         out = X963KDF(algorithm=hashes.SHA256(), length=aes + 16, sharedinfo=ephemeral).derive(z)
         return out[:aes], out[aes:]
 

@@ -4,8 +4,10 @@
 // from the environment, as for any app.
 //   SecurityTestHost read SERVICE ACCOUNT [PROMPT]   the secret, or "status N"
 //   SecurityTestHost worker NAME COUNT               COUNT mixed operations on items NAME-*, then "ok N"
+//   SecurityTestHost can-evaluate POLICY             LAContext.canEvaluatePolicy: "yes", or "no CODE"
 import Foundation
 import Glibc
+import LocalAuthentication
 import Security
 
 // Each line is written at once (print buffers when stdout is a pipe).
@@ -29,6 +31,15 @@ case "read" where arguments.count >= 4:
         exit(1)
     }
     say(String(decoding: data, as: UTF8.self))
+
+case "can-evaluate" where arguments.count == 3:
+    guard let raw = Int(arguments[2]), let policy = LAPolicy(rawValue: raw) else { exit(2) }
+    var error: NSError?
+    if LAContext().canEvaluatePolicy(policy, error: &error) {
+        say("yes")
+    } else {
+        say("no \(error.map { "\($0.code)" } ?? "without an error")")
+    }
 
 case "worker" where arguments.count == 4:
     // Adds COUNT / 2 items, reads each back, updates every other one and

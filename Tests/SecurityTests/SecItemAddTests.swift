@@ -49,9 +49,10 @@ final class SecItemAddTests: SecurityTestCase {
         XCTAssertEqual(SecItemAdd(password("a", [kSecAttrAccount as String: 42]) as CFDictionary, nil), errSecParam, "a number for a string")
         XCTAssertEqual(SecItemAdd(password("a", [kSecAttrCreationDate as String: Date()]) as CFDictionary, nil), errSecParam)
         XCTAssertEqual(SecItemAdd(password("a", [kSecAttrIsInvisible as String: true]) as CFDictionary, nil), errSecParam)
-        XCTAssertEqual(SecItemAdd(password("a", [kSecReturnRef as String: true]) as CFDictionary, nil), errSecParam)
+        XCTAssertEqual(SecItemAdd(password("a", [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]) as CFDictionary, nil),
+                       errSecParam, "kSecAttrSynchronizableAny is for queries")
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound,
-                       "an add refused for what it would return adds nothing")
+                       "a refused add adds nothing")
         // What Apple ignores here is ignored.
         XCTAssertEqual(SecItemAdd(password("a", [kSecUseDataProtectionKeychain as String: true]) as CFDictionary, nil), errSecSuccess)
     }
@@ -110,27 +111,6 @@ final class SecItemAddTests: SecurityTestCase {
         XCTAssertEqual(attributes[kSecAttrPath as String] as? String, "/login")
         XCTAssertEqual((attributes[kSecAttrCreator as String] as? NSNumber)?.uint32Value, 0x4C4B_5454)
         XCTAssertEqual(attributes[kSecAttrSecurityDomain as String] as? String, "", "a primary-key string left out reads empty")
-    }
-
-    /// kSecAttrSynchronizable: here, "may leave this device".
-    func testSynchronizableMeansMayLeaveThisDevice() throws {
-        XCTAssertEqual(SecItemAdd(password("a", [kSecAttrSynchronizable as String: true,
-                                                  kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlockedThisDeviceOnly]) as CFDictionary, nil),
-                       errSecParam)
-        XCTAssertEqual(SecItemAdd(password("stays", [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlockedThisDeviceOnly]) as CFDictionary, nil),
-                       errSecSuccess)
-        XCTAssertEqual(SecItemAdd(password("leaves", [kSecAttrSynchronizable as String: kCFBooleanTrue!]) as CFDictionary, nil), errSecSuccess)
-        var result: CFTypeRef?
-        let mayLeave: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrSynchronizable as String: true,
-                                       kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]
-        XCTAssertEqual(SecItemCopyMatching(mayLeave as CFDictionary, &result), errSecSuccess)
-        XCTAssertEqual((result as! [[String: Any]]).map { $0[kSecAttrAccount as String] as? String }, ["leaves"])
-        var any = mayLeave
-        any[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny
-        XCTAssertEqual(SecItemCopyMatching(any as CFDictionary, &result), errSecSuccess)
-        let all = result as! [[String: Any]]
-        XCTAssertEqual(all.count, 2)
-        XCTAssertEqual(all.map { $0[kSecAttrSynchronizable as String] as? Bool }, [false, true])
     }
 
     func testTheErrorMessages() {

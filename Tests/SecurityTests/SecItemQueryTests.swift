@@ -77,12 +77,10 @@ final class SecItemQueryTests: SecurityTestCase {
         add("a")
         XCTAssertEqual(find([kSecMatchCaseInsensitive as String: true]).0, errSecParam)
         XCTAssertEqual(find([kSecMatchCaseInsensitive as String: false]).0, errSecSuccess)
-        XCTAssertEqual(find([kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked]).0, errSecParam, "accessible is no query term")
         XCTAssertEqual(find([kSecValueData as String: Data()]).0, errSecParam)
         XCTAssertEqual(find([kSecMatchLimit as String: 0]).0, errSecParam)
         XCTAssertEqual(find([kSecMatchIssuers as String: []]).0, errSecParam)
         XCTAssertEqual(find([kSecAttrKeySizeInBits as String: 256]).0, errSecNoSuchAttr)
-        XCTAssertEqual(find([kSecClass as String: kSecClassGenericPassword, kSecReturnRef as String: true]).0, errSecParam)
     }
 
     // MARK: - SecItemUpdate
@@ -125,7 +123,8 @@ final class SecItemQueryTests: SecurityTestCase {
         let query = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"] as CFDictionary
         XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "zz"] as CFDictionary,
                                      [kSecAttrComment: "x"] as CFDictionary), errSecItemNotFound)
-        XCTAssertEqual(SecItemUpdate(query, [kSecAttrAccessible: kSecAttrAccessibleAlways] as CFDictionary), errSecParam, "add-only")
+        XCTAssertEqual(SecItemUpdate(query, [kSecAttrAccessControl: SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!]
+                                     as CFDictionary), errSecParam, "add-only")
         XCTAssertEqual(SecItemUpdate(query, [:] as CFDictionary), errSecParam, "nothing to change")
         XCTAssertEqual(SecItemUpdate(query, [kSecClass: kSecClassInternetPassword] as CFDictionary), errSecParam)
         XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecReturnData: true] as CFDictionary,
@@ -160,7 +159,6 @@ final class SecItemQueryTests: SecurityTestCase {
     func testDeleteErrors() {
         add("a")
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitOne] as CFDictionary), errSecParam)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecReturnData: true] as CFDictionary), errSecParam)
         XCTAssertEqual(SecItemDelete([kSecAttrAccount: "a"] as CFDictionary), errSecParam, "no class")
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll] as CFDictionary), errSecSuccess)
     }

@@ -80,11 +80,14 @@ enum AttributeOptions {
         }
     }
 
-    /// A query from the attribute options, `--ref` included.
-    static func query(_ invocation: Invocation) throws -> Query {
+    /// A query from the attribute options, `--ref`, `--synchronizable` and
+    /// (where it is a term: find, delete) `--accessible` included.
+    static func query(_ invocation: Invocation, accessibleIsATerm: Bool = true) throws -> Query {
         let itemClass = try itemClass(invocation)
         var query = Query(itemClass: itemClass)
         try given(invocation, itemClass) { try query.match($0, $1) }
+        if accessibleIsATerm, let pclass = invocation.value("accessible") { query.accessible = try ProtectionClass(parsing: pclass) }
+        if let text = invocation.value("synchronizable") { query.synchronizable = try synchronizable(text, command: invocation.command.name) }
         try freeForm(invocation, itemClass) { mapped, name, value in
             if let mapped { try query.match(mapped, try AttributeValue.parse(mapped, Array(value.utf8))) } else { query.match(freeForm: name, value) }
         }
@@ -95,6 +98,18 @@ enum AttributeOptions {
             query.persistentRef = bytes
         }
         return query
+    }
+}
+
+extension AttributeOptions {
+    /// `--synchronizable[=yes|no|any]`: the bare option is yes.
+    static func synchronizable(_ text: String, command: String) throws -> Synchronizable {
+        switch text {
+        case "", "yes", "true", "1": .yes
+        case "no", "false", "0": .no
+        case "any": .any
+        default: throw UsageError(message: "--synchronizable takes yes, no or any, not '\(Printable.clip(text, max: 40))'", command: command)
+        }
     }
 }
 

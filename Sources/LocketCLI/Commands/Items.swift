@@ -19,6 +19,7 @@ enum Commands {
         }
         try item.freeForm.validate()
         if let accessible = invocation.value("accessible") { item.accessible = try ProtectionClass(parsing: accessible) }
+        if invocation.has("synchronizable") { try item.set(.synchronizable, [0x31]) }
         if let control = invocation.value("access-control") {
             item.accessControl = try AccessControl(parsing: control)
             try AccessPrompt.checkStdin(invocation, command: "add")
@@ -103,7 +104,7 @@ enum Commands {
         if AttributeOptions.isIdentity(invocation) {
             throw KeychainError(.param, "an identity is a key and a certificate: update each with --class keys or --class cert")
         }
-        let query = try AttributeOptions.query(invocation)
+        let query = try AttributeOptions.query(invocation, accessibleIsATerm: false)
         var changes: [Attribute: [UInt8]] = [:]
         var newGroup: String?
         for assignment in invocation.all("set") {
@@ -112,24 +113,29 @@ enum Commands {
             }
             let name = String(assignment[..<eq])
             let text = String(assignment[assignment.index(after: eq)...])
-            guard let attribute = Attribute(name: name, for: query.itemClass) else {
+            // The value types are the Security module's record of how values were given, not an attribute to set.
+            guard let attribute = Attribute(name: name, for: query.itemClass), attribute != .valueTypes else {
                 throw KeychainError(.noSuchAttr, "no attribute named '\(Printable.clip(name, max: 40))'")
             }
             guard query.itemClass.supports(attribute) else {
                 throw KeychainError(.noSuchAttr, "\(query.itemClass.name) items have no \(attribute.longName) attribute (\(attribute.code))")
             }
-            if attribute == .accessible {
-                throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
-            }
             let value = try AttributeValue.parse(attribute, Array(text.utf8), for: query.itemClass)
             if attribute == .accessGroup { newGroup = text } else { changes[attribute] = value }
+        }
+        if let text = invocation.value("accessible") {
+            let pclass = try ProtectionClass(parsing: text)
+            if let set = changes[.accessible], try ProtectionClass(parsing: String(decoding: set, as: UTF8.self)) != pclass {
+                throw UsageError(message: "--accessible and --set accessible= name two classes", command: "update")
+            }
+            changes[.accessible] = Array(pclass.rawValue.utf8)
         }
         let edit = try freeFormEdit(invocation, query.itemClass, changes: &changes)
         try AccessPrompt.checkStdin(invocation, command: "update")
         let keychain = try context.openKeychain()
         let data = try Prompt.secret(context, invocation, confirm: true)
         if changes.isEmpty && newGroup == nil && data == nil && edit.isEmpty {
-            throw UsageError(message: "nothing to change: give --set NAME=VALUE, --set-attr NAME=VALUE, --remove-attr NAME, -w or --data-file",
+            throw UsageError(message: "nothing to change: give --set NAME=VALUE, --set-attr NAME=VALUE, --remove-attr NAME, --accessible, -w or --data-file",
                              command: "update")
         }
         try AccessPrompt.run(keychain, invocation, context) {
@@ -141,6 +147,8 @@ enum Commands {
     /// update's `--set-attr NAME=VALUE` and `--remove-attr NAME` (SPEC §18),
     /// named as `--attr` names them: `service` and `username` are the
     /// service and account (set, or emptied), every other name free-form.
+    /// Set empty, `service` or `username` is kept present as the Secret
+    /// Service keeps it (FreeFormMapping); removed or set, that record goes.
     private static func freeFormEdit(_ invocation: Invocation, _ itemClass: ItemClass,
                                      changes: inout [Attribute: [UInt8]]) throws -> FreeFormEdit {
         var edit = FreeFormEdit()
@@ -150,17 +158,18 @@ enum Commands {
         guard itemClass == .genericPassword else {
             throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no free-form attributes (--set-attr and --remove-attr are for generic passwords)")
         }
-        func mapped(_ name: String, _ value: [UInt8]) throws -> Bool {
+        func mapped(_ name: String, _ value: [UInt8], removed: Bool = false) throws -> Bool {
             guard let attribute = FreeFormMapping.attribute(named: name) else { return false }
             if changes[attribute] != nil {
                 throw UsageError(message: "the \(attribute.longName) is changed twice (--set and --set-attr/--remove-attr \(name))", command: "update")
             }
             changes[attribute] = try AttributeValue.parse(attribute, value)
+            if value.isEmpty && !removed { edit.setting[name] = "" } else { edit.removing.insert(name) }
             return true
         }
         for name in removing {
             guard !name.isEmpty else { throw UsageError(message: "--remove-attr takes a NAME", command: "update") }
-            if try !mapped(name, []) { edit.removing.insert(name) }
+            if try !mapped(name, [], removed: true) { edit.removing.insert(name) }
         }
         for text in setting {
             guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {

@@ -29,7 +29,7 @@ extension Keychain {
     /// Which rows a query may touch: the one group it names (authorized), or
     /// every group the caller may see (nil for the owner: all of them).
     func filter(_ query: Query) throws -> ItemFilter {
-        var filter = ItemFilter(itemClass: query.itemClass, ref: query.persistentRef)
+        var filter = ItemFilter(itemClass: query.itemClass, ref: query.persistentRef, protectionClass: query.accessible)
         if let group = query.accessGroup {
             try authorize(group)
             filter.group = group

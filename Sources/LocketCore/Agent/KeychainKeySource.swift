@@ -90,6 +90,8 @@ extension Keychain {
     /// locked, the lock's error.
     func agentKeys(applicationLabel: [UInt8]?) throws -> [(item: Item, pkcs8: SecureBytes)] {
         var query = Query(itemClass: .key)
+        // Every private key the caller may see, synchronizable or not: the agent serves keys, not a SecItem query.
+        query.synchronizable = .any
         try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
         if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
         let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]

@@ -52,6 +52,22 @@ public struct BackupRecord: Sendable {
                   modificationDate: item.modificationDate, attributes: item.attributes, data: data, extra: item.extra)
         freeForm = item.freeForm
     }
+
+    /// Why a backup can't carry this record (`BackupWriter.append` would
+    /// refuse it), nil when it can. An item stored before every path into
+    /// the engine checked sizes (a 70,000-byte label from the Secret
+    /// Service) is one: `export` leaves it out and says so rather than fail
+    /// the whole backup.
+    public var whyNotBackedUp: String? {
+        do {
+            try BackupRecordCoding.validate(self)
+            return nil
+        } catch let error as KeychainError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
 }
 
 /// The byte layout of a record inside the decrypted stream (BackupFormat.md, "Records").
@@ -138,7 +154,8 @@ enum BackupRecordCoding {
         for (i, attribute) in Attribute.allCases.enumerated() {
             guard let value = record.attributes[attribute], !value.isEmpty else { continue }
             BigEndian.append(attributeCodes[i], to: &out)
-            out.append(primaryKey.contains(attribute) ? flagRequired : 0)
+            // Synchronizable is part of every class's primary key (SPEC §4).
+            out.append(primaryKey.contains(attribute) || attribute == .synchronizable ? flagRequired : 0)
             BigEndian.append(UInt32(value.count), to: &out)
             out.append(contentsOf: value)
         }

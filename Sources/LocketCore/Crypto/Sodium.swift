@@ -28,3 +28,14 @@ enum Sodium {
         a.count == b.count && (a.count == 0 || sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
 }
+
+/// The system's CSPRNG for callers outside the engine (the Security module's
+/// SecRandomCopyBytes): libsodium's `randombytes_buf`, as every key here is made.
+public enum SecureRandom {
+    /// Fills `buffer` with random bytes.
+    public static func fill(_ buffer: UnsafeMutableRawBufferPointer) throws {
+        try Sodium.ready()
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+        randombytes_buf(base, buffer.count)
+    }
+}

@@ -12,6 +12,7 @@ extension Keychain {
             throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
         }
         try checkSize(data)
+        try checkSizes(new.attributes, group: new.accessGroup)
         try checkFreeForm(new.freeForm)
         let (pclass, control, group) = try placement(accessible: new.accessible, accessControl: new.accessControl, accessGroup: new.accessGroup)
         let attributes = new.storedAttributes
@@ -22,7 +23,7 @@ extension Keychain {
                                   freeForm: new.freeForm)
             } catch let error as KeychainError where error.code == .duplicateItem && updateExisting {
                 var query = Query(itemClass: new.itemClass)
-                for attribute in new.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+                try query.matchPrimaryKey(of: attributes)
                 query.accessGroup = group
                 // The item whose primary key conflicted, and only it: items made over
                 // the Secret Service with the same service and account are others.
@@ -38,6 +39,7 @@ extension Keychain {
                 }
                 var changes = new.attributes.filter { $0.key.isSealed }
                 changes[.label] = changes[.label] ?? attributes[.label]
+                changes[.valueTypes] = attributes[.valueTypes] ?? []
                 let updated = try modify(query, changes: changes, accessGroup: nil, data: data, extra: extra,
                                          freeForm: new.freeForm.isEmpty ? nil : new.freeForm, filter: conflicting)
                 return updated[0]
@@ -56,15 +58,23 @@ extension Keychain {
             throw KeychainError(.param, "give either accessible or access control, not both (the access control names the class)")
         }
         let pclass = control?.protection ?? accessible ?? .whenUnlocked
-        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
-            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
-        }
+        try checkPlacement(pclass)
         if let control, control.needsPresence && !hasPassword {
             throw KeychainError(.notAvailable, "\(control.text) items need a keychain with a password")
         }
         let group = accessGroup ?? defaultGroup
         try authorize(group)
         return (pclass, control, group)
+    }
+
+    /// Refuses a protection class this keychain can't hold an item in:
+    /// when-passcode-set without a password (errSecNotAvailable, as on a
+    /// device without a passcode), a class the storage does not admit.
+    func checkPlacement(_ pclass: ProtectionClass) throws {
+        if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
+            throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
+        }
+        try storage.admit(pclass)
     }
 
     /// Adds many items in one transaction (bulk loading for benchmarks and
@@ -76,6 +86,7 @@ extension Keychain {
             let inserter = try storage.itemStore.makeInserter()
             for (new, data) in items {
                 try checkSize(data)
+                try checkSizes(new.attributes, group: new.accessGroup)
                 let group = new.accessGroup ?? defaultGroup
                 try authorize(group)
                 _ = try insert(new.itemClass, new.storedAttributes, group: group, pclass: new.accessible ?? .whenUnlocked,
@@ -87,6 +98,19 @@ extension Keychain {
     func checkSize(_ data: SecureBytes) throws {
         guard data.count <= Keychain.maximumDataLength else {
             throw KeychainError(.dataTooLarge, "the secret is larger than \(ByteSize.text(Keychain.maximumDataLength))")
+        }
+    }
+
+    /// Refuses what the command line refuses when it parses a value
+    /// (`AttributeValue.parse`), whoever calls: the Secret Service stored a
+    /// 60 MiB label, and one of 70,000 bytes made every backup fail. An
+    /// access group is at most what a backup record carries.
+    func checkSizes(_ attributes: [Attribute: [UInt8]], group: String?) throws {
+        for (attribute, value) in attributes where value.count > Attribute.maximumValueLength {
+            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(Attribute.maximumValueLength) bytes")
+        }
+        if let group, group.utf8.count > Keychain.maximumGroupLength {
+            throw KeychainError(.dataTooLarge, "the access group is longer than \(Keychain.maximumGroupLength) bytes")
         }
     }
 
@@ -115,6 +139,9 @@ extension Keychain {
               ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
               control: AccessControl? = nil, freeForm: FreeForm = FreeForm()) throws -> SealedItemRow {
         try storage.admit(pclass)
+        var attributes = attributes
+        // Synchronizable is "1" or absent, whatever spelling of false was given.
+        if let sync = attributes[.synchronizable], sync != [0x31] { attributes[.synchronizable] = nil }
         let ref = ref ?? Sodium.random(16)
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         let attrsKey = try fieldKey(row, .attributes)

@@ -160,7 +160,7 @@ extension Keychain {
             query.persistentRef = ref
             conflicting = try storeFilter(query)
         } else {
-            for attribute in item.itemClass.primaryKey { try query.match(attribute, attributes[attribute] ?? []) }
+            try query.matchPrimaryKey(of: attributes)
             conflicting = try primaryKeyFilter(query)
         }
         if try rows(query, limit: .one, data: false, filter: conflicting).isEmpty {

@@ -41,7 +41,9 @@ extension Keychain {
         try write {
             let inserter = try storage.itemStore.makeInserter()
             var added = 0
-            for (itemClass, attributes, data) in entries {
+            for (itemClass, given, data) in entries {
+                var attributes = given
+                if options.synchronizable { attributes[.synchronizable] = [0x31] }
                 do {
                     // The proof guards private keys; certificates and public keys are public.
                     let isPrivate = itemClass == .key && attributes[.keyClass] == Array("private".utf8)

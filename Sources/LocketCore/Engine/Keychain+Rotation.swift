@@ -100,7 +100,7 @@ extension Keychain {
                     continue
                 }
                 reader.finish()
-                try updater.update(id: id, group: row.accessGroup,
+                try updater.update(id: id, group: row.accessGroup, accessible: pclass,
                                    digests: Sealing.digests(newIndex, itemClass, record.attributes, try ItemRecord.freeForm(attributes), ref: row.ref),
                                    attributes: SecretBox.seal(attributes, key: Sealing.fieldKey(keys.new, row, .attributes)),
                                    data: sealedData)

@@ -42,13 +42,18 @@ extension Keychain {
         return try rows(query, limit: limit, data: returnData, reads: true)
     }
 
-    /// The store filter of a query: the groups the caller may touch, and
-    /// the blind index of each attribute and free-form equality.
+    /// The store filter of a query: the groups the caller may touch, its
+    /// protection class, the blind index of each attribute and free-form
+    /// equality, and whether synchronizable items are in or out.
     func storeFilter(_ query: Query) throws -> ItemFilter {
         var filter = try self.filter(query)
-        guard !query.attributes.isEmpty || query.hasFreeForm else { return filter }
+        guard !query.attributes.isEmpty || query.hasFreeForm || query.matching != .any else { return filter }
         let indexKey = try indexKey()
         if query.hasFreeForm {
+            // The most an item has: a query of more is a mistake, refused as one.
+            guard query.freeFormNames.count <= FreeForm.maximumCount else {
+                throw KeychainError(.param, "a query names \(query.freeFormNames.count) free-form attributes; the most is \(FreeForm.maximumCount)")
+            }
             filter.freeForm = query.freeFormNames.indices.map {
                 Sealing.freeFormDigest(indexKey, query.itemClass, query.freeFormNames[$0], query.freeFormValues[$0])
             }
@@ -60,8 +65,19 @@ extension Keychain {
         let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
         // Once the header says an item unique by reference exists, the whole
         // primary key may name more than one item: the blind rows find them all.
-        if query.itemClass.primaryKey.allSatisfy({ given[$0] != nil }) && meta.integer(.uniqueByReference) == nil {
-            filter.primaryKey = Sealing.primaryKeyDigest(indexKey, query.itemClass, given)
+        // The primary key includes whether the item is synchronizable: `.any` names two.
+        if query.matching != .any && query.itemClass.primaryKey.allSatisfy({ given[$0] != nil })
+            && meta.integer(.uniqueByReference) == nil {
+            filter.primaryKey = Sealing.primaryKeyDigest(indexKey, query.itemClass, given, synchronizable: query.matching == .yes)
+        }
+        switch query.matching {
+        case .yes where filter.primaryKey == nil:
+            filter.terms.append(ItemFilter.Term(attribute: .synchronizable, digest: Sealing.synchronizableDigest(indexKey, query.itemClass),
+                                                isEmpty: false))
+        case .no where filter.primaryKey == nil:
+            filter.excluded = [Sealing.synchronizableDigest(indexKey, query.itemClass)]
+        default:
+            break
         }
         return filter
     }
@@ -75,7 +91,9 @@ extension Keychain {
     func primaryKeyFilter(_ query: Query) throws -> ItemFilter {
         var filter = try storeFilter(query)
         filter.primaryKey = Sealing.primaryKeyDigest(try indexKey(), query.itemClass,
-                                                     Dictionary(query.attributes, uniquingKeysWith: { first, _ in first }))
+                                                     Dictionary(query.attributes, uniquingKeysWith: { first, _ in first }),
+                                                     synchronizable: query.matching == .yes)
+        filter.excluded = []
         return filter
     }
 

@@ -6,12 +6,20 @@ extension Keychain {
     /// sealed attributes to new values; `accessGroup` moves the items to that
     /// group. As everywhere in the API, the access group is its own
     /// `accessGroup` value; `.accessGroup` in `changes` means the same.
+    /// `.accessible` in `changes` moves the items to that protection class:
+    /// each is sealed again under the new class's key in the same
+    /// transaction (errSecInteractionNotAllowed when that key is not
+    /// available), as SecItemUpdate does (SPEC §4). `.synchronizable` is
+    /// Apple's attribute, part of the primary key like the others.
+    /// `givenAsBytes` names the changed string attributes given as bytes
+    /// (the Security module's CFData), so that they read back as bytes.
     /// `freeForm` replaces the matches' free-form attributes whole (the
     /// Secret Service's Attributes); `freeFormEdit` sets and removes some,
     /// keeping each match's others (`locket update --set-attr`).
     @discardableResult
     public func update(_ query: Query, changes: [Attribute: [UInt8]], accessGroup: String? = nil, data: SecureBytes? = nil,
-                       extra: SecureBytes? = nil, freeForm: FreeForm? = nil, freeFormEdit: FreeFormEdit? = nil) throws -> Int {
+                       extra: SecureBytes? = nil, freeForm: FreeForm? = nil, freeFormEdit: FreeFormEdit? = nil,
+                       givenAsBytes: Set<Attribute> = []) throws -> Int {
         if let data { try checkSize(data) }
         if let freeForm { try checkFreeForm(freeForm) }
         if let freeFormEdit, !freeFormEdit.isEmpty {
@@ -22,16 +30,17 @@ extension Keychain {
             try checkFreeForm(try freeFormEdit.applied(to: FreeForm()))
             if freeForm != nil { throw KeychainError(.param, "free-form attributes are replaced or edited, not both") }
         }
-        if changes[.accessible] != nil {
-            throw KeychainError(.param, "accessible is set when an item is added and can't be changed")
-        }
         var changes = changes
+        let newClass = try changes.removeValue(forKey: .accessible).map { try ProtectionClass(parsing: String(decoding: $0, as: UTF8.self)) }
+        if let newClass { try checkPlacement(newClass) }
+        if let value = changes[.synchronizable] { changes[.synchronizable] = value == [0x31] ? value : [] }
         var group = accessGroup
         if let named = changes.removeValue(forKey: .accessGroup) {
             let text = String(decoding: named, as: UTF8.self)
             if let group, group != text { throw KeychainError(.param, "two different access groups to move to") }
             group = text
         }
+        try checkSizes(changes, group: group)
         for attribute in changes.keys where !query.itemClass.supports(attribute) {
             throw Query.foreign(attribute, query.itemClass)
         }
@@ -44,19 +53,20 @@ extension Keychain {
         }
         if let group { try authorize(group) }
         return try write {
-            try modify(query, changes: changes, accessGroup: group, data: data, extra: extra, freeForm: freeForm,
-                       freeFormEdit: freeFormEdit?.isEmpty == false ? freeFormEdit : nil).count
+            try modify(query, changes: changes, accessGroup: group, accessible: newClass, data: data, extra: extra, freeForm: freeForm,
+                       freeFormEdit: freeFormEdit?.isEmpty == false ? freeFormEdit : nil, givenAsBytes: givenAsBytes).count
         }
     }
 
     /// The body of update, inside the caller's transaction.
     /// A new `data` replaces the secret and its metadata (`extra`) together;
     /// a `freeForm` replaces the items' free-form attributes and content type
-    /// (an item's uniqueness stays what it was made with).
+    /// (an item's uniqueness stays what it was made with); `newClass`
+    /// re-seals the items under another protection class.
     /// `filter`, when given, selects the rows instead of the query's own (`primaryKeyFilter`).
-    func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, data: SecureBytes?,
-                extra: SecureBytes?, freeForm: FreeForm? = nil, freeFormEdit: FreeFormEdit? = nil,
-                filter: ItemFilter? = nil) throws -> [Item] {
+    func modify(_ query: Query, changes: [Attribute: [UInt8]], accessGroup newGroup: String?, accessible newClass: ProtectionClass? = nil,
+                data: SecureBytes?, extra: SecureBytes?, freeForm: FreeForm? = nil, freeFormEdit: FreeFormEdit? = nil,
+                givenAsBytes: Set<Attribute> = [], filter: ItemFilter? = nil) throws -> [Item] {
         // Re-sealing under a new group needs the old secret open as well.
         let scan = RowScan(query, filter: try filter ?? storeFilter(query), data: newGroup != nil || data == nil)
         // The secret of an item with access control is sealed under its own
@@ -73,7 +83,17 @@ extension Keychain {
         var updated: [Item] = []
         for (id, var item, sealedData) in matches {
             for (attribute, value) in changes { item[attribute] = value }
+            if changes[.valueTypes] == nil {
+                item[.valueTypes] = ValueTypes.updating(item[.valueTypes], changed: changes.keys, givenAsBytes: givenAsBytes)
+            }
             if let newGroup { item.accessGroup = newGroup }
+            if let newClass, newClass != item.accessible {
+                // Its access control names its class and seals its secret under it (SPEC §14): it is set at add.
+                guard item.accessControl == nil else {
+                    throw KeychainError(.param, "the protection class of an item with access control is its access control's: it can't be changed")
+                }
+                item.accessible = newClass
+            }
             if let freeForm {
                 let unique = item.freeForm.uniqueByReference
                 item.freeForm = freeForm
@@ -98,7 +118,7 @@ extension Keychain {
             var record = ItemRecord.encode(item.attributes, created: item.creationDate, modified: now, access: access?.encoded,
                                            freeForm: item.freeForm)
             defer { wipe(&record) }
-            try updater.update(id: id, group: item.accessGroup,
+            try updater.update(id: id, group: item.accessGroup, accessible: item.accessible,
                                digests: Sealing.digests(try indexKey(), item.itemClass, item.attributes, item.freeForm, ref: item.persistentRef),
                                attributes: SecretBox.seal(record, key: try fieldKey(row, .attributes)),
                                data: sealed!)

@@ -16,6 +16,9 @@ final class RowScan {
     var filter: ItemFilter
     /// The values an opened item must hold exactly.
     var equalities: [(Attribute, [UInt8])] = []
+    /// The synchronizable value it must hold ("1" or none), nil for either
+    /// (kSecAttrSynchronizableAny, and a scan of every row).
+    var synchronizable: [UInt8]?
     /// The free-form pairs it must hold exactly (SPEC §18), as the query
     /// keeps them: names and values apart.
     var freeFormNames: [String] = []
@@ -53,6 +56,7 @@ final class RowScan {
     init(_ query: Query, filter: ItemFilter, data: Bool, strict: Bool = true) {
         self.filter = filter
         self.equalities = query.attributes
+        self.synchronizable = query.matching.storedValue
         self.freeFormNames = query.freeFormNames
         self.freeFormValues = query.freeFormValues
         self.itemClass = query.itemClass
@@ -119,7 +123,8 @@ extension Keychain {
                                 opening: scan.opening)
             // The digests matched; confirm byte for byte now that the values are open.
             if item.availability == .available && scan.opening {
-                guard scan.equalities.allSatisfy({ item[$0.0] == $0.1 }), scan.holdsFreeForm(item), scan.admits?(item) ?? true else { continue }
+                guard scan.equalities.allSatisfy({ item[$0.0] == $0.1 }), scan.synchronizable.map({ item[.synchronizable] == $0 }) ?? true,
+                      scan.holdsFreeForm(item), scan.admits?(item) ?? true else { continue }
             }
             if scan.withholdingNonExtractable && !item.isExtractable { item.data = nil }
             if scan.recordingReads && item.data != nil { try storage.recordRead(item.persistentRef) }

@@ -12,6 +12,17 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
     case canSign, canVerify, canEncrypt, canDecrypt, canDerive, canWrap, canUnwrap, startDate, endDate
     case certificateType, certificateEncoding, subject, issuer, serialNumber, subjectKeyID, publicKeyHash, alias
     case fingerprint, subjectName, issuerName, notBefore, notAfter
+    /// kSecAttrSynchronizable (SPEC §4): stored as Apple stores it, "1" or
+    /// absent, part of every class's primary key, and matched as Apple
+    /// matches it (`Query.synchronizable`). Whether an item may leave this
+    /// device stays its protection class's (ThisDeviceOnly), never this.
+    case synchronizable
+    /// Which of the item's string attributes were given as bytes (Apple's
+    /// CFData) rather than text: their tags, so that the Security module
+    /// gives each back as it was stored (an account stored as Data reads
+    /// back as Data, as on Apple's platforms). Locket's own: sealed with the
+    /// other values, never indexed, shown or queried.
+    case valueTypes
 
     /// How a value is written on the command line and in output.
     public enum Kind: Sendable {
@@ -72,6 +83,8 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .issuerName: "isrn"
         case .notBefore: "vfrm"
         case .notAfter: "vend"
+        case .synchronizable: "sync"
+        case .valueTypes: "vtyp"
         }
     }
 
@@ -122,6 +135,8 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .issuerName: "issuer-name"
         case .notBefore: "not-before"
         case .notAfter: "not-after"
+        case .synchronizable: "synchronizable"
+        case .valueTypes: "value-types"
         }
     }
 
@@ -165,9 +180,9 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .creator, .type, .protocol, .authenticationType: .fourCharCode
         case .port: .port
         case .accessible: .protectionClass
-        case .applicationLabel, .subject, .issuer, .serialNumber, .subjectKeyID, .publicKeyHash, .fingerprint: .hex
+        case .applicationLabel, .subject, .issuer, .serialNumber, .subjectKeyID, .publicKeyHash, .fingerprint, .valueTypes: .hex
         case .keySize, .effectiveKeySize, .startDate, .endDate, .certificateType, .certificateEncoding, .notBefore, .notAfter: .number
-        case .extractable, .canSign, .canVerify, .canEncrypt, .canDecrypt, .canDerive, .canWrap, .canUnwrap: .boolean
+        case .extractable, .canSign, .canVerify, .canEncrypt, .canDecrypt, .canDerive, .canWrap, .canUnwrap, .synchronizable: .boolean
         default: .string
         }
     }
@@ -268,23 +283,4 @@ public enum AttributeValue {
     public static func port(_ bytes: [UInt8]) -> Int {
         bytes.count == 2 ? Int(bytes[0]) << 8 | Int(bytes[1]) : 0
     }
-}
-
-/// Names users type for Apple's protocol and authentication-type codes.
-public enum FourCharCodes {
-    /// kSecAttrProtocol values by scheme name.
-    public static let protocols: [String: String] = [
-        "ftp": "ftp ", "ftpaccount": "ftpa", "http": "http", "irc": "irc ", "nntp": "nntp", "pop3": "pop3",
-        "smtp": "smtp", "socks": "sox ", "imap": "imap", "ldap": "ldap", "appletalk": "atlk", "afp": "afp ",
-        "telnet": "teln", "ssh": "ssh ", "ftps": "ftps", "https": "htps", "httpproxy": "htpx",
-        "httpsproxy": "htsx", "ftpproxy": "ftpx", "cifs": "cifs", "smb": "smb ", "rtsp": "rtsp",
-        "rtspproxy": "rtsx", "daap": "daap", "eppc": "eppc", "ipp": "ipp ", "nntps": "ntps", "ldaps": "ldps",
-        "telnets": "tels", "imaps": "imps", "ircs": "ircs", "pop3s": "pops", "svn": "svn ",
-    ]
-
-    /// kSecAttrAuthenticationType values by name.
-    public static let authenticationTypes: [String: String] = [
-        "default": "dflt", "http-basic": "http", "http-digest": "httd", "form": "form", "html-form": "form",
-        "ntlm": "ntlm", "msn": "msna", "dpa": "dpaa", "rpa": "rpaa",
-    ]
 }

@@ -41,6 +41,24 @@ public struct Item: Sendable {
         get { attributes[attribute] ?? [] }
         set { attributes[attribute] = newValue.isEmpty ? nil : newValue }
     }
+
+    /// The string attributes whose value was given as bytes (`Attribute.valueTypes`).
+    public var givenAsBytes: Set<Attribute> { ValueTypes.decode(self[.valueTypes]) }
+}
+
+/// The encoding of `Attribute.valueTypes`: the tags, in order.
+enum ValueTypes {
+    static func encode(_ attributes: Set<Attribute>) -> [UInt8] { attributes.map(\.rawValue).sorted() }
+    static func decode(_ bytes: [UInt8]) -> Set<Attribute> { Set(bytes.compactMap(Attribute.init(rawValue:))) }
+
+    /// `stored` with the marks of `changed` string attributes set as `givenAsBytes` says.
+    static func updating(_ stored: [UInt8], changed: some Sequence<Attribute>, givenAsBytes: Set<Attribute>) -> [UInt8] {
+        var marks = decode(stored)
+        for attribute in changed where attribute.kind == .string {
+            if givenAsBytes.contains(attribute) { marks.insert(attribute) } else { marks.remove(attribute) }
+        }
+        return encode(marks)
+    }
 }
 
 /// The attributes of an item to add.
@@ -54,6 +72,9 @@ public struct NewItem: Sendable {
     public var accessControl: AccessControl?
     /// Free-form attributes, content type and uniqueness (SPEC §18).
     public var freeForm = FreeForm()
+    /// The string attributes given as bytes (the Security module's CFData):
+    /// given back as bytes (`Item.givenAsBytes`).
+    public var givenAsBytes: Set<Attribute> = []
 
     public init(itemClass: ItemClass) { self.itemClass = itemClass }
 
@@ -62,6 +83,8 @@ public struct NewItem: Sendable {
     var storedAttributes: [Attribute: [UInt8]] {
         var stored = attributes.filter { $0.key.isSealed && !$0.value.isEmpty }
         if attributes[.label] == nil, let named = itemClass.labelDefault, let value = stored[named] { stored[.label] = value }
+        let marks = givenAsBytes.filter { $0.kind == .string && stored[$0] != nil }
+        stored[.valueTypes] = marks.isEmpty ? nil : ValueTypes.encode(marks)
         return stored
     }
 

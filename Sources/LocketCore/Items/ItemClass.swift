@@ -51,7 +51,8 @@ public enum ItemClass: String, CaseIterable, Sendable {
         }
     }
 
-    /// The attributes that make an item unique, besides the access group.
+    /// The attributes that make an item unique, besides the access group
+    /// and synchronizable (which every class has: `Sealing.primaryKeyDigest`).
     public var primaryKey: [Attribute] {
         switch self {
         case .genericPassword: [.service, .account]
@@ -70,19 +71,24 @@ public enum ItemClass: String, CaseIterable, Sendable {
         }
     }
 
-    /// Whether items of this class carry `attribute` (access group and accessible: always).
+    /// Whether items of this class carry `attribute` (access group,
+    /// accessible, synchronizable and the value types: always). The last two
+    /// are not among `attributes`: an item that is not synchronizable has no
+    /// value and no blind row for it, as every item made before it existed,
+    /// and the value types are never indexed.
     public func supports(_ attribute: Attribute) -> Bool {
-        attribute == .accessGroup || attribute == .accessible || attributes.contains(attribute)
+        [.accessGroup, .accessible, .synchronizable, .valueTypes].contains(attribute) || attributes.contains(attribute)
     }
 
     /// Whether `update` may change `attribute`: every attribute of a
     /// password; of a key or certificate only what is not derived from its
-    /// value (label, tag, comment). `extr` is set when a key is added.
+    /// value (label, tag, comment) and where it is kept (group, protection
+    /// class, synchronizable). `extr` is set when a key is added.
     public func isUpdatable(_ attribute: Attribute) -> Bool {
         switch self {
         case .genericPassword, .internetPassword: true
-        case .key: [.label, .applicationTag, .comment, .accessGroup].contains(attribute)
-        case .certificate: [.label, .comment, .accessGroup].contains(attribute)
+        case .key: [.label, .applicationTag, .comment, .accessGroup, .accessible, .synchronizable].contains(attribute)
+        case .certificate: [.label, .comment, .accessGroup, .accessible, .synchronizable].contains(attribute)
         }
     }
 

@@ -21,6 +21,10 @@ struct ItemFilter {
     /// Free-form attribute equalities by digest (SPEC §18): each (name,
     /// value) pair has its own blind row, in format 2 only.
     var freeForm: [Int64] = []
+    /// Blind rows a matching item must not have: the synchronizable mark,
+    /// when a query finds only items that are not synchronizable and no
+    /// primary-key digest already says so (SPEC §4).
+    var excluded: [Int64] = []
 
     /// One attribute equality.
     struct Term {
@@ -30,8 +34,8 @@ struct ItemFilter {
         var isEmpty: Bool
     }
 
-    /// The terms a blind index (a row per attribute of the item's class)
-    /// must hold, or nil when no row can match. The primary-key digest
+    /// The terms a blind index (a row per attribute of the item's class,
+    /// and the synchronizable mark) must hold, or nil when no row can match. The primary-key digest
     /// covers the terms of its attributes. An attribute the class lacks has
     /// no rows: its empty value matches every item (as format 1's NULL did),
     /// any other value none. Ordered for a query planner without statistics:
@@ -41,14 +45,20 @@ struct ItemFilter {
         var terms = self.terms
         if let itemClass {
             if primaryKey != nil { terms.removeAll { itemClass.primaryKey.contains($0.attribute) } }
-            if terms.contains(where: { !itemClass.attributes.contains($0.attribute) && !$0.isEmpty }) { return nil }
-            terms.removeAll { !itemClass.attributes.contains($0.attribute) }
+            if terms.contains(where: { !Self.indexed($0.attribute, itemClass) && !$0.isEmpty }) { return nil }
+            terms.removeAll { !Self.indexed($0.attribute, itemClass) }
         }
         terms.sort { Self.rank($0) < Self.rank($1) }
         return terms
     }
 
     static func rank(_ term: Term) -> Int { term.isEmpty ? 2 : term.attribute == .account ? 1 : 0 }
+
+    /// Whether items of `itemClass` have blind rows for `attribute`: every
+    /// attribute of the class, and the synchronizable mark of those that are.
+    static func indexed(_ attribute: Attribute, _ itemClass: ItemClass) -> Bool {
+        attribute == .synchronizable || itemClass.attributes.contains(attribute)
+    }
 
     /// Whether a row held in memory is one the SQL condition would select:
     /// the same terms, evaluated on the row's columns and blind digests.
@@ -62,5 +72,6 @@ struct ItemFilter {
         if let primaryKey, rowKey != primaryKey { return false }
         guard let terms = blindIndexTerms() else { return false }
         return terms.allSatisfy { digests.contains($0.digest) } && freeForm.allSatisfy { digests.contains($0) }
+            && !excluded.contains(where: digests.contains)
     }
 }

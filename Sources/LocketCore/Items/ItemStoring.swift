@@ -18,7 +18,7 @@ protocol ItemStoring {
     func makeRowReader() throws -> Reader
     /// An insert for one item or a batch (errSecDuplicateItem on an existing primary key).
     func makeInserter() throws -> any ItemInserting
-    /// An update of one row's group, digests and sealed values.
+    /// An update of one row's group, protection class, digests and sealed values.
     func makeUpdater() throws -> any ItemUpdating
     /// Deletes every row `filter` matches; returns how many.
     func delete(_ filter: ItemFilter) throws -> Int
@@ -65,7 +65,7 @@ protocol ItemInserting {
                 digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }
 
-/// An update of one row's group, digests and sealed values, prepared once.
+/// An update of one row's group, protection class, digests and sealed values, prepared once.
 protocol ItemUpdating {
-    func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
+    func update(id: Int64, group: String, accessible: ProtectionClass, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }

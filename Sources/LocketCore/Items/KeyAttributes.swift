@@ -19,6 +19,8 @@ public struct KeyItemOptions: Sendable {
     /// Access control of the private keys (SPEC §14), instead of `accessible`
     /// (both: errSecParam); the class applies to every item of the file.
     public var accessControl: AccessControl?
+    /// kSecAttrSynchronizable true: the items are synchronizable (SPEC §4).
+    public var synchronizable = false
 
     public init() {}
 }

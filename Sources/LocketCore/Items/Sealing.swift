@@ -35,11 +35,24 @@ enum Sealing {
         return Int64(bitPattern: KeyDerivation.digest64(indexKey, context))
     }
 
-    /// The digest of an item's primary key (without the access group, which is its own column).
-    static func primaryKeyDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]]) -> [UInt8] {
+    /// The digest of an item's primary key (without the access group, which
+    /// is its own column). Synchronizable is part of every class's, as
+    /// Apple's (a synchronizable item and one that is not may share the
+    /// rest), appended only when set: an item that is not synchronizable
+    /// keeps the digest every item had before the attribute existed.
+    static func primaryKeyDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]],
+                                 synchronizable: Bool) -> [UInt8] {
         var context = KeyDerivation.Context("locket.pk.v1").with(itemClass.rawValue)
         for attribute in itemClass.primaryKey { context.append(attributes[attribute] ?? []) }
+        if synchronizable { context.append(Attribute.synchronizable.code) }
         return KeyDerivation.digest(indexKey, context)
+    }
+
+    /// The blind index that marks a synchronizable item (the only value it
+    /// indexes: an item that is not has no row, so a query for such items
+    /// is one `NOT EXISTS` probe, `ItemFilter.excluded`).
+    static func synchronizableDigest(_ indexKey: SecureBytes, _ itemClass: ItemClass) -> Int64 {
+        indexDigest(indexKey, itemClass, .synchronizable, [0x31])
     }
 
     /// The blind index of one free-form attribute (SPEC §18): under its own
@@ -77,7 +90,13 @@ enum Sealing {
             return ItemDigests.IndexDigest(attribute: attribute, digest: indexDigest(indexKey, &context, attribute, value),
                                                  isEmpty: value.isEmpty)
         }
-        return ItemDigests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes), index: index)
+        let synchronizable = attributes[.synchronizable] == [0x31]
+        var digests = ItemDigests(primaryKey: primaryKeyDigest(indexKey, itemClass, attributes, synchronizable: synchronizable), index: index)
+        if synchronizable {
+            digests.index.append(ItemDigests.IndexDigest(attribute: .synchronizable, digest: synchronizableDigest(indexKey, itemClass),
+                                                         isEmpty: false))
+        }
+        return digests
     }
 
     /// The key that seals one field of one row: derived from the (class, group)

@@ -1,10 +1,12 @@
 import CCrypto
 
-// Apple's ECIES, kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM,
-// as Security's SecKeyAdaptors builds it, so that what locket encrypts
-// SecKeyCreateDecryptedData opens and the other way round:
+// Apple's ECIES with SHA-256 (kSecKeyAlgorithmECIESEncryption{Standard,
+// Cofactor}{,VariableIV}X963SHA256AESGCM), as Security's SecKeyAdaptors
+// builds it, so that what locket encrypts SecKeyCreateDecryptedData opens
+// and the other way round:
 //   ephemeral key pair on the recipient's curve;
-//   Z = cofactor ECDH(ephemeral private, recipient public), the x coordinate;
+//   Z = ECDH(ephemeral private, recipient public), the x coordinate (the
+//     cofactor variants ask for cofactor ECDH: the same on the NIST curves);
 //   K || IV = ANSI X9.63 KDF, SHA-256, over Z with the ephemeral public key
 //     (04||X||Y) as shared info: a 16-byte AES key on P-256, 32 bytes on
 //     larger curves, then a 16-byte IV (the "variable IV" variant; the other
@@ -22,25 +24,48 @@ enum ECIES {
         return fieldBits > 256 ? 32 : 16
     }
 
-    static func encrypt(_ plaintext: UnsafeRawBufferPointer, publicKey: EVPKey, curve: EllipticCurve, recipient: [UInt8]) throws -> [UInt8] {
+    /// Which of Apple's variants: the IV derived with the key, or all zeros;
+    /// cofactor ECDH or plain.
+    struct Variant {
+        var variableIV: Bool
+        var cofactor: Bool
+    }
+
+    static func encrypt(_ plaintext: UnsafeRawBufferPointer, publicKey: EVPKey, curve: EllipticCurve, recipient: [UInt8],
+                        variant: Variant) throws -> [UInt8] {
         let ephemeral = try KeyGeneration.ec(curve)
         _ = EVP_PKEY_set_utf8_string_param(ephemeral.pointer, "point-format", "uncompressed")
         let ephemeralPublic = try ephemeral.octetParam("encoded-pub-key")
-        let secret = try sharedSecret(ephemeral, publicKey)
-        let keyAndIV = try kdf(secret, sharedInfo: ephemeralPublic, length: aesKeyLength(curve) + ivLength)
+        let secret = try sharedSecret(ephemeral, publicKey, cofactor: variant.cofactor)
+        let keyAndIV = try derive(secret, sharedInfo: ephemeralPublic, curve: curve, variant: variant)
         var out = ephemeralPublic
         out += try gcmEncrypt(keyAndIV, curve, plaintext)
         return out
     }
 
-    static func decrypt(_ input: UnsafeRawBufferPointer, privateKey: EVPKey, curve: EllipticCurve) throws -> SecureBytes {
-        try decrypt(input, curve: curve) { _, ephemeral in try sharedSecret(privateKey, ephemeral) }
+    /// The AES key and the 16-byte IV: both from the KDF (the variable-IV
+    /// variants), or the key from it and zeros after it.
+    private static func derive(_ secret: SecureBytes, sharedInfo: [UInt8], curve: EllipticCurve, variant: Variant) throws -> SecureBytes {
+        guard !variant.variableIV else { return try kdf(secret, sharedInfo: sharedInfo, length: aesKeyLength(curve) + ivLength) }
+        let key = try kdf(secret, sharedInfo: sharedInfo, length: aesKeyLength(curve))
+        let keyAndIV = try SecureBytes(count: aesKeyLength(curve) + ivLength)
+        keyAndIV.withUnsafeMutableBytes { out in
+            out.initializeMemory(as: UInt8.self, repeating: 0)
+            key.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+        return keyAndIV
+    }
+
+    static func decrypt(_ input: UnsafeRawBufferPointer, privateKey: EVPKey, curve: EllipticCurve, variant: Variant) throws -> SecureBytes {
+        try decrypt(input, curve: curve, variant: variant) { _, ephemeral in try sharedSecret(privateKey, ephemeral, cofactor: variant.cofactor) }
     }
 
     /// Decryption where `agree` does the ECDH with the ephemeral public key
     /// (04||X||Y, and as a libcrypto key: on the curve): a private key held
-    /// elsewhere (a TPM) does only that step, as Apple's Secure Enclave does.
-    static func decrypt(_ input: UnsafeRawBufferPointer, curve: EllipticCurve, agree: ([UInt8], EVPKey) throws -> SecureBytes) throws -> SecureBytes {
+    /// elsewhere (a TPM) does only that step, as Apple's Secure Enclave does
+    /// (by default in the variant its keys use: cofactor, variable IV).
+    static func decrypt(_ input: UnsafeRawBufferPointer, curve: EllipticCurve, variant: Variant = Variant(variableIV: true, cofactor: true),
+                        agree: ([UInt8], EVPKey) throws -> SecureBytes) throws -> SecureBytes {
         let pointLength = 1 + 2 * curve.byteCount
         guard input.count >= pointLength + tagLength else {
             throw KeychainError(.decode, "the ECIES ciphertext is shorter than a \(curve.sshName) point and a tag")
@@ -50,18 +75,19 @@ enum ECIES {
         // A point off the curve is the ciphertext's fault, whoever holds the key.
         let ephemeral = try KeyParameters.ecPublic(curve: curve, point: ephemeralPublic)
         let secret = try agree(ephemeralPublic, ephemeral)
-        let keyAndIV = try kdf(secret, sharedInfo: ephemeralPublic, length: aesKeyLength(curve) + ivLength)
+        let keyAndIV = try derive(secret, sharedInfo: ephemeralPublic, curve: curve, variant: variant)
         let body = UnsafeRawBufferPointer(rebasing: input[pointLength..<(input.count - tagLength)])
         let tag = UnsafeRawBufferPointer(rebasing: input[(input.count - tagLength)...])
         return try gcmDecrypt(keyAndIV, curve, body, tag: tag)
     }
 
-    /// Cofactor ECDH; the NIST curves' cofactor is 1, so this equals plain ECDH, as Apple's comment says too.
-    private static func sharedSecret(_ privateKey: EVPKey, _ peer: EVPKey) throws -> SecureBytes {
+    /// ECDH, cofactor ECDH when asked; the NIST curves' cofactor is 1, so
+    /// both give the same secret, as Apple's comment says too.
+    private static func sharedSecret(_ privateKey: EVPKey, _ peer: EVPKey, cofactor: Bool) throws -> SecureBytes {
         let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_pkey(nil, privateKey.pointer, nil), .io, "out of memory")
         defer { EVP_PKEY_CTX_free(ctx) }
         try OpenSSL.check(EVP_PKEY_derive_init(ctx), .param, "ECDH is unavailable")
-        try OpenSSL.check(EVP_PKEY_CTX_set_ecdh_cofactor_mode(ctx, 1), .param, "cofactor ECDH is unavailable")
+        if cofactor { try OpenSSL.check(EVP_PKEY_CTX_set_ecdh_cofactor_mode(ctx, 1), .param, "cofactor ECDH is unavailable") }
         try OpenSSL.check(EVP_PKEY_derive_set_peer(ctx, peer.pointer), .decode, "the ephemeral public key is not on the curve")
         var length = 0
         try OpenSSL.check(EVP_PKEY_derive(ctx, nil, &length), .param, "ECDH failed")

@@ -55,7 +55,11 @@ final class EVPKey {
         switch EVP_PKEY_get_base_id(pointer) {
         case EVP_PKEY_RSA:
             let bits = Int(EVP_PKEY_get_bits(pointer))
-            guard (1024...8192).contains(bits) else { throw KeychainError(.param, "RSA keys of \(bits) bits are not supported (1024 to 8192)") }
+            // Apple's bounds: it makes keys of 512 to 8192 bits and opens any up
+            // to 8192 (a 1023-bit modulus among them). The ceiling keeps a
+            // hostile key file from making every use of it slow; the floor is
+            // libcrypto's smallest RSA key.
+            guard (512...8192).contains(bits) else { throw KeychainError(.param, "RSA keys of \(bits) bits are not supported (512 to 8192)") }
             return (.rsa, bits)
         case EVP_PKEY_EC:
             guard let curve = curve else { throw KeychainError(.param, "elliptic curve '\(groupName ?? "explicit parameters")' is not supported (P-256, P-384, P-521)") }

@@ -38,11 +38,23 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
     case rsaEncryptionOAEPSHA384 = "rsa-encryption-oaep-sha384"
     /// kSecKeyAlgorithmRSAEncryptionOAEPSHA512.
     case rsaEncryptionOAEPSHA512 = "rsa-encryption-oaep-sha512"
+    /// Raw RSA (kSecKeyAlgorithmRSAEncryptionRaw): m^e mod n of a block
+    /// (left-padded with zeros) smaller than the modulus, no padding: the
+    /// primitive Apple code builds its own schemes on.
+    case rsaEncryptionRaw = "rsa-encryption-raw"
     /// Apple's ECIES (kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM):
     /// ephemeral key, cofactor ECDH, ANSI X9.63 KDF with SHA-256 and the
     /// ephemeral public key as shared info, AES-GCM with a derived 16-byte IV;
     /// ephemeral public key || ciphertext || 16-byte tag.
     case eciesCofactorVariableIVX963SHA256AESGCM = "ecies-cofactor-variable-iv-x963-sha256-aesgcm"
+    /// kSecKeyAlgorithmECIESEncryptionStandardVariableIVX963SHA256AESGCM:
+    /// as the cofactor variant (the NIST curves' cofactor is 1).
+    case eciesStandardVariableIVX963SHA256AESGCM = "ecies-standard-variable-iv-x963-sha256-aesgcm"
+    /// kSecKeyAlgorithmECIESEncryptionStandardX963SHA256AESGCM: the KDF gives
+    /// the AES key only, and AES-GCM runs with a 16-byte all-zero IV.
+    case eciesStandardX963SHA256AESGCM = "ecies-standard-x963-sha256-aesgcm"
+    /// kSecKeyAlgorithmECIESEncryptionCofactorX963SHA256AESGCM: as the standard one.
+    case eciesCofactorX963SHA256AESGCM = "ecies-cofactor-x963-sha256-aesgcm"
     /// libsodium's sealed box (crypto_box_seal) to an X25519 key.
     case x25519SealedBox = "x25519-sealed-box"
 
@@ -57,8 +69,9 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
     /// Whether the algorithm signs or encrypts.
     public var operation: Operation {
         switch self {
-        case .rsaEncryptionOAEPSHA1, .rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA384, .rsaEncryptionOAEPSHA512,
-             .eciesCofactorVariableIVX963SHA256AESGCM, .x25519SealedBox: .encrypt
+        case .rsaEncryptionOAEPSHA1, .rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA384, .rsaEncryptionOAEPSHA512, .rsaEncryptionRaw,
+             .eciesCofactorVariableIVX963SHA256AESGCM, .eciesStandardVariableIVX963SHA256AESGCM, .eciesStandardX963SHA256AESGCM,
+             .eciesCofactorX963SHA256AESGCM, .x25519SealedBox: .encrypt
         default: .sign
         }
     }
@@ -68,7 +81,8 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
         switch self {
         case .ecdsaMessageX962SHA256, .ecdsaMessageX962SHA384, .ecdsaMessageX962SHA512,
              .ecdsaDigestX962SHA256, .ecdsaDigestX962SHA384, .ecdsaDigestX962SHA512,
-             .eciesCofactorVariableIVX963SHA256AESGCM: .ec
+             .eciesCofactorVariableIVX963SHA256AESGCM, .eciesStandardVariableIVX963SHA256AESGCM, .eciesStandardX963SHA256AESGCM,
+             .eciesCofactorX963SHA256AESGCM: .ec
         case .ed25519: .ed25519
         case .x25519SealedBox: .x25519
         default: .rsa
@@ -94,7 +108,11 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
         case .rsaEncryptionOAEPSHA256: "kSecKeyAlgorithmRSAEncryptionOAEPSHA256"
         case .rsaEncryptionOAEPSHA384: "kSecKeyAlgorithmRSAEncryptionOAEPSHA384"
         case .rsaEncryptionOAEPSHA512: "kSecKeyAlgorithmRSAEncryptionOAEPSHA512"
+        case .rsaEncryptionRaw: "kSecKeyAlgorithmRSAEncryptionRaw"
         case .eciesCofactorVariableIVX963SHA256AESGCM: "kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM"
+        case .eciesStandardVariableIVX963SHA256AESGCM: "kSecKeyAlgorithmECIESEncryptionStandardVariableIVX963SHA256AESGCM"
+        case .eciesStandardX963SHA256AESGCM: "kSecKeyAlgorithmECIESEncryptionStandardX963SHA256AESGCM"
+        case .eciesCofactorX963SHA256AESGCM: "kSecKeyAlgorithmECIESEncryptionCofactorX963SHA256AESGCM"
         case .ed25519, .x25519SealedBox: nil
         }
     }
@@ -104,12 +122,25 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
         switch self {
         case .rsaEncryptionOAEPSHA1: "SHA1"
         case .ecdsaMessageX962SHA256, .ecdsaDigestX962SHA256, .rsaSignatureMessagePSSSHA256, .rsaSignatureMessagePKCS1v15SHA256,
-             .rsaEncryptionOAEPSHA256, .eciesCofactorVariableIVX963SHA256AESGCM: "SHA256"
+             .rsaEncryptionOAEPSHA256, .eciesCofactorVariableIVX963SHA256AESGCM, .eciesStandardVariableIVX963SHA256AESGCM,
+             .eciesStandardX963SHA256AESGCM, .eciesCofactorX963SHA256AESGCM: "SHA256"
         case .ecdsaMessageX962SHA384, .ecdsaDigestX962SHA384, .rsaSignatureMessagePSSSHA384, .rsaSignatureMessagePKCS1v15SHA384,
              .rsaEncryptionOAEPSHA384: "SHA384"
         case .ecdsaMessageX962SHA512, .ecdsaDigestX962SHA512, .rsaSignatureMessagePSSSHA512, .rsaSignatureMessagePKCS1v15SHA512,
              .rsaEncryptionOAEPSHA512: "SHA512"
-        case .ed25519, .x25519SealedBox: nil
+        case .ed25519, .x25519SealedBox, .rsaEncryptionRaw: nil
+        }
+    }
+
+    /// Apple's ECIES variants: whether the KDF gives the IV too (else all
+    /// zeros) and whether ECDH is the cofactor one; nil for the rest.
+    var ecies: (variableIV: Bool, cofactor: Bool)? {
+        switch self {
+        case .eciesCofactorVariableIVX963SHA256AESGCM: (true, true)
+        case .eciesStandardVariableIVX963SHA256AESGCM: (true, false)
+        case .eciesStandardX963SHA256AESGCM: (false, false)
+        case .eciesCofactorX963SHA256AESGCM: (false, true)
+        default: nil
         }
     }
 

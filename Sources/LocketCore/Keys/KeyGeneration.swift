@@ -13,7 +13,7 @@ extension AsymmetricKey {
         case .p256: evp = try KeyGeneration.ec(.p256)
         case .p384: evp = try KeyGeneration.ec(.p384)
         case .p521: evp = try KeyGeneration.ec(.p521)
-        case .rsa2048, .rsa3072, .rsa4096:
+        case .rsa1024, .rsa2048, .rsa3072, .rsa4096:
             evp = try KeyGeneration.generate("RSA") { ctx in
                 try OpenSSL.check(EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(type.sizeInBits)), .param, "RSA key size")
             }

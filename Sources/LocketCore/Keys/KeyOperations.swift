@@ -57,10 +57,11 @@ extension AsymmetricKey {
             switch algorithm {
             case .x25519SealedBox:
                 return try SealedBox.open(input, key: self, pkcs8: pkcs8)
-            case .eciesCofactorVariableIVX963SHA256AESGCM:
-                return try withEVP { try ECIES.decrypt(input, privateKey: $0, curve: curve!) }
+            case _ where algorithm.ecies != nil:
+                let variant = ECIES.Variant(variableIV: algorithm.ecies!.variableIV, cofactor: algorithm.ecies!.cofactor)
+                return try withEVP { try ECIES.decrypt(input, privateKey: $0, curve: curve!, variant: variant) }
             default:
-                return try withEVP { try RSACipher.decrypt(input, evp: $0, algorithm: algorithm) }
+                return try withEVP { try RSACipher.decrypt(input, evp: $0, algorithm: algorithm, keyBytes: (sizeInBits + 7) / 8) }
             }
         }
     }
@@ -77,8 +78,11 @@ extension AsymmetricKey {
         switch algorithm {
         case .x25519SealedBox:
             return try SealedBox.seal(plaintext, to: publicKeyExternalRepresentation)
-        case .eciesCofactorVariableIVX963SHA256AESGCM:
-            return try withPublicEVP { try ECIES.encrypt(plaintext, publicKey: $0, curve: curve!, recipient: publicKeyExternalRepresentation) }
+        case _ where algorithm.ecies != nil:
+            let variant = ECIES.Variant(variableIV: algorithm.ecies!.variableIV, cofactor: algorithm.ecies!.cofactor)
+            return try withPublicEVP {
+                try ECIES.encrypt(plaintext, publicKey: $0, curve: curve!, recipient: publicKeyExternalRepresentation, variant: variant)
+            }
         default:
             return try withPublicEVP { try RSACipher.encrypt(plaintext, evp: $0, algorithm: algorithm, keyBytes: (sizeInBits + 7) / 8) }
         }
@@ -164,12 +168,18 @@ enum Signer {
     }()
 }
 
-/// RSAES-OAEP with the same digest for OAEP and MGF1 and an empty label, as Apple's.
+/// RSAES-OAEP with the same digest for OAEP and MGF1 and an empty label, as
+/// Apple's; and raw RSA (kSecKeyAlgorithmRSAEncryptionRaw): a block of the
+/// modulus's length in and out, no padding.
 enum RSACipher {
     private static func context(_ evp: EVPKey, _ algorithm: KeyAlgorithm, decrypt: Bool) throws -> OpaquePointer {
         let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_pkey(nil, evp.pointer, nil), .io, "out of memory")
         do {
             try OpenSSL.check(decrypt ? EVP_PKEY_decrypt_init(ctx) : EVP_PKEY_encrypt_init(ctx), .param, "the key can't \(decrypt ? "decrypt" : "encrypt")")
+            if algorithm == .rsaEncryptionRaw {
+                try OpenSSL.check(EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_NO_PADDING), .param, "raw RSA is unavailable")
+                return ctx
+            }
             try OpenSSL.check(EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING), .param, "RSA-OAEP is unavailable")
             try OpenSSL.check(EVP_PKEY_CTX_set_rsa_oaep_md_name(ctx, algorithm.digestName, nil), .param, "RSA-OAEP is unavailable")
             try OpenSSL.check(EVP_PKEY_CTX_set_rsa_mgf1_md_name(ctx, algorithm.digestName, nil), .param, "RSA-OAEP is unavailable")
@@ -181,20 +191,40 @@ enum RSACipher {
     }
 
     static func encrypt(_ plaintext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm, keyBytes: Int) throws -> [UInt8] {
-        let limit = keyBytes - 2 * algorithm.digestLength - 2
+        let limit = algorithm == .rsaEncryptionRaw ? keyBytes : keyBytes - 2 * algorithm.digestLength - 2
         guard plaintext.count <= limit else {
             throw KeychainError(.param, "\(algorithm.rawValue) with a \(keyBytes * 8)-bit key encrypts at most \(ByteSize.text(limit)), not \(ByteSize.text(plaintext.count))")
         }
+        if algorithm == .rsaEncryptionRaw {
+            // A number below the modulus, as a block of the modulus's length (Apple's input is a big-endian integer).
+            var block = [UInt8](repeating: 0, count: keyBytes - plaintext.count) + Array(plaintext)
+            defer { LocketSupport.wipe(&block) }
+            return try block.withUnsafeBytes { try raw($0, evp: evp, algorithm: algorithm) }
+        }
+        return try raw(plaintext, evp: evp, algorithm: algorithm)
+    }
+
+    private static func raw(_ plaintext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm) throws -> [UInt8] {
         let ctx = try context(evp, algorithm, decrypt: false)
         defer { EVP_PKEY_CTX_free(ctx) }
         var length = 0
         try OpenSSL.check(EVP_PKEY_encrypt(ctx, nil, &length, Signer.base(plaintext), plaintext.count), .param, "encryption failed")
         var out = [UInt8](repeating: 0, count: length)
-        try OpenSSL.check(EVP_PKEY_encrypt(ctx, &out, &length, Signer.base(plaintext), plaintext.count), .param, "encryption failed")
+        guard EVP_PKEY_encrypt(ctx, &out, &length, Signer.base(plaintext), plaintext.count) == 1 else {
+            ERR_clear_error()
+            throw KeychainError(.param, algorithm == .rsaEncryptionRaw ? "the block is not smaller than the key's modulus" : "encryption failed")
+        }
         return Array(out.prefix(length))
     }
 
-    static func decrypt(_ ciphertext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm) throws -> SecureBytes {
+    static func decrypt(_ ciphertext: UnsafeRawBufferPointer, evp: EVPKey, algorithm: KeyAlgorithm, keyBytes: Int) throws -> SecureBytes {
+        if algorithm == .rsaEncryptionRaw && ciphertext.count < keyBytes {
+            let block = [UInt8](repeating: 0, count: keyBytes - ciphertext.count) + Array(ciphertext)
+            return try block.withUnsafeBytes { try decrypt($0, evp: evp, algorithm: algorithm, keyBytes: keyBytes) }
+        }
+        guard algorithm != .rsaEncryptionRaw || ciphertext.count == keyBytes else {
+            throw KeychainError(.param, "rsa-encryption-raw with a \(keyBytes * 8)-bit key decrypts a block of \(keyBytes) bytes, not \(ciphertext.count)")
+        }
         let ctx = try context(evp, algorithm, decrypt: true)
         defer { EVP_PKEY_CTX_free(ctx) }
         var length = 0

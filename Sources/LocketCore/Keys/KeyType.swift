@@ -15,7 +15,7 @@ public enum KeyClass: String, Sendable, CaseIterable {
 
 /// Apple's kSecAttrKeyType, plus the Curve25519 types Apple added later.
 public enum KeyType: String, Sendable, CaseIterable {
-    /// RSA (kSecAttrKeyTypeRSA), 1024 to 8192 bits.
+    /// RSA (kSecAttrKeyTypeRSA), 512 to 8192 bits.
     case rsa
     /// ECDSA/ECDH on a NIST prime curve (kSecAttrKeyTypeECSECPrimeRandom); the size gives the curve.
     case ec
@@ -75,10 +75,15 @@ public enum EllipticCurve: Int, Sendable, CaseIterable {
     }
 }
 
-/// What `key generate --type` offers.
+/// The key pairs locket makes: what `key generate --type` offers, and RSA-1024 besides.
 public enum KeyGenerationType: String, Sendable, CaseIterable {
-    /// Ed25519, X25519, EC on P-256/P-384/P-521, RSA of 2048/3072/4096 bits.
-    case ed25519, x25519, p256, p384, p521, rsa2048, rsa3072, rsa4096
+    /// Ed25519, X25519, EC on P-256/P-384/P-521, RSA of 2048/3072/4096 bits;
+    /// RSA of 1024 bits for Apple code that asks for it (SecKeyCreateRandomKey).
+    case ed25519, x25519, p256, p384, p521, rsa1024, rsa2048, rsa3072, rsa4096
+
+    /// What the command line offers: not RSA-1024, a size NIST retired in
+    /// 2013, which only Apple code that asks for it by size gets.
+    public static var commandLineChoices: [KeyGenerationType] { allCases.filter { $0 != .rsa1024 } }
 
     /// The key type and size this generates.
     public var keyType: KeyType {
@@ -86,7 +91,7 @@ public enum KeyGenerationType: String, Sendable, CaseIterable {
         case .ed25519: .ed25519
         case .x25519: .x25519
         case .p256, .p384, .p521: .ec
-        case .rsa2048, .rsa3072, .rsa4096: .rsa
+        case .rsa1024, .rsa2048, .rsa3072, .rsa4096: .rsa
         }
     }
 
@@ -96,6 +101,7 @@ public enum KeyGenerationType: String, Sendable, CaseIterable {
         case .ed25519, .x25519, .p256: 256
         case .p384: 384
         case .p521: 521
+        case .rsa1024: 1024
         case .rsa2048: 2048
         case .rsa3072: 3072
         case .rsa4096: 4096
@@ -104,8 +110,8 @@ public enum KeyGenerationType: String, Sendable, CaseIterable {
 
     /// The name given to `--type`, or errSecParam listing the choices.
     public static func named(_ name: String) throws -> KeyGenerationType {
-        guard let type = KeyGenerationType(rawValue: name.lowercased()) else {
-            throw KeychainError(.param, "unknown key type '\(name)' (choose one of \(allCases.map(\.rawValue).joined(with: ", ")))")
+        guard let type = KeyGenerationType(rawValue: name.lowercased()), commandLineChoices.contains(type) else {
+            throw KeychainError(.param, "unknown key type '\(name)' (choose one of \(commandLineChoices.map(\.rawValue).joined(with: ", ")))")
         }
         return type
     }

@@ -26,7 +26,7 @@ final class EndToEndErrorFormatTests: EndToEndCase {
             (["-k", "absent", "find"], 50, "errSecNoSuchKeychain", -25294),
             (["init", "--no-password"], 48, "errSecDuplicateKeychain", -25296),
             (["delete"], 206, "errSecParam", -50),
-            (["update", "-s", "svc", "--set", "accessible=always"], 206, "errSecParam", -50),
+            (["update", "-s", "svc", "--set", "accessible=sometimes"], 206, "errSecParam", -50),
         ]
         for (args, status, name, value) in cases {
             let result = locket(args)

@@ -109,21 +109,23 @@ final class EndToEndProtectionClassTests: EndToEndCase {
         XCTAssertEqual(expect(0, "find", "-s", "dk").fields["comment"], "edited while locked")
     }
 
-    func testAccessibleCannotBeChangedByUpdate() throws {
+    func testUpdateMovesTheItemToAnotherClass() throws {
+        // SPEC §4 (revised): update may change the class, the item sealed again under it.
         add("-s", "svc", "-a", "me", "--accessible", "after-first-unlock", secret: "value")
         let before = dumpWithData()
-        for set in ["accessible=when-unlocked", "accessible=ak", "pdmn=dk", "accessible=kSecAttrAccessibleAlways",
-                    "accessible=after-first-unlock"] {
-            let result = expect(206, "update", "-s", "svc", "--set", set)
-            assertError(result, "errSecParam", -50)
-        }
-        // Also when combined with an allowed change: all or nothing.
-        expect(206, "update", "-s", "svc", "--set", "comment=x", "--set", "accessible=always")
-        expect(206, "update", "-s", "svc", "--set", "accessible=always", "-w", input: .text("new\n"))
-        // add -U on an existing item cannot change it either.
+        // An unknown class is errSecParam, also combined with an allowed change: all or nothing.
+        assertError(expect(206, "update", "-s", "svc", "--set", "accessible=sometimes"), "errSecParam", -50)
+        expect(206, "update", "-s", "svc", "--set", "comment=x", "--set", "accessible=sometimes")
+        expect(206, "update", "-s", "svc", "--set", "accessible=sometimes", "-w", input: .text("new\n"))
+        // add -U on an existing item does not move it (delete and add it again, or update).
         expect(206, "add", "-s", "svc", "-a", "me", "--accessible", "always", "-U", "-w", input: .text("new\n"))
         XCTAssertEqual(dumpWithData(), before, "a refused update changed the keychain")
-        XCTAssertEqual(expect(0, "find", "-s", "svc").fields["accessible"], "after-first-unlock")
+        for (set, name) in [("accessible=when-unlocked", "when-unlocked"), ("accessible=ak", "when-unlocked"),
+                            ("pdmn=dk", "always"), ("accessible=kSecAttrAccessibleAfterFirstUnlock", "after-first-unlock")] {
+            ok("update", "-s", "svc", "--set", set)
+            XCTAssertEqual(expect(0, "find", "-s", "svc", "--accessible", name).fields["accessible"], name)
+            XCTAssertEqual(secret("-s", "svc"), Array("value".utf8))
+        }
     }
 
     func testHelpAddNamesTheClassesItsErrorPointsTo() throws {

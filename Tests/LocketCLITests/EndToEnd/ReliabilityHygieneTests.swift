@@ -89,7 +89,7 @@ final class EndToEndReliabilityHygieneTests: EndToEndCase {
             Path(args: ["update", "-s", "svc", "--data-file", big], statuses: [42]),
             Path(args: ["update", "-s", "missing", "-w"], input: secretLine, statuses: [44]),
             Path(args: ["update", "-s", "svc", "--set", "password=" + Self.secret], statuses: [41]),
-            Path(args: ["update", "-s", "svc", "--set", "accessible=always", "-w"], input: secretLine, statuses: [206]),
+            Path(args: ["update", "-s", "svc", "--set", "accessible=sometimes", "-w"], input: secretLine, statuses: [206]),
             Path(args: ["update", "-s", "svc", "--set", "port=1", "-w"], input: secretLine, statuses: [41]),
             Path(args: ["find", "-s", "missing", "-w"], statuses: [44]),
             Path(args: ["find", "-s", "svc", "--limit", "0", "-w"], statuses: [2]),

@@ -25,7 +25,7 @@ final class EndToEndSecretHygieneTests: EndToEndCase {
             ["add", "-s", "svc4", "--accessible", "bogus", "-w"],              // bad protection class
             ["add", "--class", "inet", "-s", "h", "-P", "99999", "-w"],        // bad port
             ["update", "-s", "missing", "-w"],                                 // not found
-            ["update", "-s", "svc", "--set", "accessible=always", "-w"],       // param
+            ["update", "-s", "svc", "--set", "accessible=sometimes", "-w"],       // param
             ["--json", "add", "-s", "svc", "-a", "me", "-w"],                  // duplicate, JSON error
             ["-k", "absent", "add", "-s", "x", "-w"],                          // no keychain
             ["-k", "absent", "init", "--no-password", "--password-stdin"],     // usage error

@@ -108,15 +108,17 @@ final class EndToEndUpdateTests: EndToEndCase {
         expect(44, "update", "-s", "svc", "-a", "someone-else", "-w", input: .text("x\n"))
     }
 
-    func testAccessibleCannotBeChanged() {
+    func testAccessibleMovesTheItem() {
+        // SPEC §4 (revised): the class is changed by update; an unknown one is errSecParam.
         add("-s", "svc", secret: "x")
-        for value in ["accessible=always", "pdmn=ck", "accessible=after-first-unlock"] {
-            let result = expect(206, "update", "-s", "svc", "--set", value)
-            assertError(result, "errSecParam", -50)
-        }
+        assertError(expect(206, "update", "-s", "svc", "--set", "accessible=sometimes"), "errSecParam", -50)
         XCTAssertEqual(expect(0, "find", "-s", "svc").fields["accessible"], "when-unlocked")
-        // add -U asking for another protection class is refused too.
-        expect(206, "add", "-U", "-s", "svc", "--accessible", "always", "-w", input: .text("y\n"))
+        ok("update", "-s", "svc", "--set", "pdmn=ck")
+        XCTAssertEqual(expect(0, "find", "-s", "svc").fields["accessible"], "after-first-unlock")
+        ok("update", "-s", "svc", "--accessible", "always")
+        XCTAssertEqual(expect(0, "find", "-s", "svc").fields["accessible"], "always")
+        // add -U asking for another protection class is refused.
+        expect(206, "add", "-U", "-s", "svc", "--accessible", "when-unlocked", "-w", input: .text("y\n"))
         XCTAssertEqual(secret("-s", "svc"), Array("x".utf8))
     }
 

@@ -28,6 +28,48 @@ final class KeysInteropTests: KeysTestCase {
         sys.stdout.buffer.write(SealedBox(PrivateKey(open(sys.argv[2], "rb").read())).decrypt(data))
     """
 
+    /// Apple's ECIES without the variable IV (the AES key from the KDF, an
+    /// all-zero IV), and the standard/cofactor names of both (issue 37).
+    func testTheOtherECIESVariantsAgainstTheIndependentImplementation() throws {
+        guard let python = Tools.python(with: "cryptography") else {
+            throw XCTSkip("no python3 with the cryptography package (make test-deps installs python3-cryptography)")
+        }
+        let key = try AsymmetricKey.generate(.p256)
+        try f.write("ec.pem", try key.pkcs8PEM().bytes)
+        let plaintext = Array("hello, standard ECIES".utf8)
+        for (algorithm, zeroIV) in [(KeyAlgorithm.eciesStandardX963SHA256AESGCM, true), (.eciesCofactorX963SHA256AESGCM, true),
+                                    (.eciesStandardVariableIVX963SHA256AESGCM, false)] {
+            let extra = zeroIV ? ["zero-iv"] : []
+            let ciphertext = try key.publicKey.encrypt(plaintext, algorithm: algorithm)
+            XCTAssertEqual(try Tools.must(python, [f.path("ecies.py"), "decrypt", f.path("ec.pem")] + extra, stdin: ciphertext).stdout, plaintext,
+                           algorithm.rawValue)
+            let theirs = try Tools.must(python, [f.path("ecies.py"), "encrypt", key.publicKeyExternalRepresentation.hex] + extra,
+                                        stdin: plaintext).stdout
+            XCTAssertEqual(try key.decrypt(theirs, algorithm: algorithm).bytes, plaintext, algorithm.rawValue)
+            // The other IV rule does not open it.
+            let other: KeyAlgorithm = zeroIV ? .eciesCofactorVariableIVX963SHA256AESGCM : .eciesStandardX963SHA256AESGCM
+            assertKeychainError(.decode) { try key.decrypt(theirs, algorithm: other) }
+        }
+    }
+
+    /// Raw RSA (kSecKeyAlgorithmRSAEncryptionRaw) against openssl's, on a
+    /// 1023-bit key: Apple opens keys of any size up to 8192 bits (issue 37).
+    func testRawRSAAgainstOpenSSLOnAKeyOf1023Bits() throws {
+        try Tools.must("openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1023", "-out", f.path("rsa1023.pem")])
+        let key = try KeyImport.parse(try f.read("rsa1023.pem"), passphrase: noPassphrase).keys[0].key
+        XCTAssertEqual(key.sizeInBits, 1023)
+        let message = Array("a raw block".utf8)
+        let ciphertext = try key.publicKey.encrypt(message, algorithm: .rsaEncryptionRaw)
+        XCTAssertEqual(ciphertext.count, 128, "a block of the modulus's length")
+        try f.write("raw.bin", ciphertext)
+        let opened = try Tools.must("openssl", ["pkeyutl", "-decrypt", "-inkey", f.path("rsa1023.pem"), "-pkeyopt", "rsa_padding_mode:none",
+                                                "-in", f.path("raw.bin")]).stdout
+        XCTAssertEqual(opened, [UInt8](repeating: 0, count: 128 - message.count) + message)
+        XCTAssertEqual(try key.decrypt(ciphertext, algorithm: .rsaEncryptionRaw).bytes, opened)
+        assertKeychainError(.param) { _ = try key.publicKey.encrypt([UInt8](repeating: 0xff, count: 128), algorithm: .rsaEncryptionRaw) }
+        assertKeychainError(.param) { _ = try key.publicKey.encrypt([UInt8](repeating: 1, count: 129), algorithm: .rsaEncryptionRaw) }
+    }
+
     func testECIESAgainstAnIndependentImplementation() throws {
         guard let python = Tools.python(with: "cryptography") else {
             throw XCTSkip("no python3 with the cryptography package (make test-deps installs python3-cryptography)")

@@ -122,8 +122,10 @@ final class KeysOperationTests: KeysTestCase {
         XCTAssertEqual(try KeyAlgorithm.named("ECDSA-MESSAGE-X962-SHA256", for: p256, operation: .sign), .ecdsaMessageX962SHA256)
         assertKeychainError(.param) { try p256.publicKey.sign(self.message, algorithm: .ecdsaMessageX962SHA256) }
         assertKeychainError(.param) { try p256.encrypt(self.message, algorithm: .rsaEncryptionOAEPSHA256) }
-        XCTAssertEqual(Self.keys["rsa2048"]!.algorithms(for: .encrypt), [.rsaEncryptionOAEPSHA1, .rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA384, .rsaEncryptionOAEPSHA512])
-        XCTAssertEqual(p256.algorithms(for: .encrypt), [.eciesCofactorVariableIVX963SHA256AESGCM])
+        XCTAssertEqual(Self.keys["rsa2048"]!.algorithms(for: .encrypt), [.rsaEncryptionOAEPSHA1, .rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA384,
+                                                                         .rsaEncryptionOAEPSHA512, .rsaEncryptionRaw])
+        XCTAssertEqual(p256.algorithms(for: .encrypt), [.eciesCofactorVariableIVX963SHA256AESGCM, .eciesStandardVariableIVX963SHA256AESGCM,
+                                                        .eciesStandardX963SHA256AESGCM, .eciesCofactorX963SHA256AESGCM])
         XCTAssertEqual(KeyAlgorithm.eciesCofactorVariableIVX963SHA256AESGCM.appleName, "kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM")
     }
 

@@ -14,7 +14,10 @@ extension ItemStore {
         filter.appendRowConditions(to: &c)
         // Format 1 has no free-form rows: no item of it has such an attribute.
         if !filter.freeForm.isEmpty { c.append(SQLDialect.sqlite.never) }
-        for term in filter.terms {
+        // Nor has it synchronizable items (a write migrates it first): the
+        // mark excluded holds for every row, asked for holds for none.
+        for term in filter.terms where term.attribute == .synchronizable && !term.isEmpty { c.append(SQLDialect.sqlite.never) }
+        for term in filter.terms where term.attribute != .synchronizable {
             let column = Schema.indexColumn(term.attribute)
             c.append(term.isEmpty ? "\(column) IS NULL" : "\(column) = " + c.parameter(.int(term.digest)))
         }

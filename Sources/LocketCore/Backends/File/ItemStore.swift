@@ -204,7 +204,7 @@ struct ItemStore {
             """), blind: nil, database: database)
     }
 
-    /// A prepared UPDATE of one row's group, digests and sealed values.
+    /// A prepared UPDATE of one row's group, protection class, digests and sealed values.
     final class Updater {
         fileprivate let stmt: Statement
         fileprivate let blind: BlindWriter?
@@ -213,11 +213,12 @@ struct ItemStore {
             self.blind = blind
         }
 
-        func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
+        func update(id: Int64, group: String, accessible: ProtectionClass, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             stmt.reset()
             try stmt.bind(1, group)
-            try stmt.bind(2, digests.primaryKey)
-            let i = blind == nil ? try digests.bindIndex(stmt, from: 3) : 3
+            try stmt.bind(2, accessible.rawValue)
+            try stmt.bind(3, digests.primaryKey)
+            let i = blind == nil ? try digests.bindIndex(stmt, from: 4) : 4
             try stmt.bind(i, attributes)
             try stmt.bind(i + 1, data)
             try stmt.bind(i + 2, id)
@@ -228,12 +229,12 @@ struct ItemStore {
 
     func prepareUpdate() throws -> Updater {
         if format >= 2 {
-            return Updater(try database.prepare("UPDATE items SET agrp = ?, pk = ?, attrs = ?, data = ? WHERE id = ?"),
+            return Updater(try database.prepare("UPDATE items SET agrp = ?, pdmn = ?, pk = ?, attrs = ?, data = ? WHERE id = ?"),
                            blind: BlindWriter(database))
         }
         let columns = Schema.indexedAttributes.map(Schema.indexColumn)
         return Updater(try database.prepare("""
-            UPDATE items SET agrp = ?, pk = ?, \(columns.map { "\($0) = ?" }.joined(with: ", ")), attrs = ?, data = ?
+            UPDATE items SET agrp = ?, pdmn = ?, pk = ?, \(columns.map { "\($0) = ?" }.joined(with: ", ")), attrs = ?, data = ?
             WHERE id = ?
             """), blind: nil)
     }

@@ -158,16 +158,16 @@ struct RemoteItemStore: ItemStoring {
     /// One statement per item: the row, its blind rows no longer true dropped, the new ones added.
     struct Updater: ItemUpdating {
         let store: RemoteStore
-        func update(id: Int64, group: String, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
+        func update(id: Int64, group: String, accessible: ProtectionClass, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws {
             let stored = try store.padded(group: group, primaryKey: digests.primaryKey, attributes: attributes, data: data)
             let updated = try store.execute("""
-                WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5, vh = $7, dh = $8 WHERE id = $1 RETURNING ref),
+                WITH item AS (UPDATE locket.items SET agrp = $2, pk = $3, attrs = $4, data = $5, vh = $7, dh = $8, pdmn = $9 WHERE id = $1 RETURNING ref),
                      wanted AS (SELECT d FROM unnest($6::text::bigint[]) d),
                      dropped AS (DELETE FROM locket.blind WHERE item = $1 AND digest NOT IN (SELECT d FROM wanted)),
                      added AS (INSERT INTO locket.blind(digest, item) SELECT d, $1 FROM wanted ON CONFLICT DO NOTHING)
                 SELECT ref FROM item
                 """, [.int(id), .text(group), .bytes(digests.primaryKey), .bytes(stored.attributes), .bytes(stored.data),
-                      RemoteItemStore.digestArray(digests), .bytes(stored.version), .bytes(stored.dataHash)])
+                      RemoteItemStore.digestArray(digests), .bytes(stored.version), .bytes(stored.dataHash), .text(accessible.rawValue)])
             // The row was read in this transaction: a server that updates none is lying.
             guard let ref = updated.first?[0].bytes else {
                 throw KeychainError(.decode, "an item of \(store.location.url) read in this transaction could not be updated: the database was altered")

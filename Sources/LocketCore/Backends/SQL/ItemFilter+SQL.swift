@@ -41,7 +41,21 @@ struct SQLCondition {
 
     mutating func append(_ condition: String) { conditions.append(condition) }
 
-    var sql: String { conditions.isEmpty ? dialect.always : conditions.joined(with: " AND ") }
+    /// The conditions joined by AND. SQLite's parser nests `a AND b AND c`
+    /// a level per term and refuses past 1,000 levels (SQLITE_MAX_EXPR_DEPTH:
+    /// a search of 993 free-form attributes failed as a damaged keychain), so
+    /// a long list goes in parenthesized groups, as deep as a group is long
+    /// plus their number. The planner sees the same terms: it splits nested
+    /// ANDs into one list.
+    var sql: String {
+        let group = SQLCondition.groupSize
+        guard conditions.count > group else { return conditions.isEmpty ? dialect.always : conditions.joined(with: " AND ") }
+        return stride(from: 0, to: conditions.count, by: group).map {
+            "(" + Array(conditions[$0..<min($0 + group, conditions.count)]).joined(with: " AND ") + ")"
+        }.joined(with: " AND ")
+    }
+
+    static let groupSize = 32
 }
 
 extension ItemFilter {
@@ -81,6 +95,9 @@ extension ItemFilter {
         for k in 0..<values { probe(terms[k].digest) }
         for digest in freeForm { probe(digest) }
         for k in values..<terms.count { probe(terms[k].digest) }
+        for digest in excluded {
+            c.append("NOT EXISTS (SELECT 1 FROM \(dialect.blind) WHERE digest = \(c.parameter(.int(digest))) AND item = items.id)")
+        }
         return c
     }
 }

@@ -1,0 +1,158 @@
+import Foundation
+import Glibc
+import LocketTestSupport
+
+/// The package the acceptance suite generates (SPEC §19, issue 37): the
+/// libraries of `shared/compat/` as their authors published them, each a
+/// target whose files are the originals (a symbolic link to their folder:
+/// nothing copied, nothing changed), and their own XCTest suites. Its
+/// manifest is what a user writes, plus the one line docs/SECURITY-MODULE.md
+/// gives for code that imports only Foundation (or XCTest) and uses the
+/// Security names.
+///
+/// It is built against the engine this test run's debug build already made:
+/// the Security module's interfaces from its `Modules` directory and the
+/// objects SwiftPM linked into `SecurityTestHost` (a program depending on the
+/// Security product), given on the command line. So the acceptance suite
+/// compiles the three libraries and their tests, never the engine again.
+struct CompatPackage {
+    /// One library of `shared/compat/`.
+    struct Library {
+        var name: String
+        /// The folder under `shared/compat/`.
+        var folder: String
+        var sources: String
+        var sourceExcludes: [String]
+        var tests: String
+        var testExcludes: [String]
+        /// Its targets use Security names with only Foundation or XCTest imported.
+        var implicitSecurity: (library: Bool, tests: Bool)
+        var testModule: String { name + "Tests" }
+    }
+
+    /// Where the libraries are: `shared/compat/` beside the repository or
+    /// above it (a clone next to `shared`, or a worktree under it), or
+    /// LOCKET_COMPAT_DIR.
+    static func compatDirectory(from root: String) -> String? {
+        if let given = ProcessInfo.processInfo.environment["LOCKET_COMPAT_DIR"], !given.isEmpty { return given }
+        var url = URL(fileURLWithPath: root)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            let candidate = url.appendingPathComponent("shared/compat").path
+            if FileManager.default.fileExists(atPath: candidate + "/README.md") { return candidate }
+        }
+        return nil
+    }
+
+    let root: String
+    let compat: String
+    /// The running test bundle's directory: the debug build's bin path.
+    let bin: String
+    var directory: String { root + "/.build/compat-acceptance" }
+    var packageDirectory: String { directory + "/package" }
+    var scratch: String { directory + "/build" }
+    var testBundle: String { scratch + "/debug/CompatAcceptancePackageTests.xctest" }
+
+    /// The manifest: what a user of the libraries writes, and the one line
+    /// (`implicitSecurity`) for code that reads the Security names through Foundation.
+    func manifest(_ libraries: [Library]) -> String {
+        func list(_ items: [String]) -> String { "[" + items.map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
+        var targets: [String] = []
+        for library in libraries {
+            let settings = { (implicit: Bool) in implicit ? ", swiftSettings: securityThroughFoundation" : "" }
+            targets.append("""
+                    .target(name: "\(library.name)", path: "Sources/\(library.name)", exclude: \(list(library.sourceExcludes))\(settings(library.implicitSecurity.library))),
+                    .testTarget(name: "\(library.testModule)", dependencies: ["\(library.name)"], path: "Tests/\(library.testModule)",
+                                exclude: \(list(library.testExcludes))\(settings(library.implicitSecurity.tests))),
+                """)
+        }
+        return """
+            // swift-tools-version:5.9
+            import PackageDescription
+
+            // docs/SECURITY-MODULE.md: code that imports Foundation (or XCTest) and uses the Security names.
+            let securityThroughFoundation: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-import-module", "-Xfrontend", "Security"], .when(platforms: [.linux]))]
+
+            let package = Package(
+                name: "CompatAcceptance",
+                targets: [
+            \(targets.joined(separator: "\n"))
+                ]
+            )
+
+            """
+    }
+
+    /// Writes the package (links to the libraries' folders), then builds it
+    /// under a lock (several tests may ask at once). Returns SwiftPM's result.
+    func build(_ libraries: [Library]) throws -> RunResult {
+        let files = FileManager.default
+        try files.createDirectory(atPath: packageDirectory + "/Sources", withIntermediateDirectories: true)
+        try files.createDirectory(atPath: packageDirectory + "/Tests", withIntermediateDirectories: true)
+        let lock = open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw UnexpectedOutput("can't open \(directory)/lock") }
+        defer { close(lock) }
+        flock(lock, LOCK_EX)
+        for library in libraries {
+            try link(packageDirectory + "/Sources/" + library.name, to: compat + "/" + library.folder + "/" + library.sources)
+            try link(packageDirectory + "/Tests/" + library.testModule, to: compat + "/" + library.folder + "/" + library.tests)
+        }
+        let manifest = manifest(libraries)
+        if (try? String(contentsOfFile: packageDirectory + "/Package.swift", encoding: .utf8)) != manifest {
+            try manifest.write(toFile: packageDirectory + "/Package.swift", atomically: true, encoding: .utf8)
+        }
+        let objects = try engineObjects()
+        let list = directory + "/engine.LinkFileList"
+        let listed = objects.map { "\"\($0)\"" }.joined(separator: "\n") + "\n"
+        if (try? String(contentsOfFile: list, encoding: .utf8)) != listed { try listed.write(toFile: list, atomically: true, encoding: .utf8) }
+        // SwiftPM does not see the engine's objects as inputs: a test bundle
+        // older than any of them is linked again.
+        let bundleTime = modificationTime(testBundle)
+        if bundleTime == nil || objects.contains(where: { (modificationTime($0) ?? 0) > bundleTime! }) { unlink(testBundle) }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        guard let swift = path.split(separator: ":").map({ "\($0)/swift" }).first(where: files.isExecutableFile(atPath:)) else {
+            throw UnexpectedOutput("no swift on PATH")
+        }
+        // As make test builds its own: line tables only (SwiftPM finds the tests through the index store).
+        return Spawn.run(swift, ["build", "--build-tests", "--package-path", packageDirectory, "--scratch-path", scratch,
+                                 "-Xswiftc", "-gline-tables-only"] + engineFlags(list: list),
+                         environment: ProcessInfo.processInfo.environment, input: .devNull, timeout: 850)
+    }
+
+    /// The engine's objects as SwiftPM linked them into SecurityTestHost, without the program's own.
+    func engineObjects() throws -> [String] {
+        let text = try String(contentsOfFile: bin + "/SecurityTestHost.product/Objects.LinkFileList", encoding: .utf8)
+        return text.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"' ")) }
+            .filter { !$0.isEmpty && !$0.contains("/SecurityTestHost.build/") }
+    }
+
+    /// The flags that find the engine's modules (Swift and C) and link its objects.
+    func engineFlags(list: String) -> [String] {
+        var flags = ["-Xswiftc", "-I", "-Xswiftc", bin + "/Modules"]
+        let files = FileManager.default
+        for target in (try? files.contentsOfDirectory(atPath: root + "/Sources"))?.sorted() ?? [] {
+            let generated = bin + "/" + target + ".build/module.modulemap"
+            let own = root + "/Sources/" + target + "/module.modulemap"
+            if files.fileExists(atPath: generated) {
+                flags += ["-Xcc", "-fmodule-map-file=" + generated, "-Xcc", "-I", "-Xcc", root + "/Sources/" + target + "/include"]
+            } else if files.fileExists(atPath: own) {
+                flags += ["-Xcc", "-fmodule-map-file=" + own]
+            }
+        }
+        flags += ["-Xlinker", "@" + list]
+        for library in ["sodium", "crypto", "sqlite3"] { flags += ["-Xlinker", "-l" + library] }
+        return flags
+    }
+
+    private func link(_ path: String, to target: String) throws {
+        if let existing = try? FileManager.default.destinationOfSymbolicLink(atPath: path), existing == target { return }
+        unlink(path)
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target)
+    }
+
+    private func modificationTime(_ path: String) -> Double? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+    }
+}
