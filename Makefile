@@ -85,6 +85,14 @@ TPM_HELPER = .build/release/locket-tpm
 # two libsystemd functions it calls are answered by CLocketDBus), so `find`
 # pays nothing for D-Bus and the provider needs no library at run time.
 SECRET_SERVICE = .build/release/locket-secret-service
+# Each Swift executable's list of the archive members lld took in and why
+# (--why-extract, in .build/link-maps, not installed): from the static
+# archives in it, dist/deb/build names their Debian source packages in the
+# package's Built-Using field. An executable linked before it had its list
+# is linked again.
+LINK_MAPS = .build/link-maps
+LINK_MAP = -Xlinker --why-extract=$(CURDIR)/$(LINK_MAPS)/$(1).extract
+FRESH_MAP = mkdir -p $(LINK_MAPS); [ -s $(LINK_MAPS)/$(2).extract ] || rm -f $(1)
 # The PAM module: small C with no Swift runtime (it runs inside sshd, gdm and
 # login), built by cc into the build tree, which the tests load it from. It
 # finds locket at make install's $(BINDIR)/locket, fixed here (login reads no
@@ -93,7 +101,7 @@ PAM_MODULE = .build/pam/pam_locket.so
 PAM_CFLAGS = -std=gnu11 -O2 -g -ffile-prefix-map=$(CURDIR)=. -Wall -Wextra -Werror -fPIC -fvisibility=hidden -fstack-protector-strong -D_FORTIFY_SOURCE=2
 PAM_LDFLAGS = -shared -Wl,-z,relro,-z,now -Wl,--no-undefined
 
-.PHONY: all deps test-deps build build-tests test install uninstall bench fuzz clean pam deb release package-test repro-check
+.PHONY: all deps test-deps build build-tests test install install-files uninstall bench fuzz clean pam deb release package-test repro-check
 
 all: build
 
@@ -151,7 +159,7 @@ deps:
 # the lockout counter, tpm2_pcrextend), tpm2-openssl (the TPM tools' reading of
 # the key files locket keeps).
 # The package's tests (make package-test, docs/PACKAGING.md): lintian,
-# piuparts and debootstrap.
+# piuparts and mmdebstrap (the chroot's base).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -163,7 +171,7 @@ test-deps:
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
-		swtpm:swtpm tpm2_getcap:tpm2-tools lintian:lintian piuparts:piuparts /usr/sbin/debootstrap:debootstrap; do \
+		swtpm:swtpm tpm2_getcap:tpm2-tools lintian:lintian piuparts:piuparts mmdebstrap:mmdebstrap; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -191,19 +199,23 @@ build: deps helper locket-binary provider pam
 
 .PHONY: helper locket-binary provider
 helper: deps
-	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
+	@$(call FRESH_MAP,.build/helper/release/locket-postgres,locket-postgres)
+	$(SWIFT) build $(HELPER_FLAGS) $(call LINK_MAP,locket-postgres) --product locket-postgres
 	install -C -D -m 0755 .build/helper/release/locket-postgres $(HELPER)
-	$(SWIFT) build $(HELPER_FLAGS) --product locket-tpm
+	@$(call FRESH_MAP,.build/helper/release/locket-tpm,locket-tpm)
+	$(SWIFT) build $(HELPER_FLAGS) $(call LINK_MAP,locket-tpm) --product locket-tpm
 	install -C -D -m 0755 .build/helper/release/locket-tpm $(TPM_HELPER)
 
 locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
 	@if [ link/startup.order -nt .build/ordered/release/locket ] || [ link/reproducible.ld -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
-	$(SWIFT) build $(RELEASE_FLAGS) --product locket
+	@$(call FRESH_MAP,.build/ordered/release/locket,locket)
+	$(SWIFT) build $(RELEASE_FLAGS) $(call LINK_MAP,locket) --product locket
 	install -C -D -m 0755 .build/ordered/release/locket $(BIN)
 
 provider: deps
-	$(SWIFT) build $(RELEASE_FLAGS) --product locket-secret-service
+	@$(call FRESH_MAP,.build/ordered/release/locket-secret-service,locket-secret-service)
+	$(SWIFT) build $(RELEASE_FLAGS) $(call LINK_MAP,locket-secret-service) --product locket-secret-service
 	install -C -D -m 0755 .build/ordered/release/locket-secret-service $(SECRET_SERVICE)
 
 pam: $(PAM_MODULE)
@@ -298,6 +310,12 @@ package-check: deps
 		$$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest
 
 install: build
+	@$(MAKE) --no-print-directory install-files
+
+# make install's files from what make build built: `make deb` and `make
+# release` build once and install twice (each `swift build` of an up-to-date
+# product still takes seconds to plan).
+install-files: pam
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
 	install -d $(DESTDIR)$(LIBEXECDIR)/locket
@@ -345,16 +363,16 @@ TARBALL_PREFIX = /usr/local
 # The package is what `make install` installs, with PREFIX=/usr and zsh's
 # vendor directory, nothing listed a second time (dist/deb/build adds the
 # documents and the control file, Depends/Recommends from dpkg-shlibdeps).
-deb:
+deb: build
 	rm -rf $(DEB_STAGE)
-	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_STAGE) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions >/dev/null
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) dist/deb/build $(DEB_STAGE) $(VERSION) $(DISTDIR)
+	$(MAKE) --no-print-directory install-files DESTDIR=$(CURDIR)/$(DEB_STAGE) PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions >/dev/null
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) LINK_MAPS=$(CURDIR)/$(LINK_MAPS) dist/deb/build $(DEB_STAGE) $(VERSION) $(DISTDIR)
 
 # The package, a tarball of the static executables (installed under
 # /usr/local, the prefix a tarball is unpacked over) and SHA256SUMS.
 release: deb
 	rm -rf $(TARBALL_STAGE)
-	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(TARBALL_STAGE) PREFIX=$(TARBALL_PREFIX) >/dev/null
+	$(MAKE) --no-print-directory install-files DESTDIR=$(CURDIR)/$(TARBALL_STAGE) PREFIX=$(TARBALL_PREFIX) >/dev/null
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) dist/tarball $(TARBALL_STAGE) $(TARBALL_PREFIX) $(VERSION) $(DISTDIR)
 	cd $(DISTDIR) && sha256sum locket_$(VERSION)_*.deb locket-$(VERSION)-linux-*.tar.gz > SHA256SUMS
 	@cat $(DISTDIR)/SHA256SUMS
