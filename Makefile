@@ -384,7 +384,7 @@ release: deb
 # chroot): .ci/run calls it after make test. The chroot's base is cached in
 # .build/package-test.
 package-test: release
-	Tests/Package/run $(DISTDIR) $(VERSION)
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) Tests/Package/run $(DISTDIR) $(VERSION)
 
 # Two builds of this commit, this checkout's and a clone's in another
 # directory, compared (docs/PACKAGING.md "Reproducible"): a whole second
