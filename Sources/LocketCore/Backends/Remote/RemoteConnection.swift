@@ -196,8 +196,8 @@ public final class RemoteConnection {
             guard ready.kind == Wire.Kind.ready.rawValue else { throw try unexpected(&ready) }
             serverVersion = Int(try ready.string()) ?? 0
         } catch let failure as Wire.Failure {
-            process.stop()
             helper = nil
+            if let missing = process.missingLibraries() { throw missing }
             throw RemoteFailure.helperFailure(failure)
         } catch {
             process.stop()
