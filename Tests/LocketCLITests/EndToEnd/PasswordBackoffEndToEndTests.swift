@@ -117,8 +117,8 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         let then = Clock.milliseconds() - Int64(secondsAgo * 1000)
         for n in 1...5 {
             let keychain = try Keychain.open(at: try environment.keychainPath(nil), environment: environment)
-            keychain.time = TimeSource(milliseconds: { then }, sleep: { _ in })
-            XCTAssertThrowsError(try keychain.unlock(password: SecureBytes(copying: Array("wrong \(n)".utf8)), timeout: nil))
+            keychain.engine.time = TimeSource(milliseconds: { then }, sleep: { _ in })
+            XCTAssertThrowsError(try keychain.session.unlock(password: SecureBytes(copying: Array("wrong \(n)".utf8)), timeout: nil))
         }
     }
 

@@ -93,16 +93,16 @@ final class TemporaryKeychain {
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.
     func unlock(timeout: UInt32? = nil) throws {
         guard let password else { return }
-        try open().unlock(password: secret(password), timeout: timeout)
+        try open().session.unlock(password: secret(password), timeout: timeout)
     }
 
     func lock(all: Bool) throws {
-        try open().lock(all: all)
+        try open().session.lock(all: all)
     }
 
     /// Leaves nothing behind: no session (keyring or directory), no files.
     func remove(keepDirectory: Bool = false) {
-        if let keychain = try? open() { keychain.lock(all: true) }
+        if let keychain = try? open() { keychain.session.lock(all: true) }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 }
