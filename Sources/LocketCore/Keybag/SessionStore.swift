@@ -18,7 +18,7 @@ public struct SessionStore: Sendable {
     /// Sessions are keyed by the keychain's identity, so two keychains never share keys.
     let keychainID: String
 
-    init(environment: Environment, keychainID: [UInt8]) throws {
+    package init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
         directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
@@ -93,7 +93,7 @@ public struct SessionStore: Sendable {
     // MARK: - Loading
 
     /// What a loaded session says about itself.
-    struct Info {
+    package struct Info {
         var backend: Backend
         /// Seconds of inactivity before it expires; 0 for never.
         var timeout: UInt32
@@ -104,7 +104,7 @@ public struct SessionStore: Sendable {
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
-    func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
+    package func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
         try load(tier.rawValue, extend: extend)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketRemote
 import XCTest
 
 /// A keychain in a private temporary directory, with its own XDG directories,
