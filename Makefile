@@ -230,7 +230,7 @@ NEEDS_PROVIDER = ^LocketCLITests\.SecretService
 # clone: none beside the build 405-419 s, four 418 s (the build's `locket`
 # took 285 s instead of ~176: nice does not keep them off its core), one 382 s.
 test: deps test-deps
-	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/*.status
+	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/test-times.tsv .build/*.status
 	@$(MAKE) --no-print-directory pam
 	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
 	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
@@ -238,7 +238,7 @@ test: deps test-deps
 	$(SWIFT) build --build-tests $(DEBUG_FLAGS); built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
-		LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
 		--skip '$(SOAK_ONLY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
