@@ -136,7 +136,7 @@ extension Keychain {
             (access, dataKey) = try sealAccess(control, row, label: Keychain.label(attributes),
                                                publicHalf: Keychain.publicHalf(itemClass, attributes, data))
         }
-        let now = Clock.milliseconds()
+        let now = environment.time.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)
         var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded, freeForm: freeForm)
         defer { wipe(&record) }

@@ -42,9 +42,6 @@ public final class Keychain {
     public let caller: Caller
     /// Proofs given for items with access control (SPEC §14), this process only.
     var proof = ProofState()
-    /// The clock and sleeper of the wrong-password delay; nil: the system's.
-    /// Only tests set one, to set the time rather than wait for it.
-    var time: TimeSource?
     /// Hears what a password check is about to wait for (another attempt's
     /// turn, the delay after wrong passwords), before it waits: the command
     /// line says so on stderr, the Security module at the terminal.

@@ -17,11 +17,14 @@ public struct SessionStore: Sendable {
     let directory: String
     /// Sessions are keyed by the keychain's identity, so two keychains never share keys.
     let keychainID: String
+    /// The clock a session's last use and expiry are read on (`Environment.time`).
+    let time: TimeSource
 
     init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
         directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
+        time = environment.time
     }
 
     static let magic: [UInt8] = Array("LKS1".utf8)
@@ -54,7 +57,7 @@ public struct SessionStore: Sendable {
     }
 
     private func save(_ slot: String, keys: SessionKeys, timeout: UInt32) throws -> Backend {
-        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
+        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: time.seconds())
         var keyringRefusal: String?
         if forced != .directory {
             let added = record.withUnsafeBytes { raw in
@@ -84,6 +87,8 @@ public struct SessionStore: Sendable {
             let dir = try prepareDirectory()
             defer { close(dir) }
             try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir, $0, path: file(slot), durable: false) }
+            // The file's modification time is the last use, on the environment's clock.
+            Self.setTimes(time.timestamp(), at: name(slot), in: dir)
             return .directory
         } catch let error as KeychainError where keyringRefusal != nil {
             throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")
@@ -99,8 +104,10 @@ public struct SessionStore: Sendable {
         var timeout: UInt32
         /// Seconds since 1970 of the last use, this one included.
         var lastUse: Int64
+        /// Seconds since 1970 when it was read.
+        var now: Int64
 
-        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - Clock.seconds()) }
+        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - now) }
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
@@ -140,14 +147,14 @@ public struct SessionStore: Sendable {
         guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
-        let now = Clock.seconds()
+        let now = time.seconds()
         if timeout > 0 && extend {
             // Record this use in the payload (for status) and restart the kernel's timer.
             SessionKeys.stamp(record, header: Self.magic, lastUse: now)
             _ = record.withUnsafeBytes { locket_keyctl_update(serial, $0.baseAddress, $0.count) }
             _ = locket_keyctl_set_timeout(serial, timeout)
         }
-        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now))
+        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now, now: now))
     }
 
     private func loadFromDirectory(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
@@ -169,16 +176,27 @@ public struct SessionStore: Sendable {
             throw KeychainError(.decode, "the session file \(path) is damaged", reason: .sessionDamaged)
         }
         if timeout > 0 {
-            let now = Clock.now()
+            let now = time.timestamp()
             let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
                 wipeAndUnlink(name(slot), in: dir)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
-            if extend { futimens(fd, nil) }
+            if extend { Self.setTimes(now, fd: fd) }
         }
-        return (keys, Info(backend: .directory, timeout: timeout, lastUse: Clock.seconds()))
+        let now = time.seconds()
+        return (keys, Info(backend: .directory, timeout: timeout, lastUse: now, now: now))
+    }
+
+    /// Sets a session file's access and modification times to `stamp` (an array would be allocated on every lookup).
+    private static func setTimes(_ stamp: timespec, fd: Int32 = -1, at name: String? = nil, in directory: Int32 = -1) {
+        var stamps = (stamp, stamp)
+        withUnsafeMutablePointer(to: &stamps) { pair in
+            pair.withMemoryRebound(to: timespec.self, capacity: 2) { times in
+                if let name { _ = utimensat(directory, name, times, AT_SYMLINK_NOFOLLOW) } else { _ = futimens(fd, times) }
+            }
+        }
     }
 
     /// What the session of `tier` says, without extending it.
@@ -187,7 +205,7 @@ public struct SessionStore: Sendable {
             let buffer = try SecureBytes(count: SessionKeys.maximumSize)
             let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
             if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(try buffer.prefix(n), header: Self.magic) {
-                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
+                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse, now: time.seconds())
             }
         }
         guard forced != .keyring, let dir = openDirectory() else { return nil }
@@ -200,7 +218,7 @@ public struct SessionStore: Sendable {
         let record = try SecureBytes(count: Int(st.st_size))
         let n = record.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n == record.count, let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
-        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))
+        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec), now: time.seconds())
         if timeout > 0, info.secondsLeft == 0 { return nil }
         return info
     }

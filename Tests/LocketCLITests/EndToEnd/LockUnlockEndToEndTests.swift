@@ -82,21 +82,6 @@ final class EndToEndLockUnlockTests: EndToEndCase {
         XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
     }
 
-    func testAutoLockAfterTimeout() {
-        add("-s", "wu", secret: "wu-secret")
-        add("-s", "afu", "--accessible", "after-first-unlock", secret: "afu-secret")
-        ok("lock")
-        ok("unlock", "--timeout", "1", "--password-stdin", input: .text(Self.password + "\n"))
-        XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
-        usleep(2_200_000)
-        expect(36, "find", "-s", "wu", "-w")
-        // Auto-lock is a lock, not a reboot: after-first-unlock items stay readable.
-        XCTAssertEqual(secret("-s", "afu"), Array("afu-secret".utf8))
-        // A bad timeout is refused.
-        expect(2, "unlock", "--timeout", "soon", "--password-stdin", input: .text(Self.password + "\n"))
-        expect(36, "find", "-s", "wu", "-w")
-    }
-
     func testAlwaysItemsWarnAndSurviveLockAll() {
         let result = locket("add", "-s", "always", "--accessible", "always", "-w", input: .text("always-secret\n"))
         XCTAssertEqual(result.status, 0, result.summary)

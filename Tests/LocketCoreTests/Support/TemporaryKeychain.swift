@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketSupport
 import XCTest
 
 /// A keychain in a private temporary directory, with its own XDG directories,
@@ -85,15 +86,18 @@ final class TemporaryKeychain {
 
     /// A fresh Keychain object: keys are loaded at open, so this is how a test
     /// observes what another object (another command) did to the session.
-    func open(caller: Caller = .owner, acceptRollback: Bool = false) throws -> Keychain {
+    /// `time`: the clock and sleeper it runs on (a `VirtualClock`'s), else the system's.
+    func open(caller: Caller = .owner, acceptRollback: Bool = false, time: TimeSource? = nil) throws -> Keychain {
+        var environment = environment
+        if let time { environment.time = time }
         if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment, acceptRollback: acceptRollback) }
         return try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
     }
 
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.
-    func unlock(timeout: UInt32? = nil) throws {
+    func unlock(timeout: UInt32? = nil, time: TimeSource? = nil) throws {
         guard let password else { return }
-        try open().unlock(password: secret(password), timeout: timeout)
+        try open(time: time).unlock(password: secret(password), timeout: timeout)
     }
 
     func lock(all: Bool) throws {

@@ -35,7 +35,7 @@ extension Keychain {
         }
         let key = try RemoteCache.key(indexKey: try indexKey(), keychainID: keybag.keychainID)
         let path = try RemoteCache.path(url: remote.location.url, environment: environment)
-        let started = Clock.milliseconds() * 1000
+        let started = environment.time.milliseconds() * 1000
         let snapshot: RemoteCache? = try remote.transaction { transaction in
             // Approved by the signed membership, not by the server's state column.
             guard let roster = remote.verifiedRoster?.roster, roster.isApproved(device.id) else { return nil }
@@ -99,7 +99,7 @@ extension RemoteStore {
         guard snapshot.meta[MetaKey.id.rawValue] == id, let kdf = snapshot.meta[MetaKey.kdf.rawValue].flatMap(KDFParameters.init(encoded:)) else {
             throw refused("the offline cache \(path) is another keychain's; ignored")
         }
-        let age = max(0, Clock.milliseconds() * 1000 - snapshot.syncedAt)
+        let age = max(0, environment.time.milliseconds() * 1000 - snapshot.syncedAt)
         guard age <= maxStale else {
             throw refused("its offline cache is \(age / 60_000_000) min old, older than allowed (\(maxStale / 60_000_000) min)")
         }
