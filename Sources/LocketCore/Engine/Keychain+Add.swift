@@ -73,7 +73,7 @@ extension Keychain {
         if pclass == .whenPasscodeSetThisDeviceOnly && !hasPassword {
             throw KeychainError(.notAvailable, "\(pclass.name) items need a keychain with a password")
         }
-        try storage.admit(pclass)
+        try storage.deviceGroups?.admit(pclass)
     }
 
     /// Adds many items in one transaction (bulk loading for benchmarks and
@@ -123,7 +123,7 @@ extension Keychain {
               pclass: ProtectionClass, data: SecureBytes, extra: SecureBytes?,
               ref: [UInt8]? = nil, created: Int64? = nil, modified: Int64? = nil,
               control: AccessControl? = nil, freeForm: FreeForm = FreeForm()) throws -> SealedItemRow {
-        try storage.admit(pclass)
+        try storage.deviceGroups?.admit(pclass)
         var attributes = attributes
         // Synchronizable is "1" or absent, whatever spelling of false was given.
         if let sync = attributes[.synchronizable], sync != [0x31] { attributes[.synchronizable] = nil }

@@ -80,7 +80,7 @@ extension Keychain {
         let header = meta + (try Header(meta: Dictionary(uniqueKeysWithValues: meta), keybag: bag.rows, layout: place.headerLayout)
             .sealed(generation: 1, indexKey: indexKey, keychainID: id))
         let storage = try place.make(header: header, keybag: bag, environment: environment)
-        try storage.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey)?.raise(to: 1)
+        try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey)?.raise(to: 1)
         if password != nil {
             let keychain = try Keychain(storage: storage, caller: .owner, environment: environment, keybag: bag,
                                         meta: Dictionary(uniqueKeysWithValues: header))

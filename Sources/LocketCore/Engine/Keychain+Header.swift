@@ -37,7 +37,7 @@ extension Keychain {
         do {
             indexKey = try self.indexKey()
         } catch let error as KeychainError {
-            throw storage.writeRefused(error)
+            throw storage.layoutUpgrade?.writeRefused(error) ?? error
         }
         let id = keybag.keychainID
         var result: T?
@@ -48,7 +48,7 @@ extension Keychain {
             if isRolledBack { throw rolledBack(before.generation, seen: nil) }
             // The header as it is now is the truth the body works from (another process may have written since open).
             meta = before.meta
-            try storage.willWrite(before, indexKey: indexKey)
+            try storage.layoutUpgrade?.willWrite(before, indexKey: indexKey)
             result = try body()
             var after = try storage.readHeader()
             let sealed = try after.sealed(generation: before.generation + 1, indexKey: rekey ?? indexKey, keychainID: id)
@@ -59,7 +59,7 @@ extension Keychain {
         meta = written!.meta
         headerChecked = true
         if !isRolledBack {
-            try storage.generationMirror(keychainID: id, environment: environment, device: device, indexKey: rekey ?? indexKey)?
+            try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: rekey ?? indexKey)?
                 .raise(to: written!.generation)
         }
         return result!
@@ -135,7 +135,7 @@ extension Keychain {
     /// process wrote it) or the mirror is missing (a new device).
     private func checkRollback(_ generation: UInt64, indexKey: SecureBytes) throws {
         let id = keybag.keychainID
-        guard let mirror = try storage.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey) else { return }
+        guard let mirror = try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey) else { return }
         var seen = mirror.read()
         if generation > 0 && (seen ?? 0) < generation {
             // Under the mirror's lock: a concurrent writer may have raised it meanwhile.
@@ -197,7 +197,7 @@ extension Keychain {
         }
         var accepted = false
         if isRolledBack, let indexKey = keys[Keybag.indexKeyName],
-           let mirror = try storage.generationMirror(keychainID: keybag.keychainID, environment: environment, device: device,
+           let mirror = try storage.rollbackRecords?.generationMirror(keychainID: keybag.keychainID, environment: environment, device: device,
                                                      indexKey: indexKey) {
             mirror.set(generation)
             lock(all: true)

@@ -72,7 +72,7 @@ extension Keychain {
         // Its items stream from the reader: a retried transaction could not read them again.
         try require(.importItems)
         try write {
-            try storage.willImport()
+            try storage.bulkWrites?.willImport()
             let inserter = try storage.itemStore.makeInserter()
             let writer = InsertPipeline(inserter)
             // Joined before the transaction commits or rolls back, whichever way this ends.

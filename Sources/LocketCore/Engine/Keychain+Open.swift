@@ -29,14 +29,13 @@ extension Keychain {
             keychain.extendsSession = extendSession
             keychain.acceptsRollback = acceptRollback
             keychain.headerChecked = stored.checkedByStorage
-            try storage.didOpen(keychainID: stored.keybag.keychainID, environment: environment)
             try keychain.loadKeys()
             if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
                 try keychain.authenticate(keychain.header, indexKey: indexKey)
             }
             return keychain
         } catch {
-            storage.release()
+            storage.hold?.release()
             throw error
         }
     }

@@ -34,7 +34,7 @@ extension Keychain {
     func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try checkKDFParameters()
         // Nobody waits for the keychain during the turn, the delay and the hash.
-        storage.release()
+        storage.hold?.release()
         let counted = hasPassword && storage.policy.countsPasswordFailures
         // Held to the end of this function: the verdict is part of the turn.
         let turn = counted ? try takePasswordTurn() : nil
@@ -54,7 +54,7 @@ extension Keychain {
     /// This attempt's turn, from a storage that gives them (a file); nil
     /// where attempts are not counted at all.
     private func takePasswordTurn() throws -> AnyObject? {
-        guard let turns = storage as? any PasswordTurns else { return nil }
+        guard let turns = storage.passwordTurns else { return nil }
         return try turns.passwordTurn(busy: { passwordWaitObserver?(.turn) })
     }
 

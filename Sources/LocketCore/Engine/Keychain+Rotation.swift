@@ -78,8 +78,8 @@ extension Keychain {
                 let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stored.accessGroup, ref: stored.ref)
                 let cacheKey = pclass.rawValue + "\u{0}" + row.accessGroup
                 let keys = try groupKeys[cacheKey]
-                    ?? (storage.sealingKey(Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup),
-                        storage.sealingKey(Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup))
+                    ?? (sealingKey(Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup),
+                        sealingKey(Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup))
                 groupKeys[cacheKey] = keys
                 let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?)
                 do {

@@ -125,7 +125,7 @@ extension Keychain {
                 // Fail before streaming anything: every (class, group) present must open.
                 for (code, group) in try storage.itemStore.classesAndGroups(visible) {
                     guard let pclass = ProtectionClass(rawValue: code) else { continue }
-                    if try !storage.canOpen(group: group) { continue }
+                    if let groups = storage.deviceGroups, try !groups.canOpen(group: group) { continue }
                     if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
                 }
             }

@@ -74,7 +74,7 @@ public final class Keychain {
     /// until the next call that reads or writes it. Every call lets go when
     /// it is done; this is for a `keepsFileOpen` opening that is not
     /// followed by a call at once.
-    public func releaseFile() { storage.release() }
+    public func releaseFile() { storage.hold?.release() }
 
     /// The device key, or nil when the device secret file is missing.
     func deviceKey() throws -> SecureBytes? {

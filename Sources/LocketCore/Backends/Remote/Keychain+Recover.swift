@@ -144,7 +144,7 @@ extension Keychain {
     /// The header's generation this device saw, and the server's, when the server's is older.
     private func headerRollback() throws -> (seen: UInt64, server: UInt64)? {
         guard isRolledBack, let indexKey = keys[Keybag.indexKeyName],
-              let seen = try storage.generationMirror(keychainID: keybag.keychainID, environment: environment, device: device,
+              let seen = try storage.rollbackRecords?.generationMirror(keychainID: keybag.keychainID, environment: environment, device: device,
                                                       indexKey: indexKey)?.read() else { return nil }
         return (seen, generation)
     }

@@ -80,6 +80,7 @@ extension RemoteStore {
               let kdf = header.meta[.kdf].flatMap(KDFParameters.init(encoded:)) else {
             throw KeychainError(.decode, "\(location.url) has a damaged header")
         }
+        try store.loadDeviceState(keychainID: id, environment: environment)
         return (store, StoredHeader(keybag: Keybag(keychainID: id, kdf: kdf, rows: header.keybag), meta: header.meta))
     }
 

@@ -40,8 +40,6 @@ extension RemoteStore: TypedItemStorage {
         try transaction { _ in try body() }
     }
 
-    func release() {}
-
     // MARK: - The header
 
     /// Meta rows outside the header: the schema version belongs to the
@@ -80,6 +78,24 @@ extension RemoteStore: TypedItemStorage {
 
     func removeKeybagRow(_ name: String) throws { try removeMeta(RemoteStore.keybagPrefix + name) }
 
+    // MARK: - Abilities
+
+    var rollbackRecords: (any RollbackRecords)? { self }
+    var deviceGroups: (any DeviceGroups)? { self }
+    var readAudit: (any ReadAudit)? { self }
+
+    /// Offline, a miss is not an answer: the server may hold the item (or it is not after-first-unlock).
+    func noMatch() -> KeychainError {
+        guard offline != nil else { return KeychainError(.itemNotFound) }
+        return KeychainError(.notAvailable, "\(location.url) is unreachable and no after-first-unlock item in its offline cache matches")
+    }
+
+    func unavailable(_ what: String) -> KeychainError {
+        KeychainError(.notAvailable, "\(what) is not available for a remote keychain (\(location.url))")
+    }
+}
+
+extension RemoteStore: RollbackRecords {
     /// Per keychain, not per URL: one database reached by several URLs (a
     /// socket and TCP, one host and then a list after a failover, a named
     /// remote re-pointed) is one keychain with one history. Authenticated
@@ -93,12 +109,13 @@ extension RemoteStore: TypedItemStorage {
 
     /// What the generation record is kept under in place of a path.
     static let mirrorPlace = "remote keychain"
+}
 
-    // MARK: - Steps of the lifecycle
-
-    /// This machine's device (nil before it enrolls), and what it kept
-    /// while offline settled with the server. Offline, the device came with the cache.
-    func didOpen(keychainID: [UInt8], environment: Environment) throws {
+extension RemoteStore {
+    /// At open, once the header is read: this machine's device (nil before
+    /// it enrolls), what it verified before, and what it kept while offline
+    /// settled with the server. Offline, the device came with the cache.
+    func loadDeviceState(keychainID: [UInt8], environment: Environment) throws {
         guard offline == nil else { return }
         self.keychainID = keychainID
         self.environment = environment
@@ -114,13 +131,9 @@ extension RemoteStore: TypedItemStorage {
         // A recovery writes nothing before it is confirmed: offline reads are sent afterwards.
         if !recovering { try settleOfflineState() }
     }
+}
 
-    func willWrite(_ header: Header, indexKey: SecureBytes) throws {}
-    func writeRefused(_ error: KeychainError) -> KeychainError { error }
-    func willImport() throws {}
-
-    // MARK: - Items
-
+extension RemoteStore: DeviceGroups {
     /// The file's derivation, from the class key's group key mixed with the
     /// access group's own key, which this device holds only if it was granted the group.
     func sealingKey(_ classGroupKey: SecureBytes, group: String) throws -> SecureBytes {
@@ -130,8 +143,6 @@ extension RemoteStore: TypedItemStorage {
 
     func canOpen(group: String) throws -> Bool { try holdsKey(group) }
 
-    func recordRead(_ ref: [UInt8]) throws { try audit([ref], "read") }
-
     /// ThisDeviceOnly items belong to one device; a shared keychain refuses them
     /// (before the server's CHECK would).
     func admit(_ pclass: ProtectionClass) throws {
@@ -139,14 +150,8 @@ extension RemoteStore: TypedItemStorage {
         throw KeychainError(.param, "\(pclass.name) items belong to one device and can't be stored in a remote keychain",
                             reason: .thisDeviceOnlyRemote)
     }
+}
 
-    /// Offline, a miss is not an answer: the server may hold the item (or it is not after-first-unlock).
-    func noMatch() -> KeychainError {
-        guard offline != nil else { return KeychainError(.itemNotFound) }
-        return KeychainError(.notAvailable, "\(location.url) is unreachable and no after-first-unlock item in its offline cache matches")
-    }
-
-    func unavailable(_ what: String) -> KeychainError {
-        KeychainError(.notAvailable, "\(what) is not available for a remote keychain (\(location.url))")
-    }
+extension RemoteStore: ReadAudit {
+    func recordRead(_ ref: [UInt8]) throws { try audit([ref], "read") }
 }
