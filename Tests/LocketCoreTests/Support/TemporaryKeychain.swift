@@ -1,6 +1,7 @@
 import Foundation
 import LocketCore
 import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// A keychain in a private temporary directory, with its own XDG directories,
@@ -13,6 +14,8 @@ final class TemporaryKeychain {
     let password: String?
     /// Set for a keychain in PostgreSQL (SPEC §17); `path` is then its URL.
     var remote: RemoteLocation?
+    /// Whether the keychain is in this process's memory (`MemoryKeychains`); `path` is then its address.
+    var inMemory = false
 
     /// Creates a keychain (`password` nil: one without a password). A keychain
     /// with a password starts unlocked, as after `locket init`.
@@ -41,6 +44,16 @@ final class TemporaryKeychain {
         password = "correct horse"
         remote = location
         try Keychain.createRemote(location, password: secret("correct horse"), kdf: kdf, environment: environment)
+    }
+
+    /// A keychain in this process's memory (issue 38), with a password,
+    /// unlocked, in a new environment: the third storage of the conformance suites.
+    init(memory password: String, kdf: KDFCost = .weakForTests) throws {
+        (directory, environment) = try TemporaryKeychain.makeEnvironment(session: "dir")
+        path = "memory:" + directory
+        self.password = password
+        inMemory = true
+        try MemoryKeychains.create(path, password: secret(password), kdf: kdf, environment: environment)
     }
 
     /// Another machine of the remote keychain at `location`: a new
@@ -91,6 +104,7 @@ final class TemporaryKeychain {
         var environment = environment
         if let time { environment.time = time }
         if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment, acceptRollback: acceptRollback) }
+        if inMemory { return try MemoryKeychains.open(path, caller: caller, environment: environment, acceptRollback: acceptRollback) }
         return try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
     }
 
@@ -107,6 +121,7 @@ final class TemporaryKeychain {
     /// Leaves nothing behind: no session (keyring or directory), no files.
     func remove(keepDirectory: Bool = false) {
         if let keychain = try? open() { keychain.lock(all: true) }
+        if inMemory { MemoryKeychains.remove(path) }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 }
