@@ -4,6 +4,10 @@ import XCTest
 
 /// `lock`, `lock --all`, `unlock`, and what a locked keychain allows.
 final class EndToEndLockUnlockTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()
