@@ -11,11 +11,8 @@ import XCTest
 /// 4, 8, 16 and 30 s one after the other (61 s in all). On a clock the test
 /// sets (`Environment.time`), so it waits for none of it.
 final class PasswordTurnTests: KeychainTestCase {
-    private var clock: VirtualClock!
-
     override func setUpWithError() throws {
         try super.setUpWithError()
-        clock = VirtualClock(start: Clock.milliseconds())
         try temporary.lock(all: true)
     }
 

@@ -1,11 +1,15 @@
 import Foundation
 import LocketCore
+import LocketTestSupport
 import XCTest
 
 /// A test case with a fresh, unlocked, password-protected keychain per test.
 class KeychainTestCase: XCTestCase {
     var temporary: TemporaryKeychain!
     var keychain: Keychain!
+    /// The time the test's keychain runs on: it moves only when the test
+    /// moves it (`tick`) or the engine sleeps (issue 38).
+    let clock = VirtualClock()
 
     /// The Argon2id cost of the test's keychain: the minimum, unless the test
     /// opens it where its header can't be authenticated before the hash
@@ -33,16 +37,19 @@ class KeychainTestCase: XCTestCase {
     override func setUpWithError() throws {
         if backend == "memory" {
             temporary = try TemporaryKeychain(memory: "correct horse", kdf: Self.kdf)
+            temporary.time = clock.source
             keychain = try temporary.open()
             return
         }
         if isRemoteRun {
             // A remote keychain is opened where its header can't be checked before the hash: locket's floor applies.
             temporary = try TemporaryKeychain(remote: try Postgres.newKeychainLocation(), kdf: .interactive)
+            temporary.time = clock.source
             keychain = try temporary.open()
             return
         }
         temporary = try TemporaryKeychain(kdf: Self.kdf)
+        temporary.time = clock.source
         keychain = try temporary.open()
     }
 
@@ -51,6 +58,9 @@ class KeychainTestCase: XCTestCase {
         temporary?.remove()
         temporary = nil
     }
+
+    /// Moves the keychain's clock on by 5 ms: what is written next has later dates.
+    func tick() { clock.advance(milliseconds: 5) }
 
     /// Adds a generic password and returns it.
     @discardableResult

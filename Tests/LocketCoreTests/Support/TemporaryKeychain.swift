@@ -16,6 +16,9 @@ final class TemporaryKeychain {
     var remote: RemoteLocation?
     /// Whether the keychain is in this process's memory (`MemoryKeychains`); `path` is then its address.
     var inMemory = false
+    /// The clock and sleeper every open runs on unless it is given one (a
+    /// `VirtualClock`'s, set by KeychainTestCase); nil: the system's.
+    var time: TimeSource?
 
     /// Creates a keychain (`password` nil: one without a password). A keychain
     /// with a password starts unlocked, as after `locket init`.
@@ -102,7 +105,7 @@ final class TemporaryKeychain {
     /// `time`: the clock and sleeper it runs on (a `VirtualClock`'s), else the system's.
     func open(caller: Caller = .owner, acceptRollback: Bool = false, time: TimeSource? = nil) throws -> Keychain {
         var environment = environment
-        if let time { environment.time = time }
+        if let time = time ?? self.time { environment.time = time }
         if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment, acceptRollback: acceptRollback) }
         if inMemory { return try MemoryKeychains.open(path, caller: caller, environment: environment, acceptRollback: acceptRollback) }
         return try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
@@ -195,5 +198,5 @@ extension Item {
     var secretString: String? { data.map { String(decoding: $0.bytes, as: UTF8.self) } }
 }
 
-/// Waits long enough for the millisecond clock to move.
-func tick() { usleep(5_000) }
+/// Moves `clock` on by 5 ms: an item's dates differ from those it had before.
+func tick(_ clock: VirtualClock) { clock.advance(milliseconds: 5) }
