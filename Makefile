@@ -6,7 +6,7 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
-# locket finds its PostgreSQL helper at ../libexec/locket/ from its own
+# locket finds its helpers (locket-postgres, locket-tpm) at ../libexec/locket/ from its own
 # directory (or beside itself, as in the build tree): keep BINDIR and
 # LIBEXECDIR siblings under one PREFIX.
 LIBEXECDIR ?= $(PREFIX)/libexec
@@ -64,6 +64,9 @@ BIN = .build/release/locket
 # (and the metadata accessors its LocketSystem and LocketSupport had before).
 HELPER = .build/release/locket-postgres
 HELPER_FLAGS = -c release --scratch-path .build/helper -Xswiftc -static-stdlib $(METADATA_FLAGS)
+# The TPM helper (SPEC §21) likewise: Debian ships libtss2 (ESAPI, the TCTI
+# loader, MU) as shared libraries only; the Swift runtime goes in statically.
+TPM_HELPER = .build/release/locket-tpm
 # The Secret Service provider (SPEC §18): libdbus-1 is linked into it alone,
 # statically like the rest of `locket` (libdbus-1.a from libdbus-1-dev; the
 # two libsystemd functions it calls are answered by CLocketDBus), so `find`
@@ -84,12 +87,13 @@ all: build
 # Debian packages the build needs: pkg-config, the -dev packages whose
 # static archives (libsodium.a, libsqlite3.a, libcrypto.a, libdbus-1.a) go
 # into the static executables, libpq-dev for the PostgreSQL helper, and cc
-# with libpam0g-dev for the PAM module.
+# with libpam0g-dev for the PAM module, libtss2-dev for the TPM helper.
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
 	[ -f /usr/include/security/pam_modules.h ] || missing="$$missing libpam0g-dev"; \
+	pkg-config --exists tss2-esys tss2-tctildr tss2-mu tss2-rc tss2-sys 2>/dev/null || missing="$$missing libtss2-dev"; \
 	for pair in libsodium:libsodium-dev sqlite3:libsqlite3-dev libcrypto:libssl-dev libpq:libpq-dev dbus-1:libdbus-1-dev; do \
 		pc=$${pair%%:*}; pkg=$${pair##*:}; \
 		lib=$$(pkg-config --variable=libdir $$pc 2>/dev/null); \
@@ -127,6 +131,10 @@ deps:
 # (python3-pypamtest: pam_setcred, which pamtester can't call), useradd
 # (passwd) for a real test user, python3-dbusmock (logind on a private system
 # bus), gnome-keyring (its service file is the one a disabled switch leaves).
+# Keys in a TPM (issue 39): swtpm (a TPM 2.0 on loopback per test class; the
+# tests need none of swtpm-tools' provisioning), tpm2-tools (tpm2_getcap reads
+# the lockout counter, tpm2_pcrextend), tpm2-openssl (the TPM tools' reading of
+# the key files locket keeps).
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -137,11 +145,13 @@ test-deps:
 		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring; do \
+	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
+		swtpm:swtpm tpm2_getcap:tpm2-tools; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
 	ls /usr/lib/*/libpam_wrapper.so >/dev/null 2>&1 || missing="$$missing libpam-wrapper"; \
+	ls /usr/lib/*/ossl-modules/tpm2.so >/dev/null 2>&1 || missing="$$missing tpm2-openssl"; \
 	for module in dbusmock:python3-dbusmock pypamtest:python3-pypamtest; do \
 		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
 	done; \
@@ -157,8 +167,8 @@ test-deps:
 	fi
 
 # Only the executable: not the tests' support target nor the agent's test host.
-# In the order make test's suites need them: the helper (small; the unit
-# suites use it), `locket`, then the provider (the Secret Service suites).
+# In the order make test's suites need them: the helpers (small; the unit
+# suites use them), `locket`, then the provider (the Secret Service suites).
 # `install -C` leaves an unchanged executable in place: a suite may be running it.
 build: deps helper locket-binary provider pam
 
@@ -166,6 +176,8 @@ build: deps helper locket-binary provider pam
 helper: deps
 	$(SWIFT) build $(HELPER_FLAGS) --product locket-postgres
 	install -C -D -m 0755 .build/helper/release/locket-postgres $(HELPER)
+	$(SWIFT) build $(HELPER_FLAGS) --product locket-tpm
+	install -C -D -m 0755 .build/helper/release/locket-tpm $(TPM_HELPER)
 
 locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
@@ -241,7 +253,7 @@ test: deps test-deps
 	$(SWIFT) build --build-tests $(DEBUG_FLAGS); built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
-		LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
 		--skip '$(SOAK_ONLY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=remote --again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=memory \
@@ -274,6 +286,7 @@ install: build
 	install -s -m 0755 -v $(BIN) $(DESTDIR)$(BINDIR)/locket
 	install -d $(DESTDIR)$(LIBEXECDIR)/locket
 	install -s -m 0755 -v $(HELPER) $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres
+	install -s -m 0755 -v $(TPM_HELPER) $(DESTDIR)$(LIBEXECDIR)/locket/locket-tpm
 	install -s -m 0755 -v $(SECRET_SERVICE) $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
 	ln -sfn locket $(DESTDIR)$(BINDIR)/git-credential-locket
 	ln -sfn locket $(DESTDIR)$(BINDIR)/docker-credential-locket
@@ -289,7 +302,8 @@ install: build
 	install -m 0644 -v .build/org.freedesktop.secrets.service $(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
 
 uninstall:
-	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
+	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-tpm \
+		$(DESTDIR)$(LIBEXECDIR)/locket/locket-secret-service
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/locket 2>/dev/null
 	rm -vf $(DESTDIR)$(BINDIR)/locket $(DESTDIR)$(BINDIR)/git-credential-locket $(DESTDIR)$(BINDIR)/docker-credential-locket \
 		$(DESTDIR)$(MANDIR)/man1/locket.1 \
@@ -305,6 +319,7 @@ bench: build
 	bench/secret-service
 	bench/session
 	bench/secitem
+	bench/tpm
 
 clean:
 	rm -rf .build

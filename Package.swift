@@ -18,6 +18,9 @@ let package = Package(
         // The PostgreSQL helper (SPEC §17): libpq can't go into the static
         // `locket`, so remote keychains talk to it through a socket pair.
         .executable(name: "locket-postgres", targets: ["locket-postgres"]),
+        // The TPM helper (SPEC §21): libtss2 is shared-only on Debian, so
+        // Secure Enclave keys and TPM-bound keychains go through it.
+        .executable(name: "locket-tpm", targets: ["locket-tpm"]),
         // The Secret Service provider (SPEC §18): libdbus-1 only ever in its
         // own process, so `find` pays nothing for it.
         .executable(name: "locket-secret-service", targets: ["locket-secret-service"]),
@@ -55,6 +58,13 @@ let package = Package(
         // The frames `locket` and `locket-postgres` exchange; Glibc and LocketSystem only.
         .target(name: "LocketWire", dependencies: ["LocketSystem"]),
         .executableTarget(name: "locket-postgres", dependencies: ["LocketWire", "CLibPQ"]),
+        // The TPM helper (SPEC §21): Debian ships libtss2 as shared libraries
+        // only, so ESAPI, the TCTI loader and the marshalling are linked into
+        // locket-tpm alone (CLocketTPM: the TSS calls, in C), never into `locket`.
+        .target(name: "CLocketTPM", linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"),
+                                                     .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
+                                                     .linkedLibrary("tss2-sys")]),
+        .executableTarget(name: "locket-tpm", dependencies: ["LocketWire", "CLocketTPM"]),
         // libdbus-1 (its static archive) for the Secret Service provider, and
         // the two libsystemd functions that archive calls (CLocketDBus).
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),

@@ -70,6 +70,10 @@ enum Hints {
             return "delete the item and add it again"
         case .notLocketsFile?:
             return "'locket secret-service enable --force' sets it aside, and 'locket secret-service disable' puts it back"
+        case .noTPM?:
+            return "a TPM is /dev/tpmrm0, or the TCTI LOCKET_TPM names (device:PATH, swtpm:host=HOST,port=PORT)"
+        case .tpmLockout(let seconds)?:
+            return seconds > 0 ? "wait: the TPM forgets one wrong password every \(seconds) s" : "wait for the TPM to leave lockout"
         case .boundToOtherDevice?, nil:
             return nil
         }

@@ -160,6 +160,12 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         /// A file `secret-service enable` would write is already there and is
         /// another program's (SPEC §20): kept unless the caller insists.
         case notLocketsFile(path: String)
+        /// No TPM to hold a Secure Enclave key (SPEC §21): none found, none
+        /// answering, or its helper `locket-tpm` not installed.
+        case noTPM
+        /// The TPM is in dictionary-attack lockout after wrong application
+        /// passwords; it forgets one failure every `seconds`.
+        case tpmLockout(seconds: Int)
     }
 
     /// What went wrong.

@@ -46,7 +46,7 @@ extension Provider {
             default: continue
             }
             guard let collection = collections[name], let keychain = try? open(collection, call.client) else { continue }
-            keychain.lock(all: false)
+            keychain.session.lock(all: false)
             keychain.releaseFile()
             if case .item(_, _, let ref) = ObjectPath.target(path, alias: { self.aliases[$0] }),
                let item = try? item(collection, ref: ref, call.client), item.availability == .available { continue }
@@ -194,7 +194,7 @@ extension Provider {
             }
             let keychain = try open(pending[0], prompt.client)
             defer { keychain.releaseFile() }
-            try keychain.unlock(password: password, timeout: nil)
+            try keychain.session.unlock(password: password, timeout: nil)
             try unlocked(prompt)
         case .create(let name, let path, let label, let alias):
             guard let first = prompt.first else {
@@ -214,7 +214,7 @@ extension Provider {
             let keychain = try open(collection, prompt.client)
             if keychain.hasPassword {
                 defer { keychain.releaseFile() }
-                try keychain.unlock(password: password, timeout: nil)
+                try keychain.session.unlock(password: password, timeout: nil)
             } else {
                 keychain.releaseFile()
                 guard password.bytes == Array(collection.name.utf8) else { throw KeychainError(.authFailed) }

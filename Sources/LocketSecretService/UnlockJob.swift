@@ -35,7 +35,7 @@ final class UnlockJob: @unchecked Sendable {
         /// Unlocks the keychain (no second hash) and lets its file go.
         func unlock() throws {
             defer { keychain.releaseFile() }
-            if let password { try keychain.unlock(verified: password, timeout: nil) }
+            if let password { try keychain.session.unlock(verified: password, timeout: nil) }
         }
     }
 
@@ -83,7 +83,7 @@ final class UnlockJob: @unchecked Sendable {
         do {
             let keychain = try Keychain.open(at: keychainPath, caller: caller, environment: environment, keepsFileOpen: true)
             do {
-                result = .success(Verified(keychain: keychain, password: try keychain.verify(password: password!)))
+                result = .success(Verified(keychain: keychain, password: try keychain.session.verify(password: password!)))
             } catch {
                 keychain.releaseFile()
                 throw error

@@ -14,22 +14,23 @@ public struct Channel: Sendable {
         self.output = output
     }
 
-    /// Reads one frame body. `.endOfStream` only when the stream ends cleanly between frames.
-    public func read() throws(Wire.Failure) -> [UInt8] {
+    /// Reads one frame body of at most `limit` bytes. `.endOfStream` only
+    /// when the stream ends cleanly between frames.
+    public func read(limit: Int = Wire.maximumFrame) throws(Wire.Failure) -> [UInt8] {
         var header = [UInt8](repeating: 0, count: 4)
         let got = try readFully(&header, allowEmpty: true)
         if got == 0 { throw .endOfStream }
         let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
-        guard length <= Wire.maximumFrame else { throw .tooLarge }
+        guard length <= limit else { throw .tooLarge }
         guard length > 0 else { throw .malformed("empty frame") }
         var body = [UInt8](repeating: 0, count: length)
         _ = try readFully(&body, allowEmpty: false)
         return body
     }
 
-    /// Writes one frame (its length, then `body`).
-    public func write(_ body: [UInt8]) throws(Wire.Failure) {
-        guard body.count <= Wire.maximumFrame else { throw .tooLarge }
+    /// Writes one frame (its length, then `body`) of at most `limit` bytes.
+    public func write(_ body: [UInt8], limit: Int = Wire.maximumFrame) throws(Wire.Failure) {
+        guard body.count <= limit else { throw .tooLarge }
         let length = UInt32(body.count)
         let header: [UInt8] = [UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff), UInt8(length & 0xff)]
         try writeAll(header)

@@ -90,6 +90,14 @@ public struct FrameWriter: Sendable {
     public private(set) var bytes: [UInt8]
 
     public init(_ kind: Wire.Kind) { bytes = [kind.rawValue] }
+    /// A frame of the TPM helper's protocol; `capacity` reserved at once, so a
+    /// body that will hold a secret is never copied to a larger buffer (which
+    /// would leave the old one unwiped).
+    public init(tpm kind: TPMWire.Kind, capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(kind.rawValue)
+    }
 
     public mutating func u8(_ value: UInt8) { bytes.append(value) }
     public mutating func u16(_ value: UInt16) { bytes.append(UInt8(value >> 8)); bytes.append(UInt8(value & 0xff)) }
@@ -154,6 +162,16 @@ public struct FrameReader: Sendable {
         let count = Int(try u32())
         guard count <= limit else { throw .tooLarge }
         return try raw(count)
+    }
+
+    /// Calls `body` with a length-prefixed field of at most `limit` bytes in
+    /// place, copying nothing (for a secret: the caller copies it where it is wiped).
+    public mutating func withField<R>(limit: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        let count = Int(try u32())
+        guard count <= limit else { throw Wire.Failure.tooLarge }
+        guard count <= bytes.count - offset else { throw Wire.Failure.malformed("frame ends inside a field") }
+        defer { offset += count }
+        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + count])) }
     }
 
     /// A length-prefixed field that must be UTF-8 without NUL (it goes to C as a string).

@@ -119,7 +119,7 @@ final class KeychainPool: @unchecked Sendable {
         let keychain = try KeychainPool.open(target)
         let probe = SessionProbe()
         let entry = OpenKeychain(keychain, file: file, entitlements: entitlements, probe: probe,
-                                 fingerprint: try keychain.reloadSession(extend: false, probe: probe))
+                                 fingerprint: try keychain.session.reloadSession(extend: false, probe: probe))
         entry.lastCall = calls
         if watched {
             // A program that moves between keychains keeps the few it used last (and their keys) only.
@@ -169,7 +169,7 @@ final class OpenKeychain {
     func isCurrent() throws -> Bool {
         if let entitlements, entitlements != FileStamp(entitlements.path) { return false }
         let now = Clock.seconds()
-        let current = keychain.sessionFingerprint(extend: now != extended, probe: probe)
+        let current = keychain.session.sessionFingerprint(extend: now != extended, probe: probe)
         extended = now
         return current == fingerprint
     }

@@ -141,10 +141,10 @@ final class ItemFilterTests: XCTestCase {
     private func selected(_ query: Query, in keychain: Keychain, ids: [Int64: Int],
                           adjust: (inout ItemFilter) -> Void = { _ in }) throws -> Set<Int> {
         var found: Set<Int> = []
-        var filter = try keychain.storeFilter(query)
+        var filter = try keychain.engine.storeFilter(query)
         adjust(&filter)
-        try keychain.transaction(write: false) {
-            let cursor = try keychain.storage.itemStore.select(filter, data: false)
+        try keychain.engine.transaction(write: false) {
+            let cursor = try keychain.engine.storage.itemStore.select(filter, data: false)
             while let row = try cursor.next() { found.insert(try XCTUnwrap(ids[row.id], "an id no item was given: \(row.id)")) }
         }
         return found

@@ -51,10 +51,10 @@ final class StorageConformanceTests: KeychainTestCase {
                     == "s-" + pclass.rawValue
             }.map(\.rawValue)
         }
-        keychain.lock(all: false)
+        keychain.session.lock(all: false)
         keychain = try temporary.open()
         XCTAssertEqual(Set(readable()), Set(kept.filter { $0.tier != .whenUnlocked }.map(\.rawValue)), "a lock locks the when-unlocked tier")
-        keychain.lock(all: true)
+        keychain.session.lock(all: true)
         keychain = try temporary.open()
         XCTAssertEqual(Set(readable()), isRemoteRun ? [] : Set(kept.filter { $0.tier == .always }.map(\.rawValue)),
                        "lock --all leaves the always tier")

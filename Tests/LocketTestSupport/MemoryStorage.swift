@@ -218,8 +218,8 @@ public enum MemoryKeychains {
     /// A new keychain at `address` with `password` (nil: none), as `Keychain.create(at:)` makes a file.
     public static func create(_ address: String, password: SecureBytes?, kdf cost: KDFCost = .weakForTests,
                               environment: Environment, sessionTimeout: UInt32? = nil) throws {
-        try Keychain.create(in: Place(address: address), password: password, kdf: cost, environment: environment,
-                            sessionTimeout: sessionTimeout)
+        try KeychainEngine.create(in: Place(address: address), password: password, kdf: cost, environment: environment,
+                                  sessionTimeout: sessionTimeout)
     }
 
     /// The keychain at `address`, opened for `caller`, its session's keys loaded.
@@ -235,8 +235,8 @@ public enum MemoryKeychains {
             let kdf = header.meta[MetaKey.kdf.rawValue].flatMap(KDFParameters.init(encoded:))
             stored = StoredHeader(keybag: Keybag(keychainID: id, kdf: kdf, rows: header.keybag), meta: header.meta)
         }
-        return try Keychain.open(storage, stored!, caller: caller, environment: environment, extendSession: extendSession,
-                                 acceptRollback: acceptRollback)
+        return try Keychain(opening: storage, stored!, caller: caller, environment: environment, extendSession: extendSession,
+                            acceptRollback: acceptRollback)
     }
 
     /// Forgets the keychain at `address` (its rows go with it).

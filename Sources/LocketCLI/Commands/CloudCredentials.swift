@@ -85,7 +85,7 @@ extension Commands {
             let keychain = try context.openKeychain()
             let identity: Identity
             do {
-                identity = try AccessPrompt.run(keychain, invocation, context) { try keychain.exportableIdentity(query) }.identity
+                identity = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.exportableIdentity(query) }.identity
             } catch let error as KeychainError where error.code == .dataNotAvailable {
                 throw KeychainError(.dataNotAvailable, "the identity's private key is non-extractable: kubectl needs the key itself (clientKeyData), which such a key never gives",
                                     hint: "give kubectl a token, or a key imported without --non-extractable")

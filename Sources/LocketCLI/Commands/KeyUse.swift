@@ -45,7 +45,7 @@ extension Commands {
         let keychain = try context.openKeychain()
         // A key with access control (SPEC §14) asks for its proof at every use.
         let (result, algorithm) = try AccessPrompt.run(keychain, invocation, context) {
-            try keychain.withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
+            try keychain.keys.withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
                 let algorithm = try KeyAlgorithm.named(algorithmName, for: key, operation: operation)
                 switch action {
                 case "sign": return (try SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)

@@ -37,7 +37,7 @@ extension Commands {
         announcePasswordWaits(keychain, context)
         let password = try passwordFile.map { try PasswordFile.read($0) }
             ?? Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false, fromStdin: invocation.has("password-stdin"))
-        try keychain.unlock(password: password, timeout: timeout)
+        try keychain.session.unlock(password: password, timeout: timeout)
         return 0
     }
 
@@ -49,7 +49,7 @@ extension Commands {
             context.warn("the keychain has no password; it is always unlocked and lock changes nothing")
             return 0
         }
-        keychain.lock(all: invocation.has("all"))
+        keychain.session.lock(all: invocation.has("all"))
         return 0
     }
 
@@ -76,7 +76,7 @@ extension Commands {
             password = try Prompt.password(context, prompt: "Password of this copy of \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         }
-        if try !keychain.acceptRollback(password: password) {
+        if try !keychain.session.acceptRollback(password: password) {
             context.warn("the keychain is not older than this device has seen; nothing to accept")
         }
         return 0

@@ -60,13 +60,13 @@ extension Commands {
             context.out.line("\(path) has no password: it is always unlocked")
             return 0
         }
-        if keychain.isUnlocked, try keychain.status().scopedGroups == nil {
+        if keychain.session.isUnlocked, try keychain.session.status().scopedGroups == nil {
             context.out.line("\(path) is already unlocked")
             return 0
         }
         try LoginRefusals.check(keychain, context)
         do {
-            try keychain.unlock(password: password, timeout: timeout)
+            try keychain.session.unlock(password: password, timeout: timeout)
         } catch let error as KeychainError where error.code == .authFailed {
             try LoginRefusals.record(keychain, context)
             throw error.with(detail: "the login password does not open \(path): it stays locked").with(hint: LoginRefusals.hint)
@@ -95,9 +95,9 @@ extension Commands {
         }
         try LoginRefusals.check(keychain, context)
         // The cost stays the keychain's, never below INTERACTIVE (as passwd).
-        let cost = context.io.defaultKDF ?? keychain.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
+        let cost = context.io.defaultKDF ?? keychain.session.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
         do {
-            try keychain.changePassword(old: old, new: new, kdf: cost)
+            try keychain.session.changePassword(old: old, new: new, kdf: cost)
         } catch let error as KeychainError where error.code == .authFailed {
             try LoginRefusals.record(keychain, context)
             throw error.with(detail: "the old login password does not open \(path): its password is left as it is").with(hint: LoginRefusals.hint)
@@ -123,7 +123,7 @@ extension Commands {
             do {
                 let keychain = try Keychain.open(at: path, environment: context.environment, extendSession: false, acceptRollback: true)
                 if keychain.hasPassword {
-                    keychain.lock(all: false)
+                    keychain.session.lock(all: false)
                     locked.append(name)
                 }
             } catch let error as KeychainError {
@@ -164,20 +164,20 @@ enum LoginRefusals {
 
     /// Refuses (errSecAuthFailed, not counted) a password this stamp already refused.
     static func check(_ keychain: Keychain, _ context: Context) throws {
-        guard let stamp = keychain.passwordStamp, stamps(context).contains(stamp) else { return }
+        guard let stamp = keychain.session.passwordStamp, stamps(context).contains(stamp) else { return }
         throw KeychainError(.authFailed, "not tried: the login password did not open \(keychain.path) at an earlier login, and neither password has changed since",
                             hint: hint)
     }
 
     static func record(_ keychain: Keychain, _ context: Context) throws {
-        guard let stamp = keychain.passwordStamp else { return }
+        guard let stamp = keychain.session.passwordStamp else { return }
         let id = stamp.split(separator: ".").first.map(String.init) ?? stamp
         let kept = stamps(context).filter { !$0.hasPrefix(id + ".") } + [stamp]
         try save(kept, context)
     }
 
     static func forget(_ keychain: Keychain, _ context: Context) {
-        guard let stamp = keychain.passwordStamp, let id = stamp.split(separator: ".").first else { return }
+        guard let stamp = keychain.session.passwordStamp, let id = stamp.split(separator: ".").first else { return }
         let all = stamps(context)
         let kept = all.filter { !$0.hasPrefix(id + ".") }
         if kept.count != all.count { try? save(kept, context) }

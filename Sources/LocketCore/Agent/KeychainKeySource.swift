@@ -49,7 +49,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     /// error (errSecInteractionNotAllowed), so that the refusal is said.
     public func identities() throws -> [AgentIdentity] {
         let keychain = try open(extendSession: false)
-        return try keychain.agentKeys(applicationLabel: nil).map { item, pkcs8 in
+        return try keychain.keys.agentKeys(applicationLabel: nil).map { item, pkcs8 in
             let name = item[.label].isEmpty ? item[.applicationTag] : item[.label]
             let blob = try publicBlobs.blob(of: pkcs8) { try AsymmetricKey(pkcs8: pkcs8).sshPublicKeyBlob() }
             return AgentIdentity(publicKeyBlob: blob, comment: String(decoding: name, as: UTF8.self))
@@ -74,7 +74,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         // private half is decoded once, by the signature itself. The keychain
         // (its connection) is let go before the signature is made.
         let found = try open(extendSession: true)
-            .agentKeys(applicationLabel: wanted.applicationLabel).first {
+            .keys.agentKeys(applicationLabel: wanted.applicationLabel).first {
                 $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
             }
         guard let (_, pkcs8) = found else { throw KeychainError(.itemNotFound, "the agent holds no such key") }
@@ -82,7 +82,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     }
 }
 
-extension Keychain {
+extension KeychainKeys {
     /// The private keys SSH can use that the caller may see, opened: each
     /// item and its PKCS#8 (extractable or not). With `applicationLabel`,
     /// only that key and strictly: a locked match throws. Without, keys of a
@@ -95,8 +95,8 @@ extension Keychain {
         try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
         if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
         let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]
-        return try transaction(write: false) {
-            let scan = RowScan(query, filter: try storeFilter(query), data: true, strict: applicationLabel != nil)
+        return try engine.transaction(write: false) {
+            let scan = RowScan(query, filter: try engine.storeFilter(query), data: true, strict: applicationLabel != nil)
             // A listing leaves out the groups this machine can't open; a key asked for by its label is refused as a find is.
             scan.listing = applicationLabel == nil
             // Each key opened is a read of its secret, listed or used (SPEC §17 audit).
@@ -105,11 +105,11 @@ extension Keychain {
             scan.admits = { sshTypes.contains(String(decoding: $0[.type], as: UTF8.self)) }
             var found: [(item: Item, pkcs8: SecureBytes)] = []
             var locked: KeychainError?
-            try self.scan(scan) { match in
+            try engine.scan(scan) { match in
                 let item = match.item
                 guard item.availability == .available else {
                     if item.availability != .damaged, locked == nil {
-                        locked = unavailable(item.accessible, item.accessGroup)
+                        locked = engine.unavailable(item.accessible, item.accessGroup)
                     }
                     return true
                 }

@@ -43,7 +43,7 @@ protocol KeychainStorage: AnyObject {
     /// The item statements, in the open transaction.
     var itemStore: any ItemStoring { get }
     /// Runs `scan` over the item rows (`TypedItemStorage` implements it).
-    func scan(_ scan: RowScan, for keychain: Keychain, _ visit: (ScannedItem) throws -> Bool) throws
+    func scan(_ scan: RowScan, for engine: KeychainEngine, _ visit: (ScannedItem) throws -> Bool) throws
 
     // MARK: - Wording (defaults below)
 
@@ -163,8 +163,8 @@ protocol TypedItemStorage: KeychainStorage {
 extension TypedItemStorage {
     var itemStore: any ItemStoring { items }
 
-    func scan(_ scan: RowScan, for keychain: Keychain, _ visit: (ScannedItem) throws -> Bool) throws {
-        try keychain.run(scan, over: items, visit)
+    func scan(_ scan: RowScan, for engine: KeychainEngine, _ visit: (ScannedItem) throws -> Bool) throws {
+        try engine.run(scan, over: items, visit)
     }
 }
 

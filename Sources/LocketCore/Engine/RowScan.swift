@@ -88,7 +88,7 @@ struct ScannedItem {
     var sealedData: [UInt8]?
 }
 
-extension Keychain {
+extension KeychainEngine {
     /// Runs `scan` in the open transaction, handing each match to `visit`
     /// until it returns false. Returns how many were handed on.
     @discardableResult
@@ -171,7 +171,7 @@ extension Keychain {
             if let access, isInvalidated(access) { item.availability = .invalidated }
             // A dump never asks for proofs: the secrets of items with access control stay out of it.
             if data && (access == nil || (strict && !keepingAccessData)) {
-                let key = try access.map { try openAccess($0, row, label: Keychain.label(item.attributes)) } ?? fieldKey(row, .data)
+                let key = try access.map { try openAccess($0, row, label: KeychainEngine.label(item.attributes)) } ?? fieldKey(row, .data)
                 let record: SecureBytes
                 do {
                     record = try stored.withData { try SecretBox.open($0, key: key, what: "an item's secret") }

@@ -3,7 +3,7 @@
 /// never asks which place it is.
 struct StoragePolicy {
     /// The operations it allows (what it lacks is errSecNotAvailable).
-    var capabilities: Keychain.Capabilities
+    var capabilities: KeychainCapabilities
     /// Wrong passwords are counted in the header and slowed down (SPEC §5).
     /// Where the header is shared by many devices a count would be a write
     /// every device makes at every unlock, and whoever reads the store can
@@ -43,47 +43,37 @@ enum KeychainFormat {
     static let current: Int64 = 2
 }
 
-extension Keychain {
-    /// Operations a keychain allows, as the place it lives in decides.
-    public struct Capabilities: OptionSet, Sendable {
-        public let rawValue: Int
-        public init(rawValue: Int) { self.rawValue = rawValue }
+/// Operations a keychain allows, as the place it lives in decides
+/// (`Keychain.capabilities`; `Keychain.require` refuses what it lacks).
+public struct KeychainCapabilities: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
 
-        /// `passwd`: changing, setting or removing the password.
-        public static let changePassword = Capabilities(rawValue: 1 << 0)
-        /// `passwd --rotate`: new keys, every item re-sealed.
-        public static let rotateKeys = Capabilities(rawValue: 1 << 1)
-        /// `settings`: the auto-lock timeout and the presence reuse window.
-        public static let settings = Capabilities(rawValue: 1 << 2)
-        /// `import`: items streamed from a reader into one transaction.
-        public static let importItems = Capabilities(rawValue: 1 << 3)
-        /// Adding the keys a keychain made by an earlier release lacks (the
-        /// presence key pairs of access control) when first needed.
-        public static let addMissingKeys = Capabilities(rawValue: 1 << 4)
-        /// Free-form attributes (SPEC §18): a blind row per (name, value)
-        /// pair, and items unique by their reference alone.
-        public static let freeFormAttributes = Capabilities(rawValue: 1 << 5)
+    /// `passwd`: changing, setting or removing the password.
+    public static let changePassword = KeychainCapabilities(rawValue: 1 << 0)
+    /// `passwd --rotate`: new keys, every item re-sealed.
+    public static let rotateKeys = KeychainCapabilities(rawValue: 1 << 1)
+    /// `settings`: the auto-lock timeout and the presence reuse window.
+    public static let settings = KeychainCapabilities(rawValue: 1 << 2)
+    /// `import`: items streamed from a reader into one transaction.
+    public static let importItems = KeychainCapabilities(rawValue: 1 << 3)
+    /// Adding the keys a keychain made by an earlier release lacks (the
+    /// presence key pairs of access control) when first needed.
+    public static let addMissingKeys = KeychainCapabilities(rawValue: 1 << 4)
+    /// Free-form attributes (SPEC §18): a blind row per (name, value)
+    /// pair, and items unique by their reference alone.
+    public static let freeFormAttributes = KeychainCapabilities(rawValue: 1 << 5)
 
-        /// What each is called in a refusal.
-        var activity: String {
-            switch self {
-            case .changePassword: "changing the password"
-            case .rotateKeys: "rotating the keys"
-            case .settings: "changing settings"
-            case .importItems: "importing"
-            case .addMissingKeys: "adding the access control keys of a keychain made before them"
-            case .freeFormAttributes: "storing free-form attributes"
-            default: "this operation"
-            }
+    /// What each is called in a refusal.
+    var activity: String {
+        switch self {
+        case .changePassword: "changing the password"
+        case .rotateKeys: "rotating the keys"
+        case .settings: "changing settings"
+        case .importItems: "importing"
+        case .addMissingKeys: "adding the access control keys of a keychain made before them"
+        case .freeFormAttributes: "storing free-form attributes"
+        default: "this operation"
         }
-    }
-
-    /// What this keychain allows.
-    public var capabilities: Capabilities { storage.policy.capabilities }
-
-    /// Refuses `capability` when the keychain lacks it (errSecNotAvailable),
-    /// before anything is read or written; a caller may ask before its prompts.
-    public func require(_ capability: Capabilities) throws {
-        guard capabilities.contains(capability) else { throw storage.unavailable(capability.activity) }
     }
 }

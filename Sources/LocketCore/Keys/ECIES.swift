@@ -57,14 +57,24 @@ enum ECIES {
     }
 
     static func decrypt(_ input: UnsafeRawBufferPointer, privateKey: EVPKey, curve: EllipticCurve, variant: Variant) throws -> SecureBytes {
+        try decrypt(input, curve: curve, variant: variant) { _, ephemeral in try sharedSecret(privateKey, ephemeral, cofactor: variant.cofactor) }
+    }
+
+    /// Decryption where `agree` does the ECDH with the ephemeral public key
+    /// (04||X||Y, and as a libcrypto key: on the curve): a private key held
+    /// elsewhere (a TPM) does only that step, as Apple's Secure Enclave does
+    /// (by default in the variant its keys use: cofactor, variable IV).
+    static func decrypt(_ input: UnsafeRawBufferPointer, curve: EllipticCurve, variant: Variant = Variant(variableIV: true, cofactor: true),
+                        agree: ([UInt8], EVPKey) throws -> SecureBytes) throws -> SecureBytes {
         let pointLength = 1 + 2 * curve.byteCount
         guard input.count >= pointLength + tagLength else {
             throw KeychainError(.decode, "the ECIES ciphertext is shorter than a \(curve.sshName) point and a tag")
         }
         let ephemeralPublic = Array(input[0..<pointLength])
         guard ephemeralPublic[0] == 4 else { throw KeychainError(.decode, "the ECIES ciphertext does not start with an uncompressed point") }
+        // A point off the curve is the ciphertext's fault, whoever holds the key.
         let ephemeral = try KeyParameters.ecPublic(curve: curve, point: ephemeralPublic)
-        let secret = try sharedSecret(privateKey, ephemeral, cofactor: variant.cofactor)
+        let secret = try agree(ephemeralPublic, ephemeral)
         let keyAndIV = try derive(secret, sharedInfo: ephemeralPublic, curve: curve, variant: variant)
         let body = UnsafeRawBufferPointer(rebasing: input[pointLength..<(input.count - tagLength)])
         let tag = UnsafeRawBufferPointer(rebasing: input[(input.count - tagLength)...])

@@ -124,7 +124,7 @@ extension Keychain {
             let databasePassword = try databasePassword ?? service.map {
                 try Keychain.databasePassword(service: $0, user: remote.value("user"), environment: environment)
             }
-            try create(in: RemoteStore.New(remote, databasePassword: databasePassword, deviceName: "creator"), password: password,
+            try KeychainEngine.create(in: RemoteStore.New(remote, databasePassword: databasePassword, deviceName: "creator"), password: password,
                        kdf: cost, environment: environment)
         }
     }

@@ -45,7 +45,7 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         let environment = Environment(sandbox.environment, time: TimeSource(milliseconds: { then }, sleep: { _ in }))
         for n in 1...5 {
             let keychain = try Keychain.open(at: try environment.keychainPath(nil), environment: environment)
-            XCTAssertThrowsError(try keychain.unlock(password: SecureBytes(copying: Array("wrong \(n)".utf8)), timeout: nil))
+            XCTAssertThrowsError(try keychain.session.unlock(password: SecureBytes(copying: Array("wrong \(n)".utf8)), timeout: nil))
         }
     }
 

@@ -16,7 +16,7 @@ struct KeptDevice {
     /// Everything `machine` holds now, with every wrap its device key opens in the database.
     static func keep(_ machine: TemporaryKeychain, _ connection: RemoteConnection) throws -> KeptDevice {
         let keychain = try machine.open()
-        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: keychain.keybag.keychainID, environment: machine.environment))
+        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: keychain.engine.keybag.keychainID, environment: machine.environment))
         var kept = KeptDevice(identity: identity, keychain: keychain, groupKeys: [])
         try kept.collect(connection)
         return kept
@@ -39,7 +39,7 @@ struct KeptDevice {
             guard let ref = row[0].bytes, let itemClass = row[1].text.flatMap(ItemClass.init(rawValue:)),
                   let pclass = row[2].text.flatMap(ProtectionClass.init(rawValue:)), let group = row[3].text, let data = row[4].bytes else { continue }
             let identity = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
-            let classGroupKey = try keychain.cache.groupKey(pclass, group)
+            let classGroupKey = try keychain.engine.cache.groupKey(pclass, group)
             for key in kept.groupKeys {
                 let mixed = try classGroupKey.withUnsafeBytes { try KeyDerivation.derive(key, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
                 let fieldKey = try Sealing.fieldKey(mixed, identity, .data)

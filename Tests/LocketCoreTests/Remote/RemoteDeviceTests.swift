@@ -26,7 +26,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         // The owner of an app's entitlements or not, a WHERE clause is not
         // what stops it: as the server holds the database, every wrapped
         // group key is there to try, and the device's secret key opens only g1's.
-        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: try device.open().keybag.keychainID, environment: device.environment))
+        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: try device.open().engine.keybag.keychainID, environment: device.environment))
         let connection = try running().connect(database: database)
         let wraps = try connection.execute("SELECT agrp, wrapped FROM locket.group_keys ORDER BY agrp, device")
         XCTAssertEqual(Set(wraps.compactMap { $0[0].text }), ["g1", "g2"])
@@ -39,7 +39,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let keychain = try device.open()
         let g2 = try XCTUnwrap(try connection.execute("SELECT ref, cls, pdmn, data FROM locket.items WHERE agrp = 'g2'").first)
         let row = Sealing.RowIdentity(itemClass: .genericPassword, accessible: .whenUnlocked, accessGroup: "g2", ref: g2[0].bytes ?? [])
-        let classGroupKey = try keychain.cache.groupKey(.whenUnlocked, "g2")
+        let classGroupKey = try keychain.engine.cache.groupKey(.whenUnlocked, "g2")
         for wrap in wraps {
             guard let key = try? identity.open(wrap[1].bytes ?? []) else { continue }
             let mixed = try classGroupKey.withUnsafeBytes { try KeyDerivation.derive(key, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
@@ -56,7 +56,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let connection = try running().connect(database: database)
         let sealedBefore = try connection.execute("SELECT data FROM locket.items")[0][0].bytes
         // What the device kept: its key for generation 1.
-        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: try device.open().keybag.keychainID, environment: device.environment))
+        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: try device.open().engine.keybag.keychainID, environment: device.environment))
         let keptWrap = try XCTUnwrap(try connection.execute("SELECT wrapped FROM locket.group_keys WHERE device = $1", [.int(id)]).first?[0].bytes)
         let kept = try identity.open(keptWrap)
 
@@ -72,7 +72,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let keychain = try device.open()
         let item = try connection.execute("SELECT ref, data FROM locket.items")[0]
         let row = Sealing.RowIdentity(itemClass: .genericPassword, accessible: .whenUnlocked, accessGroup: "g1", ref: item[0].bytes ?? [])
-        let mixed = try keychain.cache.groupKey(.whenUnlocked, "g1").withUnsafeBytes {
+        let mixed = try keychain.engine.cache.groupKey(.whenUnlocked, "g1").withUnsafeBytes {
             try KeyDerivation.derive(kept, KeyDerivation.Context("locket.remote.group.v1").with($0))
         }
         XCTAssertThrowsError(try SecretBox.open(item[1].bytes ?? [], key: Sealing.fieldKey(mixed, row, .data), what: "after"))

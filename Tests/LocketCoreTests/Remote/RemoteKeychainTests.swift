@@ -24,7 +24,7 @@ final class RemoteKeychainTests: PostgresTestCase {
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .interactionNotAllowed)
         }
-        XCTAssertThrowsError(try second.open().unlock(password: secret("wrong horse"), timeout: nil)) { error in
+        XCTAssertThrowsError(try second.open().session.unlock(password: secret("wrong horse"), timeout: nil)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .authFailed)
         }
         try second.unlock()
@@ -69,10 +69,10 @@ final class RemoteKeychainTests: PostgresTestCase {
         let (first, _, _) = try machines.created()
         let keychain = try first.open()
         try keychain.add(genp("svc", "a"), data: secret("one"))
-        XCTAssertThrowsError(try keychain.changePassword(old: secret("correct horse"), new: secret("new horse"))) { error in
+        XCTAssertThrowsError(try keychain.session.changePassword(old: secret("correct horse"), new: secret("new horse"))) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
         }
-        XCTAssertThrowsError(try keychain.setDefaultTimeout(10)) { error in
+        XCTAssertThrowsError(try keychain.session.setDefaultTimeout(10)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
         }
         try first.lock(all: true)

@@ -213,7 +213,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         // The operator squats another name in the server's tables for the pending device.
         let sql = try running().connect(database: database)
         try sql.execute("INSERT INTO locket.groups(agrp, generation) VALUES ('taken', 1)")
-        let pendingKey = try XCTUnwrap(try DeviceIdentity.load(keychainID: try pending.open().keybag.keychainID, environment: pending.environment))
+        let pendingKey = try XCTUnwrap(try DeviceIdentity.load(keychainID: try pending.open().engine.keybag.keychainID, environment: pending.environment))
         try sql.execute("INSERT INTO locket.group_keys SELECT 'taken', 1, id, $2 FROM locket.devices WHERE name = $1",
                         [.text("pending"), .bytes(try DeviceIdentity.seal(try secret(String(repeating: "k", count: 32)), to: pendingKey.publicKey))])
         for group in ["squatted", "taken"] {

@@ -127,7 +127,7 @@ final class RemoteRecoveryTests: PostgresTestCase {
         XCTAssertEqual(chain.count, 2, "the chain goes on from entry 1, which the server holds")
 
         // A trust record that no longer reads is refused, with the way back that is not a deletion.
-        let keychainID = try reader.open().keybag.keychainID
+        let keychainID = try reader.open().engine.keybag.keychainID
         let trust = try RemoteTrust.path(keychainID: keychainID, environment: reader.environment)
         var bytes = try XCTUnwrap(FileManager.default.contents(atPath: trust))
         bytes[bytes.count / 2] ^= 1

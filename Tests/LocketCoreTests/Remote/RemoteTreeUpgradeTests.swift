@@ -23,7 +23,7 @@ final class RemoteTreeUpgradeTests: PostgresTestCase {
     /// root over every item (signed by `signer`, as its last write would
     /// have), no node table, version 2.
     private func downgrade(_ sql: RemoteConnection, signer: TemporaryKeychain) throws {
-        let keychainID = try signer.open().keybag.keychainID
+        let keychainID = try signer.open().engine.keybag.keychainID
         let device = try XCTUnwrap(try DeviceIdentity.load(keychainID: keychainID, environment: signer.environment))
         let newest = try XCTUnwrap(sql.execute("SELECT body, signature FROM locket.states ORDER BY seq DESC LIMIT 1").first)
         let state = try SignedState(body: newest[0].bytes ?? [], signature: newest[1].bytes ?? [])

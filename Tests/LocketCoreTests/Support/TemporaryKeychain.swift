@@ -114,16 +114,16 @@ final class TemporaryKeychain {
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.
     func unlock(timeout: UInt32? = nil, time: TimeSource? = nil) throws {
         guard let password else { return }
-        try open(time: time).unlock(password: secret(password), timeout: timeout)
+        try open(time: time).session.unlock(password: secret(password), timeout: timeout)
     }
 
     func lock(all: Bool) throws {
-        try open().lock(all: all)
+        try open().session.lock(all: all)
     }
 
     /// Leaves nothing behind: no session (keyring or directory), no files.
     func remove(keepDirectory: Bool = false) {
-        if let keychain = try? open() { keychain.lock(all: true) }
+        if let keychain = try? open() { keychain.session.lock(all: true) }
         if inMemory { MemoryKeychains.remove(path) }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }

@@ -2,23 +2,6 @@ import Glibc
 import LocketSupport
 
 /// `init` of a keychain file: built in a private directory beside its path and linked into place.
-extension Keychain {
-    /// Creates a keychain at `path` with `password` (nil: no password),
-    /// hashed with Argon2id at `kdf`. The caller chooses the cost: the command
-    /// line never passes less than `.interactive`.
-    public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
-                              environment: Environment, sessionTimeout: UInt32? = nil) throws {
-        try create(in: FileStorage.New(path: path, format: Schema.format), password: password, kdf: cost, environment: environment,
-                   sessionTimeout: sessionTimeout)
-    }
-
-    /// `create` in a given format: format 1 only for tests of the migration.
-    static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
-                       format: Int64) throws {
-        try create(in: FileStorage.New(path: path, format: format), password: password, kdf: cost, environment: environment)
-    }
-}
-
 extension FileStorage {
     /// Where a new keychain file goes.
     final class New: KeychainPlace {

@@ -23,7 +23,7 @@ extension Keychain {
     /// errSecDecode naming the device, entry and row, and nothing is listed.
     public func audit(since: Int64) throws -> [AuditEntry] {
         guard let remote = remoteStore else { throw KeychainError(.notAvailable, "the audit is a remote keychain's") }
-        try requireOwner("reading the audit")
+        try engine.requireOwner("reading the audit")
         return try remote.transaction { _ in
             try remote.verifiedAudit().filter { $0.entry.at >= since }.map { entry, row, name in
                 AuditEntry(id: row, device: entry.device, deviceName: name, item: entry.item, operation: entry.operation, at: entry.at)

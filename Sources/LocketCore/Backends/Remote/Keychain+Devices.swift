@@ -62,13 +62,13 @@ extension Keychain {
             return id
         }
         let device = try keys.with(id: id)
-        try device.save(keychainID: keybag.keychainID, environment: environment)
+        try device.save(keychainID: engine.keybag.keychainID, environment: engine.environment)
         remote.device = device
         guard let roster = remote.verifiedRoster else { throw KeychainError(.io, "the membership was not read") }
         remote.trust = RemoteTrust(roster: roster, state: remote.verifiedState)
-        try remote.trust.save(keychainID: keybag.keychainID, device: device, environment: environment)
+        try remote.trust.save(keychainID: engine.keybag.keychainID, device: device, environment: engine.environment)
         let signer = roster.roster.device(roster.roster.signer).map(roster.roster.fingerprint)
-        let mine = device.fingerprint(keychainID: keybag.keychainID)
+        let mine = device.fingerprint(keychainID: engine.keybag.keychainID)
         return Enrolment(id: id, fingerprint: mine.hex, fingerprintWords: mine.words, signer: roster.roster.signer,
                          signerFingerprint: signer?.hex ?? "")
     }
@@ -82,7 +82,7 @@ extension Keychain {
                 let id = row[0].int ?? 0
                 let signed = roster?.device(id)
                 let fingerprint = signed.map { roster!.fingerprint($0) }
-                    ?? DeviceFingerprint(keychainID: keybag.keychainID, encryptionKey: row[1].bytes ?? [], signingKey: row[5].bytes ?? [])
+                    ?? DeviceFingerprint(keychainID: engine.keybag.keychainID, encryptionKey: row[1].bytes ?? [], signingKey: row[5].bytes ?? [])
                 let state = signed.map { $0.revokedAt == 0 ? "approved" : "revoked" } ?? "pending"
                 let groups = roster?.groups.filter { $0.members.contains(id) && signed?.revokedAt == 0 }.map(\.name) ?? []
                 return RemoteDevice(id: id, name: row[2].text ?? "", state: state, groups: groups,
@@ -99,7 +99,7 @@ extension Keychain {
     /// device and its keys. All or nothing.
     public func approve(device id: Int64, groups: [String], fingerprint: String) throws {
         let remote = try requireRemote("approving a device")
-        try requireOwner("approving a device")
+        try engine.requireOwner("approving a device")
         guard !groups.isEmpty else { throw KeychainError(.param, "name the access groups to approve the device for") }
         guard let expected = DeviceFingerprint.parse(fingerprint) else {
             throw KeychainError(.param, "'\(Printable.clip(fingerprint))' is not a device fingerprint (5 groups of 4 hex digits, or 10 words)")
@@ -109,7 +109,7 @@ extension Keychain {
                   let publicKey = target[0].bytes, let signingKey = target[2].bytes else {
                 throw KeychainError(.itemNotFound, "no device \(id)")
             }
-            let found = DeviceFingerprint(keychainID: keybag.keychainID, encryptionKey: publicKey, signingKey: signingKey)
+            let found = DeviceFingerprint(keychainID: engine.keybag.keychainID, encryptionKey: publicKey, signingKey: signingKey)
             guard found == expected else {
                 throw KeychainError(.authFailed, """
                     device \(id)'s keys have fingerprint \(found.hex), not \(expected.hex): not approved. \
@@ -157,11 +157,11 @@ extension Keychain {
     @discardableResult
     func rekey(revoking id: Int64?, groups named: Set<String>) throws -> Int64 {
         let remote = try requireRemote("revoking a device")
-        try requireOwner("revoking a device")
+        try engine.requireOwner("revoking a device")
         remote.rekeying = true
         defer { remote.rekeying = false }
         // A server that puts back the keys from before the revocation puts back an older header too: it moves on with them.
-        return try write(advancingHeader: true) {
+        return try engine.write(advancingHeader: true) {
             let (me, current) = try remote.approvedDevice("revoking a device")
             var next = current.roster
             if let id {
@@ -184,7 +184,7 @@ extension Keychain {
                 newKeys[group.name] = key
                 next.groups[index].generation += 1
                 next.groups[index].members.removeAll { $0 == id }
-                next.groups[index].keyCheck = Roster.keyCheck(keychainID: keybag.keychainID, group: group.name,
+                next.groups[index].keyCheck = Roster.keyCheck(keychainID: engine.keybag.keychainID, group: group.name,
                                                               generation: next.groups[index].generation, key: key)
             }
             // Nothing to give a new key to (the groups are gone, or moved on since): no new epoch.
@@ -220,8 +220,8 @@ extension Keychain {
                 throw KeychainError(.decode, "an item of the group could not be read for re-sealing")
             }
             let identity = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: row.ref)
-            let attrs = try row.withAttributes { try SecretBox.open($0, key: try fieldKey(identity, .attributes), what: "an item's attributes") }
-            let data = try row.withData { try SecretBox.open($0, key: try fieldKey(identity, .data), what: "an item's secret") }
+            let attrs = try row.withAttributes { try SecretBox.open($0, key: try engine.fieldKey(identity, .attributes), what: "an item's attributes") }
+            let data = try row.withData { try SecretBox.open($0, key: try engine.fieldKey(identity, .data), what: "an item's secret") }
             return (row.id, identity, attrs, data)
         }
     }
@@ -230,8 +230,8 @@ extension Keychain {
     private func reseal(_ id: Int64, _ identity: Sealing.RowIdentity, _ attrs: SecureBytes, _ data: SecureBytes, _ remote: RemoteStore) throws {
         let pk = try remote.execute("SELECT pk FROM locket.items WHERE id = $1", [.int(id)]).first?[0].bytes ?? []
         let stored = try remote.padded(group: identity.accessGroup, primaryKey: pk,
-                                       attributes: SecretBox.seal(attrs, key: try fieldKey(identity, .attributes)),
-                                       data: SecretBox.seal(data, key: try fieldKey(identity, .data)))
+                                       attributes: SecretBox.seal(attrs, key: try engine.fieldKey(identity, .attributes)),
+                                       data: SecretBox.seal(data, key: try engine.fieldKey(identity, .data)))
         try remote.execute(RemoteStatements.updateItem, [.int(id), .bytes(stored.attributes), .bytes(stored.data),
                                                          .bytes(stored.version), .bytes(stored.dataHash)])
         try remote.wrote(id: id, ref: identity.ref, version: stored.version, inserted: false, recorded: false)

@@ -19,7 +19,7 @@ extension Keychain {
     /// The offline cache's file for this remote keychain.
     public var offlineCachePath: String? {
         guard let remote = remoteStore else { return nil }
-        return try? RemoteCache.path(url: remote.location.url, environment: environment)
+        return try? RemoteCache.path(url: remote.location.url, environment: engine.environment)
     }
 
     /// `keychain sync`: a snapshot, in one transaction, of the
@@ -33,9 +33,9 @@ extension Keychain {
         guard let device = remote.device else {
             throw KeychainError(.interactionNotAllowed, "this machine is not enrolled in \(remote.location.url)", reason: .notEnrolled)
         }
-        let key = try RemoteCache.key(indexKey: try indexKey(), keychainID: keybag.keychainID)
-        let path = try RemoteCache.path(url: remote.location.url, environment: environment)
-        let started = environment.time.milliseconds() * 1000
+        let key = try RemoteCache.key(indexKey: try engine.indexKey(), keychainID: engine.keybag.keychainID)
+        let path = try RemoteCache.path(url: remote.location.url, environment: engine.environment)
+        let started = engine.environment.time.milliseconds() * 1000
         let snapshot: RemoteCache? = try remote.transaction { transaction in
             // Approved by the signed membership, not by the server's state column.
             guard let roster = remote.verifiedRoster?.roster, roster.isApproved(device.id) else { return nil }
@@ -68,7 +68,7 @@ extension Keychain {
             throw KeychainError(.authFailed, "this device was revoked from \(remote.location.url); its offline cache was deleted")
         }
         try FileIO.makeDirectories(FileIO.directory(of: path))
-        try snapshot.sealed(keychainID: keybag.keychainID, key: key).withUnsafeBytes { try FileIO.writeAtomically(path, $0) }
+        try snapshot.sealed(keychainID: engine.keybag.keychainID, key: key).withUnsafeBytes { try FileIO.writeAtomically(path, $0) }
         return snapshot.rows.count
     }
 }

@@ -90,7 +90,7 @@ extension Keychain {
         umask(0o077)
         let password = try service.map { try Keychain.databasePassword(service: $0, user: remote.value("user"), environment: environment) }
         let (store, stored) = try RemoteStore.open(remote, databasePassword: password, environment: environment, maxStale: nil, recovering: true)
-        return try open(store, stored, caller: caller, environment: environment, extendSession: true, acceptRollback: true)
+        return try Keychain(opening: store, stored, caller: caller, environment: environment, extendSession: true, acceptRollback: true)
     }
 
     /// What was lost, as far as this device knows it; nothing is changed.
@@ -113,7 +113,7 @@ extension Keychain {
     public func recover(password: SecureBytes) throws -> RemoteRecovery {
         let remote = try recoveringStore()
         let header = try headerRollback()
-        try acceptRollback(password: password)
+        try session.acceptRollback(password: password)
         remote.applyingRecovery = true
         defer { remote.applyingRecovery = false }
         try remote.transaction { _ in }
@@ -143,9 +143,9 @@ extension Keychain {
 
     /// The header's generation this device saw, and the server's, when the server's is older.
     private func headerRollback() throws -> (seen: UInt64, server: UInt64)? {
-        guard isRolledBack, let indexKey = keys[Keybag.indexKeyName],
-              let seen = try storage.rollbackRecords?.generationMirror(keychainID: keybag.keychainID, environment: environment, device: device,
-                                                      indexKey: indexKey)?.read() else { return nil }
+        guard isRolledBack, let indexKey = engine.keys[Keybag.indexKeyName],
+              let seen = try engine.storage.rollbackRecords?.generationMirror(keychainID: engine.keybag.keychainID, environment: engine.environment,
+                                                                              device: engine.device, indexKey: indexKey)?.read() else { return nil }
         return (seen, generation)
     }
 

@@ -7,7 +7,7 @@ import LocketSupport
 extension Keychain {
     /// The remote keychain's store, nil for another keychain: for the
     /// operations only a remote keychain has (devices, the audit, the offline cache).
-    var remoteStore: RemoteStore? { storage as? RemoteStore }
+    var remoteStore: RemoteStore? { engine.storage as? RemoteStore }
 
     /// Whether the keychain lives in PostgreSQL rather than a file.
     public var isRemote: Bool { remoteStore != nil }
@@ -18,7 +18,7 @@ extension Keychain {
     /// `databasePassword`: the server login's, when libpq's own sources don't give it.
     public static func createRemote(_ location: RemoteLocation, password: SecureBytes, kdf cost: KDFCost = .moderate,
                                     databasePassword: SecureBytes? = nil, deviceName: String = "creator", environment: Environment) throws {
-        try create(in: RemoteStore.New(location, databasePassword: databasePassword, deviceName: deviceName), password: password,
+        try KeychainEngine.create(in: RemoteStore.New(location, databasePassword: databasePassword, deviceName: deviceName), password: password,
                    kdf: cost, environment: environment)
     }
 
@@ -37,7 +37,8 @@ extension Keychain {
         try Sodium.ready()
         umask(0o077)
         let (store, stored) = try RemoteStore.open(location, databasePassword: databasePassword, environment: environment, maxStale: maxStale)
-        return try open(store, stored, caller: caller, environment: environment, extendSession: extendSession, acceptRollback: acceptRollback)
+        return try Keychain(opening: store, stored, caller: caller, environment: environment, extendSession: extendSession,
+                            acceptRollback: acceptRollback)
     }
 }
 

@@ -160,7 +160,7 @@ public final class RemoteConnection {
     }
 
     private func connect() throws {
-        let process = try HelperProcess(path: helperPath, environment: environment)
+        let process = try HelperProcess(path: helperPath, program: .postgres, environment: environment)
         helper = process
         do {
             var hello = FrameWriter(.hello)

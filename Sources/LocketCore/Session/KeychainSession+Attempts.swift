@@ -11,7 +11,7 @@ import LocketSupport
 /// 1, 2, 4, 8, 16 and 30 s one after the other, never the same second side by
 /// side. The rule lives here, so the command line, the Secret Service
 /// provider and the Security module all meet it.
-extension Keychain {
+extension KeychainSession {
     /// What a password check is about to wait for, told to
     /// `passwordWaitObserver` before it waits (the engine never prints: a
     /// caller that talks to a person says so).
@@ -32,10 +32,10 @@ extension Keychain {
     /// counted before the hash (so killing the process during it does not
     /// dodge the count) and the count reset after a success.
     func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
-        try checkKDFParameters()
+        try engine.checkKDFParameters()
         // Nobody waits for the keychain during the turn, the delay and the hash.
-        storage.hold?.release()
-        let counted = hasPassword && storage.policy.countsPasswordFailures
+        engine.storage.hold?.release()
+        let counted = engine.hasPassword && engine.storage.policy.countsPasswordFailures
         // Held to the end of this function: the verdict is part of the turn.
         let turn = counted ? try takePasswordTurn() : nil
         defer { withExtendedLifetime(turn) {} }
@@ -44,9 +44,9 @@ extension Keychain {
             waitOutPasswordDelay()
             try recordAttempt(failed: true)
         }
-        let kek = try keybag.kek(password: password)
-        let keys = try keybag.unwrapWithKEK(kek, device: device, sameDevice: isBoundDevice(device))
-        try authenticateWithPassword(keys)
+        let kek = try engine.keybag.kek(password: password)
+        let keys = try engine.keybag.unwrapWithKEK(kek, device: engine.device, sameDevice: engine.isBoundDevice(engine.device))
+        try engine.authenticateWithPassword(keys)
         if counted { try recordAttempt(failed: false) }
         return (kek, keys)
     }
@@ -54,8 +54,8 @@ extension Keychain {
     /// This attempt's turn, from a storage that gives them (a file); nil
     /// where attempts are not counted at all.
     private func takePasswordTurn() throws -> AnyObject? {
-        guard let turns = storage.passwordTurns else { return nil }
-        return try turns.passwordTurn(busy: { passwordWaitObserver?(.turn) })
+        guard let turns = engine.storage.passwordTurns else { return nil }
+        return try turns.passwordTurn(busy: { engine.passwordWaitObserver?(.turn) })
     }
 
     /// Under the turn: the count and the time of the last failure as stored
@@ -68,19 +68,19 @@ extension Keychain {
     private func readFailureCount() throws {
         guard recordsAttempts else { return }
         var rows: [(MetaKey, [UInt8]?)] = []
-        try transaction(write: false) {
-            for key in [MetaKey.failures, .failedAt, .failedAtMilliseconds] { rows.append((key, try storage.readMeta(key))) }
+        try engine.transaction(write: false) {
+            for key in [MetaKey.failures, .failedAt, .failedAtMilliseconds] { rows.append((key, try engine.storage.readMeta(key))) }
         }
-        for (key, value) in rows { meta[key] = value }
+        for (key, value) in rows { engine.meta[key] = value }
     }
 
     /// Whether attempts are written down here (see `recordAttempt`).
-    private var recordsAttempts: Bool { keys[Keybag.indexKeyName] != nil && !isRolledBack }
+    private var recordsAttempts: Bool { engine.keys[Keybag.indexKeyName] != nil && !engine.isRolledBack }
 
     // MARK: - Wrong passwords
 
     /// Consecutive wrong passwords since the last success.
-    public var failedAttempts: Int { meta.integer(.failures).map { Int($0) } ?? 0 }
+    public var failedAttempts: Int { engine.meta.integer(.failures).map { Int($0) } ?? 0 }
 
     /// Seconds to wait before the next password attempt (rounded up): none
     /// for the first five failures, then 1, 2, 4, ... up to 30 s after the last failure.
@@ -92,12 +92,12 @@ extension Keychain {
         guard failures >= 5 else { return 0 }
         let wait = min(30, 1 << min(failures - 5, 5))
         // Milliseconds since the last failure (older keychains stored whole seconds under failed_at).
-        let lastMs = meta.integer(.failedAtMilliseconds) ?? (meta.integer(.failedAt) ?? 0) * 1000
+        let lastMs = engine.meta.integer(.failedAtMilliseconds) ?? (engine.meta.integer(.failedAt) ?? 0) * 1000
         return max(0, Int(lastMs + Int64(wait) * 1000 - clock.milliseconds()))
     }
 
     /// The clock and sleeper of the wrong-password delay: the environment's.
-    var clock: TimeSource { environment.time }
+    var clock: TimeSource { engine.environment.time }
 
     /// Sleeps until the next password attempt is allowed, having told
     /// `passwordWaitObserver` how long. Every check of a password (unlock,
@@ -105,7 +105,7 @@ extension Keychain {
     /// as the command line is.
     func waitOutPasswordDelay() {
         var left = passwordDelayMilliseconds
-        if left > 0 { passwordWaitObserver?(.delay(failures: failedAttempts, milliseconds: left)) }
+        if left > 0 { engine.passwordWaitObserver?(.delay(failures: failedAttempts, milliseconds: left)) }
         while left > 0 {
             clock.sleep(min(left, 1000))
             left = passwordDelayMilliseconds
@@ -128,11 +128,11 @@ extension Keychain {
         // Fully synchronous, as every write: the generation mirror follows the
         // commit, and must never be ahead of it after a power cut. The count
         // is the header's, as `write` has just read it.
-        try write(advancingHeader: true) {
+        try engine.write(advancingHeader: true) {
             let failures = failed ? Int64(failedAttempts) + 1 : 0
-            try storage.writeMeta([(.failures, BigEndian.bytes(failures)),
-                                   (.failedAt, BigEndian.bytes(now / 1000)),
-                                   (.failedAtMilliseconds, BigEndian.bytes(now))])
+            try engine.storage.writeMeta([(.failures, BigEndian.bytes(failures)),
+                                          (.failedAt, BigEndian.bytes(now / 1000)),
+                                          (.failedAtMilliseconds, BigEndian.bytes(now))])
         }
     }
 }

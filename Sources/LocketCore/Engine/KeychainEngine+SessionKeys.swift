@@ -1,5 +1,8 @@
-/// Loading the session's keys at open, saving them at unlock, and lock.
-extension Keychain {
+import LocketSupport
+
+/// The keys this process holds: loaded from the session at open, saved at
+/// unlock, and bound to this device (a copied keychain, a lost device secret).
+extension KeychainEngine {
     /// Keys available to this process, by class code (and `idx`).
     var keys: SessionKeys {
         get { cache.keys }
@@ -96,13 +99,53 @@ extension Keychain {
         if tiers.contains(.whenUnlocked) { try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout) }
     }
 
-    /// Forgets the when-unlocked keys; with `all`, every key (as a reboot would).
-    public func lock(all: Bool) {
-        session.remove(.whenUnlocked)
-        if all { session.remove(.afterFirstUnlock) }
-        try? reloadKeys()
+    // MARK: - Binding to this device
+
+    /// Whether `device` is the device the keychain's device-bound keys belong to.
+    func isBoundDevice(_ device: SecureBytes?) -> Bool {
+        guard let device, let stored = meta[.deviceFingerprint] else { return false }
+        return Keybag.deviceFingerprint(device, keychainID: keybag.keychainID) == stored
     }
 
-    /// Whether the when-unlocked keys are in the session now.
-    public var isUnlocked: Bool { cache.unlockedTiers.contains(.whenUnlocked) }
+    /// The first unlock on a new device (a copied keychain, a lost device
+    /// secret): fresh device-bound class keys for this device, so that new
+    /// ThisDeviceOnly items work here. Items bound to the old device keep their
+    /// old keys, which never open here; `tdo_boundary` (ids never repeat)
+    /// tells them apart, so they show as unavailable on this device, not damaged.
+    func rebind(_ unwrapped: inout SessionKeys, kek: SecureBytes, device: SecureBytes) throws {
+        var fresh = SessionKeys()
+        for name in keybag.deviceBoundNames { fresh.set(name, try SecureBytes(copying: Sodium.random(32))) }
+        var bag = keybag
+        try bag.wrap(fresh, kek: kek, device: device)
+        let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
+        let boundary: Int64 = try write {
+            let boundary = max(try storage.itemStore.maximumID(), tdoBoundary)
+            try storage.writeKeybag(bag, replacingAll: false)
+            try storage.writeMeta([(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, BigEndian.bytes(boundary))])
+            return boundary
+        }
+        keybag = bag
+        meta[.deviceFingerprint] = fingerprint
+        meta[.thisDeviceOnlyBoundary] = BigEndian.bytes(boundary)
+        for (name, key) in fresh.entries { unwrapped.set(name, key) }
+    }
+
+    /// Device-bound items with ids up to this one belong to an earlier device.
+    var tdoBoundary: Int64 { meta.integer(.thisDeviceOnlyBoundary) ?? 0 }
+
+    /// Re-wraps the always-available keys for this device's key when they came
+    /// from elsewhere (a copied keychain, a lost device secret).
+    func rewrapForThisDevice(_ unwrapped: SessionKeys, device: SecureBytes?) throws {
+        guard let device else { return }
+        let current = keybag.unwrapWithDevice(device)
+        var missing = SessionKeys()
+        for name in [ProtectionClass.always.rawValue, Keybag.indexKeyName] where current[name] == nil {
+            if let key = unwrapped[name] { missing.set(name, key) }
+        }
+        guard !missing.entries.isEmpty else { return }
+        var bag = keybag
+        try bag.wrap(missing, kek: nil, device: device)
+        try write { try storage.writeKeybag(bag, replacingAll: false) }
+        keybag = bag
+    }
 }

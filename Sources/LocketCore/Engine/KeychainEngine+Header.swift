@@ -1,10 +1,10 @@
 import LocketSupport
 
 /// Transactions, writes, the header's authentication and rollback detection (SPEC §7 "Rollback").
-extension Keychain {
+extension KeychainEngine {
     /// How many writes the keychain has committed (as this process last saw it);
     /// 0 for a keychain from before generations, until its first write.
-    public var generation: UInt64 { Header(meta: meta, keybag: [:]).generation }
+    var generation: UInt64 { Header(meta: meta, keybag: [:]).generation }
 
     // MARK: - Transactions and writes
 
@@ -173,39 +173,5 @@ extension Keychain {
         guard kdf.isStrong else {
             throw KeychainError(.decode, "\(path) has password-hash parameters below locket's minimum; the \(storage.medium) was altered")
         }
-    }
-
-    // MARK: - Accepting a rollback
-
-    /// Accepts the keychain as it is (SPEC §7): this machine's generation
-    /// mirror is set to the keychain's own, so that an older copy put back on
-    /// purpose opens again. The owner's act; with a password, only with it
-    /// (checked as unlock checks it, and the header must still authenticate:
-    /// an older header is accepted, a forged one never). Returns whether the
-    /// keychain was rolled back; if it was, the session is cleared, since its
-    /// keys may be newer than the keychain's. The password given then
-    /// unlocks it, as `unlock` with the default timeout would, so the next
-    /// command does not ask again.
-    @discardableResult
-    public func acceptRollback(password: SecureBytes?) throws -> Bool {
-        try requireOwner("accepting an older copy of the keychain")
-        acceptsRollback = true
-        var checked: (kek: SecureBytes, keys: SessionKeys)?
-        if hasPassword {
-            guard let password else { throw KeychainError(.authFailed) }
-            checked = try checkPassword(password)
-        }
-        var accepted = false
-        if isRolledBack, let indexKey = keys[Keybag.indexKeyName],
-           let mirror = try storage.rollbackRecords?.generationMirror(keychainID: keybag.keychainID, environment: environment, device: device,
-                                                     indexKey: indexKey) {
-            mirror.set(generation)
-            lock(all: true)
-            // Accepted: what follows (the unlock's writes) writes it as it is now.
-            isRolledBack = false
-            accepted = true
-        }
-        if let checked { try unlock(checked: checked, timeout: nil) }
-        return accepted
     }
 }

@@ -1,6 +1,6 @@
 /// `passwd --rotate` (SPEC §7): new class keys and a new blind-index key,
 /// every item re-sealed, in one transaction.
-extension Keychain {
+extension KeychainSession {
     /// Replaces every class key and the blind-index key with fresh random
     /// ones wrapped for `kek` (the new password's) and this device, and
     /// re-seals every item under them, all in one write transaction: after a
@@ -24,33 +24,33 @@ extension Keychain {
     /// sealed secrets, which no class key opens (ItemAccess.dataKey).
     func rotateKeys(old unwrapped: SessionKeys, kdf: KDFParameters, kek: SecureBytes,
                     presence: [(String, SecureBytes)] = [], publicKeys: [(MetaKey, [UInt8])] = []) throws {
-        guard let device, isBoundDevice(device) else {
+        guard let device = engine.device, engine.isBoundDevice(device) else {
             throw KeychainError(.notAvailable, "the keys can only be rotated on the device the keychain was last unlocked on")
         }
         // dku opens with the device key alone; the rest came with the password.
         var old = unwrapped
-        for (name, key) in keybag.unwrapWithDevice(device).entries where old[name] == nil { old.set(name, key) }
+        for (name, key) in engine.keybag.unwrapWithDevice(device).entries where old[name] == nil { old.set(name, key) }
         var fresh = SessionKeys()
         for name in Keybag.names { fresh.set(name, try SecureBytes(copying: Sodium.random(32))) }
-        var bag = Keybag(keychainID: keybag.keychainID, kdf: kdf, rows: [:])
+        var bag = Keybag(keychainID: engine.keybag.keychainID, kdf: kdf, rows: [:])
         try bag.wrap(fresh, kek: kek, device: device)
         for (name, key) in presence { try bag.wrapPresence(name, key, kek: kek) }
         let newIndex = fresh[Keybag.indexKeyName]!
 
         // An app's scoped session is not widened to the owner's keys: it is dropped.
-        let tiers: ProtectionClass.Tiers = sessionScope != nil ? .none : cache.unlockedTiers.intersection(.session)
-        session.remove(.whenUnlocked)
-        session.remove(.afterFirstUnlock)
-        try write(rekey: newIndex) {
-            try reseal(old: old, new: fresh, newIndex: newIndex, in: storage.itemStore)
-            try storage.writeKeybag(bag, replacingAll: true)
-            try storage.writeMeta([(.kdf, kdf.encoded)] + publicKeys)
+        let tiers: ProtectionClass.Tiers = engine.sessionScope != nil ? .none : engine.cache.unlockedTiers.intersection(.session)
+        engine.session.remove(.whenUnlocked)
+        engine.session.remove(.afterFirstUnlock)
+        try engine.write(rekey: newIndex) {
+            try reseal(old: old, new: fresh, newIndex: newIndex, in: engine.storage.itemStore)
+            try engine.storage.writeKeybag(bag, replacingAll: true)
+            try engine.storage.writeMeta([(.kdf, kdf.encoded)] + publicKeys)
         }
-        keybag = bag
-        keys = SessionKeys()
-        keys.set(Keybag.indexKeyName, newIndex)
-        try saveSession(fresh, timeout: defaultTimeout, tiers: tiers)
-        try reloadKeys()
+        engine.keybag = bag
+        engine.keys = SessionKeys()
+        engine.keys.set(Keybag.indexKeyName, newIndex)
+        try engine.saveSession(fresh, timeout: engine.defaultTimeout, tiers: tiers)
+        try engine.reloadKeys()
     }
 
     /// Re-seals every row that opens with `old` under `new`, with fresh
@@ -70,16 +70,17 @@ extension Keychain {
             for id in ids {
                 guard let stored = try reader.row(id), let itemClass = stored.itemClass,
                       let pclass = ProtectionClass(rawValue: stored.protectionClassCode),
-                      !(pclass.thisDeviceOnly && id <= tdoBoundary),
+                      !(pclass.thisDeviceOnly && id <= engine.tdoBoundary),
                       let oldClass = old[pclass.rawValue], let newClass = new[pclass.rawValue] else {
                     kept += 1
                     continue
                 }
                 let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: stored.accessGroup, ref: stored.ref)
                 let cacheKey = pclass.rawValue + "\u{0}" + row.accessGroup
+                let keychainID = engine.keybag.keychainID
                 let keys = try groupKeys[cacheKey]
-                    ?? (sealingKey(Sealing.groupKey(oldClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup),
-                        sealingKey(Sealing.groupKey(newClass, keychainID: keybag.keychainID, pclass, row.accessGroup), group: row.accessGroup))
+                    ?? (engine.sealingKey(Sealing.groupKey(oldClass, keychainID: keychainID, pclass, row.accessGroup), group: row.accessGroup),
+                        engine.sealingKey(Sealing.groupKey(newClass, keychainID: keychainID, pclass, row.accessGroup), group: row.accessGroup))
                 groupKeys[cacheKey] = keys
                 let attributes: SecureBytes, sealedData: [UInt8], record: (attributes: [Attribute: [UInt8]], created: Int64, modified: Int64, access: [UInt8]?)
                 do {

@@ -17,95 +17,14 @@ struct ProofState {
     var reuseLoaded = false
 }
 
-/// Access control: proofs, sealing an item's secret behind them, opening it.
-extension Keychain {
-    /// The longest `settings --presence-reuse` allows, in seconds (LAContext's maximum).
-    public static let maximumPresenceReuse: UInt32 = 300
-
-    /// The application password for items that need one (set by the caller
-    /// after a `.proofNeeded` that asked for it, or before an add).
-    public var applicationPassword: SecureBytes? {
-        get { proof.applicationPassword }
-        set { proof.applicationPassword = newValue }
-    }
-
-    /// An identity of the caller's terminal session (the command line builds
-    /// it from the terminal device, the session id and the session leader's
-    /// start time). Only with it does a proof serve later commands.
-    public var terminalSession: String? {
-        get { proof.terminalSession }
-        set {
-            proof.terminalSession = newValue
-            proof.reuseLoaded = false
-        }
-    }
-
+/// Access control (SPEC §14): sealing an item's secret behind the proofs
+/// its access control names, opening it with the proofs given, and the
+/// reuse window that lets one proof serve a terminal session.
+extension KeychainEngine {
     /// Seconds one proof of presence serves the same terminal session (0: none).
-    public var presenceReuse: UInt32 {
+    var presenceReuse: UInt32 {
         guard let stored = meta[.presenceReuse], stored.count == 8 else { return 0 }
-        return UInt32(clamping: min(BigEndian.int64(stored), Int64(Keychain.maximumPresenceReuse)))
-    }
-
-    /// Stores the reuse window (0 ... 300 seconds). Shortening it is always
-    /// allowed; lengthening it needs the keychain password proven in this
-    /// process (`provePresence`): errSecInteractionNotAllowed with
-    /// `.proofNeeded` without it, errSecNotAvailable on a keychain without a
-    /// password, which has no proof to give.
-    public func setPresenceReuse(_ seconds: UInt32) throws {
-        try requireOwner("changing settings")
-        guard seconds <= Keychain.maximumPresenceReuse else {
-            throw KeychainError(.param, "the presence reuse window is at most \(Keychain.maximumPresenceReuse) seconds")
-        }
-        try require(.settings)
-        try write {
-            // A wider window is a weaker policy: a process that could set it
-            // without the password would widen it and wait for the user's
-            // next proof. Compared with the stored value, not the one read at open.
-            let stored = try storage.readMeta(.presenceReuse).flatMap { $0.count == 8 ? BigEndian.int64($0) : nil } ?? 0
-            if Int64(seconds) > stored && !proof.passwordProven {
-                guard hasPassword else {
-                    throw KeychainError(.notAvailable, "the presence reuse window serves user presence, which needs a keychain with a password")
-                }
-                throw proofNeeded(password: true, application: false, label: nil)
-            }
-            try storage.writeMeta([(.presenceReuse, BigEndian.bytes(Int64(seconds)))])
-        }
-    }
-
-    /// Proves presence with the keychain password: checked as every password
-    /// is (counted, slowed after failures), then the presence keys are opened
-    /// for this process, and kept for the reuse window when there is one. A
-    /// keychain made before access control gets its presence keys here.
-    public func provePresence(password: SecureBytes) throws {
-        guard hasPassword else {
-            throw KeychainError(.notAvailable, "user presence needs a keychain with a password")
-        }
-        let kek = try checkPassword(password).kek
-        proof.passwordProven = true
-        var bag = keybag
-        var missing: [(MetaKey, [UInt8])] = []
-        for name in PresenceKeys.names {
-            // A row that does not open with the right password was left wrapped for an older one (a
-            // release before access control changed the password): its items can't open any more either.
-            if let key = try? bag.unwrapPresence(name, kek: kek) {
-                proof.presenceKeys[name] = key
-                continue
-            }
-            let (publicKey, secretKey) = try PresenceKeys.generate()
-            try bag.wrapPresence(name, secretKey, kek: kek)
-            missing.append((PresenceKeys.publicKeyRow(name), publicKey))
-            proof.presenceKeys[name] = secretKey
-        }
-        if !missing.isEmpty {
-            // Where the header moves on only when keys are replaced, the presence keys come at init, with the header they belong to.
-            try require(.addMissingKeys)
-            try write {
-                try storage.writeKeybag(bag, replacingAll: false)
-                try storage.writeMeta(missing)
-            }
-            keybag = bag
-        }
-        try keepForReuse()
+        return UInt32(clamping: min(BigEndian.int64(stored), Int64(KeychainSession.maximumPresenceReuse)))
     }
 
     // MARK: - Sealing
@@ -182,7 +101,7 @@ extension Keychain {
         attributes[.label].map { String(decoding: $0, as: UTF8.self) }
     }
 
-    private func proofNeeded(password: Bool, application: Bool, label: String?) -> KeychainError {
+    func proofNeeded(password: Bool, application: Bool, label: String?) -> KeychainError {
         let what = [password ? "the keychain password" : nil, application ? "the application password" : nil].compactMap { $0 }
         return KeychainError(.interactionNotAllowed, "the item's access control needs \(what.joined(separator: " and "))",
                              reason: .proofNeeded(AccessRequest(keychainPassword: password, applicationPassword: application, label: label)))
@@ -203,11 +122,11 @@ extension Keychain {
     /// stored masked under the when-unlocked session's reuse nonce, made anew
     /// at every unlock, so the slot is no proof in the clear and stops
     /// serving at `lock`.
-    private func keepForReuse() throws {
+    func keepForReuse() throws {
         let seconds = presenceReuse
         guard seconds > 0, let slot = reuseSlot, let nonce = keys[PresenceKeys.reuseNonceName] else { return }
         var stored = SessionKeys()
-        for (name, key) in proof.presenceKeys { stored.set(name, try Keychain.mask(key, nonce, slot: slot, name: name)) }
+        for (name, key) in proof.presenceKeys { stored.set(name, try KeychainEngine.mask(key, nonce, slot: slot, name: name)) }
         try session.saveSlot(slot, keys: stored, expiresAfter: seconds)
     }
 
@@ -219,7 +138,7 @@ extension Keychain {
         guard let stored = session.loadSlot(slot) else { return }
         for (name, key) in stored.entries where PresenceKeys.names.contains(name) && proof.presenceKeys[name] == nil {
             // Masked under an earlier unlock's nonce it unmasks to noise: kept only if it is the keychain's key.
-            let unmasked = try Keychain.mask(key, nonce, slot: slot, name: name)
+            let unmasked = try KeychainEngine.mask(key, nonce, slot: slot, name: name)
             if let publicKey = try? BackupRecipients.publicKey(secretKey: unmasked), publicKey == meta[PresenceKeys.publicKeyRow(name)] {
                 proof.presenceKeys[name] = unmasked
             }

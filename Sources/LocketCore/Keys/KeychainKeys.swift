@@ -8,9 +8,16 @@ public struct KeyFileOutcome: Sendable {
     public let added: Bool
 }
 
-/// Keys and certificates as items (SPEC §12): adding a key file or a
-/// generated key, and reading stored keys back.
-extension Keychain {
+/// A keychain's keys and certificates as items (SPEC §12; `Keychain.keys`):
+/// adding a key file or a generated key, reading stored keys back, using a
+/// key without handing it out (KeychainKeys+Use), identities as a view
+/// (+Identity), the ssh-agent's keys (Agent/KeychainKeySource). New kinds of
+/// key (held by a TPM, say) are new members here, over the same items.
+public struct KeychainKeys {
+    let engine: KeychainEngine
+
+    init(_ engine: KeychainEngine) { self.engine = engine }
+
     /// Adds the keys and certificates of one parsed key file in ONE write
     /// transaction, all or nothing: an error on any item (or from `outcome`)
     /// adds none. An item already in the keychain (same primary key and group)
@@ -35,11 +42,11 @@ extension Keychain {
 
     private func addKeyItems(_ entries: [(ItemClass, [Attribute: [UInt8]], SecureBytes)], _ options: KeyItemOptions,
                              _ outcome: (KeyFileOutcome) throws -> Void) throws {
-        let (pclass, control, group) = try placement(accessible: options.accessible, accessControl: options.accessControl,
+        let (pclass, control, group) = try engine.placement(accessible: options.accessible, accessControl: options.accessControl,
                                                      accessGroup: options.accessGroup)
-        for (_, _, data) in entries { try checkSize(data) }
-        try write {
-            let inserter = try storage.itemStore.makeInserter()
+        for (_, _, data) in entries { try engine.checkSize(data) }
+        try engine.write {
+            let inserter = try engine.storage.itemStore.makeInserter()
             var added = 0
             for (itemClass, given, data) in entries {
                 var attributes = given
@@ -47,7 +54,7 @@ extension Keychain {
                 do {
                     // The proof guards private keys; certificates and public keys are public.
                     let isPrivate = itemClass == .key && attributes[.keyClass] == Array("private".utf8)
-                    let item = try insert(itemClass, attributes, group: group, pclass: pclass, data: data, extra: nil, using: inserter,
+                    let item = try engine.insert(itemClass, attributes, group: group, pclass: pclass, data: data, extra: nil, using: inserter,
                                           control: isPrivate ? control : nil)
                     added += 1
                     try outcome(KeyFileOutcome(item: item, added: true))
@@ -107,6 +114,17 @@ extension Keychain {
         return (shown, try Certificate(der: data.bytes))
     }
 
+    /// The first key `query` matches and its public key, read from the
+    /// attributes alone when the key keeps its public half beside its
+    /// access control; nil otherwise (no match, no access control, or a key
+    /// added before the public half was kept), for the caller to open the value.
+    func keptPublicHalf(_ query: Query) throws -> (item: Item, key: AsymmetricKey)? {
+        guard query.itemClass == .key else { return nil }
+        let found = try engine.transaction(write: false) { try engine.rows(query, limit: .one, data: false) }
+        guard let item = found.first, let spki = item.access?.publicHalf else { return nil }
+        return (item, try AsymmetricKey(subjectPublicKeyInfo: spki))
+    }
+
     /// errSecDataNotAvailable for a key whose value never leaves the keychain.
     public static func requireExtractable(_ item: Item) throws {
         guard item.isExtractable else {
@@ -114,22 +132,14 @@ extension Keychain {
         }
     }
 
-    /// errSecDataNotAvailable when a key `query` matches (within `limit`)
-    /// was added non-extractable, found with its attributes alone: the proof
-    /// its access control needs is never asked for a value that would be
-    /// refused anyway.
-    func refuseNonExtractable(_ query: Query, limit: MatchLimit) throws {
-        for item in try rows(query, limit: limit, data: false, reads: true) { try Keychain.requireExtractable(item) }
-    }
-
     /// The first item of `itemClass` that `query` matches, its value opened;
     /// with `exportable`, errSecDataNotAvailable first for a non-extractable key.
     private func openOne(_ query: Query, _ itemClass: ItemClass, exportable: Bool = false) throws -> Item {
         guard query.itemClass == itemClass else { throw KeychainError(.param, "the query is not for \(itemClass.name) items") }
-        let found = try transaction(write: false) { () throws -> [Item] in
-            if exportable { try refuseNonExtractable(query, limit: .one) }
+        let found = try engine.transaction(write: false) { () throws -> [Item] in
+            if exportable { try engine.refuseNonExtractable(query, limit: .one) }
             // A key opened to use it is a read of its secret (SPEC §17 audit), even if it never leaves the engine.
-            return try rows(query, limit: .one, data: true, reads: true)
+            return try engine.rows(query, limit: .one, data: true, reads: true)
         }
         guard let item = found.first else { throw KeychainError(.itemNotFound) }
         return item

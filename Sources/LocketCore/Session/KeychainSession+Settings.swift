@@ -1,22 +1,19 @@
 import LocketSupport
 
 /// Settings and status: what needs no password.
-extension Keychain {
+extension KeychainSession {
     // MARK: - Settings
 
     /// The inactivity timeout `unlock` uses when none is given: the
     /// keychain's setting, else 300 s. 0 means no auto-lock.
-    public var defaultTimeout: UInt32 {
-        guard let stored = meta[.timeout], stored.count == 8 else { return 300 }
-        return UInt32(clamping: BigEndian.int64(stored))
-    }
+    public var defaultTimeout: UInt32 { engine.defaultTimeout }
 
     /// Stores the keychain's default auto-lock timeout (0: never).
     public func setDefaultTimeout(_ seconds: UInt32) throws {
-        try requireOwner("changing settings")
-        try require(.settings)
+        try engine.requireOwner("changing settings")
+        try engine.require(.settings)
         let value = BigEndian.bytes(Int64(seconds))
-        try write { try storage.writeMeta([(.timeout, value)]) }
+        try engine.write { try engine.storage.writeMeta([(.timeout, value)]) }
     }
 
     /// When the session's keyring locks the keychain by itself (SPEC §20),
@@ -31,13 +28,13 @@ extension Keychain {
     }
 
     /// Whether the keychain locks on `event`.
-    public func locks(on event: LockEvent) -> Bool { meta[event.metaKey] != [0] }
+    public func locks(on event: LockEvent) -> Bool { engine.meta[event.metaKey] != [0] }
 
     /// Stores whether the keychain locks on `event`.
     public func setLocks(on event: LockEvent, _ locks: Bool) throws {
-        try requireOwner("changing settings")
-        try require(.settings)
-        try write { try storage.writeMeta([(event.metaKey, [locks ? 1 : 0])]) }
+        try engine.requireOwner("changing settings")
+        try engine.require(.settings)
+        try engine.write { try engine.storage.writeMeta([(event.metaKey, [locks ? 1 : 0])]) }
     }
 
     /// Changes when the password changes, never otherwise, and tells
@@ -45,11 +42,11 @@ extension Keychain {
     /// cost (all stored in the clear), nil without a password. The login's
     /// unlock remembers a password that did not open the keychain by it.
     public var passwordStamp: String? {
-        keybag.kdf.map { Hex.encode(keybag.keychainID) + "." + Hex.encode($0.encoded) }
+        engine.keybag.kdf.map { Hex.encode(engine.keybag.keychainID) + "." + Hex.encode($0.encoded) }
     }
 
     /// The Argon2id cost of the password, nil without one.
-    public var kdfCost: KDFCost? { keybag.kdf?.cost }
+    public var kdfCost: KDFCost? { engine.keybag.kdf?.cost }
 
     /// How many when-passcode-set items removing the password would delete.
     public var passcodeItemCount: Int {
@@ -76,21 +73,21 @@ extension Keychain {
 
     public func status() throws -> Status {
         let counts = try countByClass()
-        let whenUnlocked = hasPassword ? try session.peek(.whenUnlocked) : nil
-        let firstUnlock = hasPassword ? try session.peek(.afterFirstUnlock) : nil
-        return Status(path: path, hasPassword: hasPassword,
-                      whenUnlocked: !hasPassword || whenUnlocked != nil,
-                      afterFirstUnlock: !hasPassword || firstUnlock != nil,
+        let whenUnlocked = engine.hasPassword ? try engine.session.peek(.whenUnlocked) : nil
+        let firstUnlock = engine.hasPassword ? try engine.session.peek(.afterFirstUnlock) : nil
+        return Status(path: engine.path, hasPassword: engine.hasPassword,
+                      whenUnlocked: !engine.hasPassword || whenUnlocked != nil,
+                      afterFirstUnlock: !engine.hasPassword || firstUnlock != nil,
                       secondsUntilAutoLock: whenUnlocked?.secondsLeft,
                       autoLockTimeout: defaultTimeout,
                       sessionBackend: (whenUnlocked ?? firstUnlock)?.backend.rawValue,
-                      itemCounts: counts, failedAttempts: failedAttempts, scopedGroups: sessionScope?.groups)
+                      itemCounts: counts, failedAttempts: failedAttempts, scopedGroups: engine.sessionScope?.groups)
     }
 
     func countByClass() throws -> [ProtectionClass: Int] {
-        try transaction(write: false) {
+        try engine.transaction(write: false) {
             var counts: [ProtectionClass: Int] = [:]
-            for (code, count) in try storage.itemStore.countByProtectionClass(ItemFilter(visibleGroups: caller.accessGroups)) {
+            for (code, count) in try engine.storage.itemStore.countByProtectionClass(ItemFilter(visibleGroups: engine.caller.accessGroups)) {
                 if let pclass = ProtectionClass(rawValue: code) { counts[pclass] = count }
             }
             return counts

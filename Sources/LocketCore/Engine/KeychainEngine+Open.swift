@@ -12,23 +12,28 @@ struct StoredHeader {
 }
 
 /// Opening: the one sequence every keychain goes through once its storage
-/// has been reached and has read its header (each backend's own `open`, or
-/// `Keychain.open(_:)` with a location).
-extension Keychain {
-    /// Makes the keychain object over `storage` for `caller` and loads
+/// has been reached and has read its header (each backend's own `open`,
+/// through `Keychain(opening:...)`).
+extension KeychainEngine {
+    /// Makes the engine over `storage` for `caller` and loads
     /// whatever keys this machine's session holds. The header is
     /// authenticated and checked against this machine's generation mirror
     /// when the blind-index key is among them; an older one fails with
     /// errSecDecode (reason `.rolledBack`) unless `acceptRollback`, which
     /// opens it with `isRolledBack` set, for `acceptRollback(password:)`.
     /// Whatever the storage holds is let go if this fails.
-    static func open(_ storage: any KeychainStorage, _ stored: StoredHeader, caller: Caller, environment: Environment,
-                     extendSession: Bool, acceptRollback: Bool) throws -> Keychain {
+    ///
+    /// `stored` is consumed: its rows become the engine's without a copy
+    /// (a copy here went through value witnesses that built the metadata
+    /// of its dictionary at run time, in every command).
+    static func open(_ storage: any KeychainStorage, _ stored: consuming StoredHeader, caller: Caller, environment: Environment,
+                     extendSession: Bool, acceptRollback: Bool) throws -> KeychainEngine {
+        let checkedByStorage = stored.checkedByStorage
         do {
-            let keychain = try Keychain(storage: storage, caller: caller, environment: environment, keybag: stored.keybag, meta: stored.meta)
+            let keychain = try KeychainEngine(storage: storage, caller: caller, environment: environment, keybag: stored.keybag, meta: stored.meta)
             keychain.extendsSession = extendSession
             keychain.acceptsRollback = acceptRollback
-            keychain.headerChecked = stored.checkedByStorage
+            keychain.headerChecked = checkedByStorage
             try keychain.loadKeys()
             if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
                 try keychain.authenticate(keychain.header, indexKey: indexKey)

@@ -34,14 +34,14 @@ public struct IdentityItem: Sendable {
 /// Identities as a view (SPEC §12, reference 000 "Digital Identities Aren't
 /// Real"): never stored; a certificate and the private key whose
 /// application label equals its public key hash.
-extension Keychain {
+extension KeychainKeys {
     /// Every (private key, certificate) pair `query` matches, oldest
     /// certificate first; errSecItemNotFound when none.
     public func identities(_ query: IdentityQuery, limit: MatchLimit = .one) throws -> [IdentityItem] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
-        let found = try transaction(write: false) { () throws -> [IdentityItem] in
+        let found = try engine.transaction(write: false) { () throws -> [IdentityItem] in
             let found = try pairs(query, limit: limit)
-            if found.isEmpty { try checkKeysCurrent() }
+            if found.isEmpty { try engine.checkKeysCurrent() }
             return found
         }
         if found.isEmpty { throw KeychainError(.itemNotFound) }
@@ -54,20 +54,20 @@ extension Keychain {
     /// certificates and keys went. Opens the certificates, so it needs them unlocked.
     @discardableResult
     public func deleteIdentities(_ query: IdentityQuery) throws -> (certificates: Int, keys: Int) {
-        try write {
+        try engine.write {
             let found = try pairs(query, limit: .all)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound) }
-            for pair in found { _ = try storage.itemStore.delete(ItemFilter(ref: pair.certificate.persistentRef)) }
+            for pair in found { _ = try engine.storage.itemStore.delete(ItemFilter(ref: pair.certificate.persistentRef)) }
             var keys = 0
             var seen: Set<[UInt8]> = []
             for pair in found where seen.insert(pair.key.persistentRef).inserted {
                 var others = Query(itemClass: .certificate)
                 try others.match(.publicKeyHash, pair.key[.applicationLabel])
                 // Any group, the caller's or not: a key another app's certificate still pairs with stays.
-                var filter = try storeFilter(others)
+                var filter = try engine.storeFilter(others)
                 filter.visibleGroups = nil
-                if try storage.itemStore.select(filter, data: false).next() == nil {
-                    keys += try storage.itemStore.delete(ItemFilter(ref: pair.key.persistentRef))
+                if try engine.storage.itemStore.select(filter, data: false).next() == nil {
+                    keys += try engine.storage.itemStore.delete(ItemFilter(ref: pair.key.persistentRef))
                 }
             }
             return (found.count, keys)
@@ -109,21 +109,21 @@ extension Keychain {
         if query.certificate.attributes.isEmpty && !query.key.attributes.isEmpty {
             var keyQuery = query.key
             try keyQuery.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
-            for key in try rows(keyQuery, limit: .all, data: false) {
+            for key in try engine.rows(keyQuery, limit: .all, data: false) {
                 var certificateQuery = query.certificate
                 try certificateQuery.match(.publicKeyHash, key[.applicationLabel])
-                for certificate in try rows(certificateQuery, limit: .all, data: false) {
+                for certificate in try engine.rows(certificateQuery, limit: .all, data: false) {
                     found.append(IdentityItem(key: key, certificate: certificate))
                     if wanted >= 0 && found.count >= wanted { return found }
                 }
             }
             return found
         }
-        for certificate in try rows(query.certificate, limit: .all, data: false) {
+        for certificate in try engine.rows(query.certificate, limit: .all, data: false) {
             var keyQuery = query.key
             try keyQuery.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
             try keyQuery.match(.applicationLabel, certificate[.publicKeyHash])
-            guard let key = try rows(keyQuery, limit: .one, data: false).first else { continue }
+            guard let key = try engine.rows(keyQuery, limit: .one, data: false).first else { continue }
             found.append(IdentityItem(key: key, certificate: certificate))
             if wanted >= 0 && found.count >= wanted { break }
         }

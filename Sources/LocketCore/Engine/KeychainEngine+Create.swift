@@ -3,7 +3,7 @@ import LocketSupport
 
 /// A place a new keychain is made in (`init`): what each kind of storage
 /// does before its keychain exists. The keys, the keybag and the header
-/// are the engine's, made once for every kind (`Keychain.create(in:)`).
+/// are the engine's, made once for every kind (`KeychainEngine.create(in:)`).
 protocol KeychainPlace {
     /// Where, for messages: a path, a URL.
     var address: String { get }
@@ -22,7 +22,7 @@ protocol KeychainPlace {
     func make(header: [(String, [UInt8])], keybag: Keybag, environment: Environment) throws -> any KeychainStorage
 }
 
-extension Keychain {
+extension KeychainEngine {
     /// Creates a keychain in `place` with `password` (nil: no password,
     /// where the place allows it), hashed with Argon2id at `kdf`. The caller
     /// chooses the cost: the command line never passes less than
@@ -82,7 +82,7 @@ extension Keychain {
         let storage = try place.make(header: header, keybag: bag, environment: environment)
         try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey)?.raise(to: 1)
         if password != nil {
-            let keychain = try Keychain(storage: storage, caller: .owner, environment: environment, keybag: bag,
+            let keychain = try KeychainEngine(storage: storage, caller: .owner, environment: environment, keybag: bag,
                                         meta: Dictionary(uniqueKeysWithValues: header))
             try keychain.saveSession(keys, timeout: sessionTimeout ?? keychain.defaultTimeout)
         }

@@ -3,7 +3,7 @@ import LocketSupport
 /// Using a stored key without handing it out (SPEC §13): `key sign`,
 /// `verify`, `encrypt` and `decrypt` open the key inside the engine, run
 /// the operation and let the key's guarded memory be wiped, in one call.
-extension Keychain {
+extension KeychainKeys {
     /// Runs `body` with the first key `query` matches, opened whether or not
     /// it is extractable, and the item without its value. With
     /// `needsPrivate` (sign, decrypt) a private key is looked for first, so
