@@ -235,24 +235,6 @@ extension EndToEndCase {
         XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
         return result.stdout
     }
-
-    /// Sleeps until the wall clock's fraction of a second is `fraction` (0..<1),
-    /// for tests whose outcome depends on where whole-second boundaries fall.
-    static func sleepUntilFraction(_ fraction: Double) {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        let now = Double(ts.tv_nsec) / 1e9
-        var wait = fraction - now
-        if wait < 0 { wait += 1 }
-        usleep(UInt32(wait * 1_000_000))
-    }
-
-    /// Seconds since the epoch, with a fraction.
-    static func wallClock() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
 }
 
 extension EndToEndCase {
