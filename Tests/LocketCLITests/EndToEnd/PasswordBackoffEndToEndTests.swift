@@ -22,20 +22,6 @@ final class EndToEndPasswordBackoffTests: EndToEndCase {
         ok("lock", "--all")
     }
 
-    private func failedAttempts(file: StaticString = #filePath, line: UInt = #line) -> Int {
-        statusJSON(file: file, line: line)["failedAttempts"] as? Int ?? -1
-    }
-
-    /// One wrong `unlock`, quick and silent apart from the error.
-    private func wrongUnlock(file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        let result = locket(["unlock", "--password-stdin"], input: .text("wrong password\n"), file: file, line: line)
-        XCTAssertEqual(result.status, 51, result.summary, file: file, line: line)
-        // After the warning about a wait, if any, the error line.
-        let last = result.errLines.last ?? ""
-        XCTAssertTrue(last.hasPrefix("locket: error: ") && last.hasSuffix("(errSecAuthFailed -25293)"), result.summary, file: file, line: line)
-        return result
-    }
-
     // MARK: - Issue 44, point 10: attempts take turns
 
     /// Five failures recorded in-process, the last `secondsAgo` before now

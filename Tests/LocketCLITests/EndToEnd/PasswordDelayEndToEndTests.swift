@@ -20,20 +20,6 @@ final class EndToEndPasswordDelayTests: EndToEndCase {
         ok("lock", "--all")
     }
 
-    private func failedAttempts(file: StaticString = #filePath, line: UInt = #line) -> Int {
-        statusJSON(file: file, line: line)["failedAttempts"] as? Int ?? -1
-    }
-
-    /// One wrong `unlock`, quick and silent apart from the error.
-    private func wrongUnlock(file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        let result = locket(["unlock", "--password-stdin"], input: .text("wrong password\n"), file: file, line: line)
-        XCTAssertEqual(result.status, 51, result.summary, file: file, line: line)
-        // After the warning about a wait, if any, the error line.
-        let last = result.errLines.last ?? ""
-        XCTAssertTrue(last.hasPrefix("locket: error: ") && last.hasSuffix("(errSecAuthFailed -25293)"), result.summary, file: file, line: line)
-        return result
-    }
-
     /// Milliseconds `body`'s commands slept on the clock.
     private func slept(_ body: () -> Void) -> Int64 {
         let before = clock!.slept
@@ -112,5 +98,22 @@ final class EndToEndPasswordDelayTests: EndToEndCase {
         XCTAssertLessThan(sixthStarted - fifthEnded, 0.5)
         XCTAssertTrue(sixth.err.contains("waiting"), "a 6th attempt \(String(format: "%.2f", sixthStarted - fifthEnded)) s after the 5th failure did not wait: \(sixth.summary)")
         XCTAssertEqual(waited, 910, "the rest of the second since the 5th failure: \(sixth.summary)")
+    }
+}
+
+extension EndToEndCase {
+    /// The count of wrong passwords in a row, as `status --json` reports it.
+    func failedAttempts(file: StaticString = #filePath, line: UInt = #line) -> Int {
+        statusJSON(file: file, line: line)["failedAttempts"] as? Int ?? -1
+    }
+
+    /// One wrong `unlock`, quick and silent apart from the error.
+    func wrongUnlock(file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(["unlock", "--password-stdin"], input: .text("wrong password\n"), file: file, line: line)
+        XCTAssertEqual(result.status, 51, result.summary, file: file, line: line)
+        // After the warning about a wait, if any, the error line.
+        let last = result.errLines.last ?? ""
+        XCTAssertTrue(last.hasPrefix("locket: error: ") && last.hasSuffix("(errSecAuthFailed -25293)"), result.summary, file: file, line: line)
+        return result
     }
 }
