@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketLocator
 import LocketSupport
 import Synchronization
 
@@ -33,7 +34,7 @@ struct KeychainTarget: Hashable {
                                     entitlements: try environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 })
         // A NAME is a file, or a registered remote while no file has the
         // name: that can change between calls, so it is resolved at each.
-        if let spec, !spec.contains("/"), !RemoteLocation.isURL(spec) { return target }
+        if let spec, !spec.contains("/"), !KeychainLocator.isURL(spec) { return target }
         lastTarget.withLock { $0 = (variables, target) }
         return target
     }

@@ -1,4 +1,6 @@
 import LocketCore
+import LocketLocator
+import LocketRemote
 
 extension Commands {
     /// `locket init`
@@ -63,7 +65,7 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
-        if keychain.isRemote {
+        if keychain.remote != nil {
             context.err("""
                 locket: note: on a remote keychain this accepts an older header (the keys and settings the database holds) on this \
                 machine only; a membership, item or audit history older than this device saw is 'locket \(context.keychainArgument)keychain recover''s \

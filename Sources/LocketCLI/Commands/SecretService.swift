@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketLocator
 import LocketSupport
 
 /// `locket secret-service` (SPEC §18): the Secret Service provider lives in

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketLocator
 import LocketSupport
 
 /// `locket secret-service enable | disable | status` (SPEC §20): the switch

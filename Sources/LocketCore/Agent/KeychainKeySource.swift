@@ -9,38 +9,34 @@ import Synchronization
 /// commands would wait on it), and `lock`, auto-lock, protection classes,
 /// access groups and access control are those of the moment of the request.
 public struct KeychainKeySource: AgentKeySource, Sendable {
-    /// The keychain the keys come from.
-    public let location: KeychainLocation
+    /// The keychain's path or URL.
+    public let path: String
     /// Who the agent serves: the owner, or an app by its entitlements (`-e`).
     public let caller: Caller
-    let environment: Environment
-    /// How old an offline cache may answer when the keychain's server is unreachable (µs; nil: never).
-    let maxStale: Int64?
+    /// Opens the keychain for one request (its argument: whether that counts as a use).
+    private let opener: @Sendable (Bool) throws -> Keychain
     /// Public key blobs already derived, for listings (see PublicBlobs).
     private let publicBlobs = PublicBlobs()
 
-    /// Keys from the keychain at `location`, opened afresh for every request
-    /// (for a remote keychain: its helper, its connection and its database
-    /// password, every time).
-    public init(location: KeychainLocation, caller: Caller, environment: Environment, maxStale: Int64? = nil) {
-        self.location = location
+    /// Keys from the keychain `open` opens afresh for every request (for a
+    /// keychain named by a location, `KeychainKeySource(location:...)`, which
+    /// opens a remote one with its helper, its connection and its database
+    /// password every time); `path` names it in messages.
+    public init(path: String, caller: Caller, open: @escaping @Sendable (_ extendSession: Bool) throws -> Keychain) {
+        self.path = path
         self.caller = caller
-        self.environment = environment
-        self.maxStale = maxStale
+        self.opener = open
     }
 
     /// Keys from the keychain file at `path`.
     public init(path: String, caller: Caller, environment: Environment) {
-        self.init(location: .file(path), caller: caller, environment: environment)
+        self.init(path: path, caller: caller) { extendSession in
+            try Keychain.open(at: path, caller: caller, environment: environment, extendSession: extendSession)
+        }
     }
-
-    /// The keychain's path or URL.
-    public var path: String { location.description }
 
     /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
-    private func open(extendSession: Bool) throws -> Keychain {
-        try Keychain.open(location, caller: caller, environment: environment, extendSession: extendSession, maxStale: maxStale)
-    }
+    private func open(extendSession: Bool) throws -> Keychain { try opener(extendSession) }
 
     /// The SSH-capable private keys (ed25519, P-256/384/521, RSA) the caller
     /// may see whose protection class is open now, oldest first, each named

@@ -19,11 +19,22 @@ public final class Keychain {
 
     /// Opens `storage`, whose header it has read (`stored`), for `caller`:
     /// the one opening every kind of storage goes through (`KeychainEngine.open`).
-    convenience init(opening storage: any KeychainStorage, _ stored: consuming StoredHeader, caller: Caller, environment: Environment,
+    package convenience init(opening storage: any KeychainStorage, _ stored: consuming StoredHeader, caller: Caller, environment: Environment,
                      extendSession: Bool, acceptRollback: Bool) throws {
         self.init(engine: try KeychainEngine.open(storage, stored, caller: caller, environment: environment,
                                                   extendSession: extendSession, acceptRollback: acceptRollback))
     }
+
+    /// Creates a keychain in `place` (the one `init` of every kind of
+    /// storage, `KeychainEngine.create`): with `password` (nil: none, where
+    /// the place allows it) hashed at `kdf`; with a password it starts unlocked.
+    package static func create(in place: some KeychainPlace, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
+                               sessionTimeout: UInt32? = nil) throws {
+        try KeychainEngine.create(in: place, password: password, kdf: cost, environment: environment, sessionTimeout: sessionTimeout)
+    }
+
+    /// What the engine lends a storage's own administration (`KeychainGrant`).
+    package var grant: KeychainGrant { KeychainGrant(engine) }
 
     /// The session: unlock, lock, passwords, status, settings, proofs of presence.
     public var session: KeychainSession { KeychainSession(engine) }

@@ -4,7 +4,7 @@ import LocketSupport
 /// A place a new keychain is made in (`init`): what each kind of storage
 /// does before its keychain exists. The keys, the keybag and the header
 /// are the engine's, made once for every kind (`KeychainEngine.create(in:)`).
-protocol KeychainPlace {
+package protocol KeychainPlace {
     /// Where, for messages: a path, a URL.
     var address: String { get }
     /// What holds it, named in messages ("the file").

@@ -2,13 +2,19 @@ import LocketSupport
 
 /// A keychain's header as its storage read it at open, checked for a sane
 /// identity and format: what the engine needs to make the keychain object.
-struct StoredHeader {
-    var keybag: Keybag
+package struct StoredHeader {
+    package var keybag: Keybag
     /// Every meta row (not the keybag's).
-    var meta: [String: [UInt8]]
+    package var meta: [String: [UInt8]]
     /// Not to be authenticated at open: a snapshot this machine sealed
     /// itself (the offline cache, whose age `--max-stale` bounds instead).
-    var checkedByStorage = false
+    package var checkedByStorage = false
+
+    package init(keybag: Keybag, meta: [String: [UInt8]], checkedByStorage: Bool = false) {
+        self.keybag = keybag
+        self.meta = meta
+        self.checkedByStorage = checkedByStorage
+    }
 }
 
 /// Opening: the one sequence every keychain goes through once its storage

@@ -13,7 +13,7 @@ import LocketSupport
 /// (+Rows), sealing an item (+Sealing) and re-sealing matches (+Modify),
 /// access control's proofs (AccessControl/KeychainEngine+Access), who may
 /// touch which group (Access/AccessPolicy).
-final class KeychainEngine {
+package final class KeychainEngine {
     /// Where the keychain is: its file's path, or its URL.
     let path: String
     /// Where its header and items live, and what that place decides.

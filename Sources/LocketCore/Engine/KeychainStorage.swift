@@ -8,7 +8,7 @@ import LocketSupport
 ///
 /// Every read and write of the header and of the items runs inside
 /// `transaction`; between calls a storage may let go of what it holds.
-protocol KeychainStorage: AnyObject {
+package protocol KeychainStorage: AnyObject {
     /// Where the keychain is, for messages: a path, a URL.
     var address: String { get }
     /// What holds it, named in messages about damage ("the file was altered").
@@ -71,16 +71,16 @@ protocol KeychainStorage: AnyObject {
 }
 
 extension KeychainStorage {
-    func noMatch() -> KeychainError { KeychainError(.itemNotFound) }
-    func unavailable(_ what: String) -> KeychainError { KeychainError(.notAvailable, "\(what) is not available for \(address)") }
+    package func noMatch() -> KeychainError { KeychainError(.itemNotFound) }
+    package func unavailable(_ what: String) -> KeychainError { KeychainError(.notAvailable, "\(what) is not available for \(address)") }
 
-    var hold: (any StorageHold)? { nil }
-    var rollbackRecords: (any RollbackRecords)? { nil }
-    var layoutUpgrade: (any LayoutUpgrade)? { nil }
-    var bulkWrites: (any BulkWrites)? { nil }
-    var deviceGroups: (any DeviceGroups)? { nil }
-    var readAudit: (any ReadAudit)? { nil }
-    var passwordTurns: (any PasswordTurns)? { nil }
+    package var hold: (any StorageHold)? { nil }
+    package var rollbackRecords: (any RollbackRecords)? { nil }
+    package var layoutUpgrade: (any LayoutUpgrade)? { nil }
+    package var bulkWrites: (any BulkWrites)? { nil }
+    package var deviceGroups: (any DeviceGroups)? { nil }
+    package var readAudit: (any ReadAudit)? { nil }
+    package var passwordTurns: (any PasswordTurns)? { nil }
 }
 
 // MARK: - Abilities
@@ -93,7 +93,7 @@ extension KeychainStorage {
 // conformance of the static binary, and the find path asks three of them.
 
 /// A storage that holds something between calls (a file's lock).
-protocol StorageHold: AnyObject {
+package protocol StorageHold: AnyObject {
     /// Lets go of what the storage holds, so that nothing waits on it while
     /// the caller waits; the next transaction takes it again.
     func release()
@@ -101,7 +101,7 @@ protocol StorageHold: AnyObject {
 
 /// A storage for which this machine keeps the highest header generation it
 /// has seen (SPEC §7 "Rollback").
-protocol RollbackRecords: AnyObject {
+package protocol RollbackRecords: AnyObject {
     /// The record, authenticated with the device key or the blind-index key
     /// as the place allows; nil where none can be kept now (a file without
     /// its device secret).
@@ -111,7 +111,7 @@ protocol RollbackRecords: AnyObject {
 
 /// A storage whose own layout may be older than this release writes (a
 /// file of format 1).
-protocol LayoutUpgrade: AnyObject {
+package protocol LayoutUpgrade: AnyObject {
     /// Inside a write that seals the header, once the header as stored now
     /// has authenticated: the layout is brought up to date in the same transaction.
     func willWrite(_ header: Header, indexKey: SecureBytes) throws
@@ -121,14 +121,14 @@ protocol LayoutUpgrade: AnyObject {
 }
 
 /// A storage that prepares for a large write.
-protocol BulkWrites: AnyObject {
+package protocol BulkWrites: AnyObject {
     /// A large write follows in this transaction (an import).
     func willImport() throws
 }
 
 /// A storage many devices share, each opening only the access groups it
 /// was granted, which holds no item bound to one device.
-protocol DeviceGroups: AnyObject {
+package protocol DeviceGroups: AnyObject {
     /// The key an item's field keys derive from, given its class key's key
     /// for the item's group: that key mixed with the key this device holds
     /// for the group. Without the ability: the class key's key as it is.
@@ -141,7 +141,7 @@ protocol DeviceGroups: AnyObject {
 }
 
 /// A storage that records every read of a secret.
-protocol ReadAudit: AnyObject {
+package protocol ReadAudit: AnyObject {
     /// Records that the secret of the item `ref` was read, in the open
     /// transaction: a secret is handed out only once this returns. One item
     /// a call: a list of references would build its array type's metadata
@@ -155,15 +155,15 @@ protocol ReadAudit: AnyObject {
 /// The associated type lives here, not in `KeychainStorage`, which the
 /// engine holds as an existential: one with an associated type has its
 /// metadata and the keychain object's layout built at run time, by every command.
-protocol TypedItemStorage: KeychainStorage {
+package protocol TypedItemStorage: KeychainStorage {
     associatedtype Items: ItemStoring
     var items: Items { get }
 }
 
 extension TypedItemStorage {
-    var itemStore: any ItemStoring { items }
+    package var itemStore: any ItemStoring { items }
 
-    func scan(_ scan: RowScan, for engine: KeychainEngine, _ visit: (ScannedItem) throws -> Bool) throws {
+    package func scan(_ scan: RowScan, for engine: KeychainEngine, _ visit: (ScannedItem) throws -> Bool) throws {
         try engine.run(scan, over: items, visit)
     }
 }
@@ -172,7 +172,7 @@ extension TypedItemStorage {
 /// (`StoragePolicy.countsPasswordFailures`): their attempts take turns, so
 /// that the count and the wait of each are decided after the last one's
 /// verdict, never side by side (SPEC §5; Keychain+PasswordAttempts).
-protocol PasswordTurns: AnyObject {
+package protocol PasswordTurns: AnyObject {
     /// Waits until no other password attempt on this keychain is being
     /// checked, by any process or thread, and returns this attempt's turn:
     /// it ends when the object goes, or with the process, so a killed one
@@ -181,7 +181,7 @@ protocol PasswordTurns: AnyObject {
 }
 
 extension KeychainStorage {
-    func readMeta(_ key: MetaKey) throws -> [UInt8]? { try readMeta(key.rawValue) }
-    func writeMeta(_ rows: [(MetaKey, [UInt8])]) throws { try writeMeta(rows.map { ($0.0.rawValue, $0.1) }) }
-    func removeMeta(_ key: MetaKey) throws { try removeMeta(key.rawValue) }
+    package func readMeta(_ key: MetaKey) throws -> [UInt8]? { try readMeta(key.rawValue) }
+    package func writeMeta(_ rows: [(MetaKey, [UInt8])]) throws { try writeMeta(rows.map { ($0.0.rawValue, $0.1) }) }
+    package func removeMeta(_ key: MetaKey) throws { try removeMeta(key.rawValue) }
 }

@@ -11,7 +11,7 @@ import LocketSupport
 /// storage's `scan` by reference. As a struct, every hand-over copied it
 /// through its value witnesses, which built the metadata of its arrays at
 /// run time: about 4 k instructions of a `find` (callgrind).
-final class RowScan {
+package final class RowScan {
     /// Which rows.
     var filter: ItemFilter
     /// The values an opened item must hold exactly.
@@ -81,7 +81,7 @@ extension RowScan {
 }
 
 /// A row the scan hands on.
-struct ScannedItem {
+package struct ScannedItem {
     var item: Item
     var id: Int64
     /// With `keepingAccessData`: the sealed secret of an item with access control.

@@ -22,7 +22,7 @@ import LocketSupport
 /// keychain's own commit reaches the disk first (synchronous=FULL). Only a
 /// lowering (`set`, accepting a rollback) is synced: lost, it would refuse
 /// the keychain again (issue 30's power-loss check).
-struct GenerationMirror {
+package struct GenerationMirror {
     private static let magic: [UInt8] = Array("LKG1".utf8)
     private static let length = 4 + 8 + 16
 
@@ -37,7 +37,7 @@ struct GenerationMirror {
     /// The mirror of the keychain at `place` (a path made absolute, a URL),
     /// authenticated with a key derived from `device` (the device key, or
     /// for a storage without device wraps a key derived from the blind-index key).
-    init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) throws {
+    package init(environment: Environment, keychainID: [UInt8], place file: String, key device: SecureBytes) throws {
         let name = Hex.encode(keychainID) + "-" + Hex.encode(KeyDerivation.digest(id: keychainID,
                                                                                  KeyDerivation.Context("locket.generation-mirror.path.v1").with(file)).prefix(8))
         path = (try? environment.stateDirectory()).map { $0 + "/locket/" + name + ".generation" }

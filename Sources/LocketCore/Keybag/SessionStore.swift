@@ -20,7 +20,7 @@ public struct SessionStore: Sendable {
     /// The clock a session's last use and expiry are read on (`Environment.time`).
     let time: TimeSource
 
-    init(environment: Environment, keychainID: [UInt8]) throws {
+    package init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
         directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
@@ -98,7 +98,7 @@ public struct SessionStore: Sendable {
     // MARK: - Loading
 
     /// What a loaded session says about itself.
-    struct Info {
+    package struct Info {
         var backend: Backend
         /// Seconds of inactivity before it expires; 0 for never.
         var timeout: UInt32
@@ -111,7 +111,7 @@ public struct SessionStore: Sendable {
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
-    func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
+    package func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
         try load(tier.rawValue, extend: extend)
     }
 

@@ -3,8 +3,8 @@ import LocketSupport
 
 /// The few file operations locket needs, straight over the C library, each
 /// failing with errSecIO and the path.
-enum FileIO {
-    static func exists(_ path: String) -> Bool {
+package enum FileIO {
+    package static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
     }
@@ -15,13 +15,13 @@ enum FileIO {
         return lstat(path, &st) == 0 ? Int(st.st_size) : nil
     }
 
-    static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// `mkdir -p` with mode 0700 for what it creates.
-    static func makeDirectories(_ path: String) throws {
+    package static func makeDirectories(_ path: String) throws {
         var st = stat()
         if stat(path, &st) == 0 {
             guard st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.io, "\(path) is not a directory") }
@@ -55,7 +55,7 @@ enum FileIO {
     }
 
     /// Reads a small file completely; nil when it does not exist.
-    static func readSmall(_ path: String, limit: Int) throws -> [UInt8]? {
+    package static func readSmall(_ path: String, limit: Int) throws -> [UInt8]? {
         let fd: Int32
         switch valueOrErrno("open", { open(path, O_RDONLY | O_CLOEXEC) }) {
         case .success(let opened): fd = opened
@@ -79,7 +79,7 @@ enum FileIO {
     /// Opens `path` for reading when it is this user's own private regular
     /// file (no link followed, no FIFO waited on); nil when it does not exist.
     /// `what` names it in the refusals ("the offline cache"). The caller closes the descriptor.
-    static func openPrivate(_ path: String, what: String) throws -> (fd: Int32, size: Int)? {
+    package static func openPrivate(_ path: String, what: String) throws -> (fd: Int32, size: Int)? {
         let fd: Int32
         switch valueOrErrno("open", { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }) {
         case .success(let opened): fd = opened
@@ -100,12 +100,12 @@ enum FileIO {
     }
 
     /// Fills `buffer` from `fd`, retrying short reads; false at an early end or an error.
-    static func readExactly(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
+    package static func readExactly(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
         (try? readFully(fd, into: buffer).get()) == buffer.count
     }
 
     /// Reads a secret of exactly `expected` bytes into guarded memory; nil when absent.
-    static func readSecret(_ path: String, expected: Int, what: String) throws -> SecureBytes? {
+    package static func readSecret(_ path: String, expected: Int, what: String) throws -> SecureBytes? {
         guard let (fd, size) = try openPrivate(path, what: what) else { return nil }
         defer { close(fd) }
         let out = try SecureBytes(count: expected)
@@ -118,7 +118,7 @@ enum FileIO {
     /// Creates a new file (never follows or replaces an existing one) with
     /// mode 0600; one it could not write whole (a full disk, a file size
     /// limit) is removed again.
-    static func writeNew(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
+    package static func writeNew(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
         let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             .get { KeychainError(.io, "cannot create \(path): \($0)") }
         defer { close(fd) }
@@ -135,7 +135,7 @@ enum FileIO {
     /// durably: the file is synced before the rename and its directory after,
     /// so a power loss leaves the old file or the new one, never an empty one
     /// under the name (a remote device's trust record, the offline cache).
-    static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
+    package static func writeAtomically(_ path: String, _ bytes: UnsafeRawBufferPointer) throws {
         try writeAtomically(path, in: AT_FDCWD, bytes, path: path, durable: true)
         try syncDirectory(directory(of: path))
     }
@@ -144,7 +144,7 @@ enum FileIO {
     /// rename in `directory`, never by following a path; `path` names it in
     /// messages. Not `durable` where the directory is memory (the session's
     /// tmpfs): there a power loss takes the directory too.
-    static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String,
+    package static func writeAtomically(_ name: String, in directory: Int32, _ bytes: UnsafeRawBufferPointer, path: String,
                                 durable: Bool) throws {
         let temporary = name + ".tmp.\(getpid())"
         unlinkat(directory, temporary, 0)
@@ -220,7 +220,7 @@ enum FileIO {
     /// file must also be the user's own. Returns whether the directory is
     /// shared, where every file SQLite opens beside it must be checked too.
     @discardableResult
-    static func checkPrivateFile(_ path: String, what: String) throws -> Bool {
+    package static func checkPrivateFile(_ path: String, what: String) throws -> Bool {
         let parent = directory(of: path)
         // Whoever can write the directory can replace the file or plant its -wal
         // next to it; a sticky directory (like /tmp) only lets them add their own files.

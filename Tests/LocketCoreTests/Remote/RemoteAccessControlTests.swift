@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Access control (SPEC §14) on a remote keychain (SPEC §17): an item added

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// What the operator-attack tests share (issue 28, `RemoteOperatorAttackTests`):
@@ -107,6 +108,6 @@ extension RemoteMachines {
 
 /// `keychain verify`, through the engine.
 enum Views {
-    static func view(_ keychain: Keychain) throws -> String { try keychain.remoteView() }
-    static func verify(_ keychain: Keychain, against view: String) throws { _ = try keychain.verifyRemote(against: view) }
+    static func view(_ keychain: Keychain) throws -> String { try keychain.remote!.view() }
+    static func verify(_ keychain: Keychain, against view: String) throws { _ = try keychain.remote!.verify(against: view) }
 }

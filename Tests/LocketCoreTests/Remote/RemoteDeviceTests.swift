@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Devices of a remote keychain (SPEC §17 "Devices"): a device opens only
@@ -60,7 +61,7 @@ final class RemoteDeviceTests: PostgresTestCase {
         let keptWrap = try XCTUnwrap(try connection.execute("SELECT wrapped FROM locket.group_keys WHERE device = $1", [.int(id)]).first?[0].bytes)
         let kept = try identity.open(keptWrap)
 
-        try admin.open().revoke(device: id)
+        try admin.open().remote!.revoke(device: id)
         XCTAssertEqual(try connection.execute("SELECT generation FROM locket.groups WHERE agrp = 'g1'")[0][0].int, 2)
         XCTAssertEqual(try connection.execute("SELECT count(*) FROM locket.group_keys WHERE device = $1", [.int(id)])[0][0].int, 0)
         XCTAssertNotEqual(try connection.execute("SELECT data FROM locket.items")[0][0].bytes, sealedBefore, "re-sealed")
@@ -76,7 +77,7 @@ final class RemoteDeviceTests: PostgresTestCase {
             try KeyDerivation.derive(kept, KeyDerivation.Context("locket.remote.group.v1").with($0))
         }
         XCTAssertThrowsError(try SecretBox.open(item[1].bytes ?? [], key: Sealing.fieldKey(mixed, row, .data), what: "after"))
-        XCTAssertThrowsError(try admin.open().revoke(device: id)) { error in
+        XCTAssertThrowsError(try admin.open().remote!.revoke(device: id)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .itemNotFound)
         }
     }
@@ -85,16 +86,16 @@ final class RemoteDeviceTests: PostgresTestCase {
         let (admin, location, _) = try machines.created()
         try admin.open().add(genp("s", "one", group: "g1"), data: secret("x"))
         let (device, id) = try machines.enrolled(location, name: "b")
-        var listed = try device.open().devices()
+        var listed = try device.open().remote!.devices()
         XCTAssertEqual(listed.map(\.state), ["approved", "pending"])
         XCTAssertEqual(listed.map(\.isThisMachine), [false, true])
         try machines.approve(admin, id, groups: ["g1"])
-        listed = try admin.open().devices()
+        listed = try admin.open().remote!.devices()
         XCTAssertEqual(listed.map(\.groups), [["g1"], ["g1"]])
-        XCTAssertThrowsError(try device.open().enroll(name: "again")) { error in
+        XCTAssertThrowsError(try device.open().remote!.enroll(name: "again")) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .duplicateItem)
         }
-        XCTAssertThrowsError(try admin.open().approve(device: 999, groups: ["g1"], fingerprint: "0000-0000-0000-0000-0000")) { error in
+        XCTAssertThrowsError(try admin.open().remote!.approve(device: 999, groups: ["g1"], fingerprint: "0000-0000-0000-0000-0000")) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .itemNotFound)
         }
     }

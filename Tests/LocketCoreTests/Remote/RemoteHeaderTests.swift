@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+@testable import LocketRemote
 import LocketSupport
 import XCTest
 
@@ -107,7 +108,7 @@ final class RemoteHeaderTests: XCTestCase {
         let older = try meta(admin)
         // A revocation moves the header on (generation 2): keys were replaced.
         let id = try machines.enrolled(try XCTUnwrap(first.remote), name: "third", approvedBy: first).id
-        try first.open().revoke(device: id)
+        try first.open().remote!.revoke(device: id)
         XCTAssertEqual(try first.open().generation, 2)
         XCTAssertEqual(try second.open().search(query(.genericPassword, [.service: "svc"])).count, 1, "the second machine sees generation 2")
         // The server puts the older header back (its MAC is genuine).

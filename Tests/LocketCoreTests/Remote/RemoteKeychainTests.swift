@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketRemote
 import XCTest
 
 #if canImport(Glibc)
@@ -32,11 +33,11 @@ final class RemoteKeychainTests: PostgresTestCase {
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.reason, .notEnrolled)
         }
-        let enrolment = try second.open().enroll(name: "second")
+        let enrolment = try second.open().remote!.enroll(name: "second")
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.reason, .notApproved(group: Keychain.defaultAccessGroup))
         }
-        try first.open().approve(device: enrolment.id, groups: [Keychain.defaultAccessGroup], fingerprint: enrolment.fingerprint)
+        try first.open().remote!.approve(device: enrolment.id, groups: [Keychain.defaultAccessGroup], fingerprint: enrolment.fingerprint)
         let found = try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)
         XCTAssertEqual(found.map(\.secretString), ["one"])
         // Its writes are the first machine's reads, and the primary key is shared.

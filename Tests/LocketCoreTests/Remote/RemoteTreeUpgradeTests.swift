@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Schema 2 (issue 28's release, a signed root over every item) upgraded
@@ -54,7 +55,7 @@ final class RemoteTreeUpgradeTests: PostgresTestCase {
         let page = RemoteStore.upgradePage
         RemoteStore.upgradePage = 1
         defer { RemoteStore.upgradePage = page }
-        XCTAssertThrowsError(try pending.open().devices()) { error in
+        XCTAssertThrowsError(try pending.open().remote!.devices()) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .invalidKeychain, "\(error)")
             XCTAssertTrue("\(error)".contains("schema version 2"), "\(error)")
             XCTAssertTrue("\(error)".contains("approved device"), "says what to do: \(error)")
@@ -70,7 +71,7 @@ final class RemoteTreeUpgradeTests: PostgresTestCase {
         XCTAssertEqual(try read(admin, "two"), "secret-two")
         try admin.open().add(genp("s", "three"), data: secret("secret-three"))
         XCTAssertEqual(try read(other, "three"), "secret-three")
-        XCTAssertEqual(try pending.open().devices().count, 3, "the pending device goes on too")
+        XCTAssertEqual(try pending.open().remote!.devices().count, 3, "the pending device goes on too")
     }
 
     func testTwoApprovedDevicesUpgradingAtOnceBothSucceed() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketRemote
 import LocketSupport
 import LocketTestSupport
 import XCTest

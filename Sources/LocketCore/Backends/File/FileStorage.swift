@@ -120,3 +120,8 @@ extension FileStorage: BulkWrites {
     /// inside the transaction: the connection closes after it.
     func willImport() throws { try database.execute("PRAGMA cache_size=-16384") }
 }
+
+extension StoragePolicy {
+    /// What a keychain file decides (for the locator, which asks before it opens one).
+    package static var file: StoragePolicy { FileStorage.policy }
+}

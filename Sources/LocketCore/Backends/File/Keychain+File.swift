@@ -29,13 +29,13 @@ extension Keychain {
     /// line never passes less than `.interactive`.
     public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
                               environment: Environment, sessionTimeout: UInt32? = nil) throws {
-        try KeychainEngine.create(in: FileStorage.New(path: path, format: Schema.format), password: password, kdf: cost,
-                                  environment: environment, sessionTimeout: sessionTimeout)
+        try create(in: FileStorage.New(path: path, format: Schema.format), password: password, kdf: cost, environment: environment,
+                   sessionTimeout: sessionTimeout)
     }
 
     /// `create` in a given format: format 1 only for tests of the migration.
     static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
                        format: Int64) throws {
-        try KeychainEngine.create(in: FileStorage.New(path: path, format: format), password: password, kdf: cost, environment: environment)
+        try create(in: FileStorage.New(path: path, format: format), password: password, kdf: cost, environment: environment)
     }
 }
