@@ -241,9 +241,9 @@ public struct SessionStore: Sendable {
         guard let dir = openDirectory() else { return }
         wipeAndUnlink(name(slot), in: dir.descriptor)
         let prefix = "\(name(slot)).tmp."
-        let listing = dup(dir.descriptor)
-        guard listing >= 0, let stream = fdopendir(listing) else {
-            if listing >= 0 { close(listing) }
+        guard case .success(let listing) = valueOrErrno("dup", { dup(dir.descriptor) }) else { return }
+        guard let stream = fdopendir(listing) else {
+            close(listing)
             return
         }
         var leftovers: [String] = []
@@ -258,16 +258,11 @@ public struct SessionStore: Sendable {
     private func wipeAndUnlink(_ name: String, in directory: Int32) {
         // Overwrite before unlinking: tmpfs pages are not swapped out with their
         // contents intact, but a plain unlink would leave them until reused.
-        let fd = openat(directory, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd >= 0 {
-            var st = stat()
-            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
-                let zeros = [UInt8](repeating: 0, count: Int(st.st_size))
-                _ = zeros.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            }
-            close(fd)
+        if let file = try? PrivateFile(name, in: directory, access: O_WRONLY, rule: .ownFile), file.size > 0 {
+            let zeros = [UInt8](repeating: 0, count: file.size)
+            _ = zeros.withUnsafeBytes { file.write($0, at: 0) }
         }
-        unlinkat(directory, name, 0)
+        _ = nothingOrErrno("unlinkat") { unlinkat(directory, name, 0) }
     }
 
     /// The session directory, open, when it is this user's and private (mode
