@@ -16,6 +16,12 @@ LIBEXECDIR ?= $(PREFIX)/libexec
 PAMDIR ?= $(shell dir=$$(pkg-config --variable=libdir pam 2>/dev/null); echo $${dir:-/lib}/security)
 SYSTEMDUSERUNITDIR ?= $(PREFIX)/lib/systemd/user
 LOCKETDATADIR ?= $(PREFIX)/share/locket
+# The secret portal's backend file (issue 41), read by xdg-desktop-portal from
+# its own share directory only (/usr/share for Debian's): a /usr/local install
+# is inert there; a package's (PREFIX=/usr) is chosen by a portals.conf that
+# names it (1.17 and later), or by 1.16's fallback to the first Secret backend
+# by name on a desktop that names none (README "Browsers and sandboxed apps").
+PORTALDIR ?= $(PREFIX)/share/xdg-desktop-portal/portals
 
 SWIFT ?= swift
 # A static executable starts in well under a millisecond; a dynamic Swift
@@ -131,6 +137,11 @@ deps:
 # (python3-pypamtest: pam_setcred, which pamtester can't call), useradd
 # (passwd) for a real test user, python3-dbusmock (logind on a private system
 # bus), gnome-keyring (its service file is the one a disabled switch leaves).
+# Browsers and sandboxed apps (issue 41): chromium (headless, its Safe
+# Storage key in locket), xdg-desktop-portal (the secret portal),
+# bubblewrap (each test app in a sandbox with a /.flatpak-info, which is how
+# the portal names an app) and xdg-dbus-proxy (the sandbox's bus filtered as
+# Flatpak filters it: only the portal).
 # Keys in a TPM (issue 39): swtpm (a TPM 2.0 on loopback per test class; the
 # tests need none of swtpm-tools' provisioning), tpm2-tools (tpm2_getcap reads
 # the lockout counter, tpm2_pcrextend), tpm2-openssl (the TPM tools' reading of
@@ -146,7 +157,8 @@ test-deps:
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
-		swtpm:swtpm tpm2_getcap:tpm2-tools; do \
+			chromium:chromium bwrap:bubblewrap /usr/libexec/xdg-desktop-portal:xdg-desktop-portal xdg-dbus-proxy:xdg-dbus-proxy \
+			swtpm:swtpm tpm2_getcap:tpm2-tools; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -300,6 +312,8 @@ install: build
 	install -m 0644 -v .build/locket-secret-service.service $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/org.freedesktop.secrets.service > .build/org.freedesktop.secrets.service
 	install -m 0644 -v .build/org.freedesktop.secrets.service $(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
+	install -d $(DESTDIR)$(PORTALDIR)
+	install -m 0644 -v dist/locket.portal $(DESTDIR)$(PORTALDIR)/locket.portal
 
 uninstall:
 	rm -vf $(DESTDIR)$(LIBEXECDIR)/locket/locket-postgres $(DESTDIR)$(LIBEXECDIR)/locket/locket-tpm \
@@ -309,7 +323,7 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man1/locket.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/locket $(DESTDIR)$(ZSHCOMPDIR)/_locket $(DESTDIR)$(FISHCOMPDIR)/locket.fish \
 		$(DESTDIR)$(PAMDIR)/pam_locket.so $(DESTDIR)$(SYSTEMDUSERUNITDIR)/locket-secret-service.service \
-		$(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service
+		$(DESTDIR)$(LOCKETDATADIR)/org.freedesktop.secrets.service $(DESTDIR)$(PORTALDIR)/locket.portal
 	-rmdir $(DESTDIR)$(LOCKETDATADIR) 2>/dev/null
 
 bench: build
@@ -317,6 +331,7 @@ bench: build
 	bench/keyuse
 	bench/remote
 	bench/secret-service
+	bench/chromium
 	bench/session
 	bench/secitem
 	bench/tpm
