@@ -76,31 +76,38 @@ let package = Package(
                 exclude: ["Backup/BackupFormat.md", "Migration/Migration.md"]),
         // Asking at the controlling terminal (a no-echo password, the proofs of
         // access control): what the command line and the Security module share.
+        // Keychains in PostgreSQL (SPEC §17): a module of its own over the
+        // engine, which opens to it only what it declares `package`; the
+        // engine can't name it. Its administration is `Keychain.remote`.
+        .target(name: "LocketRemote", dependencies: ["LocketCore", "LocketSupport", "LocketWire", "CSodium"]),
+        // "Which keychain": a path, a NAME, a URL or a registered remote,
+        // opened by the storage it names; the one module that knows every storage.
+        .target(name: "LocketLocator", dependencies: ["LocketCore", "LocketRemote", "LocketSupport"]),
         .target(name: "LocketTerminal", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"]),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem"]),
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketRemote", "LocketLocator", "LocketSupport", "LocketTerminal", "CLocketSystem"]),
         .executableTarget(name: "locket", dependencies: ["LocketCLI"]),
         // SPEC §19: Apple's SecItem/SecKey/SecCertificate API over the engine,
         // Foundation's types standing in for Core Foundation's. Never in `locket`.
         // LocalAuthentication asks the engine whether presence can be proven here (canEvaluatePolicy).
-        .target(name: "LocalAuthentication", dependencies: ["LocketCore", "LocketTerminal"]),
-        .target(name: "Security", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "LocalAuthentication", "CLocketSystem"]),
+        .target(name: "LocalAuthentication", dependencies: ["LocketCore", "LocketLocator", "LocketTerminal"]),
+        .target(name: "Security", dependencies: ["LocketCore", "LocketLocator", "LocketSupport", "LocketTerminal", "LocalAuthentication", "CLocketSystem"]),
         // Test only: `locket ssh-agent` over keys in a directory, for the agent's
         // end-to-end tests until the keychain holds keys (issue 13).
         .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
-        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "LocketSystem", "CSQLite"], path: "Tests/LocketTestSupport"),
+        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketSystem", "CSQLite"], path: "Tests/LocketTestSupport"),
         // The fuzz targets' bodies: fuzz/run drives them with libFuzzer and
         // ASan; LocketCLITests replays every seed of fuzz/corpus through them.
         .target(name: "LocketFuzzTargets", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/FuzzTargets"),
-        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketSupport", "LocketTestSupport", "LocketWire"]),
+        .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketRemote", "LocketLocator", "LocketSupport", "LocketTestSupport", "LocketWire"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport", "LocketSystem"]),
-        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketTestSupport", "LocketFuzzTargets"]),
+        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketLocator", "LocketTestSupport", "LocketFuzzTargets"]),
         // Test only: a program using the Security module, for tests that need
         // one in a process of its own (beside the CLI, at a real terminal).
         .executableTarget(name: "SecurityTestHost", dependencies: ["Security"], path: "Tests/SecurityTestHost"),
         // make bench: in-process SecItemCopyMatching rate and memory (SPEC §19).
         .executableTarget(name: "locket-bench-secitem", dependencies: ["Security", "LocketCore"], path: "bench/SecItemBench"),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketTestSupport"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketLocator", "LocketTestSupport"]),
     ]
 )

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketLocator
 import LocketTerminal
 
 /// Whether this machine can prove the device owner's presence now, as the

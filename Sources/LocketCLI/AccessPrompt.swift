@@ -24,7 +24,7 @@ enum AccessPrompt {
             guard password.count > 0 else {
                 throw KeychainError(.param, "no application password on the first line of standard input")
             }
-            keychain.applicationPassword = password
+            keychain.session.applicationPassword = password
         }
         // Made at the first proof asked for: a read of an item without access control pays nothing.
         var proofs: TerminalProofs?

@@ -1,9 +1,11 @@
 import LocketCore
+import LocketLocator
+import LocketRemote
 import LocketSupport
 
 /// Which keychain a command works on (`-k`, LOCKET_KEYCHAIN: a file, a
 /// NAME, a `postgres://` URL or a registered remote, resolved by
-/// LocketCore's `KeychainLocator` as for every other caller), and opening it.
+/// LocketLocator's `KeychainLocator` as for every other caller), and opening it.
 extension Context {
     /// The keychain `-k` or LOCKET_KEYCHAIN names.
     func keychainLocation() throws -> KeychainLocation { try KeychainLocator.resolve(globals.keychain, environment: environment) }
@@ -25,13 +27,13 @@ extension Context {
         let keychain = try Keychain.open(location, caller: caller, environment: environment, extendSession: extendSession,
                                          acceptRollback: acceptRollback, keepsFileOpen: keepsFileOpen, maxStale: try maxStale())
         heldKeychain = keychain
-        if let since = keychain.offlineSince { announceOffline(location, since: since) }
+        if let since = keychain.remote?.offlineSince { announceOffline(location, since: since) }
         return keychain
     }
 
     /// A remote keychain read from its offline cache says so, and how old the cache is.
     private func announceOffline(_ location: KeychainLocation, since: Int64) {
-        let seconds = max(0, Clock.milliseconds() * 1000 - since) / 1_000_000
+        let seconds = max(0, io.environment.time.milliseconds() * 1000 - since) / 1_000_000
         let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
         err("locket: offline: \(location) is unreachable; reading its local cache, synced \(age) ago")
     }
@@ -58,5 +60,14 @@ extension Context {
         let caller = try self.caller()
         // A bad URL, name or --max-stale stops the agent before it listens.
         return KeychainKeySource(location: try keychainLocation(), caller: caller, environment: environment, maxStale: try maxStale())
+    }
+}
+
+extension Keychain {
+    /// This keychain's remote administration, or the refusal a keychain
+    /// elsewhere gets for `operation` (errSecNotAvailable, worded by LocketRemote).
+    func remote(for operation: RemoteAdmin.Operation) throws -> RemoteAdmin {
+        guard let remote else { throw RemoteAdmin.refusal(operation) }
+        return remote
     }
 }

@@ -39,7 +39,7 @@ final class PromptJob: @unchecked Sendable {
         /// Unlocks the keychain (no second hash) and lets its file go.
         func unlock() throws {
             defer { keychain.releaseFile() }
-            if let password { try keychain.unlock(verified: password, timeout: nil) }
+            if let password { try keychain.session.unlock(verified: password, timeout: nil) }
         }
     }
 
@@ -57,7 +57,7 @@ final class PromptJob: @unchecked Sendable {
         return {
             let keychain = try Keychain.open(at: keychainPath, caller: caller, environment: environment, keepsFileOpen: true)
             do {
-                return .verified(Verified(keychain: keychain, password: try keychain.verify(password: password)))
+                return .verified(Verified(keychain: keychain, password: try keychain.session.verify(password: password)))
             } catch {
                 keychain.releaseFile()
                 throw error

@@ -83,7 +83,7 @@ extension Provider {
     func isLocked(_ collection: Collection, _ client: ClientIdentity) -> Bool {
         guard let keychain = try? open(collection, client) else { return true }
         defer { keychain.releaseFile() }
-        return keychain.hasPassword && !keychain.isUnlocked
+        return keychain.hasPassword && !keychain.session.isUnlocked
     }
 
     /// Writes `secret` as the API's Secret struct `(oayays)`, encrypted for

@@ -35,7 +35,7 @@ extension Provider {
     }
 
     /// Locks every served keychain whose setting for `event` is on.
-    func lockCollections(on event: Keychain.LockEvent, because reason: String) {
+    func lockCollections(on event: KeychainSession.LockEvent, because reason: String) {
         // The session collection has no password to lock with.
         for collection in collections.values.filter({ $0.session == nil }).sorted(by: { $0.name < $1.name }) {
             let keychain: Keychain
@@ -47,9 +47,9 @@ extension Provider {
                 log("cannot lock \(collection.name): \(error)")
                 continue
             }
-            guard keychain.hasPassword, keychain.locks(on: event) else { continue }
-            let wasUnlocked = keychain.isUnlocked
-            keychain.lock(all: false)
+            guard keychain.hasPassword, keychain.session.locks(on: event) else { continue }
+            let wasUnlocked = keychain.session.isUnlocked
+            keychain.session.lock(all: false)
             guard wasUnlocked else { continue }
             log("locked \(collection.name): \(reason)")
             propertiesChanged(collection.path, Provider.collectionInterface, ["Locked"])

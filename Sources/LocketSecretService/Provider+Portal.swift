@@ -90,7 +90,7 @@ extension Provider {
             return try respond(.other)
         }
         let keychain = try open(collection, call.client)
-        guard keychain.hasPassword && !keychain.isUnlocked else {
+        guard keychain.hasPassword && !keychain.session.isUnlocked else {
             let response = appSecret(appID, in: keychain, collection, to: fd)
             keychain.releaseFile()
             return try respond(response)

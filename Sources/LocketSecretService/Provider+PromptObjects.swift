@@ -155,7 +155,7 @@ extension Provider {
     /// name given) with the files beside it, and stops serving it.
     private func remove(_ collection: Collection, _ keychain: Keychain, _ prompt: Prompt) throws {
         // Its keys leave the session with it.
-        keychain.lock(all: true)
+        keychain.session.lock(all: true)
         keychain.releaseFile()
         try Keychain.removeFile(at: collection.keychainPath)
         collections[collection.name] = nil

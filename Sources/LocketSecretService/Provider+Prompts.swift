@@ -48,8 +48,8 @@ extension Provider {
             default: continue
             }
             guard let collection = collections[name], let keychain = try? open(collection, call.client) else { continue }
-            let wasLocked = !keychain.hasPassword || !keychain.isUnlocked
-            keychain.lock(all: false)
+            let wasLocked = !keychain.hasPassword || !keychain.session.isUnlocked
+            keychain.session.lock(all: false)
             keychain.releaseFile()
             // Clients that cache Locked (GDBusProxy's) hear the change.
             if !wasLocked && !changed.contains(where: { $0 === collection }) { changed.append(collection) }

@@ -44,10 +44,10 @@ public final class TerminalProofs {
         if terminal == nil { terminal = Terminal.openControlling() }
         guard let terminal else { throw error }
         // A proof given moments ago at this terminal may still serve (settings --presence-reuse).
-        if request.keychainPassword && !triedReuse && keychain.presenceReuse > 0 {
+        if request.keychainPassword && !triedReuse && keychain.session.presenceReuse > 0 {
             triedReuse = true
-            keychain.terminalSession = Terminal.session(terminal)
-            if keychain.terminalSession != nil { return }
+            keychain.session.terminalSession = Terminal.session(terminal)
+            if keychain.session.terminalSession != nil { return }
         }
         if (request.keychainPassword && askedPassword) || (request.applicationPassword && (askedApplication || applicationPasswordGiven)) {
             throw error
@@ -57,8 +57,8 @@ public final class TerminalProofs {
             beforePasswordPrompt(keychain)
             let password = try Terminal.readPassword(terminal, output: terminal, escapedPrompt: reason(request)
                                                         + "\nKeychain password for " + Printable.escape(keychain.path, backslashes: false) + ": ")
-            keychain.terminalSession = keychain.terminalSession ?? Terminal.session(terminal)
-            try keychain.provePresence(password: password)
+            keychain.session.terminalSession = keychain.session.terminalSession ?? Terminal.session(terminal)
+            try keychain.session.provePresence(password: password)
         }
         if request.applicationPassword {
             askedApplication = true
@@ -68,7 +68,7 @@ public final class TerminalProofs {
                 let again = try Terminal.readPassword(terminal, output: terminal, escapedPrompt: "Again: ")
                 guard password.constantTimeEquals(again) else { throw KeychainError(.param, "the two application passwords do not match") }
             }
-            keychain.applicationPassword = password
+            keychain.session.applicationPassword = password
         }
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCore
+import LocketLocator
 import LocketSupport
 import Synchronization
 
@@ -33,7 +34,7 @@ struct KeychainTarget: Hashable {
                                     entitlements: try environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 })
         // A NAME is a file, or a registered remote while no file has the
         // name: that can change between calls, so it is resolved at each.
-        if let spec, !spec.contains("/"), !RemoteLocation.isURL(spec) { return target }
+        if let spec, !spec.contains("/"), !KeychainLocator.isURL(spec) { return target }
         lastTarget.withLock { $0 = (variables, target) }
         return target
     }
@@ -79,16 +80,6 @@ final class KeychainPool: @unchecked Sendable {
     func openPrivate(_ target: KeychainTarget) throws -> Keychain {
         lock.lock()
         defer { lock.unlock() }
-        return try KeychainPool.open(target)
-    }
-
-    /// Opens `target`. The engine sets the umask to 077 when it opens a
-    /// keychain (it also gives every file it makes an explicit private mode):
-    /// the app's own is put back, under the pool's lock so that two threads
-    /// never put back each other's.
-    private static func open(_ target: KeychainTarget) throws -> Keychain {
-        let mask = umask(0o077)
-        defer { umask(mask) }
         return try target.open()
     }
 
@@ -108,7 +99,7 @@ final class KeychainPool: @unchecked Sendable {
         }
         guard let path = target.location.filePath else {
             // Not kept: nothing here would see another machine's write.
-            return OpenKeychain(try KeychainPool.open(target), file: nil, entitlements: nil, probe: SessionProbe(), fingerprint: [])
+            return OpenKeychain(try target.open(), file: nil, entitlements: nil, probe: SessionProbe(), fingerprint: [])
         }
         guard let file = KeychainPath(path) else {
             throw KeychainError(.noSuchKeychain, "no keychain at \(path)", reason: .noKeychain(path: path))
@@ -116,10 +107,10 @@ final class KeychainPool: @unchecked Sendable {
         // Watched (and the entitlements file's state taken) before the keychain is read: a change after is seen.
         let watched = files.watch(file)
         let entitlements = target.entitlements.map(FileStamp.init)
-        let keychain = try KeychainPool.open(target)
+        let keychain = try target.open()
         let probe = SessionProbe()
         let entry = OpenKeychain(keychain, file: file, entitlements: entitlements, probe: probe,
-                                 fingerprint: try keychain.reloadSession(extend: false, probe: probe))
+                                 fingerprint: try keychain.session.reloadSession(extend: false, probe: probe))
         entry.lastCall = calls
         if watched {
             // A program that moves between keychains keeps the few it used last (and their keys) only.
@@ -169,7 +160,7 @@ final class OpenKeychain {
     func isCurrent() throws -> Bool {
         if let entitlements, entitlements != FileStamp(entitlements.path) { return false }
         let now = Clock.seconds()
-        let current = keychain.sessionFingerprint(extend: now != extended, probe: probe)
+        let current = keychain.session.sessionFingerprint(extend: now != extended, probe: probe)
         extended = now
         return current == fingerprint
     }

@@ -24,7 +24,7 @@ enum Operation {
             guard case .proofNeeded? = error.reason else { throw error }
         }
         let keychain = try KeychainPool.shared.openPrivate(target)
-        if let password = authentication.applicationPassword { keychain.applicationPassword = try SecureBytes(copying: password) }
+        if let password = authentication.applicationPassword { keychain.session.applicationPassword = try SecureBytes(copying: password) }
         var proofs: TerminalProofs?
         while true {
             do {
@@ -63,7 +63,7 @@ enum Operation {
     /// passwords wait, longer each time), say so at the terminal rather than
     /// seem to hang.
     private static func announceDelay(_ keychain: Keychain) {
-        keychain.passwordWaitObserver = { wait in
+        keychain.session.passwordWaitObserver = { wait in
             guard let terminal = Terminal.openControlling() else { return }
             defer { close(terminal) }
             switch wait {

@@ -88,7 +88,7 @@ extension ItemCalls {
         try Operation.run(request.authentication, newItem: request.accessControl != nil) { keychain, entry in
             defer { entry?.didWrite() }
             added = []
-            try keychain.addKeyFile(file, options: options) { added.append($0.item) }
+            try keychain.keys.addKeyFile(file, options: options) { added.append($0.item) }
         }
         var withValues = added
         for (i, item) in added.enumerated() {

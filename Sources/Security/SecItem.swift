@@ -104,7 +104,7 @@ enum ItemCalls {
         let query = try identityQuery(request)
         let valued = request.returns.contains(.data) || request.returns.contains(.ref)
         return try Operation.run(request.authentication) { keychain, _ in
-            try keychain.identities(query, limit: limit).map { pair in
+            try keychain.keys.identities(query, limit: limit).map { pair in
                 var certificate = pair.certificate
                 if valued {
                     var byRef = Query(itemClass: .certificate)
@@ -162,7 +162,7 @@ enum ItemCalls {
             let query = try identityQuery(request)
             _ = try Operation.run(request.authentication) { keychain, entry in
                 defer { entry?.didWrite() }
-                return try keychain.deleteIdentities(query)
+                return try keychain.keys.deleteIdentities(query)
             }
             return
         }

@@ -132,7 +132,7 @@ private struct KeyParameters {
         }
         let target = try KeychainTarget.current()
         return try Operation.run(authentication, newItem: true, target: target) { keychain, entry in
-            let (item, publicKey) = try keychain.generateKey(type, options: options)
+            let (item, publicKey) = try keychain.keys.generateKey(type, options: options)
             entry?.didWrite()
             if publicPermanent {
                 var publicOptions = options
@@ -140,7 +140,7 @@ private struct KeyParameters {
                 publicOptions.tag = publicTag ?? options.tag
                 publicOptions.accessControl = nil
                 publicOptions.accessible = options.accessControl?.protection ?? options.accessible
-                try keychain.addKeyFile(try KeyImport.parse(publicKey.subjectPublicKeyInfo, format: .der) { SecureBytes() }, options: publicOptions)
+                try keychain.keys.addKeyFile(try KeyImport.parse(publicKey.subjectPublicKeyInfo, format: .der) { SecureBytes() }, options: publicOptions)
             }
             return SecKey(stored: StoredKey(target: target, item: item, authentication: authentication), publicKey: publicKey)
         }

@@ -31,7 +31,7 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
         let secret: SecureBytes
         switch key.backing {
         case .memory(let held, _): secret = try held.privateKeyExternalRepresentation()
-        case .stored(let stored): secret = try stored.use { try $0.exportableKey(stored.query()).key.privateKeyExternalRepresentation() }
+        case .stored(let stored): secret = try stored.use { try $0.keys.exportableKey(stored.query()).key.privateKeyExternalRepresentation() }
         }
         return secret.withUnsafeBytes { Data($0) } as NSData
     }

@@ -63,7 +63,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
         case .memory(let key, _): return key.publicKey
         case .stored(let stored):
             if let known = lock.withLock({ publicHalf }) { return known }
-            let key = try stored.use { keychain in try keychain.publicKey(stored.query()).key }
+            let key = try stored.use { keychain in try keychain.keys.publicKey(stored.query()).key }
             lock.withLock { publicHalf = key }
             return key
         }
@@ -76,7 +76,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
         switch backing {
         case .memory(let key, _): return try body(key)
         case .stored(let stored):
-            return try stored.use { keychain in try keychain.withKey(stored.query(), needsPrivate: true) { _, key in try body(key) } }
+            return try stored.use { keychain in try keychain.keys.withKey(stored.query(), needsPrivate: true) { _, key in try body(key) } }
         }
     }
 

@@ -37,8 +37,8 @@ final class DeviceBindingTests: KeychainTestCase {
     func testCopyOpensWithItsPasswordAndOnlyMigratableItemsAreReadable() throws {
         try addOneOfEach()
         let copy = try copyToAnotherDevice()
-        XCTAssertFalse(try copy.open().isUnlocked, "a copy carries no session")
-        XCTAssertKeychainError(.authFailed, try copy.open().unlock(password: secret("wrong"), timeout: nil))
+        XCTAssertFalse(try copy.open().session.isUnlocked, "a copy carries no session")
+        XCTAssertKeychainError(.authFailed, try copy.open().session.unlock(password: secret("wrong"), timeout: nil))
         try copy.unlock()
         let there = try copy.open()
         for pclass in ProtectionClass.allCases {

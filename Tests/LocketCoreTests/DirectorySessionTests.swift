@@ -35,13 +35,13 @@ final class DirectorySessionTests: SessionTestCase {
             XCTAssertEqual(utimensat(AT_FDCWD, file, &times, 0), 0)
         }
         idle(20)
-        XCTAssertTrue(try keychain.open().isUnlocked)
+        XCTAssertTrue(try keychain.open().session.isUnlocked)
         var st = stat()
         XCTAssertEqual(stat(file, &st), 0)
         XCTAssertGreaterThan(st.st_mtim.tv_sec, time(nil) - 10, "the use made the session's last use now")
         idle(20)
         // 40 s after unlock, 20 s after the last use.
-        XCTAssertTrue(try keychain.open().isUnlocked, "the timeout counts inactivity, not time since unlock")
+        XCTAssertTrue(try keychain.open().session.isUnlocked, "the timeout counts inactivity, not time since unlock")
     }
 
     func testTimeoutNoneNeverExpires() throws {
@@ -51,7 +51,7 @@ final class DirectorySessionTests: SessionTestCase {
         // Age the session file by an hour: a session without a timeout does not care.
         var times = [timespec(tv_sec: time(nil) - 3600, tv_nsec: 0), timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)]
         XCTAssertEqual(utimensat(AT_FDCWD, keychain.directory + "/run/locket/\(identity).wu", &times, 0), 0)
-        XCTAssertTrue(try keychain.open().isUnlocked)
+        XCTAssertTrue(try keychain.open().session.isUnlocked)
     }
 
     func testAnAgedSessionFileIsExpired() throws {
@@ -60,7 +60,7 @@ final class DirectorySessionTests: SessionTestCase {
         let identity = try keychain.open().identity
         var times = [timespec(tv_sec: time(nil) - 301, tv_nsec: 0), timespec(tv_sec: time(nil) - 301, tv_nsec: 0)]
         XCTAssertEqual(utimensat(AT_FDCWD, keychain.directory + "/run/locket/\(identity).wu", &times, 0), 0)
-        XCTAssertFalse(try keychain.open().isUnlocked)
+        XCTAssertFalse(try keychain.open().session.isUnlocked)
         XCTAssertEqual(try sessionFiles(keychain), ["\(identity).afu"], "the expired file is removed")
     }
 
@@ -80,7 +80,7 @@ final class DirectorySessionTests: SessionTestCase {
         let before = try snapshot()
         XCTAssertEqual(before.count, 2)
         XCTAssertEqual(chmod(directory, 0o755), 0)
-        XCTAssertFalse(try keychain.open().isUnlocked, "a directory others can read holds no session")
+        XCTAssertFalse(try keychain.open().session.isUnlocked, "a directory others can read holds no session")
         XCTAssertNoThrow(try keychain.lock(all: true))
         do {
             try keychain.unlock()
@@ -91,7 +91,7 @@ final class DirectorySessionTests: SessionTestCase {
         }
         XCTAssertEqual(try snapshot(), before, "nothing in it was removed, wiped or replaced")
         XCTAssertEqual(chmod(directory, 0o700), 0)
-        XCTAssertTrue(try keychain.open().isUnlocked, "the session itself was left alone")
+        XCTAssertTrue(try keychain.open().session.isUnlocked, "the session itself was left alone")
     }
 
     func testASessionFileOthersCanReadIsRefused() throws {

@@ -75,13 +75,13 @@ final class FreeFormAttributeTests: KeychainTestCase {
 
     func testRotationKeepsTheBlindRowsOfFreeFormAttributes() throws {
         let item = try addFree(["k": "v"])
-        _ = try keychain.changePassword(old: secret(temporary.password!), new: secret("new password"), kdf: .weakForTests, rotate: true)
+        _ = try keychain.session.changePassword(old: secret(temporary.password!), new: secret("new password"), kdf: .weakForTests, rotate: true)
         XCTAssertEqual(try keychain.search(try freeQuery(["k": "v"])).map(\.persistentRef), [item.persistentRef])
     }
 
     func testLockedMatchesAreReportedNotMissing() throws {
         let item = try addFree(["k": "v"])
-        keychain.lock(all: false)
+        keychain.session.lock(all: false)
         let matched = try keychain.matching(try freeQuery(["k": "v"]))
         XCTAssertEqual(matched.map(\.persistentRef), [item.persistentRef])
         XCTAssertEqual(matched[0].availability, .locked)

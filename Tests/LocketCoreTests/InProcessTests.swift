@@ -29,19 +29,19 @@ final class InProcessTests: XCTestCase {
         let temporary = try keychain(session)
         let kept = try temporary.open()
         let probe = SessionProbe()
-        let unlocked = kept.sessionFingerprint(extend: false, probe: probe)
-        XCTAssertEqual(kept.sessionFingerprint(extend: true, probe: probe), unlocked, "a use is no change")
-        XCTAssertEqual(kept.sessionFingerprint(extend: false, probe: probe), unlocked)
+        let unlocked = kept.session.sessionFingerprint(extend: false, probe: probe)
+        XCTAssertEqual(kept.session.sessionFingerprint(extend: true, probe: probe), unlocked, "a use is no change")
+        XCTAssertEqual(kept.session.sessionFingerprint(extend: false, probe: probe), unlocked)
         try temporary.lock(all: false)
-        let locked = kept.sessionFingerprint(extend: false, probe: probe)
+        let locked = kept.session.sessionFingerprint(extend: false, probe: probe)
         XCTAssertNotEqual(locked, unlocked)
         try temporary.lock(all: true)
-        XCTAssertNotEqual(kept.sessionFingerprint(extend: false, probe: probe), locked)
+        XCTAssertNotEqual(kept.session.sessionFingerprint(extend: false, probe: probe), locked)
         try temporary.unlock()
         // A new unlock holds new keys (the presence reuse nonce is new at every unlock).
-        let again = kept.sessionFingerprint(extend: false, probe: probe)
+        let again = kept.session.sessionFingerprint(extend: false, probe: probe)
         XCTAssertNotEqual(again, locked)
-        XCTAssertEqual(kept.sessionFingerprint(extend: false, probe: SessionProbe()), again, "found again without the probe's memory")
+        XCTAssertEqual(kept.session.sessionFingerprint(extend: false, probe: SessionProbe()), again, "found again without the probe's memory")
     }
 
     func testTheFingerprintFollowsADirectorySession() throws { try checkTheFingerprintFollowsTheSession("dir") }
@@ -56,7 +56,7 @@ final class InProcessTests: XCTestCase {
                                                   name: "app.json")
         try temporary.open().add(genp("svc", "last", group: groups.last), data: secret("in the last group"))
         try temporary.lock(all: true)
-        try temporary.open(caller: .app(entitlements)).unlock(password: secret(temporary.password!), timeout: nil)
+        try temporary.open(caller: .app(entitlements)).session.unlock(password: secret(temporary.password!), timeout: nil)
         let found = try temporary.open(caller: .app(entitlements)).search(query(.genericPassword, [.account: "last"]), returnData: true)
         XCTAssertEqual(found.first?.secretString, "in the last group")
     }
@@ -74,7 +74,7 @@ final class InProcessTests: XCTestCase {
         XCTAssertEqual(none.count, 0, "a miss is held too")
         XCTAssertEqual(try kept.searchAgain(try XCTUnwrap(missed)).count, 0)
         try temporary.lock(all: false)
-        _ = try kept.reloadSession(extend: false, probe: SessionProbe())
+        _ = try kept.session.reloadSession(extend: false, probe: SessionProbe())
         XCTAssertKeychainError(.interactionNotAllowed, try kept.searchAgain(search))
         // A key's value is refused before it is opened: never held.
         XCTAssertNil(try kept.searchHolding(Query(itemClass: .key), returnData: true).held)

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 @testable import LocketCore
+@testable import LocketLocator
+@testable import LocketRemote
 
 /// `KeychainLocator.resolve` (issue 25): the one answer to "which keychain"
 /// for every command, the agent and in-process callers.

@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocketCore
 import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// SPEC §5: what each protection class allows after `lock` and `lock --all`,
@@ -21,14 +22,14 @@ final class LockTests: KeychainTestCase {
 
     func testANewKeychainWithAPasswordStartsUnlocked() throws {
         XCTAssertTrue(keychain.hasPassword)
-        XCTAssertTrue(keychain.isUnlocked)
+        XCTAssertTrue(keychain.session.isUnlocked)
         XCTAssertNoThrow(try addGenp("svc", "alice"))
     }
 
     func testLockedWhenUnlockedItemIsInteractionNotAllowedNeverNotFound() throws {
         try addGenp("svc", "alice", secret: "a")
         let locked = try relock(all: false)
-        XCTAssertFalse(locked.isUnlocked)
+        XCTAssertFalse(locked.session.isUnlocked)
         XCTAssertKeychainError(.interactionNotAllowed, try locked.search(query(.genericPassword, [.account: "alice"])))
         XCTAssertKeychainError(.interactionNotAllowed, try locked.search(query(.genericPassword, [.account: "alice"]), returnData: true))
         XCTAssertKeychainError(.interactionNotAllowed, try locked.search(Query(itemClass: .genericPassword), limit: .all))
@@ -118,7 +119,7 @@ final class LockTests: KeychainTestCase {
         try addGenp("svc", "alice", secret: "a")
         _ = try relock(all: true)
         let unlocked = try unlockAndReopen()
-        XCTAssertTrue(unlocked.isUnlocked)
+        XCTAssertTrue(unlocked.session.isUnlocked)
         XCTAssertEqual(try unlocked.search(query(.genericPassword, [.account: "alice"]), returnData: true)[0].secretString, "a")
     }
 
@@ -126,17 +127,17 @@ final class LockTests: KeychainTestCase {
         // A library caller that locks and then reads through the same object
         // must not still see the forgotten keys.
         try addGenp("svc", "alice", secret: "a")
-        keychain.lock(all: false)
-        XCTAssertFalse(keychain.isUnlocked)
+        keychain.session.lock(all: false)
+        XCTAssertFalse(keychain.session.isUnlocked)
         XCTAssertKeychainError(.interactionNotAllowed, try keychain.search(query(.genericPassword, [.account: "alice"]), returnData: true))
     }
 
     func testUnlockThroughAnObjectUnlocksThatObjectToo() throws {
         try addGenp("svc", "alice", secret: "a")
         let locked = try relock(all: true)
-        XCTAssertFalse(locked.isUnlocked)
-        try locked.unlock(password: secret(temporary.password!), timeout: nil)
-        XCTAssertTrue(locked.isUnlocked)
+        XCTAssertFalse(locked.session.isUnlocked)
+        try locked.session.unlock(password: secret(temporary.password!), timeout: nil)
+        XCTAssertTrue(locked.session.isUnlocked)
         XCTAssertEqual(try locked.search(query(.genericPassword, [.account: "alice"]), returnData: true).first?.secretString, "a")
     }
 
@@ -194,7 +195,7 @@ final class LockTests: KeychainTestCase {
     func testAlwaysItemsAreReadableAfterLockAll() throws {
         try addGenp("svc", "dk", secret: "always", accessible: .always)
         let rebooted = try relock(all: true)
-        XCTAssertFalse(rebooted.isUnlocked)
+        XCTAssertFalse(rebooted.session.isUnlocked)
         XCTAssertEqual(try rebooted.search(query(.genericPassword, [.account: "dk"]), returnData: true)[0].secretString, "always")
         XCTAssertNoThrow(try addGenp("svc", "dk2", accessible: .always, in: rebooted))
     }
@@ -204,32 +205,32 @@ final class LockTests: KeychainTestCase {
     func testWrongPasswordIsAuthFailedAndUnlocksNothing() throws {
         try addGenp("svc", "alice")
         let locked = try relock(all: true)
-        XCTAssertKeychainError(.authFailed, try locked.unlock(password: secret("wrong"), timeout: nil))
-        XCTAssertKeychainError(.authFailed, try locked.unlock(password: secret(""), timeout: nil))
+        XCTAssertKeychainError(.authFailed, try locked.session.unlock(password: secret("wrong"), timeout: nil))
+        XCTAssertKeychainError(.authFailed, try locked.session.unlock(password: secret(""), timeout: nil))
         XCTAssertEqual(KeychainError(.authFailed).status, -25293)
         let still = try temporary.open()
-        XCTAssertFalse(still.isUnlocked)
+        XCTAssertFalse(still.session.isUnlocked)
         XCTAssertKeychainError(.interactionNotAllowed, try still.search(query(.genericPassword, [.account: "alice"])))
     }
 
     func testWrongPasswordsAreCountedAndASuccessResetsTheCount() throws {
         let locked = try relock(all: true)
-        XCTAssertEqual(locked.failedAttempts, 0)
+        XCTAssertEqual(locked.session.failedAttempts, 0)
         for n in 1...3 {
-            XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret("wrong \(n)"), timeout: nil))
-            XCTAssertEqual(try temporary.open().failedAttempts, n, "the count is kept in the keychain file")
+            XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret("wrong \(n)"), timeout: nil))
+            XCTAssertEqual(try temporary.open().session.failedAttempts, n, "the count is kept in the keychain file")
         }
-        XCTAssertEqual(try temporary.open().passwordDelay, 0, "the first five failures cost nothing extra")
+        XCTAssertEqual(try temporary.open().session.passwordDelay, 0, "the first five failures cost nothing extra")
         try temporary.unlock()
-        XCTAssertEqual(try temporary.open().failedAttempts, 0)
+        XCTAssertEqual(try temporary.open().session.failedAttempts, 0)
     }
 
     func testAfterFiveWrongPasswordsFurtherAttemptsAreSlowed() throws {
         for n in 1...6 {
-            XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret("wrong \(n)"), timeout: nil))
+            XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret("wrong \(n)"), timeout: nil))
         }
-        XCTAssertGreaterThan(try temporary.open().passwordDelay, 0)
-        XCTAssertLessThanOrEqual(try temporary.open().passwordDelay, 30)
+        XCTAssertGreaterThan(try temporary.open().session.passwordDelay, 0)
+        XCTAssertLessThanOrEqual(try temporary.open().session.passwordDelay, 30)
     }
 
     /// Issue 12: the engine itself waits out the delay, so a library caller
@@ -238,27 +239,25 @@ final class LockTests: KeychainTestCase {
     func testTheEngineEnforcesTheWrongPasswordDelay() throws {
         let clock = VirtualClock(start: Clock.milliseconds())
         func opened() throws -> Keychain {
-            let keychain = try temporary.open()
-            keychain.time = clock.source
-            return keychain
+            try temporary.open(time: clock.source)
         }
         for n in 1...6 {
-            XCTAssertKeychainError(.authFailed, try opened().unlock(password: secret("wrong \(n)"), timeout: nil))
+            XCTAssertKeychainError(.authFailed, try opened().session.unlock(password: secret("wrong \(n)"), timeout: nil))
         }
         XCTAssertEqual(clock.slept, 1000, "the sixth waited 1 s")
         let next = try opened()
-        let wait = next.passwordDelayMilliseconds
+        let wait = next.session.passwordDelayMilliseconds
         XCTAssertEqual(wait, 2000, "six failures: 2 s to wait")
-        XCTAssertKeychainError(.authFailed, try next.unlock(password: secret("wrong again"), timeout: nil))
+        XCTAssertKeychainError(.authFailed, try next.session.unlock(password: secret("wrong again"), timeout: nil))
         XCTAssertEqual(clock.slept, 1000 + Int64(wait), "unlock did not wait")
-        XCTAssertNoThrow(try opened().unlock(password: secret(temporary.password!), timeout: nil), "the right password still works after the wait")
+        XCTAssertNoThrow(try opened().session.unlock(password: secret(temporary.password!), timeout: nil), "the right password still works after the wait")
         XCTAssertEqual(clock.slept, 1000 + Int64(wait) + 4000, "after seven failures, 4 s more")
     }
 
     func testUnlockWithTheRightPasswordOnTheSameObjectIsSeenByTheNextOpen() throws {
         try addGenp("svc", "alice", secret: "a")
         let locked = try relock(all: true)
-        try locked.unlock(password: secret(temporary.password!), timeout: 60)
+        try locked.session.unlock(password: secret(temporary.password!), timeout: 60)
         XCTAssertEqual(try temporary.open().search(query(.genericPassword, [.account: "alice"]), returnData: true)[0].secretString, "a")
     }
 
@@ -286,17 +285,17 @@ final class LockTests: KeychainTestCase {
         let bare = try TemporaryKeychain(password: nil, name: "bare", sharing: temporary)
         let opened = try bare.open()
         XCTAssertFalse(opened.hasPassword)
-        XCTAssertTrue(opened.isUnlocked)
+        XCTAssertTrue(opened.session.isUnlocked)
         try addGenp("svc", "alice", secret: "a", in: opened)
         try addGenp("svc", "bob", secret: "b", accessible: .afterFirstUnlock, in: opened)
         for all in [false, true] {
             try bare.lock(all: all)
             let again = try bare.open()
-            XCTAssertTrue(again.isUnlocked)
+            XCTAssertTrue(again.session.isUnlocked)
             XCTAssertEqual(try again.search(Query(itemClass: .genericPassword), limit: .all, returnData: true)
                 .map { $0.secretString ?? "" }, ["a", "b"])
         }
-        XCTAssertNoThrow(try opened.unlock(password: secret("anything"), timeout: nil))
+        XCTAssertNoThrow(try opened.session.unlock(password: secret("anything"), timeout: nil))
     }
 
     func testWhenPasscodeSetItemNeedsAKeychainWithAPassword() throws {

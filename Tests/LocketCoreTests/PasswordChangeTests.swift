@@ -7,10 +7,10 @@ final class PasswordChangeTests: KeychainTestCase {
     func testChangedPasswordUnlocksAndTheOldOneNoLongerDoes() throws {
         let added = try addGenp("svc", "alice", secret: "a")
         try addGenp("svc", "tdo", secret: "t", accessible: .whenUnlockedThisDeviceOnly)
-        try keychain.changePassword(old: secret(temporary.password!), new: secret("new password"))
+        try keychain.session.changePassword(old: secret(temporary.password!), new: secret("new password"))
         try temporary.lock(all: true)
-        XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret(temporary.password!), timeout: nil))
-        try temporary.open().unlock(password: secret("new password"), timeout: nil)
+        XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret(temporary.password!), timeout: nil))
+        try temporary.open().session.unlock(password: secret("new password"), timeout: nil)
         let unlocked = try temporary.open()
         let all = try allGenp(in: unlocked)
         XCTAssertEqual(all.map { $0.secretString ?? "" }, ["a", "t"])
@@ -19,20 +19,20 @@ final class PasswordChangeTests: KeychainTestCase {
 
     func testAPasswordChangeKeepsTheSessionUnlocked() throws {
         try addGenp("svc", "alice", secret: "a")
-        try keychain.changePassword(old: secret(temporary.password!), new: secret("new password"))
+        try keychain.session.changePassword(old: secret(temporary.password!), new: secret("new password"))
         XCTAssertEqual(try temporary.open().search(query(.genericPassword, [.account: "alice"]), returnData: true)[0].secretString, "a")
     }
 
     func testWrongOldPasswordChangesNothing() throws {
         try addGenp("svc", "alice", secret: "a")
-        XCTAssertKeychainError(.authFailed, try keychain.changePassword(old: secret("wrong"), new: secret("new password")))
+        XCTAssertKeychainError(.authFailed, try keychain.session.changePassword(old: secret("wrong"), new: secret("new password")))
         try temporary.lock(all: true)
-        XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret("new password"), timeout: nil))
+        XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret("new password"), timeout: nil))
         XCTAssertNoThrow(try temporary.unlock())
     }
 
     func testEmptyNewPasswordIsRefused() throws {
-        XCTAssertKeychainError(.param, try keychain.changePassword(old: secret(temporary.password!), new: secret("")))
+        XCTAssertKeychainError(.param, try keychain.session.changePassword(old: secret(temporary.password!), new: secret("")))
     }
 
     func testRemovingThePasswordDeletesWhenPasscodeSetItemsOnly() throws {
@@ -40,11 +40,11 @@ final class PasswordChangeTests: KeychainTestCase {
         try addGenp("svc", "akpu2", accessible: .whenPasscodeSetThisDeviceOnly)
         try addGenp("svc", "ak", secret: "ak")
         try addGenp("svc", "aku", secret: "aku", accessible: .whenUnlockedThisDeviceOnly)
-        XCTAssertEqual(keychain.passcodeItemCount, 2)
-        XCTAssertEqual(try keychain.changePassword(old: secret(temporary.password!), new: nil), 2)
+        XCTAssertEqual(keychain.session.passcodeItemCount, 2)
+        XCTAssertEqual(try keychain.session.changePassword(old: secret(temporary.password!), new: nil), 2)
         let bare = try temporary.open()
         XCTAssertFalse(bare.hasPassword)
-        XCTAssertTrue(bare.isUnlocked)
+        XCTAssertTrue(bare.session.isUnlocked)
         XCTAssertEqual(try allGenp(in: bare).map { $0.string(.account) }, ["ak", "aku"])
         XCTAssertKeychainError(.notAvailable, try addGenp("svc", "akpu3", accessible: .whenPasscodeSetThisDeviceOnly, in: bare))
         try temporary.lock(all: true)
@@ -53,20 +53,20 @@ final class PasswordChangeTests: KeychainTestCase {
 
     func testRemovingAPasswordThatIsNotThereIsRefused() throws {
         let bare = try TemporaryKeychain(password: nil, name: "bare", sharing: temporary)
-        XCTAssertKeychainError(.param, try bare.open().changePassword(old: nil, new: nil))
+        XCTAssertKeychainError(.param, try bare.open().session.changePassword(old: nil, new: nil))
     }
 
     func testSettingAPasswordOnAKeychainWithoutOne() throws {
         let bare = try TemporaryKeychain(password: nil, name: "bare", sharing: temporary)
         let opened = try bare.open()
         try addGenp("svc", "alice", secret: "a", in: opened)
-        try opened.changePassword(old: nil, new: secret("now with one"), kdf: .weakForTests)
+        try opened.session.changePassword(old: nil, new: secret("now with one"), kdf: .weakForTests)
         try bare.lock(all: true)
         let locked = try bare.open()
         XCTAssertTrue(locked.hasPassword)
         XCTAssertKeychainError(.interactionNotAllowed, try locked.search(query(.genericPassword, [.account: "alice"])))
-        XCTAssertKeychainError(.authFailed, try locked.unlock(password: secret("wrong"), timeout: nil))
-        try locked.unlock(password: secret("now with one"), timeout: nil)
+        XCTAssertKeychainError(.authFailed, try locked.session.unlock(password: secret("wrong"), timeout: nil))
+        try locked.session.unlock(password: secret("now with one"), timeout: nil)
         let unlocked = try bare.open()
         XCTAssertEqual(try unlocked.search(query(.genericPassword, [.account: "alice"]), returnData: true)[0].secretString, "a")
         XCTAssertNoThrow(try addGenp("svc", "akpu", accessible: .whenPasscodeSetThisDeviceOnly, in: unlocked))

@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocketCore
 import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// Issue 44, point 10: wrong passwords started at once take turns. After
@@ -8,34 +9,29 @@ import XCTest
 /// second or two, each having read the count at open; now each reads the
 /// count and waits under the keychain's password turn, so they wait 1, 2,
 /// 4, 8, 16 and 30 s one after the other (61 s in all). On a clock the test
-/// sets (`Keychain.time`), so it waits for none of it.
+/// sets (`Environment.time`), so it waits for none of it.
 final class PasswordTurnTests: KeychainTestCase {
-    private var clock: VirtualClock!
-
     override func setUpWithError() throws {
         try super.setUpWithError()
-        clock = VirtualClock(start: Clock.milliseconds())
         try temporary.lock(all: true)
     }
 
     /// A fresh object, as another process would open it, on the test's clock.
     private func opened() throws -> Keychain {
-        let keychain = try temporary.open()
-        keychain.time = clock.source
-        return keychain
+        try temporary.open(time: clock.source)
     }
 
     func testAttemptsStartedAtOnceTakeTurnsAndEachWaitsLonger() throws {
-        for n in 1...5 { XCTAssertKeychainError(.authFailed, try opened().unlock(password: secret("wrong \(n)"), timeout: nil)) }
+        for n in 1...5 { XCTAssertKeychainError(.authFailed, try opened().session.unlock(password: secret("wrong \(n)"), timeout: nil)) }
         XCTAssertEqual(clock.slept, 0, "the first five failures wait for nothing")
         // All six opened first: each read a count of five at open, as six processes started at once do.
         nonisolated(unsafe) let attempts = try (0..<6).map { _ in try opened() }
-        let waits = Recorder<Keychain.PasswordWait>()
-        for keychain in attempts { keychain.passwordWaitObserver = { waits.add($0) } }
+        let waits = Recorder<KeychainSession.PasswordWait>()
+        for keychain in attempts { keychain.session.passwordWaitObserver = { waits.add($0) } }
         let outcomes = Recorder<KeychainError.Code>()
         DispatchQueue.concurrentPerform(iterations: attempts.count) { k in
             do {
-                try attempts[k].unlock(password: secret("wrong again \(k)"), timeout: nil)
+                try attempts[k].session.unlock(password: secret("wrong again \(k)"), timeout: nil)
                 outcomes.add(.param)
             } catch let error as KeychainError {
                 outcomes.add(error.code)
@@ -44,7 +40,7 @@ final class PasswordTurnTests: KeychainTestCase {
             }
         }
         XCTAssertEqual(outcomes.all, Array(repeating: .authFailed, count: 6))
-        XCTAssertEqual(try opened().failedAttempts, 11, "every attempt counted")
+        XCTAssertEqual(try opened().session.failedAttempts, 11, "every attempt counted")
         let delays = waits.all.compactMap { wait -> Int? in
             if case .delay(_, let milliseconds) = wait { return milliseconds }
             return nil
@@ -61,13 +57,13 @@ final class PasswordTurnTests: KeychainTestCase {
     /// A right password queued behind wrong ones waits its turn and the
     /// delay the last of them earned, then unlocks and clears the count.
     func testTheRightPasswordWaitsItsTurnAndResetsTheCount() throws {
-        for n in 1...6 { XCTAssertKeychainError(.authFailed, try opened().unlock(password: secret("wrong \(n)"), timeout: nil)) }
+        for n in 1...6 { XCTAssertKeychainError(.authFailed, try opened().session.unlock(password: secret("wrong \(n)"), timeout: nil)) }
         let before = clock.slept
         let keychain = try opened()
-        try keychain.unlock(password: secret(temporary.password!), timeout: nil)
+        try keychain.session.unlock(password: secret(temporary.password!), timeout: nil)
         XCTAssertEqual(clock.slept - before, 2_000, "six failures: 2 s from the last")
-        XCTAssertEqual(try opened().failedAttempts, 0)
-        XCTAssertTrue(try temporary.open().isUnlocked)
+        XCTAssertEqual(try opened().session.failedAttempts, 0)
+        XCTAssertTrue(try temporary.open().session.isUnlocked)
     }
 
     /// The turn is a lock file beside the keychain, private, made by the
@@ -75,9 +71,9 @@ final class PasswordTurnTests: KeychainTestCase {
     func testTheTurnIsAPrivateFileBesideTheKeychainThatOnlyAPasswordCheckMakes() throws {
         let lockFile = temporary.path + "-attempts"
         _ = try? temporary.open().search(Query(itemClass: .genericPassword), limit: .all)
-        _ = try temporary.open().status()
+        _ = try temporary.open().session.status()
         XCTAssertFalse(FileManager.default.fileExists(atPath: lockFile), "a read made the password turn's file")
-        XCTAssertKeychainError(.authFailed, try opened().unlock(password: secret("wrong"), timeout: nil))
+        XCTAssertKeychainError(.authFailed, try opened().session.unlock(password: secret("wrong"), timeout: nil))
         var st = stat()
         XCTAssertEqual(lstat(lockFile, &st), 0)
         XCTAssertEqual(st.st_mode & S_IFMT, S_IFREG)
@@ -86,26 +82,8 @@ final class PasswordTurnTests: KeychainTestCase {
         // Something else under its name is refused, naming it, before any password is hashed.
         unlink(lockFile)
         XCTAssertEqual(mkfifo(lockFile, 0o600), 0)
-        XCTAssertKeychainError(.io, try opened().unlock(password: secret(temporary.password!), timeout: nil))
-        XCTAssertEqual(try opened().failedAttempts, 1, "the refused attempt was not counted")
-    }
-}
-
-/// Time that passes only when someone sleeps: each sleep moves it on by
-/// what was asked, at once.
-final class VirtualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var now: Int64
-    private var total: Int64 = 0
-
-    init(start: Int64) { now = start }
-
-    /// Milliseconds slept in all.
-    var slept: Int64 { lock.withLock { total } }
-
-    var source: TimeSource {
-        TimeSource(milliseconds: { [self] in lock.withLock { now } },
-                   sleep: { [self] milliseconds in lock.withLock { now += Int64(milliseconds); total += Int64(milliseconds) } })
+        XCTAssertKeychainError(.io, try opened().session.unlock(password: secret(temporary.password!), timeout: nil))
+        XCTAssertEqual(try opened().session.failedAttempts, 1, "the refused attempt was not counted")
     }
 }
 

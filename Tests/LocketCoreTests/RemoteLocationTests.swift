@@ -1,5 +1,6 @@
 import XCTest
 @testable import LocketCore
+@testable import LocketRemote
 
 /// Issue 42 item 1: every libpq form that selects among hosts is taken as
 /// libpq takes it (main split `h1:p1,h2:p2` at its last colon, "could not

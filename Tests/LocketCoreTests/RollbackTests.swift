@@ -52,13 +52,13 @@ final class RollbackTests: KeychainTestCase {
         try next("update") { try keychain.update(query(.genericPassword, [.account: "a"]), changes: [.comment: bytes("c")]) }
         try next("addBatch") { try keychain.addBatch([(item: genp("b", "1"), data: secret("1")), (item: genp("b", "2"), data: secret("2"))]) }
         try next("delete") { try keychain.delete(query(ref: ref)) }
-        try next("settings") { try keychain.setDefaultTimeout(60) }
+        try next("settings") { try keychain.session.setDefaultTimeout(60) }
         // A wrong password is counted (one write); the next success resets the count (another).
-        try next("a wrong password") { XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret("wrong"), timeout: nil)) }
+        try next("a wrong password") { XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret("wrong"), timeout: nil)) }
         // An attempt is counted before the hash and the count reset after it: two writes.
         try next("unlock", by: 2) { try temporary.unlock() }
         try next("passwd", by: 3) {
-            try temporary.open().changePassword(old: secret(temporary.password!), new: secret("second"))
+            try temporary.open().session.changePassword(old: secret(temporary.password!), new: secret("second"))
         }
     }
 
@@ -70,7 +70,7 @@ final class RollbackTests: KeychainTestCase {
         let opened = try temporary.open()
         _ = try opened.search(query(.genericPassword, [.account: "a"]), returnData: true)
         try opened.dump(returnData: true) { _ in }
-        _ = try opened.status()
+        _ = try opened.session.status()
         XCTAssertKeychainError(.duplicateItem, try addGenp("svc", "a", in: opened))
         XCTAssertKeychainError(.itemNotFound, try opened.delete(query(.genericPassword, [.account: "nobody"])))
         XCTAssertKeychainError(.itemNotFound, try opened.update(query(.genericPassword, [.account: "nobody"]), changes: [.comment: bytes("x")]))
@@ -92,22 +92,22 @@ final class RollbackTests: KeychainTestCase {
         XCTAssertTrue(accepting.isRolledBack)
         keychain = nil
         let copy = try temporary.file.bytes()
-        XCTAssertKeychainError(.authFailed, try accepting.acceptRollback(password: secret("wrong")))
+        XCTAssertKeychainError(.authFailed, try accepting.session.acceptRollback(password: secret("wrong")))
         assertRolledBack(try temporary.open(), "a wrong password accepted nothing")
         XCTAssertEqual(try temporary.file.bytes(), copy, "an older copy is not written before it is accepted")
 
         let appCaller = Caller.app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.app"]}"#), name: "app.json"))
         var app = try temporary.open(caller: appCaller, acceptRollback: true)
-        XCTAssertKeychainError(.missingEntitlement, try app.acceptRollback(password: secret(temporary.password!)))
+        XCTAssertKeychainError(.missingEntitlement, try app.session.acceptRollback(password: secret(temporary.password!)))
         app = try temporary.open(acceptRollback: true)
 
-        XCTAssertTrue(try app.acceptRollback(password: secret(temporary.password!)))
+        XCTAssertTrue(try app.session.acceptRollback(password: secret(temporary.password!)))
         // The session's keys may be newer than the copy's: they are dropped, and
         // the password accepted unlocks with the copy's own (issue 30, point 5).
         let back = try temporary.open()
-        XCTAssertTrue(back.isUnlocked, "accepting with the password leaves the copy unlocked")
+        XCTAssertTrue(back.session.isUnlocked, "accepting with the password leaves the copy unlocked")
         XCTAssertEqual(try allGenp(in: back).map { $0.string(.account) }, ["kept"])
-        XCTAssertFalse(try temporary.open(acceptRollback: true).acceptRollback(password: secret(temporary.password!)),
+        XCTAssertFalse(try temporary.open(acceptRollback: true).session.acceptRollback(password: secret(temporary.password!)),
                        "nothing to accept any more")
     }
 
@@ -116,7 +116,7 @@ final class RollbackTests: KeychainTestCase {
         keychain = try temporary.open()
         for i in 0..<3 { try addGenp("svc", "n\(i)") }
         // A wrong password counted: the header itself differs from the old copy's.
-        XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret("wrong"), timeout: nil))
+        XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret("wrong"), timeout: nil))
         keychain = nil
         let current = try XCTUnwrap(temporary.file.meta("generation"))
         let currentMAC = try XCTUnwrap(temporary.file.meta("header_mac"))

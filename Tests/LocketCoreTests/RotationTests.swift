@@ -38,7 +38,7 @@ final class RotationTests: KeychainTestCase {
     }
 
     private func rotate(to new: String = "rotated password", in target: Keychain? = nil) throws {
-        try (target ?? temporary.open()).changePassword(old: secret(temporary.password!), new: secret(new), kdf: .weakForTests, rotate: true)
+        try (target ?? temporary.open()).session.changePassword(old: secret(temporary.password!), new: secret(new), kdf: .weakForTests, rotate: true)
     }
 
     func testRotationKeepsEveryItemExactlyAndReplacesEveryKeyAndDigest() throws {
@@ -58,7 +58,7 @@ final class RotationTests: KeychainTestCase {
         try rotate()
 
         XCTAssertEqual(try everything(), before, "the session holds the new keys and every item reads back as it was")
-        XCTAssertTrue(try temporary.open().isUnlocked)
+        XCTAssertTrue(try temporary.open().session.isUnlocked)
         let rotatedBag = try temporary.file.blobs("SELECT class || ':' || hex(ifnull(kek, '')) || ':' || hex(ifnull(device, '')) FROM keybag ORDER BY class")
         XCTAssertEqual(rotatedBag.count, keybag.count)
         XCTAssertEqual(Set(rotatedBag).intersection(keybag), [], "a keybag row survived the rotation")
@@ -71,8 +71,8 @@ final class RotationTests: KeychainTestCase {
 
         // Lookups use the new blind-index key; a fresh unlock with the new password opens everything.
         try temporary.lock(all: true)
-        XCTAssertKeychainError(.authFailed, try temporary.open().unlock(password: secret(temporary.password!), timeout: nil))
-        try temporary.open().unlock(password: secret("rotated password"), timeout: nil)
+        XCTAssertKeychainError(.authFailed, try temporary.open().session.unlock(password: secret(temporary.password!), timeout: nil))
+        try temporary.open().session.unlock(password: secret("rotated password"), timeout: nil)
         XCTAssertEqual(try everything(), before)
         XCTAssertEqual(try temporary.open().search(query(.genericPassword, [.account: "ck", .service: "svc-T.shared"]), returnData: true)[0].secretString,
                        "ck@T.shared")
@@ -90,7 +90,7 @@ final class RotationTests: KeychainTestCase {
             others.append(victim)
             try victim.open().add(genp("svc", "before"), data: secret("written before"))
             let stolen = try victim.file.bytes()
-            try victim.open().changePassword(old: secret(victim.password!), new: secret("new password"), kdf: .weakForTests, rotate: rotate)
+            try victim.open().session.changePassword(old: secret(victim.password!), new: secret("new password"), kdf: .weakForTests, rotate: rotate)
             try victim.open().add(genp("svc", "after"), data: secret("written after"))
 
             // The thief's machine: the stolen header and keybag, with the current file's item rows.
@@ -101,7 +101,7 @@ final class RotationTests: KeychainTestCase {
             chmod(thief.path, 0o600)
             thief.file.execute("ATTACH '\(victim.path)' AS now; DELETE FROM items; INSERT INTO items SELECT * FROM now.items;")
             let opened = try Keychain.open(at: thief.path, environment: thief.environment)
-            try opened.unlock(password: secret(victim.password!), timeout: nil)
+            try opened.session.unlock(password: secret(victim.password!), timeout: nil)
             let there = try Keychain.open(at: thief.path, environment: thief.environment)
             var readable: [String] = []
             try there.dump(returnData: true) { item in
@@ -161,12 +161,12 @@ final class RotationTests: KeychainTestCase {
         try temporary.lock(all: false)
         try rotate()
         let after = try temporary.open()
-        XCTAssertFalse(after.isUnlocked, "a locked keychain stays locked")
+        XCTAssertFalse(after.session.isUnlocked, "a locked keychain stays locked")
         XCTAssertKeychainError(.interactionNotAllowed, try after.search(query(.genericPassword, [.account: "a"]), returnData: true))
-        try after.unlock(password: secret("rotated password"), timeout: nil)
+        try after.session.unlock(password: secret("rotated password"), timeout: nil)
         XCTAssertEqual(try allGenp(in: temporary.open()).map { $0.secretString }, ["a"])
 
         let app = try temporary.open(caller: .app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.app"]}"#), name: "app.json")))
-        XCTAssertKeychainError(.missingEntitlement, try app.changePassword(old: secret("rotated password"), new: secret("x"), rotate: true))
+        XCTAssertKeychainError(.missingEntitlement, try app.session.changePassword(old: secret("rotated password"), new: secret("x"), rotate: true))
     }
 }

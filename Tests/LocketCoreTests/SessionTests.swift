@@ -1,5 +1,7 @@
 import Foundation
 import LocketCore
+import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// SPEC §2/§5: unlocked keys live in a session keyed by the keychain's
@@ -30,8 +32,8 @@ class SessionTestCase: XCTestCase {
         try keychain.open().add(genp("svc", account), data: secret(account))
     }
 
-    private func read(_ account: String, from keychain: TemporaryKeychain) throws -> String? {
-        try keychain.open().search(query(.genericPassword, [.account: account]), returnData: true)[0].secretString
+    private func read(_ account: String, from keychain: TemporaryKeychain, time: TimeSource? = nil) throws -> String? {
+        try keychain.open(time: time).search(query(.genericPassword, [.account: account]), returnData: true)[0].secretString
     }
 
     func checkTwoKeychainsHaveDifferentIdentities() throws {
@@ -47,8 +49,8 @@ class SessionTestCase: XCTestCase {
         try b.lock(all: true)
 
         try a.unlock()
-        XCTAssertTrue(try a.open().isUnlocked)
-        XCTAssertFalse(try b.open().isUnlocked)
+        XCTAssertTrue(try a.open().session.isUnlocked)
+        XCTAssertFalse(try b.open().session.isUnlocked)
         XCTAssertEqual(try read("alice", from: a), "alice")
         XCTAssertKeychainError(.interactionNotAllowed, try read("bob", from: b))
     }
@@ -65,8 +67,8 @@ class SessionTestCase: XCTestCase {
     func checkAPasswordOfOneKeychainDoesNotUnlockAnother() throws {
         let (a, b) = try pair()
         try b.lock(all: true)
-        XCTAssertKeychainError(.authFailed, try b.open().unlock(password: secret(a.password!), timeout: nil))
-        XCTAssertFalse(try b.open().isUnlocked)
+        XCTAssertKeychainError(.authFailed, try b.open().session.unlock(password: secret(a.password!), timeout: nil))
+        XCTAssertFalse(try b.open().session.isUnlocked)
     }
 
     func checkUnlockIsSeenByLaterOpensUntilLock() throws {
@@ -74,12 +76,12 @@ class SessionTestCase: XCTestCase {
         try add("alice", to: a)
         try a.lock(all: true)
         let first = try a.open()
-        XCTAssertFalse(first.isUnlocked)
-        try first.unlock(password: secret(a.password!), timeout: 300)
-        XCTAssertTrue(try a.open().isUnlocked)
+        XCTAssertFalse(first.session.isUnlocked)
+        try first.session.unlock(password: secret(a.password!), timeout: 300)
+        XCTAssertTrue(try a.open().session.isUnlocked)
         XCTAssertEqual(try read("alice", from: a), "alice")
-        try a.open().lock(all: false)
-        XCTAssertFalse(try a.open().isUnlocked)
+        try a.open().session.lock(all: false)
+        XCTAssertFalse(try a.open().session.isUnlocked)
         XCTAssertKeychainError(.interactionNotAllowed, try read("alice", from: a))
     }
 
@@ -97,7 +99,7 @@ class SessionTestCase: XCTestCase {
         try a.lock(all: true)
         try a.lock(all: true)
         try a.lock(all: false)
-        XCTAssertFalse(try a.open().isUnlocked)
+        XCTAssertFalse(try a.open().session.isUnlocked)
     }
 
     func checkANewKeychainAtTheSamePathGetsNoneOfTheOldSession() throws {
@@ -106,33 +108,37 @@ class SessionTestCase: XCTestCase {
         let (a, _) = try pair()
         try add("alice", to: a)
         let oldIdentity = try a.open().identity
-        XCTAssertTrue(try a.open().isUnlocked)
+        XCTAssertTrue(try a.open().session.isUnlocked)
         let aside = a.directory + "/old.keychain"
         for suffix in ["", "-wal", "-shm"] { rename(a.path + suffix, aside + suffix) }
         // The old session is live until the end; lock it through the moved file.
-        defer { try? Keychain.open(at: aside, environment: a.environment).lock(all: true) }
+        defer { try? Keychain.open(at: aside, environment: a.environment).session.lock(all: true) }
 
         try Keychain.create(at: a.path, password: secret("another password"), kdf: .weakForTests, environment: a.environment)
         let fresh = try a.open()
         XCTAssertNotEqual(fresh.identity, oldIdentity)
-        fresh.lock(all: true)
-        XCTAssertFalse(try a.open().isUnlocked)
-        XCTAssertTrue(try Keychain.open(at: aside, environment: a.environment).isUnlocked)
-        XCTAssertKeychainError(.authFailed, try a.open().unlock(password: secret(a.password!), timeout: nil))
+        fresh.session.lock(all: true)
+        XCTAssertFalse(try a.open().session.isUnlocked)
+        XCTAssertTrue(try Keychain.open(at: aside, environment: a.environment).session.isUnlocked)
+        XCTAssertKeychainError(.authFailed, try a.open().session.unlock(password: secret(a.password!), timeout: nil))
     }
 
     // MARK: - Auto-lock
 
+    /// In the kernel keyring the kernel's timer expires the keys: the test
+    /// waits for it. In the directory the engine judges the file's age on the
+    /// environment's clock: the test moves the clock on instead (issue 38).
     func checkInactivityTimeoutLocksTheWhenUnlockedTierOnly() throws {
         let (a, _) = try pair()
+        let clock = backend == "dir" ? VirtualClock() : nil
         try add("alice", to: a)
         try a.open().add(genp("svc", "ck", accessible: .afterFirstUnlock), data: secret("ck"))
-        try a.unlock(timeout: 2)
-        XCTAssertTrue(try a.open().isUnlocked)
-        usleep(2_200_000)
-        XCTAssertFalse(try a.open().isUnlocked, "the when-unlocked keys expire after the timeout")
-        XCTAssertKeychainError(.interactionNotAllowed, try read("alice", from: a))
-        XCTAssertEqual(try read("ck", from: a), "ck", "after-first-unlock keys have no inactivity timeout")
+        try a.unlock(timeout: 2, time: clock?.source)
+        XCTAssertTrue(try a.open(time: clock?.source).session.isUnlocked)
+        if let clock { clock.advance(seconds: 2.2) } else { usleep(2_200_000) }
+        XCTAssertFalse(try a.open(time: clock?.source).session.isUnlocked, "the when-unlocked keys expire after the timeout")
+        XCTAssertKeychainError(.interactionNotAllowed, try read("alice", from: a, time: clock?.source))
+        XCTAssertEqual(try read("ck", from: a, time: clock?.source), "ck", "after-first-unlock keys have no inactivity timeout")
     }
 
     // MARK: - Where the session lives

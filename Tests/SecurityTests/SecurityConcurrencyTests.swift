@@ -29,7 +29,7 @@ final class SecurityConcurrencyTests: SecurityTestCase {
 
     override func tearDown() {
         if let memoryDirectory {
-            if let keychain = try? Keychain.open(at: memoryDirectory + "/threads.keychain", environment: .process) { keychain.lock(all: true) }
+            if let keychain = try? Keychain.open(at: memoryDirectory + "/threads.keychain", environment: .process) { keychain.session.lock(all: true) }
             try? FileManager.default.removeItem(atPath: memoryDirectory)
         }
         unsetenv("LOCKET_KEYCHAIN")

@@ -24,7 +24,7 @@ class SecurityTestCase: XCTestCase {
     }
 
     override func tearDown() {
-        if let keychain = try? Keychain.open(at: sandbox.loginKeychain, environment: .process) { keychain.lock(all: true) }
+        if let keychain = try? Keychain.open(at: sandbox.loginKeychain, environment: .process) { keychain.session.lock(all: true) }
         sandbox?.remove()
         sandbox = nil
     }
@@ -33,10 +33,10 @@ class SecurityTestCase: XCTestCase {
     func engineKeychain() throws -> Keychain { try Keychain.open(at: sandbox.loginKeychain, environment: .process) }
 
     /// `locket lock`, from another object, as another process would.
-    func lock(all: Bool = false) throws { try engineKeychain().lock(all: all) }
+    func lock(all: Bool = false) throws { try engineKeychain().session.lock(all: all) }
 
     /// `locket unlock`.
-    func unlock() throws { try engineKeychain().unlock(password: try SecureBytes(copying: Array(password.utf8)), timeout: nil) }
+    func unlock() throws { try engineKeychain().session.unlock(password: try SecureBytes(copying: Array(password.utf8)), timeout: nil) }
 
     /// The release binary (`LOCKET_BIN`), or a skip saying it is missing.
     func locketBinary() throws -> String {

@@ -34,14 +34,14 @@ for name in ["LOCKET_KEYCHAIN", "LOCKET_ENTITLEMENTS", "LOCKET_DEVICE_KEY"] { un
 let path = directory + "/data/locket/login.keychain"
 let password = try SecureBytes(copying: Array("bench password".utf8))
 try Keychain.create(at: path, password: password, kdf: .interactive, environment: .process)
-try Keychain.open(at: path, environment: .process).unlock(password: password, timeout: nil)
+try Keychain.open(at: path, environment: .process).session.unlock(password: password, timeout: nil)
 try Keychain.open(at: path, environment: .process).addBatch((0..<itemCount).lazy.map { i in
     var item = NewItem(itemClass: .genericPassword)
     try! item.set(.service, Array("service-\(i)".utf8))
     try! item.set(.account, Array("bench".utf8))
     return (item, try! SecureBytes(copying: Array("secret-\(i)".utf8)))
 })
-defer { try? Keychain.open(at: path, environment: .process).lock(all: true) }
+defer { try? Keychain.open(at: path, environment: .process).session.lock(all: true) }
 
 let wanted = "service-\(itemCount / 2)"
 let query: [String: Any] = [

@@ -15,7 +15,7 @@ extension Commands {
             old = try Prompt.password(context, prompt: "Current password for \(keychain.path): ", confirm: false, fromStdin: fromStdin)
         }
         if invocation.has("remove") {
-            let doomed = keychain.passcodeItemCount
+            let doomed = keychain.session.passcodeItemCount
             if doomed > 0 && !invocation.has("yes") {
                 guard Prompt.isTerminal(context.io.stdin) else {
                     throw KeychainError(.interactionNotAllowed,
@@ -26,7 +26,7 @@ extension Commands {
                     throw KeychainError(.userCanceled)
                 }
             }
-            let removed = try keychain.changePassword(old: old, new: nil)
+            let removed = try keychain.session.changePassword(old: old, new: nil)
             if removed > 0 { context.warn("deleted \(removed) when-passcode-set item\(removed == 1 ? "" : "s")") }
             return 0
         }
@@ -34,9 +34,9 @@ extension Commands {
         // command line writes no weaker parameters, whatever made the keychain.
         // (IO.defaultKDF comes before it only in-process, where a test sets it.)
         let cost = try invocation.value("kdf").map { try KDFLevel.parse($0, command: "passwd").cost }
-            ?? context.io.defaultKDF ?? keychain.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
+            ?? context.io.defaultKDF ?? keychain.session.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
         let new = try Prompt.password(context, prompt: "New password for \(keychain.path): ", confirm: true, fromStdin: fromStdin)
-        try keychain.changePassword(old: old, new: new, kdf: cost, rotate: invocation.has("rotate"))
+        try keychain.session.changePassword(old: old, new: new, kdf: cost, rotate: invocation.has("rotate"))
         return 0
     }
 
@@ -46,7 +46,7 @@ extension Commands {
     /// so the line says what really happens, not what the count at open said).
     static func announcePasswordWaits(_ keychain: Keychain, _ context: Context) {
         let path = keychain.path
-        keychain.passwordWaitObserver = { wait in
+        keychain.session.passwordWaitObserver = { wait in
             switch wait {
             case .turn:
                 context.warn("another password attempt on \(path) is being checked; waiting for its turn")
@@ -58,7 +58,7 @@ extension Commands {
 
     /// `locket settings`
     static func settings(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        let lockEvents: [(String, Keychain.LockEvent)] = [("lock-on-sleep", .sleep), ("lock-on-screen-lock", .screenLock)]
+        let lockEvents: [(String, KeychainSession.LockEvent)] = [("lock-on-sleep", .sleep), ("lock-on-screen-lock", .screenLock)]
         // Values are checked before the keychain is opened: a typo is a usage error, whatever the keychain.
         let newTimeout = try invocation.value("timeout").map { try parseTimeout($0, command: "settings") }
         let locks = try lockEvents.compactMap { option, event in
@@ -68,24 +68,24 @@ extension Commands {
         if invocation.has("timeout") || invocation.has("presence-reuse") || !locks.isEmpty {
             // First, so that a refusal (a longer window needs the password) changes nothing.
             if let text = invocation.value("presence-reuse") {
-                guard let seconds = UInt32(text), seconds <= Keychain.maximumPresenceReuse else {
-                    throw UsageError(message: "--presence-reuse needs 0 to \(Keychain.maximumPresenceReuse) seconds", command: "settings")
+                guard let seconds = UInt32(text), seconds <= KeychainSession.maximumPresenceReuse else {
+                    throw UsageError(message: "--presence-reuse needs 0 to \(KeychainSession.maximumPresenceReuse) seconds", command: "settings")
                 }
-                try AccessPrompt.run(keychain, invocation, context) { try keychain.setPresenceReuse(seconds) }
+                try AccessPrompt.run(keychain, invocation, context) { try keychain.session.setPresenceReuse(seconds) }
             }
-            if let newTimeout { try keychain.setDefaultTimeout(newTimeout) }
-            for (event, value) in locks { try keychain.setLocks(on: event, value) }
+            if let newTimeout { try keychain.session.setDefaultTimeout(newTimeout) }
+            for (event, value) in locks { try keychain.session.setLocks(on: event, value) }
             return 0
         }
-        let timeout = keychain.defaultTimeout
-        let reuse = keychain.presenceReuse
+        let timeout = keychain.session.defaultTimeout
+        let reuse = keychain.session.presenceReuse
         if context.json {
             var w = JSONWriter()
             w.beginObject()
             w.key("timeout"); if timeout == 0 { w.string("none") } else { w.int(Int64(timeout)) }
             w.key("presenceReuse"); w.int(Int64(reuse))
-            w.key("lockOnSleep"); w.bool(keychain.locks(on: .sleep))
-            w.key("lockOnScreenLock"); w.bool(keychain.locks(on: .screenLock))
+            w.key("lockOnSleep"); w.bool(keychain.session.locks(on: .sleep))
+            w.key("lockOnScreenLock"); w.bool(keychain.session.locks(on: .screenLock))
             w.endObject()
             context.out.bytes(w.bytes)
             context.out.text("\n")
@@ -93,8 +93,8 @@ extension Commands {
             context.out.line("timeout: \(timeout == 0 ? "none" : String(timeout))")
             if reuse > 0 { context.out.line("presence-reuse: \(reuse)") }
             // As presence-reuse, printed only when not the default.
-            if !keychain.locks(on: .sleep) { context.out.line("lock-on-sleep: no") }
-            if !keychain.locks(on: .screenLock) { context.out.line("lock-on-screen-lock: no") }
+            if !keychain.session.locks(on: .sleep) { context.out.line("lock-on-sleep: no") }
+            if !keychain.session.locks(on: .screenLock) { context.out.line("lock-on-screen-lock: no") }
         }
         return 0
     }
@@ -110,7 +110,7 @@ extension Commands {
     /// `locket status`
     static func status(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain(extendSession: false)
-        let s = try keychain.status()
+        let s = try keychain.session.status()
         let timeout = s.autoLockTimeout == 0 ? "none" : String(s.autoLockTimeout)
         if context.json {
             var w = JSONWriter()

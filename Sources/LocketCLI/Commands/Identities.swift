@@ -10,7 +10,7 @@ extension Commands {
         }
         let query = try AttributeOptions.identityQuery(invocation)
         let limit = try AttributeOptions.matchLimit(invocation)
-        let found = try context.openKeychain().identities(query, limit: limit)
+        let found = try context.openKeychain().keys.identities(query, limit: limit)
         let options = ItemPrinter.Options(data: false, ref: invocation.has("show-ref"))
         if context.json {
             var w = JSONWriter()
@@ -39,7 +39,7 @@ extension Commands {
         if query.certificate.isEmpty && query.key.isEmpty && !invocation.has("all") {
             throw KeychainError(.param, "delete without attributes would delete every identity", hint: "add --all if that is what you mean")
         }
-        let (certificates, keys) = try context.openKeychain().deleteIdentities(query)
+        let (certificates, keys) = try context.openKeychain().keys.deleteIdentities(query)
         context.err("locket: deleted \(certificates) certificate\(certificates == 1 ? "" : "s") and \(keys) private key\(keys == 1 ? "" : "s")"
                     + (keys < certificates ? " (a key another certificate still pairs with stays)" : ""))
         return 0

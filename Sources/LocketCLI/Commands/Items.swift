@@ -62,7 +62,7 @@ enum Commands {
         // pipe or file gets the bytes. What the search would say (no such item, locked, a key that
         // never leaves) is said first, from the attributes: no proof is asked for either refusal.
         if secretOnly && !context.json && (query.itemClass == .key || query.itemClass == .certificate) && Prompt.isTerminal(1) {
-            for item in try keychain.search(query, limit: limit) { try Keychain.requireExtractable(item) }
+            for item in try keychain.search(query, limit: limit) { try KeychainKeys.requireExtractable(item) }
             throw KeychainError(.param, "a \(query.itemClass.name)'s value is DER, binary, and is not written to a terminal",
                                 hint: "redirect standard output, or print PEM with export --format pem --class \(query.itemClass == .key ? "keys" : "cert")")
         }

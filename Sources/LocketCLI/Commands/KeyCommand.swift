@@ -19,7 +19,7 @@ extension Commands {
             let type = try KeyGenerationType.named(name)
             let options = try keyItemOptions(invocation)
             let keychain = try context.openKeychain()
-            let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.generateKey(type, options: options) }
+            let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.generateKey(type, options: options) }
             try printPublicKey(item, publicKey, invocation, context)
         case "public":
             for option in ["type", "non-extractable", "accessible", "access-control"] where invocation.has(option) {
@@ -33,7 +33,7 @@ extension Commands {
             let keychain = try context.openKeychain()
             // A key with access control keeps its public half outside the proof; one added
             // before that was kept gives it only from the private key, with the proof.
-            let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.publicKey(query) }
+            let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.publicKey(query) }
             try printPublicKey(item, publicKey, invocation, context)
         default:
             throw UsageError(message: "key takes generate, public, sign, verify, encrypt or decrypt, not '\(Printable.clip(action, max: 40))'", command: "key")

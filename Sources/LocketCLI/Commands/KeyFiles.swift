@@ -41,7 +41,7 @@ extension Commands {
         var outcomes: [KeyFileOutcome] = []
         try AccessPrompt.run(keychain, invocation, context) {
             outcomes = []
-            try keychain.addKeyFile(file, options: options) { outcomes.append($0) }
+            try keychain.keys.addKeyFile(file, options: options) { outcomes.append($0) }
         }
         KeyFileReport.print(outcomes, format: file.format, context)
         return 0
@@ -55,7 +55,7 @@ extension Commands {
         let defaultClass = ["pkcs12": "identity", "openssh": "keys"][format] ?? "cert"
         let className = invocation.value("class") ?? defaultClass
         let output = invocation.value("out")
-        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+        if let output, !invocation.has("force"), OutputFile.exists(output) {
             throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
         let keychain = try context.openKeychain()
@@ -64,7 +64,7 @@ extension Commands {
             guard format == "pkcs12" else { throw UsageError(message: "an identity exports as --format pkcs12", command: "export") }
             var query = IdentityQuery()
             for (attribute, value) in try exportTerms(invocation, .certificate) { try query.match(attribute, value) }
-            let (item, identity) = try AccessPrompt.run(keychain, invocation, context) { try keychain.exportableIdentity(query) }
+            let (item, identity) = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.exportableIdentity(query) }
             let passphrase = try Prompt.password(context, prompt: "Passphrase for the PKCS#12 file: ", confirm: true,
                                                  fromStdin: invocation.has("passphrase-stdin"))
             bytes = try SecureBytes(copying: try identity.pkcs12(passphrase: passphrase, friendlyName: String(decoding: item.certificate[.label], as: UTF8.self)))
@@ -74,19 +74,19 @@ extension Commands {
             for (attribute, value) in try exportTerms(invocation, itemClass) { try query.match(attribute, value) }
             query.persistentRef = try invocation.value("ref").map(parseRef)
             switch (itemClass, format) {
-            case (.certificate, "pem"): bytes = try SecureBytes(copying: Array(try keychain.certificate(query).certificate.pem.utf8))
-            case (.certificate, "der"): bytes = try SecureBytes(copying: try keychain.certificate(query).certificate.der)
+            case (.certificate, "pem"): bytes = try SecureBytes(copying: Array(try keychain.keys.certificate(query).certificate.pem.utf8))
+            case (.certificate, "der"): bytes = try SecureBytes(copying: try keychain.keys.certificate(query).certificate.der)
             // A private key with access control is exported with its proof, asked for at the terminal.
-            case (.key, "pem"): bytes = try AccessPrompt.run(keychain, invocation, context) { try keychain.exportableKey(query) }.key.pkcs8PEM()
+            case (.key, "pem"): bytes = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.exportableKey(query) }.key.pkcs8PEM()
             case (.key, "openssh"):
-                let (item, key) = try AccessPrompt.run(keychain, invocation, context) { try keychain.exportableKey(query) }
+                let (item, key) = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.exportableKey(query) }
                 bytes = try key.openSSHPrivateKey(comment: String(decoding: item[.label], as: UTF8.self))
             default:
                 throw UsageError(message: "a \(itemClass.name) does not export as \(format): certificates as pem or der, keys as pem (PKCS#8) or openssh, identities as pkcs12", command: "export")
             }
         }
         if let output {
-            try bytes.withUnsafeBytes { try PrivateFile.write(output, $0, replace: invocation.has("force")) }
+            try bytes.withUnsafeBytes { try OutputFile.write(output, $0, replace: invocation.has("force")) }
         } else {
             if (format == "der" || format == "pkcs12") && Prompt.isTerminal(1) {
                 throw KeychainError(.param, "\(format) is binary and is not written to a terminal", hint: "add -o FILE, or redirect standard output")

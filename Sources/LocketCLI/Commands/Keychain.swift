@@ -1,4 +1,6 @@
 import LocketCore
+import LocketLocator
+import LocketRemote
 
 extension Commands {
     /// `locket init`
@@ -37,7 +39,7 @@ extension Commands {
         announcePasswordWaits(keychain, context)
         let password = try passwordFile.map { try PasswordFile.read($0) }
             ?? Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false, fromStdin: invocation.has("password-stdin"))
-        try keychain.unlock(password: password, timeout: timeout)
+        try keychain.session.unlock(password: password, timeout: timeout)
         return 0
     }
 
@@ -49,7 +51,7 @@ extension Commands {
             context.warn("the keychain has no password; it is always unlocked and lock changes nothing")
             return 0
         }
-        keychain.lock(all: invocation.has("all"))
+        keychain.session.lock(all: invocation.has("all"))
         return 0
     }
 
@@ -63,7 +65,7 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
-        if keychain.isRemote {
+        if keychain.remote != nil {
             context.err("""
                 locket: note: on a remote keychain this accepts an older header (the keys and settings the database holds) on this \
                 machine only; a membership, item or audit history older than this device saw is 'locket \(context.keychainArgument)keychain recover''s \
@@ -76,7 +78,7 @@ extension Commands {
             password = try Prompt.password(context, prompt: "Password of this copy of \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
         }
-        if try !keychain.acceptRollback(password: password) {
+        if try !keychain.session.acceptRollback(password: password) {
             context.warn("the keychain is not older than this device has seen; nothing to accept")
         }
         return 0

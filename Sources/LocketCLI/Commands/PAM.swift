@@ -45,7 +45,7 @@ extension Commands {
         let path = try loginKeychainPath(context)
         let password = try Prompt.readLine(context.io.stdin)
         guard password.count > 0 else { throw KeychainError(.param, "no password on standard input") }
-        guard PrivateFile.exists(path) else {
+        guard OutputFile.exists(path) else {
             guard ProviderActivation.isEnabled(environment: context.environment) else {
                 context.out.line("no keychain at \(path): nothing to unlock (locket init makes one; after 'locket secret-service enable' the next login makes it)")
                 return 0
@@ -60,13 +60,13 @@ extension Commands {
             context.out.line("\(path) has no password: it is always unlocked")
             return 0
         }
-        if keychain.isUnlocked, try keychain.status().scopedGroups == nil {
+        if keychain.session.isUnlocked, try keychain.session.status().scopedGroups == nil {
             context.out.line("\(path) is already unlocked")
             return 0
         }
         try LoginRefusals.check(keychain, context)
         do {
-            try keychain.unlock(password: password, timeout: timeout)
+            try keychain.session.unlock(password: password, timeout: timeout)
         } catch let error as KeychainError where error.code == .authFailed {
             try LoginRefusals.record(keychain, context)
             throw error.with(detail: "the login password does not open \(path): it stays locked").with(hint: LoginRefusals.hint)
@@ -84,7 +84,7 @@ extension Commands {
         let old = try Prompt.readLine(context.io.stdin)
         let new = try Prompt.readLine(context.io.stdin)
         guard old.count > 0, new.count > 0 else { throw KeychainError(.param, "pam passwd needs the old and the new password, a line each") }
-        guard PrivateFile.exists(path) else {
+        guard OutputFile.exists(path) else {
             context.out.line("no keychain at \(path): no password to change")
             return 0
         }
@@ -95,9 +95,9 @@ extension Commands {
         }
         try LoginRefusals.check(keychain, context)
         // The cost stays the keychain's, never below INTERACTIVE (as passwd).
-        let cost = context.io.defaultKDF ?? keychain.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
+        let cost = context.io.defaultKDF ?? keychain.session.kdfCost?.atLeast(.interactive) ?? KDFLevel.moderate.cost
         do {
-            try keychain.changePassword(old: old, new: new, kdf: cost)
+            try keychain.session.changePassword(old: old, new: new, kdf: cost)
         } catch let error as KeychainError where error.code == .authFailed {
             try LoginRefusals.record(keychain, context)
             throw error.with(detail: "the old login password does not open \(path): its password is left as it is").with(hint: LoginRefusals.hint)
@@ -123,7 +123,7 @@ extension Commands {
             do {
                 let keychain = try Keychain.open(at: path, environment: context.environment, extendSession: false, acceptRollback: true)
                 if keychain.hasPassword {
-                    keychain.lock(all: false)
+                    keychain.session.lock(all: false)
                     locked.append(name)
                 }
             } catch let error as KeychainError {
@@ -164,20 +164,20 @@ enum LoginRefusals {
 
     /// Refuses (errSecAuthFailed, not counted) a password this stamp already refused.
     static func check(_ keychain: Keychain, _ context: Context) throws {
-        guard let stamp = keychain.passwordStamp, stamps(context).contains(stamp) else { return }
+        guard let stamp = keychain.session.passwordStamp, stamps(context).contains(stamp) else { return }
         throw KeychainError(.authFailed, "not tried: the login password did not open \(keychain.path) at an earlier login, and neither password has changed since",
                             hint: hint)
     }
 
     static func record(_ keychain: Keychain, _ context: Context) throws {
-        guard let stamp = keychain.passwordStamp else { return }
+        guard let stamp = keychain.session.passwordStamp else { return }
         let id = stamp.split(separator: ".").first.map(String.init) ?? stamp
         let kept = stamps(context).filter { !$0.hasPrefix(id + ".") } + [stamp]
         try save(kept, context)
     }
 
     static func forget(_ keychain: Keychain, _ context: Context) {
-        guard let stamp = keychain.passwordStamp, let id = stamp.split(separator: ".").first else { return }
+        guard let stamp = keychain.session.passwordStamp, let id = stamp.split(separator: ".").first else { return }
         let all = stamps(context)
         let kept = all.filter { !$0.hasPrefix(id + ".") }
         if kept.count != all.count { try? save(kept, context) }
@@ -186,8 +186,8 @@ enum LoginRefusals {
     private static func save(_ stamps: [String], _ context: Context) throws {
         let path = try path(context)
         let directory = String(path[..<path.lastIndex(of: "/")!])
-        if !PrivateFile.exists(directory) { mkdir(directory, 0o700) }
+        if !OutputFile.exists(directory) { mkdir(directory, 0o700) }
         let text = stamps.map { $0 + "\n" }.joined(with: "")
-        try Array(text.utf8).withUnsafeBytes { try PrivateFile.write(path, $0, replace: true) }
+        try Array(text.utf8).withUnsafeBytes { try OutputFile.write(path, $0, replace: true) }
     }
 }

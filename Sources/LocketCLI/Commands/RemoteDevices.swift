@@ -1,5 +1,7 @@
 import Glibc
 import LocketCore
+import LocketLocator
+import LocketRemote
 import LocketSupport
 
 extension Commands {
@@ -15,22 +17,21 @@ extension Commands {
         switch operation {
         case "add-remote":
             try count(3, "a NAME and a postgres:// URL")
-            let replaced = try RemoteRegistry.add(name: operands[1], url: operands[2], passwordService: invocation.value("password-service"),
-                                                  replacing: invocation.has("replace"), environment: context.environment)
+            let replaced = try KeychainLocator.register(name: operands[1], url: operands[2], passwordService: invocation.value("password-service"),
+                                                        replacing: invocation.has("replace"), environment: context.environment)
             if let replaced {
-                // Both URLs passed RemoteLocation's checks: neither holds a password.
-                context.err("locket: \(Printable.clip(operands[1])) now names \(Printable.clip(operands[2], max: 512)) (it named \(Printable.clip(replaced.url, max: 512)))")
+                // Both URLs passed the locator's checks: neither holds a password.
+                context.err("locket: \(Printable.clip(operands[1])) now names \(Printable.clip(operands[2], max: 512)) (it named \(Printable.clip(replaced, max: 512)))")
             }
         case "enroll":
             try count(1, "no operand")
-            let keychain = try context.openKeychain()
-            let enrolled = try keychain.enroll(name: invocation.value("name") ?? hostName())
+            let enrolled = try context.openKeychain().remote(for: .enroll).enroll(name: invocation.value("name") ?? hostName())
             context.out.line("device \(enrolled.id): fingerprint \(enrolled.fingerprint) (\(enrolled.fingerprintWords))")
             context.out.line("tell it to the owner of an approved device, who checks it and runs 'locket \(context.keychainArgument)keychain approve \(enrolled.id) --fingerprint \(enrolled.fingerprint) --groups GROUP,...'")
             context.out.line("this device now trusts the membership last signed by device \(enrolled.signer), fingerprint \(enrolled.signerFingerprint): compare it with 'keychain devices' there")
         case "devices":
             try count(1, "no operand")
-            try listDevices(try context.openKeychain().devices(), context)
+            try listDevices(try context.openKeychain().remote(for: .devices).devices(), context)
         case "approve":
             try count(2, "a DEVICE id")
             guard let groups = invocation.value("groups")?.split(separator: ",").map(String.init), !groups.isEmpty else {
@@ -39,28 +40,28 @@ extension Commands {
             guard let fingerprint = invocation.value("fingerprint") else {
                 throw UsageError(message: "approve needs --fingerprint FINGERPRINT: the one 'keychain enroll' printed on that device, compared out of band", command: "keychain")
             }
-            try context.openKeychain().approve(device: try deviceID(operands[1]), groups: groups, fingerprint: fingerprint)
+            try context.openKeychain().remote(for: .approve).approve(device: try deviceID(operands[1]), groups: groups, fingerprint: fingerprint)
         case "revoke":
             try count(2, "a DEVICE id")
-            try context.openKeychain().revoke(device: try deviceID(operands[1]))
+            try context.openKeychain().remote(for: .revoke).revoke(device: try deviceID(operands[1]))
         case "audit":
             try count(1, "no operand")
-            let since = try invocation.value("since").map { try AuditTime.parse($0, now: Clock.milliseconds() * 1000) } ?? 0
-            try listAudit(try context.openKeychain().audit(since: since), context)
+            let since = try invocation.value("since").map { try AuditTime.parse($0, now: context.io.environment.time.milliseconds() * 1000) } ?? 0
+            try listAudit(try context.openKeychain().remote(for: .audit).audit(since: since), context)
         case "verify":
             try count(1, "no operand")
-            let keychain = try context.openKeychain()
+            let remote = try context.openKeychain().remote(for: .verify)
             if let other = invocation.value("expect") {
-                let view = try keychain.verifyRemote(against: other)
+                let view = try remote.verify(against: other)
                 context.out.line("consistent with \(Printable.clip(other)): this device sees \(view)")
             } else {
-                context.out.line(try keychain.remoteView())
+                context.out.line(try remote.view())
             }
         case "sync":
             try count(1, "no operand")
-            let keychain = try context.openKeychain()
-            let items = try keychain.syncOfflineCache()
-            context.out.line("\(items) after-first-unlock item\(items == 1 ? "" : "s") cached for offline reads (--max-stale) in \(keychain.offlineCachePath ?? "")")
+            let remote = try context.openKeychain().remote(for: .sync)
+            let items = try remote.syncOfflineCache()
+            context.out.line("\(items) after-first-unlock item\(items == 1 ? "" : "s") cached for offline reads (--max-stale) in \(remote.offlineCachePath ?? "")")
         case "recover":
             try count(1, "no operand")
             return try recover(invocation, context)
@@ -81,7 +82,7 @@ extension Commands {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private static func listDevices(_ devices: [Keychain.RemoteDevice], _ context: Context) throws {
+    private static func listDevices(_ devices: [RemoteAdmin.Device], _ context: Context) throws {
         if context.json {
             return writeJSONArray(devices, context) { device, w in
                 w.key("id"); w.int(device.id)
@@ -99,7 +100,7 @@ extension Commands {
         }
     }
 
-    private static func listAudit(_ entries: [Keychain.AuditEntry], _ context: Context) throws {
+    private static func listAudit(_ entries: [RemoteAdmin.AuditEntry], _ context: Context) throws {
         if context.json {
             return writeJSONArray(entries, context) { entry, w in
                 w.key("id"); w.int(entry.id)

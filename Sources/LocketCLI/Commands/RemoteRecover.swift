@@ -1,4 +1,6 @@
 import LocketCore
+import LocketLocator
+import LocketRemote
 import LocketSupport
 
 extension Commands {
@@ -13,8 +15,11 @@ extension Commands {
         if try context.caller() != .owner {
             throw KeychainError(.missingEntitlement, "recovering a remote keychain is for its owner, not an app with entitlements")
         }
-        let keychain = try Keychain.openForRecovery(try context.keychainLocation(), environment: context.environment)
-        let plan = try keychain.recoveryPlan()
+        guard let keychain = try Keychain.openForRecovery(try context.keychainLocation(), environment: context.environment) else {
+            throw RemoteAdmin.refusal(.recover)
+        }
+        let remote = try keychain.remote(for: .recover)
+        let plan = try remote.recoveryPlan()
         guard plan.isNeeded else {
             if context.json {
                 writeRecoveryJSON(plan, needed: false, context)
@@ -39,7 +44,7 @@ extension Commands {
         }
         let password = try Prompt.password(context, prompt: "Password for \(plan.url): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
-        let done = try keychain.recover(password: password)
+        let done = try remote.recover(password: password)
         if context.json {
             writeRecoveryJSON(done, needed: true, context)
         } else {
@@ -66,7 +71,7 @@ extension Commands {
     }
 
     /// The plan, in words: what the server no longer holds, and what to redo.
-    private static func describe(_ plan: Keychain.RemoteRecovery) -> [String] {
+    private static func describe(_ plan: RemoteAdmin.Recovery) -> [String] {
         var lines: [String] = []
         lines.append("\(plan.url) no longer holds everything this device saw (a failover that lost acknowledged writes, or a restore of the database):")
         if let damage = plan.trustDamage {
@@ -114,9 +119,9 @@ extension Commands {
 
     private static func list(_ groups: [String]) -> String { groups.map { Printable.clip($0) }.joined(separator: ", ") }
 
-    private static func writeRecoveryJSON(_ done: Keychain.RemoteRecovery, needed: Bool, _ context: Context) {
+    private static func writeRecoveryJSON(_ done: RemoteAdmin.Recovery, needed: Bool, _ context: Context) {
         var w = JSONWriter()
-        func links(_ key: String, _ links: [Keychain.RemoteRecovery.LostLink]) {
+        func links(_ key: String, _ links: [RemoteAdmin.Recovery.LostLink]) {
             w.key(key); w.beginArray()
             for link in links {
                 w.beginObject()

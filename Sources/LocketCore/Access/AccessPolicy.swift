@@ -14,9 +14,9 @@ public enum Caller: Sendable, Equatable {
     }
 }
 
-extension Keychain {
+extension KeychainEngine {
     /// The group `add` uses when none is given.
-    public var defaultGroup: String { caller.accessGroups?.first ?? Keychain.defaultAccessGroup }
+    var defaultGroup: String { caller.accessGroups?.first ?? Keychain.defaultAccessGroup }
 
     /// Refuses a group the caller's entitlements do not list (errSecMissingEntitlement).
     func authorize(_ group: String) throws {

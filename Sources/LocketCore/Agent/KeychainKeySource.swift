@@ -9,38 +9,34 @@ import Synchronization
 /// commands would wait on it), and `lock`, auto-lock, protection classes,
 /// access groups and access control are those of the moment of the request.
 public struct KeychainKeySource: AgentKeySource, Sendable {
-    /// The keychain the keys come from.
-    public let location: KeychainLocation
+    /// The keychain's path or URL.
+    public let path: String
     /// Who the agent serves: the owner, or an app by its entitlements (`-e`).
     public let caller: Caller
-    let environment: Environment
-    /// How old an offline cache may answer when the keychain's server is unreachable (µs; nil: never).
-    let maxStale: Int64?
+    /// Opens the keychain for one request (its argument: whether that counts as a use).
+    private let opener: @Sendable (Bool) throws -> Keychain
     /// Public key blobs already derived, for listings (see PublicBlobs).
     private let publicBlobs = PublicBlobs()
 
-    /// Keys from the keychain at `location`, opened afresh for every request
-    /// (for a remote keychain: its helper, its connection and its database
-    /// password, every time).
-    public init(location: KeychainLocation, caller: Caller, environment: Environment, maxStale: Int64? = nil) {
-        self.location = location
+    /// Keys from the keychain `open` opens afresh for every request (for a
+    /// keychain named by a location, `KeychainKeySource(location:...)`, which
+    /// opens a remote one with its helper, its connection and its database
+    /// password every time); `path` names it in messages.
+    public init(path: String, caller: Caller, open: @escaping @Sendable (_ extendSession: Bool) throws -> Keychain) {
+        self.path = path
         self.caller = caller
-        self.environment = environment
-        self.maxStale = maxStale
+        self.opener = open
     }
 
     /// Keys from the keychain file at `path`.
     public init(path: String, caller: Caller, environment: Environment) {
-        self.init(location: .file(path), caller: caller, environment: environment)
+        self.init(path: path, caller: caller) { extendSession in
+            try Keychain.open(at: path, caller: caller, environment: environment, extendSession: extendSession)
+        }
     }
-
-    /// The keychain's path or URL.
-    public var path: String { location.description }
 
     /// Opens the keychain for one request (`extendSession`: whether it counts as a use).
-    private func open(extendSession: Bool) throws -> Keychain {
-        try Keychain.open(location, caller: caller, environment: environment, extendSession: extendSession, maxStale: maxStale)
-    }
+    private func open(extendSession: Bool) throws -> Keychain { try opener(extendSession) }
 
     /// The SSH-capable private keys (ed25519, P-256/384/521, RSA) the caller
     /// may see whose protection class is open now, oldest first, each named
@@ -49,7 +45,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     /// error (errSecInteractionNotAllowed), so that the refusal is said.
     public func identities() throws -> [AgentIdentity] {
         let keychain = try open(extendSession: false)
-        return try keychain.agentKeys(applicationLabel: nil).map { item, pkcs8 in
+        return try keychain.keys.agentKeys(applicationLabel: nil).map { item, pkcs8 in
             let name = item[.label].isEmpty ? item[.applicationTag] : item[.label]
             let blob = try publicBlobs.blob(of: pkcs8) { try AsymmetricKey(pkcs8: pkcs8).sshPublicKeyBlob() }
             return AgentIdentity(publicKeyBlob: blob, comment: String(decoding: name, as: UTF8.self))
@@ -74,7 +70,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         // private half is decoded once, by the signature itself. The keychain
         // (its connection) is let go before the signature is made.
         let found = try open(extendSession: true)
-            .agentKeys(applicationLabel: wanted.applicationLabel).first {
+            .keys.agentKeys(applicationLabel: wanted.applicationLabel).first {
                 $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
             }
         guard let (_, pkcs8) = found else { throw KeychainError(.itemNotFound, "the agent holds no such key") }
@@ -82,7 +78,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     }
 }
 
-extension Keychain {
+extension KeychainKeys {
     /// The private keys SSH can use that the caller may see, opened: each
     /// item and its PKCS#8 (extractable or not). With `applicationLabel`,
     /// only that key and strictly: a locked match throws. Without, keys of a
@@ -95,8 +91,8 @@ extension Keychain {
         try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
         if let applicationLabel { try query.match(.applicationLabel, applicationLabel) }
         let sshTypes: Set<String> = [KeyType.ed25519.rawValue, KeyType.ec.rawValue, KeyType.rsa.rawValue]
-        return try transaction(write: false) {
-            let scan = RowScan(query, filter: try storeFilter(query), data: true, strict: applicationLabel != nil)
+        return try engine.transaction(write: false) {
+            let scan = RowScan(query, filter: try engine.storeFilter(query), data: true, strict: applicationLabel != nil)
             // A listing leaves out the groups this machine can't open; a key asked for by its label is refused as a find is.
             scan.listing = applicationLabel == nil
             // Each key opened is a read of its secret, listed or used (SPEC §17 audit).
@@ -105,11 +101,11 @@ extension Keychain {
             scan.admits = { sshTypes.contains(String(decoding: $0[.type], as: UTF8.self)) }
             var found: [(item: Item, pkcs8: SecureBytes)] = []
             var locked: KeychainError?
-            try self.scan(scan) { match in
+            try engine.scan(scan) { match in
                 let item = match.item
                 guard item.availability == .available else {
                     if item.availability != .damaged, locked == nil {
-                        locked = unavailable(item.accessible, item.accessGroup)
+                        locked = engine.unavailable(item.accessible, item.accessGroup)
                     }
                     return true
                 }

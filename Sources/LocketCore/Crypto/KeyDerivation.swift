@@ -3,9 +3,9 @@ import LocketSupport
 
 /// Keyed BLAKE2b (`crypto_generichash`) for every derived key and blind
 /// index. Contexts are domain-separated byte strings built with `Context`.
-enum KeyDerivation {
+package enum KeyDerivation {
     /// A 32-byte key derived from `key` for `context`.
-    static func derive(_ key: SecureBytes, _ context: Context) throws -> SecureBytes {
+    package static func derive(_ key: SecureBytes, _ context: Context) throws -> SecureBytes {
         let out = try SecureBytes(count: 32)
         hash(key, context.bytes, into: out)
         return out
@@ -86,10 +86,10 @@ enum KeyDerivation {
 
     /// An unambiguous encoding of a derivation's inputs: a label, then
     /// length-prefixed fields, so that no two different inputs collide.
-    struct Context {
+    package struct Context {
         private(set) var bytes: [UInt8]
 
-        init(_ label: StaticString) {
+        package init(_ label: StaticString) {
             bytes = []
             bytes.reserveCapacity(64)
             append(UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount))
@@ -127,7 +127,7 @@ enum KeyDerivation {
         /// context serves digests that share a prefix, without copying it.
         mutating func truncate(to count: Int) { bytes.removeSubrange(count...) }
 
-        func with<Bytes: Collection<UInt8>>(_ field: Bytes) -> Context {
+        package func with<Bytes: Collection<UInt8>>(_ field: Bytes) -> Context {
             var copy = self
             copy.append(field)
             return copy

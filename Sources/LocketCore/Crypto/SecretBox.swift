@@ -2,13 +2,13 @@ import CSodium
 
 /// `crypto_secretbox_easy` with a fresh random nonce per seal. A sealed value
 /// is `nonce || mac || ciphertext`.
-enum SecretBox {
+package enum SecretBox {
     static let keyBytes = Int(crypto_secretbox_KEYBYTES)
     static let nonceBytes = Int(crypto_secretbox_NONCEBYTES)
     static let overhead = Int(crypto_secretbox_NONCEBYTES) + Int(crypto_secretbox_MACBYTES)
 
     /// Seals `plaintext` under `key`.
-    static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecureBytes) -> [UInt8] {
+    package static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecureBytes) -> [UInt8] {
         precondition(key.count == keyBytes)
         var out = [UInt8](repeating: 0, count: overhead + plaintext.count)
         out.withUnsafeMutableBytes { dst in
@@ -25,17 +25,17 @@ enum SecretBox {
         return out
     }
 
-    static func seal(_ plaintext: [UInt8], key: SecureBytes) -> [UInt8] {
+    package static func seal(_ plaintext: [UInt8], key: SecureBytes) -> [UInt8] {
         plaintext.withUnsafeBytes { seal($0, key: key) }
     }
 
-    static func seal(_ plaintext: SecureBytes, key: SecureBytes) -> [UInt8] {
+    package static func seal(_ plaintext: SecureBytes, key: SecureBytes) -> [UInt8] {
         plaintext.withUnsafeBytes { seal($0, key: key) }
     }
 
     /// Opens a sealed value into guarded memory; errSecDecode when it was
     /// sealed under another key or altered.
-    static func open(_ sealed: UnsafeRawBufferPointer, key: SecureBytes, what: @autoclosure () -> String) throws -> SecureBytes {
+    package static func open(_ sealed: UnsafeRawBufferPointer, key: SecureBytes, what: @autoclosure () -> String) throws -> SecureBytes {
         guard sealed.count >= overhead else { throw KeychainError(.decode, "\(what()) is truncated") }
         let out = try SecureBytes(count: sealed.count - overhead)
         let rc: Int32 = out.withUnsafeMutableBytes { dst in
@@ -53,7 +53,7 @@ enum SecretBox {
         return out
     }
 
-    static func open(_ sealed: [UInt8], key: SecureBytes, what: @autoclosure () -> String) throws -> SecureBytes {
+    package static func open(_ sealed: [UInt8], key: SecureBytes, what: @autoclosure () -> String) throws -> SecureBytes {
         try sealed.withUnsafeBytes { try open($0, key: key, what: what()) }
     }
 }

@@ -2,29 +2,29 @@ import CSodium
 
 /// libsodium's one entry point: every call site goes through here first, and
 /// every return code through `check`.
-enum Sodium {
+package enum Sodium {
     /// `sodium_init` runs once per process, on first use only, so that
     /// commands which never touch a key (`--version`, `help`) skip it.
     private static let initialized: Bool = sodium_init() >= 0
 
-    static func ready() throws {
+    package static func ready() throws {
         guard initialized else { throw KeychainError(.io, "libsodium could not be initialized") }
     }
 
     /// Fills `count` bytes from the system's CSPRNG.
-    static func random(_ count: Int) -> [UInt8] {
+    package static func random(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, count) }
         return bytes
     }
 
     /// Fails with errSecDecode when libsodium reports an error.
-    static func check(_ rc: Int32, _ what: @autoclosure () -> String) throws {
+    package static func check(_ rc: Int32, _ what: @autoclosure () -> String) throws {
         if rc != 0 { throw KeychainError(.decode, what()) }
     }
 
     /// Equality in constant time (`sodium_memcmp`).
-    static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    package static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         a.count == b.count && (a.count == 0 || sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
 }

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// A search that reports locked matches rather than failing on them (SPEC
 /// §18: the Secret Service lists locked items apart from unlocked ones).
 extension Keychain {
@@ -19,10 +21,10 @@ extension Keychain {
 
     /// `matching`, one item at a time: memory stays flat however many match.
     public func forEachMatch(_ query: Query, opening: Bool = true, _ body: (Item) throws -> Void) throws {
-        try transaction(write: false) {
-            let scan = RowScan(query, filter: try storeFilter(query), data: false, strict: false)
+        try engine.transaction(write: false) {
+            let scan = RowScan(query, filter: try engine.storeFilter(query), data: false, strict: false)
             scan.opening = opening || !query.attributes.isEmpty || query.hasFreeForm
-            try self.scan(scan) { match in
+            try engine.scan(scan) { match in
                 try body(match.item)
                 return true
             }

@@ -1,3 +1,5 @@
+import LocketSupport
+
 /// One-time codes from items whose secret is an otpauth:// URI (SPEC §16).
 extension Keychain {
     /// A code and what it was made from.
@@ -29,15 +31,15 @@ extension Keychain {
         var exact = Query(itemClass: query.itemClass)
         exact.persistentRef = found.persistentRef
         exact.accessGroup = found.accessGroup
-        return try transaction(write: true) {
+        return try engine.transaction(write: true) {
             // Read again inside the transaction: another process may have advanced it since.
-            guard let item = try rows(exact, limit: .one, data: true).first, let data = item.data else {
+            guard let item = try engine.rows(exact, limit: .one, data: true).first, let data = item.data else {
                 throw KeychainError(.itemNotFound)
             }
             let otp = try OneTimePassword(uri: data)
             guard otp.kind == .hotp else { throw KeychainError(.param, "the item changed from hotp to totp while being read") }
             let code = try otp.code(counter: otp.counter)
-            _ = try modify(exact, changes: [:], accessGroup: nil, data: try otp.advanced(), extra: item.extra)
+            _ = try engine.modify(exact, changes: [:], accessGroup: nil, data: try otp.advanced(), extra: item.extra)
             return OneTimeCode(code: code, kind: .hotp, algorithm: otp.algorithm, digits: otp.digits,
                                period: nil, secondsLeft: nil, counter: otp.counter)
         }

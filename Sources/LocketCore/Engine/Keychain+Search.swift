@@ -5,8 +5,8 @@ extension Keychain {
     /// Finds items (SecItemCopyMatching): at most one unless `limit` says otherwise.
     public func search(_ query: Query, limit: MatchLimit = .one, returnData: Bool = false) throws -> [Item] {
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
-        let found = try transaction(write: false) { try lookUp(query, limit: limit, returnData: returnData) }
-        if found.isEmpty { throw storage.noMatch() }
+        let found = try engine.transaction(write: false) { try lookUp(query, limit: limit, returnData: returnData) }
+        if found.isEmpty { throw engine.storage.noMatch() }
         return found
     }
 
@@ -22,15 +22,15 @@ extension Keychain {
         func result(_ body: () throws -> [Item]) throws -> Result<[Item], KeychainError> {
             do { return .success(try body()) } catch let error as KeychainError { return .failure(error) }
         }
-        guard storage.policy.readsManyInOneTransaction else {
+        guard engine.storage.policy.readsManyInOneTransaction else {
             return try queries.map { query in try result { try search(query, limit: limit, returnData: returnData) } }
         }
         if case .count(let n) = limit, n < 1 { throw KeychainError(.param, "the match limit must be at least 1") }
-        let found = try transaction(write: false) { () throws -> [Result<[Item], KeychainError>] in
+        let found = try engine.transaction(write: false) { () throws -> [Result<[Item], KeychainError>] in
             try queries.map { query in try result { try lookUp(query, limit: limit, returnData: returnData) } }
         }
         return found.map { looked in
-            if case .success(let items) = looked, items.isEmpty { return .failure(storage.noMatch()) }
+            if case .success(let items) = looked, items.isEmpty { return .failure(engine.storage.noMatch()) }
             return looked
         }
     }
@@ -38,99 +38,23 @@ extension Keychain {
     /// One query's items, inside the transaction `search` runs: every read
     /// of a secret recorded, a miss checked against a rotation.
     private func lookUp(_ query: Query, limit: MatchLimit, returnData: Bool) throws -> [Item] {
-        if returnData && query.itemClass == .key { try refuseNonExtractable(query, limit: limit) }
-        return try rows(query, limit: limit, data: returnData, reads: true)
-    }
-
-    /// The store filter of a query: the groups the caller may touch, its
-    /// protection class, the blind index of each attribute and free-form
-    /// equality, and whether synchronizable items are in or out.
-    func storeFilter(_ query: Query) throws -> ItemFilter {
-        var filter = try self.filter(query)
-        guard !query.attributes.isEmpty || query.hasFreeForm || query.matching != .any else { return filter }
-        let indexKey = try indexKey()
-        if query.hasFreeForm {
-            // The most an item has: a query of more is a mistake, refused as one.
-            guard query.freeFormNames.count <= FreeForm.maximumCount else {
-                throw KeychainError(.param, "a query names \(query.freeFormNames.count) free-form attributes; the most is \(FreeForm.maximumCount)")
-            }
-            filter.freeForm = query.freeFormNames.indices.map {
-                Sealing.freeFormDigest(indexKey, query.itemClass, query.freeFormNames[$0], query.freeFormValues[$0])
-            }
-        }
-        filter.terms = query.attributes.map { attribute, value in
-            ItemFilter.Term(attribute: attribute, digest: Sealing.indexDigest(indexKey, query.itemClass, attribute, value),
-                             isEmpty: value.isEmpty)
-        }
-        let given = Dictionary(query.attributes, uniquingKeysWith: { first, _ in first })
-        // Once the header says an item unique by reference exists, the whole
-        // primary key may name more than one item: the blind rows find them all.
-        // The primary key includes whether the item is synchronizable: `.any` names two.
-        if query.matching != .any && query.itemClass.primaryKey.allSatisfy({ given[$0] != nil })
-            && meta.integer(.uniqueByReference) == nil {
-            filter.primaryKey = Sealing.primaryKeyDigest(indexKey, query.itemClass, given, synchronizable: query.matching == .yes)
-        }
-        switch query.matching {
-        case .yes where filter.primaryKey == nil:
-            filter.terms.append(ItemFilter.Term(attribute: .synchronizable, digest: Sealing.synchronizableDigest(indexKey, query.itemClass),
-                                                isEmpty: false))
-        case .no where filter.primaryKey == nil:
-            filter.excluded = [Sealing.synchronizableDigest(indexKey, query.itemClass)]
-        default:
-            break
-        }
-        return filter
-    }
-
-    /// The filter of the one item whose primary key `query` gives in full
-    /// (every primary-key attribute and the group): by the primary-key
-    /// digest even where items unique by reference exist, since theirs is
-    /// of their reference and never equal. So `add -U` and `import -U`
-    /// touch the item whose key conflicted, never an item made over the
-    /// Secret Service that only shares its service and account.
-    func primaryKeyFilter(_ query: Query) throws -> ItemFilter {
-        var filter = try storeFilter(query)
-        filter.primaryKey = Sealing.primaryKeyDigest(try indexKey(), query.itemClass,
-                                                     Dictionary(query.attributes, uniquingKeysWith: { first, _ in first }),
-                                                     synchronizable: query.matching == .yes)
-        filter.excluded = []
-        return filter
-    }
-
-    /// Matching items in stable order (oldest first), inside the caller's
-    /// transaction. A match whose class key is unavailable fails the whole
-    /// search with errSecInteractionNotAllowed: a locked item is never
-    /// reported as missing. With `reads`, as a read handed to the caller:
-    /// each secret recorded, a miss checked against a rotation. With
-    /// `holding`, every row selected is also copied there.
-    func rows(_ query: Query, limit: MatchLimit, data: Bool, reads: Bool = false, holding: HeldRows? = nil,
-              filter: ItemFilter? = nil) throws -> [Item] {
-        var found: [Item] = []
-        let wanted = limit.sqlLimit
-        let scan = RowScan(query, filter: try filter ?? storeFilter(query), data: data)
-        scan.recordingReads = reads && data
-        scan.reportingRotation = reads
-        scan.holding = holding
-        try self.scan(scan) { match in
-            found.append(match.item)
-            return wanted < 0 || found.count < wanted
-        }
-        return found
+        if returnData && query.itemClass == .key { try engine.refuseNonExtractable(query, limit: limit) }
+        return try engine.rows(query, limit: limit, data: returnData, reads: true)
     }
 
     /// Streams every item, oldest first. Items that cannot be opened come with
     /// their availability set. With `returnData`, a locked class with items
     /// fails the dump up front (errSecInteractionNotAllowed) before anything is streamed.
     public func dump(returnData: Bool, _ body: (Item) throws -> Void) throws {
-        try transaction(write: false) {
-            try checkKeysCurrent()
-            let visible = ItemFilter(visibleGroups: caller.accessGroups)
+        try engine.transaction(write: false) {
+            try engine.checkKeysCurrent()
+            let visible = ItemFilter(visibleGroups: engine.caller.accessGroups)
             if returnData {
                 // Fail before streaming anything: every (class, group) present must open.
-                for (code, group) in try storage.itemStore.classesAndGroups(visible) {
+                for (code, group) in try engine.storage.itemStore.classesAndGroups(visible) {
                     guard let pclass = ProtectionClass(rawValue: code) else { continue }
-                    if try !storage.canOpen(group: group) { continue }
-                    if availability(of: pclass, group: group) == .locked { throw unavailable(pclass, group) }
+                    if let groups = engine.storage.deviceGroups, try !groups.canOpen(group: group) { continue }
+                    if engine.availability(of: pclass, group: group) == .locked { throw engine.unavailable(pclass, group) }
                 }
             }
             let scan = RowScan(every: visible, data: returnData, strict: false)
@@ -139,7 +63,7 @@ extension Keychain {
             // A non-extractable key is listed without its value (SPEC §12).
             scan.withholdingNonExtractable = true
             scan.recordingReads = true
-            try self.scan(scan) { match in
+            try engine.scan(scan) { match in
                 try body(match.item)
                 return true
             }

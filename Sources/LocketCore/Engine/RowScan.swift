@@ -11,7 +11,7 @@ import LocketSupport
 /// storage's `scan` by reference. As a struct, every hand-over copied it
 /// through its value witnesses, which built the metadata of its arrays at
 /// run time: about 4 k instructions of a `find` (callgrind).
-final class RowScan {
+package final class RowScan {
     /// Which rows.
     var filter: ItemFilter
     /// The values an opened item must hold exactly.
@@ -81,14 +81,14 @@ extension RowScan {
 }
 
 /// A row the scan hands on.
-struct ScannedItem {
+package struct ScannedItem {
     var item: Item
     var id: Int64
     /// With `keepingAccessData`: the sealed secret of an item with access control.
     var sealedData: [UInt8]?
 }
 
-extension Keychain {
+extension KeychainEngine {
     /// Runs `scan` in the open transaction, handing each match to `visit`
     /// until it returns false. Returns how many were handed on.
     @discardableResult
@@ -118,7 +118,7 @@ extension Keychain {
         while let row = try cursor.next() {
             scan.holding?.hold(row)
             guard let itemClass = scan.itemClass ?? row.itemClass else { continue }
-            if scan.listing, try !storage.canOpen(group: row.accessGroup) { continue }
+            if scan.listing, let groups = storage.deviceGroups, try !groups.canOpen(group: row.accessGroup) { continue }
             var item = try open(row, itemClass: itemClass, data: scan.data, strict: scan.strict, keepingAccessData: scan.keepingAccessData,
                                 opening: scan.opening)
             // The digests matched; confirm byte for byte now that the values are open.
@@ -127,7 +127,7 @@ extension Keychain {
                       scan.holdsFreeForm(item), scan.admits?(item) ?? true else { continue }
             }
             if scan.withholdingNonExtractable && !item.isExtractable { item.data = nil }
-            if scan.recordingReads && item.data != nil { try storage.recordRead(item.persistentRef) }
+            if scan.recordingReads && item.data != nil { try storage.readAudit?.recordRead(item.persistentRef) }
             let sealed = scan.keepingAccessData && item.access != nil && item.data == nil && scan.data ? row.withData { Array($0) } : nil
             guard try visit(ScannedItem(item: item, id: row.id, sealedData: sealed)) else { return }
         }
@@ -171,7 +171,7 @@ extension Keychain {
             if let access, isInvalidated(access) { item.availability = .invalidated }
             // A dump never asks for proofs: the secrets of items with access control stay out of it.
             if data && (access == nil || (strict && !keepingAccessData)) {
-                let key = try access.map { try openAccess($0, row, label: Keychain.label(item.attributes)) } ?? fieldKey(row, .data)
+                let key = try access.map { try openAccess($0, row, label: KeychainEngine.label(item.attributes)) } ?? fieldKey(row, .data)
                 let record: SecureBytes
                 do {
                     record = try stored.withData { try SecretBox.open($0, key: key, what: "an item's secret") }
@@ -193,6 +193,13 @@ extension Keychain {
     /// The key that seals `field` of `row`, or why it is not available: the
     /// class key's key for the row's group, as the storage takes it.
     func fieldKey(_ row: Sealing.RowIdentity, _ field: Sealing.Field) throws -> SecureBytes {
-        try Sealing.fieldKey(try storage.sealingKey(try cache.groupKey(row.accessible, row.accessGroup), group: row.accessGroup), row, field)
+        try Sealing.fieldKey(try sealingKey(try cache.groupKey(row.accessible, row.accessGroup), group: row.accessGroup), row, field)
+    }
+
+    /// The key field keys derive from, given a class key's key for `group`:
+    /// as it is, or as a storage shared by devices mixes it (`DeviceGroups`).
+    func sealingKey(_ classGroupKey: SecureBytes, group: String) throws -> SecureBytes {
+        guard let groups = storage.deviceGroups else { return classGroupKey }
+        return try groups.sealingKey(classGroupKey, group: group)
     }
 }

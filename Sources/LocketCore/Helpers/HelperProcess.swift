@@ -4,7 +4,7 @@ import LocketWire
 
 /// A helper program `locket` runs for what it can't link statically
 /// (`locket-postgres`, `locket-tpm`), and what it may see of the caller.
-struct HelperProgram: Sendable {
+package struct HelperProgram: Sendable {
     /// The executable's name, its argv[0].
     let name: String
     /// How messages name it: "the PostgreSQL helper".
@@ -19,7 +19,7 @@ struct HelperProgram: Sendable {
 
     /// libpq's own variables (so `.pgpass`, service files and TLS files are
     /// found as for psql), and nothing else.
-    static let postgres = HelperProgram(
+    package static let postgres = HelperProgram(
         name: "locket-postgres", description: "the PostgreSQL helper", neededFor: "remote keychains need locket-postgres installed",
         passedVariables: [
             "HOME", "USER", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE",
@@ -33,11 +33,11 @@ struct HelperProgram: Sendable {
 /// The running helper: started with posix_spawn (no shell), its stdin and
 /// stdout one end of a socket pair, stderr /dev/null, no other descriptor,
 /// and only the environment its `HelperProgram` lets through.
-final class HelperProcess {
+package final class HelperProcess {
     /// The helper's process id.
-    let pid: pid_t
+    package let pid: pid_t
     /// Frames to and from the helper.
-    let channel: Channel
+    package let channel: Channel
     let program: HelperProgram
     private let path: String
     private var reaped = false
@@ -46,7 +46,7 @@ final class HelperProcess {
 
     /// Starts `path` after checking that nobody but root or this user can
     /// replace it (it will hold passwords or keys).
-    init(path: String, program: HelperProgram, environment: Environment) throws {
+    package init(path: String, program: HelperProgram, environment: Environment) throws {
         try Self.checkExecutable(path, program)
         self.program = program
         self.path = path
@@ -82,7 +82,7 @@ final class HelperProcess {
 
     /// Closes the stream (the helper finishes and exits) and reaps it; a
     /// helper that doesn't exit within a second is killed.
-    func stop() {
+    package func stop() {
         guard !reaped else { return }
         reaped = true
         close(channel.input)
@@ -101,7 +101,7 @@ final class HelperProcess {
     /// it exited 127, the dynamic loader's status for a shared library it
     /// could not load (a recommended package not installed), the error that
     /// says so; nil when it ended otherwise.
-    func missingLibraries() -> KeychainError? {
+    package func missingLibraries() -> KeychainError? {
         stop()
         guard let status = exitStatus, status & 0x7f == 0, (status >> 8) & 0xff == 127 else { return nil }
         return KeychainError(.notAvailable, """

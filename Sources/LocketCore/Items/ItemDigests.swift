@@ -1,19 +1,19 @@
 /// The keyed digests stored beside an item's sealed values (SPEC §7): what
 /// lets a query find it without the store seeing a name. No secret: keyed hashes.
-struct ItemDigests {
+package struct ItemDigests {
     /// The digest of the primary key (unique per class and group).
-    var primaryKey: [UInt8]
+    package var primaryKey: [UInt8]
     /// The blind index of each attribute of the item's class, the empty
     /// value included, in the class's order. An array, not a dictionary:
     /// hashing attributes into one was a visible part of an import.
-    var index: [IndexDigest]
+    package var index: [IndexDigest]
     /// The free-form pairs' blind indexes (SPEC §18): format 2 rows only.
-    var free: [Int64] = []
+    package var free: [Int64] = []
 
     /// One attribute's blind index.
-    struct IndexDigest {
+    package struct IndexDigest {
         var attribute: Attribute
-        var digest: Int64
+        package var digest: Int64
         /// The value is empty (format 1 stores no digest for it).
         var isEmpty: Bool
     }

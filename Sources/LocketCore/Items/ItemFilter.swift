@@ -5,7 +5,7 @@
 /// the file's SQLite condition, the shared database's PostgreSQL one, and a
 /// match in memory for rows held outside a database (the offline cache).
 /// All three select the same rows: they share `blindIndexTerms`.
-struct ItemFilter {
+package struct ItemFilter {
     /// nil: every class (dump, counts).
     var itemClass: ItemClass?
     /// One access group, already authorized.
@@ -62,7 +62,7 @@ struct ItemFilter {
 
     /// Whether a row held in memory is one the SQL condition would select:
     /// the same terms, evaluated on the row's columns and blind digests.
-    func matches(itemClass rowClass: String, group rowGroup: String, ref rowRef: [UInt8], protectionClass rowProtection: String,
+    package func matches(itemClass rowClass: String, group rowGroup: String, ref rowRef: [UInt8], protectionClass rowProtection: String,
                  primaryKey rowKey: [UInt8], digests: Set<Int64>) -> Bool {
         if let itemClass, rowClass != itemClass.rawValue { return false }
         if let group, rowGroup != group { return false }

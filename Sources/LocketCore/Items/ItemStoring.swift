@@ -6,7 +6,7 @@
 /// The cursor and its rows are associated types, so that the row scan
 /// (`RowScan`) is specialized for each storage: a lookup runs no
 /// existential per row and instantiates no generic metadata (callgrind).
-protocol ItemStoring {
+package protocol ItemStoring {
     associatedtype Cursor: ItemCursor
     associatedtype Reader: ItemRowReading where Reader.Row == Cursor.Row
     /// Rows matching `filter`, oldest first; `data` selects the sealed secret too.
@@ -31,7 +31,7 @@ protocol ItemStoring {
 }
 
 /// A selected row, read through its named accessors.
-protocol StoredItemRow {
+package protocol StoredItemRow {
     var id: Int64 { get }
     var ref: [UInt8] { get }
     var itemClass: ItemClass? { get }
@@ -44,13 +44,13 @@ protocol StoredItemRow {
 }
 
 /// Rows one at a time; a row is valid until the next call.
-protocol ItemCursor {
+package protocol ItemCursor {
     associatedtype Row: StoredItemRow
     func next() throws -> Row?
 }
 
 /// Rows by id; a row is valid until `finish` or the next call.
-protocol ItemRowReading {
+package protocol ItemRowReading {
     associatedtype Row: StoredItemRow
     func row(_ id: Int64) throws -> Row?
     /// Lets go of the row before it is written.
@@ -60,12 +60,12 @@ protocol ItemRowReading {
 /// An insert prepared once, for one item or a batch: errSecDuplicateItem
 /// when the primary key exists in its class and group, with the transaction
 /// still usable (`add -U` goes on to update).
-protocol ItemInserting {
+package protocol ItemInserting {
     func insert(ref: [UInt8], itemClass: ItemClass, accessible: ProtectionClass, group: String,
                 digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }
 
 /// An update of one row's group, protection class, digests and sealed values, prepared once.
-protocol ItemUpdating {
+package protocol ItemUpdating {
     func update(id: Int64, group: String, accessible: ProtectionClass, digests: ItemDigests, attributes: [UInt8], data: [UInt8]) throws
 }

@@ -1,13 +1,20 @@
 /// The keys and digests an item row is sealed and found with (SPEC §7):
 /// blind indexes and the primary-key digest under the blind-index key, and
 /// field keys under the (class, group) key, bound to the row.
-enum Sealing {
+package enum Sealing {
     /// The plaintext identity of a row that its sealed values are bound to.
-    struct RowIdentity {
-        var itemClass: ItemClass
-        var accessible: ProtectionClass
-        var accessGroup: String
-        var ref: [UInt8]
+    package struct RowIdentity {
+        package var itemClass: ItemClass
+        package var accessible: ProtectionClass
+        package var accessGroup: String
+        package var ref: [UInt8]
+
+        package init(itemClass: ItemClass, accessible: ProtectionClass, accessGroup: String, ref: [UInt8]) {
+            self.itemClass = itemClass
+            self.accessible = accessible
+            self.accessGroup = accessGroup
+            self.ref = ref
+        }
     }
 
     /// The blind index of one attribute value: a keyed hash of (item class,
@@ -117,7 +124,7 @@ enum Sealing {
     }
 
     /// The two sealed fields of a row.
-    enum Field: String {
+    package enum Field: String {
         /// The attribute record (ItemRecord: attributes and dates).
         case attributes = "attrs"
         /// The secret and its metadata (DataRecord).

@@ -22,20 +22,20 @@ import LocketSupport
 /// A header without `header_mac` was written by a release before it existed
 /// (format 1 as released): generation 0, unauthenticated, until the first
 /// write, which adds both.
-struct Header {
+package struct Header {
     static let generationName = MetaKey.generation.rawValue
     static let macName = MetaKey.headerMAC.rawValue
     static let keyCheckName = MetaKey.keyCheck.rawValue
 
     /// Every meta row, by name.
-    var meta: [String: [UInt8]]
+    package var meta: [String: [UInt8]]
     /// Every keybag row, by class.
-    var keybag: [String: KeybagRow]
+    package var keybag: [String: KeybagRow]
     /// How the MAC covers the keybag: as the storage keeps it.
     var layout: Layout = .tables
 
     /// Where the keybag rows are, as far as the MAC is concerned.
-    enum Layout {
+    package enum Layout {
         /// A table of their own, each row with its password wrap and its device wrap.
         case tables
         /// Among the meta rows, as `prefix` + class, the password wrap as the
@@ -43,7 +43,7 @@ struct Header {
         case metaRows(prefix: String)
     }
 
-    init(meta: [String: [UInt8]], keybag: [String: KeybagRow], layout: Layout = .tables) {
+    package init(meta: [String: [UInt8]], keybag: [String: KeybagRow], layout: Layout = .tables) {
         self.meta = meta
         self.keybag = keybag
         self.layout = layout

@@ -16,28 +16,28 @@ import LocketSupport
 /// device key (either may be absent). A struct, not a tuple: a dictionary of
 /// tuples has its type metadata built at run time by every command that
 /// opens a keychain (~60 k instructions of a `find`).
-struct KeybagRow {
-    var kek: [UInt8]?
+package struct KeybagRow {
+    package var kek: [UInt8]?
     var device: [UInt8]?
 
-    init(kek: [UInt8]? = nil, device: [UInt8]? = nil) {
+    package init(kek: [UInt8]? = nil, device: [UInt8]? = nil) {
         self.kek = kek
         self.device = device
     }
 }
 
-struct Keybag {
-    static let indexKeyName = "idx"
+package struct Keybag {
+    package static let indexKeyName = "idx"
     static let names = ProtectionClass.allCases.map { $0.rawValue } + [indexKeyName]
 
-    let keychainID: [UInt8]
+    package let keychainID: [UInt8]
     /// nil for a keychain without a password.
     let kdf: KDFParameters?
-    private(set) var rows: [String: KeybagRow]
+    package private(set) var rows: [String: KeybagRow]
 
     var hasPassword: Bool { kdf != nil }
 
-    init(keychainID: [UInt8], kdf: KDFParameters?, rows: [String: KeybagRow]) {
+    package init(keychainID: [UInt8], kdf: KDFParameters?, rows: [String: KeybagRow]) {
         self.keychainID = keychainID
         self.kdf = kdf
         self.rows = rows
@@ -186,7 +186,7 @@ extension KDFParameters {
         return out
     }
 
-    init?(encoded b: [UInt8]) {
+    package init?(encoded b: [UInt8]) {
         guard b.count == 32 else { return nil }
         self.init(opsLimit: BigEndian.value(b[16..<24]), memLimit: BigEndian.value(b[24..<32]), salt: Array(b[0..<16]))
         guard isValid else { return nil }

@@ -3,7 +3,7 @@ import LocketSupport
 /// The names of the `meta` table's rows. The table stays keyed by text (the
 /// header MAC covers every row by name, including rows a newer release
 /// adds), but the engine names a row only through this enum.
-enum MetaKey: String, CaseIterable {
+package enum MetaKey: String, CaseIterable {
     /// The keychain format (SPEC §7), 8 bytes big-endian.
     case format
     /// The keychain's random identity (16 bytes).
@@ -43,11 +43,11 @@ enum MetaKey: String, CaseIterable {
 
 extension Dictionary where Key == String, Value == [UInt8] {
     /// The row named by `key`.
-    subscript(_ key: MetaKey) -> [UInt8]? {
+    package subscript(_ key: MetaKey) -> [UInt8]? {
         get { self[key.rawValue] }
         set { self[key.rawValue] = newValue }
     }
 
     /// The row named by `key` as a big-endian integer, nil when absent.
-    func integer(_ key: MetaKey) -> Int64? { self[key].map(BigEndian.int64) }
+    package func integer(_ key: MetaKey) -> Int64? { self[key].map(BigEndian.int64) }
 }

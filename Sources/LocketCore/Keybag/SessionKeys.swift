@@ -2,7 +2,7 @@ import LocketSupport
 
 /// Named 32-byte keys, serialized for a session: `header`, timeout (4 bytes),
 /// last use (8), count (1), then per key a name length (1), the name, and the key.
-struct SessionKeys {
+package struct SessionKeys {
     static let maximumSize = 32_000
     private(set) var entries: [(name: String, key: SecureBytes)] = []
     /// Set for a session unlocked by an app: its groups, and the classes it holds keys for.
@@ -49,7 +49,7 @@ struct SessionKeys {
         return i == r.count ? Scope(groups: groups, classes: classes) : nil
     }
 
-    subscript(_ name: String) -> SecureBytes? { entries.first { $0.name == name }?.key }
+    package subscript(_ name: String) -> SecureBytes? { entries.first { $0.name == name }?.key }
 
     mutating func set(_ name: String, _ key: SecureBytes) {
         entries.removeAll { $0.name == name }

@@ -73,19 +73,19 @@ final class BackupEndToEndTests: EndToEndCase {
                 options.label = "\(type.rawValue) key \(n)"
                 options.tag = Array("tag.\(type.rawValue).\(n)".utf8)
                 options.accessible = accessible
-                _ = try keychain.generateKey(type, options: options)
+                _ = try keychain.keys.generateKey(type, options: options)
                 loaded.count(.key, accessible)
             }
         }
         var rsa = KeyItemOptions()
         rsa.label = "rsa key"
         rsa.accessible = .afterFirstUnlock
-        _ = try keychain.generateKey(.rsa2048, options: rsa)
+        _ = try keychain.keys.generateKey(.rsa2048, options: rsa)
         loaded.count(.key, .afterFirstUnlock)
         var kept = KeyItemOptions()
         kept.label = "kept key"
         kept.extractable = false
-        _ = try keychain.generateKey(.p256, options: kept)
+        _ = try keychain.keys.generateKey(.p256, options: kept)
         loaded.items += 1
         loaded.nonExtractable += 1
 
@@ -99,7 +99,7 @@ final class BackupEndToEndTests: EndToEndCase {
         for (bytes, accessible) in files {
             var options = KeyItemOptions()
             options.accessible = accessible
-            try keychain.addKeyFile(try KeyImport.parse(bytes, passphrase: { throw KeychainError(.param) }), options: options) { outcome in
+            try keychain.keys.addKeyFile(try KeyImport.parse(bytes, passphrase: { throw KeychainError(.param) }), options: options) { outcome in
                 XCTAssertTrue(outcome.added)
                 loaded.count(outcome.item.itemClass, accessible)
             }

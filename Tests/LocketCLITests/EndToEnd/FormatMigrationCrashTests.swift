@@ -28,7 +28,7 @@ final class EndToEndFormatMigrationCrashTests: EndToEndCase {
         try Keychain.create(at: path, password: SecureBytes(copying: Array(EndToEndCase.password.utf8)), kdf: .weakForTests,
                             environment: environment, format: 1)
         let keychain = try Keychain.open(at: path, environment: environment)
-        (keychain.storage as! FileStorage).migratesOnWrite = false
+        (keychain.engine.storage as! FileStorage).migratesOnWrite = false
         try keychain.addBatch((0..<Self.itemCount).lazy.map { i in
             var item = NewItem(itemClass: i % 3 == 0 ? .internetPassword : .genericPassword)
             if i % 3 == 0 {
@@ -46,7 +46,7 @@ final class EndToEndFormatMigrationCrashTests: EndToEndCase {
         for i in (Self.itemCount - 3)..<Self.itemCount where i % 3 != 0 {
             var query = Query(itemClass: .genericPassword)
             try query.match(.service, Array("svc-\(i)".utf8))
-            (keychain.storage as! FileStorage).migratesOnWrite = false
+            (keychain.engine.storage as! FileStorage).migratesOnWrite = false
             try keychain.delete(query)
         }
         XCTAssertEqual(format(), "1")

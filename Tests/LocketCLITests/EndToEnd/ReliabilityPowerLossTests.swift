@@ -117,7 +117,7 @@ final class EndToEndReliabilityPowerLossSoakTests: PowerLossCase {
         try Keychain.create(at: sandbox.loginKeychain, password: SecureBytes(copying: Array(EndToEndCase.password.utf8)), kdf: .weakForTests,
                             environment: environment, format: 1)
         let keychain = try Keychain.open(at: sandbox.loginKeychain, environment: environment)
-        (keychain.storage as! FileStorage).migratesOnWrite = false
+        (keychain.engine.storage as! FileStorage).migratesOnWrite = false
         try keychain.addBatch((0..<300).lazy.map { i in
             var item = NewItem(itemClass: i % 3 == 0 ? .internetPassword : .genericPassword)
             item.attributes[i % 3 == 0 ? .server : .service] = Array("name-\(i)".utf8)

@@ -14,8 +14,8 @@ final class SizeLimitEndToEndTests: EndToEndCase {
     private func addOversizedItem() throws -> [UInt8] {
         let keychain = try Keychain.open(at: sandbox.loginKeychain, environment: Environment(sandbox.environment))
         let label = [UInt8](repeating: UInt8(ascii: "l"), count: 70_000)
-        return try keychain.write {
-            try keychain.insert(.genericPassword, [.service: Array("big".utf8), .label: label], group: Keychain.defaultAccessGroup,
+        return try keychain.engine.write {
+            try keychain.engine.insert(.genericPassword, [.service: Array("big".utf8), .label: label], group: Keychain.defaultAccessGroup,
                                 pclass: .whenUnlocked, data: SecureBytes(copying: Array("big secret".utf8)), extra: nil).persistentRef
         }
     }

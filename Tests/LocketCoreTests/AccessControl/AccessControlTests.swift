@@ -34,13 +34,13 @@ final class AccessControlTests: KeychainTestCase {
 
     func testUserPresenceNeedsTheKeychainPasswordEvenWhileUnlocked() throws {
         try add("up", presence)
-        XCTAssertTrue(keychain.isUnlocked)
+        XCTAssertTrue(keychain.session.isUnlocked)
         let attributes = try keychain.search(query(.genericPassword, [.account: "up"]))[0]
         XCTAssertEqual(attributes.accessControl, presence, "attributes read without a proof")
         XCTAssertEqual(proofRequest(try read("up")), AccessRequest(keychainPassword: true, applicationPassword: false, label: "svc"))
-        XCTAssertKeychainError(.authFailed, try keychain.provePresence(password: secret("wrong")))
-        XCTAssertEqual(keychain.failedAttempts, 1, "a wrong proof counts as a wrong password")
-        try keychain.provePresence(password: secret(temporary.password!))
+        XCTAssertKeychainError(.authFailed, try keychain.session.provePresence(password: secret("wrong")))
+        XCTAssertEqual(keychain.session.failedAttempts, 1, "a wrong proof counts as a wrong password")
+        try keychain.session.provePresence(password: secret(temporary.password!))
         XCTAssertEqual(try read("up"), "guarded")
         // The proof is this process's: the next one asks again.
         XCTAssertNotNil(proofRequest(try read("up", in: temporary.open())))
@@ -57,9 +57,9 @@ final class AccessControlTests: KeychainTestCase {
         try ReliabilityDatabase.checkpoint(temporary.path)
         try FileManager.default.copyItem(atPath: temporary.path, toPath: copy)
         let thief = try Keychain.open(at: copy, environment: temporary.environment)
-        XCTAssertTrue(thief.isUnlocked, "the copy opens with the live session's keys")
-        var held = thief.keys
-        for (name, key) in thief.keybag.unwrapWithDevice(try XCTUnwrap(thief.device)).entries { held.set(name, key) }
+        XCTAssertTrue(thief.session.isUnlocked, "the copy opens with the live session's keys")
+        var held = thief.engine.keys
+        for (name, key) in thief.engine.keybag.unwrapWithDevice(try XCTUnwrap(thief.engine.device)).entries { held.set(name, key) }
         XCTAssertTrue(held.entries.allSatisfy { !PresenceKeys.names.contains($0.name) }, "no presence key in the session")
 
         // The raw connection is closed before the engine reads the file again (it locks the file while reading).
@@ -69,7 +69,7 @@ final class AccessControlTests: KeychainTestCase {
         }()
         XCTAssertEqual(rows.count, 2)
         let classKey = try XCTUnwrap(held[ProtectionClass.whenUnlocked.rawValue])
-        let groupKey = try Sealing.groupKey(classKey, keychainID: thief.keybag.keychainID, .whenUnlocked, "default")
+        let groupKey = try Sealing.groupKey(classKey, keychainID: thief.engine.keybag.keychainID, .whenUnlocked, "default")
         for row in rows {
             let identity = Sealing.RowIdentity(itemClass: .genericPassword, accessible: .whenUnlocked, accessGroup: "default", ref: row[0]!)
             let attributes = try row[1]!.withUnsafeBytes { try SecretBox.open($0, key: Sealing.fieldKey(groupKey, identity, .attributes), what: "attrs") }
@@ -83,8 +83,8 @@ final class AccessControlTests: KeychainTestCase {
             }
 
             // The password's KEK opens the presence key, and with it the secret.
-            let kek = try thief.keybag.kek(password: secret(temporary.password!))
-            let presenceKey = try XCTUnwrap(thief.keybag.unwrapPresence(try XCTUnwrap(access.control.presenceKeyName), kek: kek))
+            let kek = try thief.engine.keybag.kek(password: secret(temporary.password!))
+            let presenceKey = try XCTUnwrap(thief.engine.keybag.unwrapPresence(try XCTUnwrap(access.control.presenceKeyName), kek: kek))
             let itemSecret = try PresenceKeys.open(access.secret, publicKey: access.publicKey!, secretKey: presenceKey)
             let opened = try data.withUnsafeBytes {
                 try SecretBox.open($0, key: ItemAccess.dataKey(itemSecret: itemSecret, identity, applicationKey: nil), what: "data")
@@ -97,13 +97,13 @@ final class AccessControlTests: KeychainTestCase {
     func testPasswordCurrentSetIsInvalidatedByAPasswordChangeAndUserPresenceIsNot() throws {
         try add("up", presence, secret: "survives")
         try add("pcs", AccessControl(protection: .whenUnlocked, flags: [.passwordCurrentSet]), secret: "bound")
-        try keychain.provePresence(password: secret(temporary.password!))
+        try keychain.session.provePresence(password: secret(temporary.password!))
         XCTAssertEqual(try read("pcs"), "bound")
-        try keychain.changePassword(old: secret(temporary.password!), new: secret("second password"))
+        try keychain.session.changePassword(old: secret(temporary.password!), new: secret("second password"))
 
         let after = try temporary.open()
-        XCTAssertKeychainError(.authFailed, try after.provePresence(password: secret(temporary.password!)), "the old password is gone")
-        try after.provePresence(password: secret("second password"))
+        XCTAssertKeychainError(.authFailed, try after.session.provePresence(password: secret(temporary.password!)), "the old password is gone")
+        try after.session.provePresence(password: secret("second password"))
         XCTAssertEqual(try read("up", in: after), "survives")
         do {
             _ = try read("pcs", in: after)
@@ -119,9 +119,9 @@ final class AccessControlTests: KeychainTestCase {
 
         // A rotation keeps user presence too, and invalidates a new password-current-set item again.
         try add("pcs2", AccessControl(protection: .whenUnlocked, flags: [.passwordCurrentSet]), secret: "bound2", in: after)
-        try after.changePassword(old: secret("second password"), new: secret("third password"), rotate: true)
+        try after.session.changePassword(old: secret("second password"), new: secret("third password"), rotate: true)
         let rotated = try temporary.open()
-        try rotated.provePresence(password: secret("third password"))
+        try rotated.session.provePresence(password: secret("third password"))
         XCTAssertEqual(try read("up", in: rotated), "survives")
         XCTAssertKeychainError(.authFailed, try read("pcs2", in: rotated))
     }
@@ -129,32 +129,32 @@ final class AccessControlTests: KeychainTestCase {
     func testApplicationPassword() throws {
         let control = AccessControl(protection: .afterFirstUnlock, flags: [.applicationPassword])
         XCTAssertEqual(proofRequest(try add("app", control))?.applicationPassword, true, "add needs the application password")
-        keychain.applicationPassword = try secret("per-item")
+        keychain.session.applicationPassword = try secret("per-item")
         try add("app", control, secret: "app-secret")
         let reader = try temporary.open()
         XCTAssertEqual(proofRequest(try read("app", in: reader)), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
-        reader.applicationPassword = try secret("not it")
+        reader.session.applicationPassword = try secret("not it")
         XCTAssertKeychainError(.authFailed, try read("app", in: reader))
-        reader.applicationPassword = try secret("per-item")
+        reader.session.applicationPassword = try secret("per-item")
         XCTAssertEqual(try read("app", in: reader), "app-secret")
 
         // Attributes change without the password; a new secret needs it.
         let other = try temporary.open()
         XCTAssertEqual(try other.update(query(.genericPassword, [.account: "app"]), changes: [.comment: bytes("c")]), 1)
         XCTAssertNotNil(proofRequest(try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))))
-        other.applicationPassword = try secret("per-item")
+        other.session.applicationPassword = try secret("per-item")
         try other.update(query(.genericPassword, [.account: "app"]), changes: [:], data: secret("new"))
         XCTAssertEqual(try read("app", in: reader), "new")
     }
 
     func testBothKindsOfProofTogether() throws {
-        keychain.applicationPassword = try secret("per-item")
+        keychain.session.applicationPassword = try secret("per-item")
         try add("both", AccessControl(protection: .whenUnlocked, flags: [.userPresence, .applicationPassword]), secret: "two")
         let reader = try temporary.open()
         XCTAssertEqual(proofRequest(try read("both", in: reader)), AccessRequest(keychainPassword: true, applicationPassword: true, label: "svc"))
-        try reader.provePresence(password: secret(temporary.password!))
+        try reader.session.provePresence(password: secret(temporary.password!))
         XCTAssertEqual(proofRequest(try read("both", in: reader))?.applicationPassword, true)
-        reader.applicationPassword = try secret("per-item")
+        reader.session.applicationPassword = try secret("per-item")
         XCTAssertEqual(try read("both", in: reader), "two")
     }
 
@@ -169,13 +169,13 @@ final class AccessControlTests: KeychainTestCase {
         let opened = try bare.open()
         XCTAssertKeychainError(.notAvailable, try add("up", presence, in: opened))
         XCTAssertKeychainError(.notAvailable, try add("pcs", AccessControl(protection: .whenUnlocked, flags: [.passwordCurrentSet]), in: opened))
-        opened.applicationPassword = try secret("fine")
+        opened.session.applicationPassword = try secret("fine")
         XCTAssertNoThrow(try add("app", AccessControl(protection: .whenUnlocked, flags: [.applicationPassword]), in: opened))
     }
 
     func testRemovingThePasswordInvalidatesPresenceItems() throws {
         try add("up", presence)
-        try keychain.changePassword(old: secret(temporary.password!), new: nil)
+        try keychain.session.changePassword(old: secret(temporary.password!), new: nil)
         var statuses: [Item.Availability] = []
         try temporary.open().dump(returnData: false) { statuses.append($0.availability) }
         XCTAssertEqual(statuses, [.invalidated])
@@ -187,37 +187,37 @@ final class AccessControlTests: KeychainTestCase {
     /// items are invalidated) instead of failing every time, and passwd works.
     func testPresenceRowsLeftForAnOlderPasswordAreReplaced() throws {
         try add("up", presence)
-        var bag = keychain.keybag
+        var bag = keychain.engine.keybag
         try bag.wrapPresence(PresenceKeys.presenceName, SecureBytes(copying: Sodium.random(32)), kek: SecureBytes(copying: Sodium.random(32)))
-        try keychain.write { try keychain.storage.writeKeybag(bag, replacingAll: false) }
+        try keychain.engine.write { try keychain.engine.storage.writeKeybag(bag, replacingAll: false) }
         let later = try temporary.open()
-        XCTAssertNoThrow(try later.changePassword(old: secret(temporary.password!), new: secret("second")))
+        XCTAssertNoThrow(try later.session.changePassword(old: secret(temporary.password!), new: secret("second")))
         let proving = try temporary.open()
-        try proving.provePresence(password: secret("second"))
+        try proving.session.provePresence(password: secret("second"))
         XCTAssertKeychainError(.authFailed, try read("up", in: proving))
         try add("up2", presence, secret: "new", in: proving)
         XCTAssertEqual(try read("up2", in: proving), "new")
     }
 
     func testPresenceReuseIsBoundedAndNeedsATerminalSession() throws {
-        XCTAssertKeychainError(.param, try keychain.setPresenceReuse(301))
-        try keychain.provePresence(password: secret(temporary.password!))
-        try keychain.setPresenceReuse(60)
+        XCTAssertKeychainError(.param, try keychain.session.setPresenceReuse(301))
+        try keychain.session.provePresence(password: secret(temporary.password!))
+        try keychain.session.setPresenceReuse(60)
         try add("up", presence)
         let first = try temporary.open()
-        first.terminalSession = "tty-1"
-        try first.provePresence(password: secret(temporary.password!))
+        first.session.terminalSession = "tty-1"
+        try first.session.provePresence(password: secret(temporary.password!))
         let same = try temporary.open()
-        same.terminalSession = "tty-1"
+        same.session.terminalSession = "tty-1"
         XCTAssertEqual(try read("up", in: same), "guarded", "the same terminal session reuses the proof")
         let other = try temporary.open()
-        other.terminalSession = "tty-2"
+        other.session.terminalSession = "tty-2"
         XCTAssertNotNil(proofRequest(try read("up", in: other)), "another terminal session does not")
         XCTAssertNotNil(proofRequest(try read("up", in: temporary.open())), "nor does a caller without a terminal")
         try temporary.lock(all: false)
         try temporary.unlock()
         let afterLock = try temporary.open()
-        afterLock.terminalSession = "tty-1"
+        afterLock.session.terminalSession = "tty-1"
         XCTAssertNotNil(proofRequest(try read("up", in: afterLock)), "lock ends the reuse window")
     }
 
@@ -227,39 +227,39 @@ final class AccessControlTests: KeychainTestCase {
     /// a proof found in a reuse window is not the password.
     func testLengtheningTheReuseWindowNeedsThePassword() throws {
         let asked = AccessRequest(keychainPassword: true, applicationPassword: false, label: nil)
-        XCTAssertEqual(proofRequest(try keychain.setPresenceReuse(60)), asked)
-        XCTAssertEqual(try temporary.open().presenceReuse, 0, "a refused change changed the setting")
+        XCTAssertEqual(proofRequest(try keychain.session.setPresenceReuse(60)), asked)
+        XCTAssertEqual(try temporary.open().session.presenceReuse, 0, "a refused change changed the setting")
 
         try temporary.lock(all: true)
         let locked = try temporary.open()
-        XCTAssertEqual(proofRequest(try locked.setPresenceReuse(300)), asked, "locked: still the password, never a free pass")
-        XCTAssertKeychainError(.authFailed, try locked.provePresence(password: secret("wrong")))
-        XCTAssertEqual(proofRequest(try locked.setPresenceReuse(300)), asked, "a wrong password proves nothing")
-        try locked.provePresence(password: secret(temporary.password!))
-        try locked.setPresenceReuse(300)
-        XCTAssertEqual(try temporary.open().presenceReuse, 300)
+        XCTAssertEqual(proofRequest(try locked.session.setPresenceReuse(300)), asked, "locked: still the password, never a free pass")
+        XCTAssertKeychainError(.authFailed, try locked.session.provePresence(password: secret("wrong")))
+        XCTAssertEqual(proofRequest(try locked.session.setPresenceReuse(300)), asked, "a wrong password proves nothing")
+        try locked.session.provePresence(password: secret(temporary.password!))
+        try locked.session.setPresenceReuse(300)
+        XCTAssertEqual(try temporary.open().session.presenceReuse, 300)
 
         // Shortening, and setting the current value again, need nothing.
-        try temporary.open().setPresenceReuse(30)
-        try temporary.open().setPresenceReuse(30)
-        XCTAssertEqual(try temporary.open().presenceReuse, 30)
+        try temporary.open().session.setPresenceReuse(30)
+        try temporary.open().session.setPresenceReuse(30)
+        XCTAssertEqual(try temporary.open().session.presenceReuse, 30)
 
         // Reading through the window gives the presence keys, not the password.
         try temporary.unlock()
         try add("up", presence, in: try temporary.open())
         let proving = try temporary.open()
-        proving.terminalSession = "tty-1"
-        try proving.provePresence(password: secret(temporary.password!))
+        proving.session.terminalSession = "tty-1"
+        try proving.session.provePresence(password: secret(temporary.password!))
         let reusing = try temporary.open()
-        reusing.terminalSession = "tty-1"
+        reusing.session.terminalSession = "tty-1"
         XCTAssertEqual(try read("up", in: reusing), "guarded")
-        XCTAssertEqual(proofRequest(try reusing.setPresenceReuse(60)), asked)
-        XCTAssertEqual(try temporary.open().presenceReuse, 30)
+        XCTAssertEqual(proofRequest(try reusing.session.setPresenceReuse(60)), asked)
+        XCTAssertEqual(try temporary.open().session.presenceReuse, 30)
 
         // Without a password there is no proof to give.
         let bare = try TemporaryKeychain(password: nil, name: "bare", sharing: temporary)
-        XCTAssertKeychainError(.notAvailable, try bare.open().setPresenceReuse(60))
-        XCTAssertNoThrow(try bare.open().setPresenceReuse(0))
+        XCTAssertKeychainError(.notAvailable, try bare.open().session.setPresenceReuse(60))
+        XCTAssertNoThrow(try bare.open().session.setPresenceReuse(0))
     }
 
     /// Issue 31: a key's public half is not what its access control protects
@@ -273,20 +273,20 @@ final class AccessControlTests: KeychainTestCase {
             options.label = "key-\(type.rawValue)"
             options.accessControl = control
             let maker = try temporary.open()
-            maker.applicationPassword = try secret("app-pw")
-            let generated = try maker.generateKey(type, options: options).publicKey
+            maker.session.applicationPassword = try secret("app-pw")
+            let generated = try maker.keys.generateKey(type, options: options).publicKey
             let keyQuery = try query(.key, [.label: "key-\(type.rawValue)"])
             let opened = try temporary.open()
-            XCTAssertEqual(try opened.publicKey(keyQuery).key.subjectPublicKeyInfo, generated.subjectPublicKeyInfo, type.rawValue)
-            XCTAssertNotNil(proofRequest(try opened.withKey(keyQuery, needsPrivate: true) { _, key in key.pkcs8 != nil }), type.rawValue)
-            XCTAssertNotNil(proofRequest(try opened.exportableKey(keyQuery)), type.rawValue)
+            XCTAssertEqual(try opened.keys.publicKey(keyQuery).key.subjectPublicKeyInfo, generated.subjectPublicKeyInfo, type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.keys.withKey(keyQuery, needsPrivate: true) { _, key in key.pkcs8 != nil }), type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.keys.exportableKey(keyQuery)), type.rawValue)
         }
         // The proof still opens the private key.
         let proven = try temporary.open()
-        try proven.provePresence(password: secret(temporary.password!))
-        XCTAssertTrue(try proven.withKey(query(.key, [.label: "key-ed25519"]), needsPrivate: true) { _, key in key.pkcs8 != nil })
+        try proven.session.provePresence(password: secret(temporary.password!))
+        XCTAssertTrue(try proven.keys.withKey(query(.key, [.label: "key-ed25519"]), needsPrivate: true) { _, key in key.pkcs8 != nil })
         // Locked is locked: the public half is sealed with the item's attributes.
         try temporary.lock(all: false)
-        XCTAssertKeychainError(.interactionNotAllowed, try temporary.open().publicKey(query(.key, [.label: "key-ed25519"])))
+        XCTAssertKeychainError(.interactionNotAllowed, try temporary.open().keys.publicKey(query(.key, [.label: "key-ed25519"])))
     }
 }

@@ -19,7 +19,7 @@ final class KeychainKeySourceTests: KeychainTestCase {
         options.accessGroup = group
         options.accessible = accessible
         options.extractable = extractable
-        return try keychain.generateKey(type, options: options).publicKey
+        return try keychain.keys.generateKey(type, options: options).publicKey
     }
 
     func testIdentitiesAreTheSSHPrivateKeysOldestFirstNamedByLabel() throws {
@@ -29,7 +29,7 @@ final class KeychainKeySourceTests: KeychainTestCase {
         let rsa = try generate(.rsa2048, label: nil)
         // A public key alone can't sign: not an identity.
         let other = try AsymmetricKey.generate(.p384)
-        try keychain.addKeyFile(try KeyImport.parse(Array(other.publicKeyPEM.utf8), passphrase: { throw KeychainError(.param) }))
+        try keychain.keys.addKeyFile(try KeyImport.parse(Array(other.publicKeyPEM.utf8), passphrase: { throw KeychainError(.param) }))
 
         let listed = try source.identities()
         XCTAssertEqual(listed, [

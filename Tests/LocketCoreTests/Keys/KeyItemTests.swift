@@ -37,7 +37,7 @@ final class KeyItemTests: KeychainTestCase {
         var seen: [KeyFileOutcome] = []
         var options = KeyItemOptions()
         options.tag = bytes("com.example.leaf")
-        try keychain.addKeyFile(try file("leaf.key", "leaf.pem"), options: options) { seen.append($0) }
+        try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem"), options: options) { seen.append($0) }
         XCTAssertEqual(seen.map(\.item.itemClass), [.key, .certificate])
         XCTAssertTrue(seen.allSatisfy(\.added))
 
@@ -69,7 +69,7 @@ final class KeyItemTests: KeychainTestCase {
     func testOneTransactionPerFileAFailureOnTheLastItemAddsNothing() throws {
         struct Injected: Error {}
         var n = 0
-        XCTAssertThrowsError(try keychain.addKeyFile(try file("leaf.key", "leaf.pem", "ca.pem")) { _ in
+        XCTAssertThrowsError(try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem", "ca.pem")) { _ in
             n += 1
             if n == 3 { throw Injected() }
         })
@@ -79,32 +79,32 @@ final class KeyItemTests: KeychainTestCase {
     }
 
     func testSameCertificateTwiceIsDuplicateAndARenewedOneIsASecondItemSharingTheKey() throws {
-        try keychain.addKeyFile(try file("leaf.key", "leaf.pem"))
-        XCTAssertKeychainError(.duplicateItem, try keychain.addKeyFile(try file("leaf.pem")))
-        XCTAssertKeychainError(.duplicateItem, try keychain.addKeyFile(try file("leaf.key", "leaf.pem")))
+        try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem"))
+        XCTAssertKeychainError(.duplicateItem, try keychain.keys.addKeyFile(try file("leaf.pem")))
+        XCTAssertKeychainError(.duplicateItem, try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem")))
         var outcomes: [Bool] = []
-        try keychain.addKeyFile(try file("leaf.key", "renewed.pem")) { outcomes.append($0.added) }
+        try keychain.keys.addKeyFile(try file("leaf.key", "renewed.pem")) { outcomes.append($0.added) }
         XCTAssertEqual(outcomes, [false, true], "the key was there, the renewed certificate is new")
         XCTAssertEqual(try count(.certificate), 2)
         XCTAssertEqual(try count(.key), 1)
-        XCTAssertEqual(try keychain.identities(IdentityQuery(), limit: .all).count, 2)
+        XCTAssertEqual(try keychain.keys.identities(IdentityQuery(), limit: .all).count, 2)
     }
 
     func testIdentityFormsFromEitherHalfAndDeletionKeepsASharedKey() throws {
-        XCTAssertKeychainError(.itemNotFound, try keychain.identities(IdentityQuery()))
-        try keychain.addKeyFile(try file("leaf.pem"))
-        XCTAssertKeychainError(.itemNotFound, try keychain.identities(IdentityQuery()))
-        try keychain.addKeyFile(try file("leaf.key"))
-        XCTAssertEqual(try keychain.identities(IdentityQuery()).count, 1, "adding the key formed the identity")
-        try keychain.addKeyFile(try file("renewed.pem"))
+        XCTAssertKeychainError(.itemNotFound, try keychain.keys.identities(IdentityQuery()))
+        try keychain.keys.addKeyFile(try file("leaf.pem"))
+        XCTAssertKeychainError(.itemNotFound, try keychain.keys.identities(IdentityQuery()))
+        try keychain.keys.addKeyFile(try file("leaf.key"))
+        XCTAssertEqual(try keychain.keys.identities(IdentityQuery()).count, 1, "adding the key formed the identity")
+        try keychain.keys.addKeyFile(try file("renewed.pem"))
 
         var first = IdentityQuery()
         try first.match(.serialNumber, try Certificate(der: try KeyImport.parse(try f.read("leaf.pem"), passphrase: noPassphrase).certificates[0].certificate.der).serialNumber)
-        let deleted = try keychain.deleteIdentities(first)
+        let deleted = try keychain.keys.deleteIdentities(first)
         XCTAssertEqual(deleted.certificates, 1)
         XCTAssertEqual(deleted.keys, 0, "the renewed certificate still pairs with the key")
         XCTAssertEqual(try count(.key), 1)
-        XCTAssertEqual(try keychain.deleteIdentities(IdentityQuery()).keys, 1)
+        XCTAssertEqual(try keychain.keys.deleteIdentities(IdentityQuery()).keys, 1)
         XCTAssertEqual(try count(.key), 0)
         XCTAssertEqual(try count(.certificate), 0)
     }
@@ -112,23 +112,23 @@ final class KeyItemTests: KeychainTestCase {
     func testNonExtractableKeyRefusesItsValueButOpensForUse() throws {
         var options = KeyItemOptions()
         options.extractable = false
-        try keychain.addKeyFile(try file("leaf.key", "leaf.pem"), options: options)
+        try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem"), options: options)
         XCTAssertKeychainError(.dataNotAvailable, try keychain.search(Query(itemClass: .key), returnData: true))
-        XCTAssertKeychainError(.dataNotAvailable, try keychain.exportableKey(Query(itemClass: .key)))
-        XCTAssertKeychainError(.dataNotAvailable, try keychain.exportableIdentity(IdentityQuery()))
+        XCTAssertKeychainError(.dataNotAvailable, try keychain.keys.exportableKey(Query(itemClass: .key)))
+        XCTAssertKeychainError(.dataNotAvailable, try keychain.keys.exportableIdentity(IdentityQuery()))
         XCTAssertEqual(try keychain.search(Query(itemClass: .key))[0].string(.extractable), "0")
         var listed: [Item] = []
         try keychain.dump(returnData: true) { listed.append($0) }
         XCTAssertNil(listed.first { $0.itemClass == .key }?.data, "dump lists it without its value")
         XCTAssertNotNil(listed.first { $0.itemClass == .certificate }?.data)
-        let (_, key) = try keychain.storedKey(Query(itemClass: .key))
+        let (_, key) = try keychain.keys.storedKey(Query(itemClass: .key))
         let signature = try key.sign(bytes("message"), algorithm: key.algorithms(for: .sign)[0])
-        XCTAssertTrue(try keychain.publicKey(Query(itemClass: .key)).key.verify(signature: signature, for: bytes("message"), algorithm: key.algorithms(for: .sign)[0]))
+        XCTAssertTrue(try keychain.keys.publicKey(Query(itemClass: .key)).key.verify(signature: signature, for: bytes("message"), algorithm: key.algorithms(for: .sign)[0]))
         XCTAssertKeychainError(.readOnlyAttr, try keychain.update(Query(itemClass: .key), changes: [.extractable: bytes("1")]))
     }
 
     func testDerivedAttributesAreReadOnlyAndLabelTagCommentChange() throws {
-        try keychain.addKeyFile(try file("leaf.key", "leaf.pem"))
+        try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem"))
         for attribute: Attribute in [.applicationLabel, .keyClass, .type, .keySize] {
             XCTAssertKeychainError(.readOnlyAttr, try keychain.update(Query(itemClass: .key), changes: [attribute: bytes("1")]))
         }
@@ -146,28 +146,28 @@ final class KeyItemTests: KeychainTestCase {
     func testKeysLockAsPasswordsAndStayInTheirAccessGroup() throws {
         var options = KeyItemOptions()
         options.accessGroup = "T.a"
-        try keychain.addKeyFile(try file("leaf.key", "leaf.pem"), options: options)
+        try keychain.keys.addKeyFile(try file("leaf.key", "leaf.pem"), options: options)
         let b = try temporary.open(caller: .app(try Entitlements.parse(bytes(#"{"keychain-access-groups": ["T.b"]}"#), name: "b.json")))
         XCTAssertKeychainError(.itemNotFound, try b.search(Query(itemClass: .key)))
-        XCTAssertKeychainError(.itemNotFound, try b.identities(IdentityQuery()))
-        XCTAssertKeychainError(.missingEntitlement, try b.addKeyFile(try file("leaf.key"), options: options))
+        XCTAssertKeychainError(.itemNotFound, try b.keys.identities(IdentityQuery()))
+        XCTAssertKeychainError(.missingEntitlement, try b.keys.addKeyFile(try file("leaf.key"), options: options))
         try temporary.lock(all: false)
         let locked = try temporary.open()
         XCTAssertKeychainError(.interactionNotAllowed, try locked.search(Query(itemClass: .key)))
-        XCTAssertKeychainError(.interactionNotAllowed, try locked.identities(IdentityQuery()))
-        XCTAssertKeychainError(.interactionNotAllowed, try locked.generateKey(.ed25519))
+        XCTAssertKeychainError(.interactionNotAllowed, try locked.keys.identities(IdentityQuery()))
+        XCTAssertKeychainError(.interactionNotAllowed, try locked.keys.generateKey(.ed25519))
     }
 
     func testGeneratedKeyIsStoredAndItsPublicKeyReturned() throws {
         for type in KeyGenerationType.allCases where !type.rawValue.hasPrefix("rsa") || type == .rsa2048 {
             var options = KeyItemOptions()
             options.tag = bytes("gen.\(type.rawValue)")
-            let (item, publicKey) = try keychain.generateKey(type, options: options)
+            let (item, publicKey) = try keychain.keys.generateKey(type, options: options)
             XCTAssertEqual(item.string(.type), type.keyType.rawValue)
             XCTAssertEqual(item.string(.keySize), String(type.sizeInBits))
             var q = Query(itemClass: .key)
             try q.match(.applicationTag, bytes("gen.\(type.rawValue)"))
-            XCTAssertEqual(try keychain.publicKey(q).key.subjectPublicKeyInfo, publicKey.subjectPublicKeyInfo)
+            XCTAssertEqual(try keychain.keys.publicKey(q).key.subjectPublicKeyInfo, publicKey.subjectPublicKeyInfo)
             XCTAssertEqual(item[.applicationLabel], publicKey.applicationLabel)
         }
     }

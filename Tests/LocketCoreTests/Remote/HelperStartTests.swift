@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+@testable import LocketRemote
 import XCTest
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// The item tree on its own (no server): the node rows live in a

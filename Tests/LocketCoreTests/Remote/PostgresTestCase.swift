@@ -1,4 +1,5 @@
 import LocketCore
+import LocketRemote
 import LocketTestSupport
 import XCTest
 

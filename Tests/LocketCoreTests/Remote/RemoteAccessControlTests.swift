@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Access control (SPEC §14) on a remote keychain (SPEC §17): an item added
@@ -24,7 +25,7 @@ final class RemoteAccessControlTests: XCTestCase {
         var item = try genp("svc", account)
         item.accessControl = control
         let keychain = try machine.open()
-        keychain.applicationPassword = try applicationPassword.map(secret)
+        keychain.session.applicationPassword = try applicationPassword.map(secret)
         try keychain.add(item, data: secret("guarded-\(account)"))
     }
 
@@ -39,10 +40,10 @@ final class RemoteAccessControlTests: XCTestCase {
         let keychain = try second.open()
         XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "up"])).count, 1, "attributes need no proof")
         XCTAssertEqual(proofRequest(try read(keychain, "up")), AccessRequest(keychainPassword: true, applicationPassword: false, label: "svc"))
-        XCTAssertThrowsError(try keychain.provePresence(password: secret("wrong horse"))) {
+        XCTAssertThrowsError(try keychain.session.provePresence(password: secret("wrong horse"))) {
             XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed, "\($0)")
         }
-        try keychain.provePresence(password: secret("correct horse"))
+        try keychain.session.provePresence(password: secret("correct horse"))
         XCTAssertEqual(try read(keychain, "up"), "guarded-up")
         // The proof is this process's: the next command asks again, on either machine.
         XCTAssertNotNil(proofRequest(try read(second.open(), "up")))
@@ -54,9 +55,9 @@ final class RemoteAccessControlTests: XCTestCase {
         try add(first, "app", AccessControl(protection: .afterFirstUnlock, flags: [.applicationPassword]), applicationPassword: "app pw")
         let keychain = try second.open()
         XCTAssertEqual(proofRequest(try read(keychain, "app")), AccessRequest(keychainPassword: false, applicationPassword: true, label: "svc"))
-        keychain.applicationPassword = try secret("not it")
+        keychain.session.applicationPassword = try secret("not it")
         XCTAssertThrowsError(try read(keychain, "app")) { XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed, "\($0)") }
-        keychain.applicationPassword = try secret("app pw")
+        keychain.session.applicationPassword = try secret("app pw")
         XCTAssertEqual(try read(keychain, "app"), "guarded-app")
     }
 
@@ -64,9 +65,9 @@ final class RemoteAccessControlTests: XCTestCase {
         let (first, _) = try twoMachines()
         let keychain = try first.open()
         for name in PresenceKeys.names {
-            XCTAssertEqual(keychain.meta[PresenceKeys.publicKeyRow(name)]?.count, 32, name)
-            XCTAssertNotNil(keychain.header.keybag[name]?.kek, "the wrapped secret key of \(name)")
+            XCTAssertEqual(keychain.engine.meta[PresenceKeys.publicKeyRow(name)]?.count, 32, name)
+            XCTAssertNotNil(keychain.engine.header.keybag[name]?.kek, "the wrapped secret key of \(name)")
         }
-        XCTAssertTrue(keychain.headerChecked)
+        XCTAssertTrue(keychain.engine.headerChecked)
     }
 }

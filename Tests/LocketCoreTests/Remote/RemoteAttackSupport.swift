@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// What the operator-attack tests share (issue 28, `RemoteOperatorAttackTests`):
@@ -16,7 +17,7 @@ struct KeptDevice {
     /// Everything `machine` holds now, with every wrap its device key opens in the database.
     static func keep(_ machine: TemporaryKeychain, _ connection: RemoteConnection) throws -> KeptDevice {
         let keychain = try machine.open()
-        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: keychain.keybag.keychainID, environment: machine.environment))
+        let identity = try XCTUnwrap(try DeviceIdentity.load(keychainID: keychain.engine.keybag.keychainID, environment: machine.environment))
         var kept = KeptDevice(identity: identity, keychain: keychain, groupKeys: [])
         try kept.collect(connection)
         return kept
@@ -39,7 +40,7 @@ struct KeptDevice {
             guard let ref = row[0].bytes, let itemClass = row[1].text.flatMap(ItemClass.init(rawValue:)),
                   let pclass = row[2].text.flatMap(ProtectionClass.init(rawValue:)), let group = row[3].text, let data = row[4].bytes else { continue }
             let identity = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
-            let classGroupKey = try keychain.cache.groupKey(pclass, group)
+            let classGroupKey = try keychain.engine.cache.groupKey(pclass, group)
             for key in kept.groupKeys {
                 let mixed = try classGroupKey.withUnsafeBytes { try KeyDerivation.derive(key, KeyDerivation.Context("locket.remote.group.v1").with($0)) }
                 let fieldKey = try Sealing.fieldKey(mixed, identity, .data)
@@ -107,6 +108,6 @@ extension RemoteMachines {
 
 /// `keychain verify`, through the engine.
 enum Views {
-    static func view(_ keychain: Keychain) throws -> String { try keychain.remoteView() }
-    static func verify(_ keychain: Keychain, against view: String) throws { _ = try keychain.verifyRemote(against: view) }
+    static func view(_ keychain: Keychain) throws -> String { try keychain.remote!.view() }
+    static func verify(_ keychain: Keychain, against view: String) throws { _ = try keychain.remote!.verify(against: view) }
 }

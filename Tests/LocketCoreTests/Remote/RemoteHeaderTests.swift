@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+@testable import LocketRemote
 import LocketSupport
 import XCTest
 
@@ -71,7 +72,7 @@ final class RemoteHeaderTests: XCTestCase {
         // A machine unlocking now gets nothing into its session.
         let third = try machines.joining(location)
         XCTAssertThrowsError(try third.unlock()) { XCTAssertEqual(($0 as? KeychainError)?.code, .decode, "\($0)") }
-        XCTAssertFalse(try third.open().isUnlocked)
+        XCTAssertFalse(try third.open().session.isUnlocked)
         // Put back, everything opens again.
         try setMeta(admin, "keybag.ak", try XCTUnwrap(rows["keybag.ak"]))
         try setMeta(admin, "keybag.ck", try XCTUnwrap(rows["keybag.ck"]))
@@ -107,14 +108,14 @@ final class RemoteHeaderTests: XCTestCase {
         let older = try meta(admin)
         // A revocation moves the header on (generation 2): keys were replaced.
         let id = try machines.enrolled(try XCTUnwrap(first.remote), name: "third", approvedBy: first).id
-        try first.open().revoke(device: id)
+        try first.open().remote!.revoke(device: id)
         XCTAssertEqual(try first.open().generation, 2)
         XCTAssertEqual(try second.open().search(query(.genericPassword, [.service: "svc"])).count, 1, "the second machine sees generation 2")
         // The server puts the older header back (its MAC is genuine).
         for name in ["generation", "header_mac", "key_check"] { try setMeta(admin, name, try XCTUnwrap(older[name])) }
         try assertRefused(first, admin, reason: .rolledBack)
         try assertRefused(second, admin, reason: .rolledBack)
-        XCTAssertThrowsError(try first.open().unlock(password: secret("correct horse"), timeout: nil)) {
+        XCTAssertThrowsError(try first.open().session.unlock(password: secret("correct horse"), timeout: nil)) {
             XCTAssertEqual(($0 as? KeychainError)?.reason, .rolledBack, "\($0)")
         }
         // Going back on purpose: the owner's password, and the header must still be genuine.
@@ -123,10 +124,10 @@ final class RemoteHeaderTests: XCTestCase {
         XCTAssertThrowsError(try opened.add(genp("svc", "bob"), data: secret("two"))) {
             XCTAssertEqual(($0 as? KeychainError)?.reason, .rolledBack, "\($0)")
         }
-        XCTAssertThrowsError(try first.open(acceptRollback: true).acceptRollback(password: secret("wrong horse"))) {
+        XCTAssertThrowsError(try first.open(acceptRollback: true).session.acceptRollback(password: secret("wrong horse"))) {
             XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed, "\($0)")
         }
-        XCTAssertTrue(try first.open(acceptRollback: true).acceptRollback(password: secret("correct horse")))
+        XCTAssertTrue(try first.open(acceptRollback: true).session.acceptRollback(password: secret("correct horse")))
         try first.unlock()
         XCTAssertEqual(try first.open().search(query(.genericPassword, [.service: "svc"]), returnData: true).map(\.secretString), ["one"])
         // The second machine still refuses until its owner accepts too.

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketRemote
 import XCTest
 
 #if canImport(Glibc)
@@ -11,7 +12,7 @@ import Glibc
 /// database, ThisDeviceOnly refused, what only a file does refused, and the
 /// database, dumped as the server would hand it over, holding no name or
 /// secret. The SecItem semantics themselves are the query, uniqueness and
-/// update suites, run against a remote keychain (KeychainTestCase.alsoRemote).
+/// update suites, run against a remote keychain (KeychainTestCase.isConformanceSuite).
 final class RemoteKeychainTests: PostgresTestCase {
     private let machines = RemoteMachines()
 
@@ -24,7 +25,7 @@ final class RemoteKeychainTests: PostgresTestCase {
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .interactionNotAllowed)
         }
-        XCTAssertThrowsError(try second.open().unlock(password: secret("wrong horse"), timeout: nil)) { error in
+        XCTAssertThrowsError(try second.open().session.unlock(password: secret("wrong horse"), timeout: nil)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .authFailed)
         }
         try second.unlock()
@@ -32,11 +33,11 @@ final class RemoteKeychainTests: PostgresTestCase {
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.reason, .notEnrolled)
         }
-        let enrolment = try second.open().enroll(name: "second")
+        let enrolment = try second.open().remote!.enroll(name: "second")
         XCTAssertThrowsError(try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)) { error in
             XCTAssertEqual((error as? KeychainError)?.reason, .notApproved(group: Keychain.defaultAccessGroup))
         }
-        try first.open().approve(device: enrolment.id, groups: [Keychain.defaultAccessGroup], fingerprint: enrolment.fingerprint)
+        try first.open().remote!.approve(device: enrolment.id, groups: [Keychain.defaultAccessGroup], fingerprint: enrolment.fingerprint)
         let found = try second.open().search(query(.genericPassword, [.service: "svc"]), returnData: true)
         XCTAssertEqual(found.map(\.secretString), ["one"])
         // Its writes are the first machine's reads, and the primary key is shared.
@@ -69,10 +70,10 @@ final class RemoteKeychainTests: PostgresTestCase {
         let (first, _, _) = try machines.created()
         let keychain = try first.open()
         try keychain.add(genp("svc", "a"), data: secret("one"))
-        XCTAssertThrowsError(try keychain.changePassword(old: secret("correct horse"), new: secret("new horse"))) { error in
+        XCTAssertThrowsError(try keychain.session.changePassword(old: secret("correct horse"), new: secret("new horse"))) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
         }
-        XCTAssertThrowsError(try keychain.setDefaultTimeout(10)) { error in
+        XCTAssertThrowsError(try keychain.session.setDefaultTimeout(10)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .notAvailable)
         }
         try first.lock(all: true)

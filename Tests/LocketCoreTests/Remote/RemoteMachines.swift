@@ -1,4 +1,5 @@
 import LocketCore
+import LocketRemote
 import XCTest
 
 /// The "machines" of an engine test on a remote keychain (SPEC §17): each a
@@ -32,7 +33,7 @@ final class RemoteMachines {
                   groups: [String] = [Keychain.defaultAccessGroup]) throws -> (machine: TemporaryKeychain, id: Int64) {
         let machine = try joining(location)
         try machine.unlock()
-        let enrolment = try machine.open().enroll(name: name)
+        let enrolment = try machine.open().remote!.enroll(name: name)
         fingerprints[enrolment.id] = enrolment.fingerprint
         if let admin { try approve(admin, enrolment.id, groups: groups) }
         return (machine, enrolment.id)
@@ -40,7 +41,7 @@ final class RemoteMachines {
 
     /// `admin` approves device `id` with the fingerprint its enrolment printed.
     func approve(_ admin: TemporaryKeychain, _ id: Int64, groups: [String]) throws {
-        try admin.open().approve(device: id, groups: groups, fingerprint: fingerprints[id] ?? "")
+        try admin.open().remote!.approve(device: id, groups: groups, fingerprint: fingerprints[id] ?? "")
     }
 
     /// Locks and deletes every machine made.

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Issue 28: the remote keychain attacked as its operator would (SQL as the
@@ -26,7 +27,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         let kept = try KeptDevice.keep(revoked, sql)
         // The check reads what such a device can: while approved, the item.
         XCTAssertEqual(try kept.readable(sql, markers: ["before-revoke"]), ["before-revoke"])
-        try admin.open().revoke(device: id)
+        try admin.open().remote!.revoke(device: id)
         return (admin, location, kept, id, sql)
     }
 
@@ -58,7 +59,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         // The operator lists the revoked device's key as the remaining member's.
         try sql.execute("UPDATE locket.devices SET public_key = $2 WHERE id = $1", [.int(revokedID), .bytes(Array(repeating: 9, count: 32))])
         try sql.execute("UPDATE locket.devices SET public_key = $2 WHERE id = $1", [.int(memberID), .bytes(kept.identity.publicKey)])
-        try admin.open().revoke(device: revokedID)
+        try admin.open().remote!.revoke(device: revokedID)
         try admin.open().add(genp("s", "two", group: "g1"), data: secret("after-revoke"))
         XCTAssertEqual(try kept.readable(sql, markers: ["after-revoke"]), [], "nothing written after the revocation opens for the revoked device")
         XCTAssertEqual(try read(member, "two"), "after-revoke", "the member's own key got the new generation")
@@ -74,7 +75,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         let sql = try running().connect(database: database)
         let kept = try KeptDevice.keep(revoked, sql)
         try sql.execute("CREATE TABLE public.old_keys AS SELECT * FROM locket.group_keys")
-        try admin.open().revoke(device: revokedID)
+        try admin.open().remote!.revoke(device: revokedID)
         // The operator restores generation 1 and its wraps, and drops generation 2's.
         try sql.execute("DELETE FROM locket.group_keys")
         try sql.execute("UPDATE locket.groups SET generation = 1")
@@ -96,7 +97,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         let sql = try running().connect(database: database)
         _ = try KeptDevice.keep(revoked, sql)
         try Operator.snapshot(sql, as: "before_revoke")
-        try admin.open().revoke(device: revokedID)
+        try admin.open().remote!.revoke(device: revokedID)
         let adminView = try Views.view(try admin.open())
         try Operator.restore(sql, from: "before_revoke")
         // The admin, who saw the revocation, is refused the older database.
@@ -159,7 +160,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         let (other, otherID) = try machines.enrolled(location, name: "other", approvedBy: admin)
         for _ in 0..<3 { _ = try read(other, "one") }
         _ = try read(admin, "one")
-        XCTAssertEqual(try admin.open().audit(since: 0).count, 4)
+        XCTAssertEqual(try admin.open().remote!.audit(since: 0).count, 4)
         let sql = try running().connect(database: database)
         // Re-attributed: the other device's last read made the admin's (as the owner, triggers off).
         let row = try XCTUnwrap(sql.execute("SELECT id FROM locket.audit WHERE device = $1 AND seq = 3", [.int(otherID)]).first?[0].int)
@@ -170,7 +171,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
             }
         }
         try attribute(to: 1)
-        XCTAssertThrowsError(try admin.open().audit(since: 0)) { error in
+        XCTAssertThrowsError(try admin.open().remote!.audit(since: 0)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .decode, "\(error)")
             XCTAssertTrue("\(error)".contains("the audit is broken at device"), "\(error)")
         }
@@ -183,7 +184,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
             try transaction.execute("SET LOCAL session_replication_role = replica")
             try transaction.execute("DELETE FROM locket.audit WHERE device = $1 AND seq = 2", [.int(otherID)])
         }
-        XCTAssertThrowsError(try admin.open().audit(since: 0)) { error in
+        XCTAssertThrowsError(try admin.open().remote!.audit(since: 0)) { error in
             XCTAssertTrue("\(error)".contains("device \(otherID)'s entry 3"), "\(error)")
         }
     }
@@ -193,11 +194,11 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         try admin.open().add(genp("s", "one"), data: secret("x"))
         let (other, otherID) = try machines.enrolled(location, name: "other", approvedBy: admin)
         for _ in 0..<2 { _ = try read(other, "one") }
-        XCTAssertEqual(try admin.open().audit(since: 0).count, 2)
+        XCTAssertEqual(try admin.open().remote!.audit(since: 0).count, 2)
         let sql = try running().connect(database: database)
         try sql.execute("ALTER TABLE locket.audit DISABLE TRIGGER audit_no_update_delete")
         try sql.execute("DELETE FROM locket.audit WHERE device = $1 AND seq = 2", [.int(otherID)])
-        XCTAssertThrowsError(try admin.open().audit(since: 0)) { error in
+        XCTAssertThrowsError(try admin.open().remote!.audit(since: 0)) { error in
             XCTAssertTrue("\(error)".contains("are gone"), "\(error)")
         }
     }
@@ -213,7 +214,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
         // The operator squats another name in the server's tables for the pending device.
         let sql = try running().connect(database: database)
         try sql.execute("INSERT INTO locket.groups(agrp, generation) VALUES ('taken', 1)")
-        let pendingKey = try XCTUnwrap(try DeviceIdentity.load(keychainID: try pending.open().keybag.keychainID, environment: pending.environment))
+        let pendingKey = try XCTUnwrap(try DeviceIdentity.load(keychainID: try pending.open().engine.keybag.keychainID, environment: pending.environment))
         try sql.execute("INSERT INTO locket.group_keys SELECT 'taken', 1, id, $2 FROM locket.devices WHERE name = $1",
                         [.text("pending"), .bytes(try DeviceIdentity.seal(try secret(String(repeating: "k", count: 32)), to: pendingKey.publicKey))])
         for group in ["squatted", "taken"] {

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Issue 42 items 2 and 3, issue 44 items 15 and 16, through the engine on
@@ -16,7 +17,7 @@ final class RemoteRecoveryTests: PostgresTestCase {
     }
 
     private func recovering(_ machine: TemporaryKeychain) throws -> Keychain {
-        try Keychain.openForRecovery(.remote(try XCTUnwrap(machine.remote)), environment: machine.environment)
+        try XCTUnwrap(try Keychain.openForRecovery(.remote(try XCTUnwrap(machine.remote)), environment: machine.environment))
     }
 
     private func reason(_ error: Error) -> KeychainError.Reason? { (error as? KeychainError)?.reason }
@@ -39,7 +40,7 @@ final class RemoteRecoveryTests: PostgresTestCase {
         let kept = try KeptDevice.keep(leaver, sql)
         try Operator.snapshot(sql, as: "before_revoke")
 
-        try admin.open().revoke(device: leaverID)
+        try admin.open().remote!.revoke(device: leaverID)
         try machines.approve(admin, latecomerID, groups: [Keychain.defaultAccessGroup])
         try admin.open().add(genp("s", "lost"), data: secret("written-then-lost"))
         XCTAssertEqual(try read(member, "lost"), "written-then-lost")
@@ -55,36 +56,36 @@ final class RemoteRecoveryTests: PostgresTestCase {
             }
         }
         // The operations device can't revoke it (it holds no key of its group): it keeps refusing.
-        var plan = try recovering(operations).recoveryPlan()
+        var plan = try recovering(operations).remote!.recoveryPlan()
         XCTAssertEqual(plan.revocations.map(\.device), [leaverID], "\(plan)")
-        let partial = try recovering(operations).recover(password: secret("correct horse"))
+        let partial = try recovering(operations).remote!.recover(password: secret("correct horse"))
         guard case .failed? = partial.revocations.first?.outcome else { return XCTFail("\(partial.revocations)") }
         XCTAssertThrowsError(try read(operations, "ops-one")) { XCTAssertEqual(self.reason($0), .revocationLost(device: leaverID), "\($0)") }
 
         // The member can, and does.
-        plan = try recovering(member).recoveryPlan()
+        plan = try recovering(member).remote!.recoveryPlan()
         XCTAssertTrue(plan.isNeeded)
         XCTAssertTrue(plan.lostMembership.contains { $0.changes.contains("revoked device \(leaverID)") }, "\(plan.lostMembership)")
         XCTAssertTrue(plan.lostApprovals.contains(latecomerID), "\(plan.lostApprovals)")
         XCTAssertGreaterThan(plan.lostReadCount, 0, "the member's read of the lost item went with the database")
         XCTAssertNotNil(plan.header, "the revocation's header went back too")
-        let done = try recovering(member).recover(password: secret("correct horse"))
+        let done = try recovering(member).remote!.recover(password: secret("correct horse"))
         guard case .reapplied? = done.revocations.first?.outcome else { return XCTFail("\(done.revocations)") }
         XCTAssertEqual(try read(member, "one"), "before")
         XCTAssertEqual(try read(operations, "ops-one"), "ops-before", "revoked again elsewhere: the operations device goes on")
 
         // The admin's own lost write is named by reference; nothing left to re-apply.
-        let adminPlan = try recovering(admin).recoveryPlan()
+        let adminPlan = try recovering(admin).remote!.recoveryPlan()
         XCTAssertTrue(adminPlan.lostStates.contains { $0.signer == adminPlan.device && !$0.items.isEmpty }, "\(adminPlan.lostStates)")
         XCTAssertEqual(adminPlan.revocations.count, 0)
-        _ = try recovering(admin).recover(password: secret("correct horse"))
+        _ = try recovering(admin).remote!.recover(password: secret("correct horse"))
         try admin.open().add(genp("s", "after"), data: secret("after-recovery"))
         XCTAssertEqual(try read(admin, "after"), "after-recovery")
         XCTAssertEqual(try kept.readable(sql, markers: ["before", "after-recovery"]), [],
                        "everything re-sealed, nothing written after opens with what the revoked device kept")
         XCTAssertThrowsError(try read(leaver, "one"))
         XCTAssertThrowsError(try read(latecomer, "one"), "its approval went with the database")
-        XCTAssertFalse(try recovering(member).recoveryPlan().isNeeded, "recovered: nothing more to do")
+        XCTAssertFalse(try recovering(member).remote!.recoveryPlan().isNeeded, "recovered: nothing more to do")
     }
 
     /// Issue 44 item 15: a device's audit chain deleted whole before anyone
@@ -117,25 +118,25 @@ final class RemoteRecoveryTests: PostgresTestCase {
         for _ in 0..<3 { XCTAssertEqual(try read(reader, "one"), "v") }
         try deleteAudit(of: readerID, from: 2, try running().connect(database: database))
         XCTAssertThrowsError(try read(reader, "one")) { XCTAssertEqual(self.reason($0), .remoteRolledBack, "\($0)") }
-        let plan = try recovering(reader).recoveryPlan()
+        let plan = try recovering(reader).remote!.recoveryPlan()
         XCTAssertEqual(plan.lostReadCount, 2, "\(plan)")
         XCTAssertEqual(plan.lostReads.map(\.sequence), [2, 3])
         XCTAssertEqual(plan.lostMembership.count + plan.lostStates.count, 0, "only the audit went")
-        _ = try recovering(reader).recover(password: secret("correct horse"))
+        _ = try recovering(reader).remote!.recover(password: secret("correct horse"))
         XCTAssertEqual(try read(reader, "one"), "v")
-        let chain = try admin.open().audit(since: 0).filter { $0.device == readerID }
+        let chain = try admin.open().remote!.audit(since: 0).filter { $0.device == readerID }
         XCTAssertEqual(chain.count, 2, "the chain goes on from entry 1, which the server holds")
 
         // A trust record that no longer reads is refused, with the way back that is not a deletion.
-        let keychainID = try reader.open().keybag.keychainID
+        let keychainID = try reader.open().engine.keybag.keychainID
         let trust = try RemoteTrust.path(keychainID: keychainID, environment: reader.environment)
         var bytes = try XCTUnwrap(FileManager.default.contents(atPath: trust))
         bytes[bytes.count / 2] ^= 1
         try bytes.write(to: URL(fileURLWithPath: trust))
         XCTAssertThrowsError(try read(reader, "one")) { XCTAssertEqual(self.reason($0), .remoteTrustDamaged, "\($0)") }
-        let damaged = try recovering(reader).recoveryPlan()
+        let damaged = try recovering(reader).remote!.recoveryPlan()
         XCTAssertNotNil(damaged.trustDamage)
-        _ = try recovering(reader).recover(password: secret("correct horse"))
+        _ = try recovering(reader).remote!.recover(password: secret("correct horse"))
         XCTAssertEqual(try read(reader, "one"), "v")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketRemote
 import XCTest
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Issue 28's wording and compatibility: a schema version reset to 0 is

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// The item tree attacked by the operator (SQL as the server's superuser):

@@ -1,4 +1,5 @@
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// Schema 2 (issue 28's release, a signed root over every item) upgraded
@@ -23,7 +24,7 @@ final class RemoteTreeUpgradeTests: PostgresTestCase {
     /// root over every item (signed by `signer`, as its last write would
     /// have), no node table, version 2.
     private func downgrade(_ sql: RemoteConnection, signer: TemporaryKeychain) throws {
-        let keychainID = try signer.open().keybag.keychainID
+        let keychainID = try signer.open().engine.keybag.keychainID
         let device = try XCTUnwrap(try DeviceIdentity.load(keychainID: keychainID, environment: signer.environment))
         let newest = try XCTUnwrap(sql.execute("SELECT body, signature FROM locket.states ORDER BY seq DESC LIMIT 1").first)
         let state = try SignedState(body: newest[0].bytes ?? [], signature: newest[1].bytes ?? [])
@@ -54,7 +55,7 @@ final class RemoteTreeUpgradeTests: PostgresTestCase {
         let page = RemoteStore.upgradePage
         RemoteStore.upgradePage = 1
         defer { RemoteStore.upgradePage = page }
-        XCTAssertThrowsError(try pending.open().devices()) { error in
+        XCTAssertThrowsError(try pending.open().remote!.devices()) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .invalidKeychain, "\(error)")
             XCTAssertTrue("\(error)".contains("schema version 2"), "\(error)")
             XCTAssertTrue("\(error)".contains("approved device"), "says what to do: \(error)")
@@ -70,7 +71,7 @@ final class RemoteTreeUpgradeTests: PostgresTestCase {
         XCTAssertEqual(try read(admin, "two"), "secret-two")
         try admin.open().add(genp("s", "three"), data: secret("secret-three"))
         XCTAssertEqual(try read(other, "three"), "secret-three")
-        XCTAssertEqual(try pending.open().devices().count, 3, "the pending device goes on too")
+        XCTAssertEqual(try pending.open().remote!.devices().count, 3, "the pending device goes on too")
     }
 
     func testTwoApprovedDevicesUpgradingAtOnceBothSucceed() throws {

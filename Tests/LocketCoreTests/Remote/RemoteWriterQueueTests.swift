@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocketCore
+@testable import LocketRemote
 import XCTest
 
 /// A transaction that met a serialization failure queues on a session

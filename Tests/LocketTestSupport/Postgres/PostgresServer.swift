@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketRemote
 import LocketSystem
 
 #if canImport(Glibc)

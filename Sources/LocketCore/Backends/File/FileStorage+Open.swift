@@ -1,29 +1,6 @@
 import Glibc
 import LocketSupport
 
-extension Keychain {
-    /// Opens the keychain file at `path` for `caller` and loads whatever keys
-    /// the session holds. A keychain older than this device has seen (put
-    /// back from a copy) fails with errSecDecode (reason `.rolledBack`),
-    /// unless `acceptRollback`: then it opens with `isRolledBack` set, for
-    /// `acceptRollback(password:)`.
-    ///
-    /// The file is held (an exclusive lock: other processes wait) only while
-    /// a call reads or writes it. With `keepsFileOpen`, the connection that
-    /// read the header stays open for the first such call, which saves that
-    /// call opening the file and parsing its schema again (about a third of
-    /// a `find`); the caller must then make that call at once, or call
-    /// `releaseFile()` before anything that waits (a prompt, a child, a server).
-    public static func open(at path: String, caller: Caller = .owner, environment: Environment, extendSession: Bool = true,
-                            acceptRollback: Bool = false, keepsFileOpen: Bool = false) throws -> Keychain {
-        try Sodium.ready()
-        umask(0o077)
-        let (storage, stored) = try FileStorage.open(path, keepOpen: keepsFileOpen)
-        return try open(storage, stored, caller: caller, environment: environment, extendSession: extendSession,
-                        acceptRollback: acceptRollback)
-    }
-}
-
 extension FileStorage {
     /// The file at `path`, checked (the user's own private regular file) and
     /// its header read: the keybag and meta rows, checked for the format and

@@ -44,7 +44,6 @@ final class FileStorage: TypedItemStorage {
         }
     }
 
-    func release() { database.close() }
 
     /// Inside a read transaction on a file that was of format 1 at open:
     /// another process may have migrated it since (a format-2 file is never
@@ -64,6 +63,25 @@ final class FileStorage: TypedItemStorage {
     func writeKeybag(_ keybag: Keybag, replacingAll: Bool) throws { try MetaStore.writeKeybag(database, keybag, replacingAll: replacingAll) }
     func removeKeybagRow(_ name: String) throws { try MetaStore.removeKeybagRow(database, name) }
 
+    // MARK: - Items
+
+    var items: ItemStore { ItemStore(database: database, format: format) }
+
+    // MARK: - Abilities
+
+    var hold: (any StorageHold)? { self }
+    var rollbackRecords: (any RollbackRecords)? { self }
+    var layoutUpgrade: (any LayoutUpgrade)? { self }
+    var bulkWrites: (any BulkWrites)? { self }
+    var passwordTurns: (any PasswordTurns)? { self }
+}
+
+extension FileStorage: StorageHold {
+    /// Closes the connection (and so lets go of the file's exclusive lock).
+    func release() { database.close() }
+}
+
+extension FileStorage: RollbackRecords {
     /// Per path and authenticated with the device key (GenerationMirror):
     /// none without a device secret.
     func generationMirror(keychainID: [UInt8], environment: Environment, device: SecureBytes?,
@@ -71,11 +89,9 @@ final class FileStorage: TypedItemStorage {
         guard let device else { return nil }
         return try GenerationMirror(environment: environment, keychainID: keychainID, keychainPath: address, device: device)
     }
+}
 
-    // MARK: - Steps of the lifecycle
-
-    func didOpen(keychainID: [UInt8], environment: Environment) throws {}
-
+extension FileStorage: LayoutUpgrade {
     /// Format 1 -> 2 (SPEC §7), inside the write's transaction: the new
     /// format is sealed into the header with the rest, and a kill before the
     /// commit leaves the file as it was. Needs the blind-index key for the
@@ -95,20 +111,17 @@ final class FileStorage: TypedItemStorage {
         return KeychainError(error.code, "\(address) is a keychain of format \(format); upgrading it to format \(KeychainFormat.current) needs its keys",
                              reason: .upgradeNeedsUnlock)
     }
+}
 
+extension FileStorage: BulkWrites {
     /// SQLite's default 2 MiB page cache spills a big transaction's dirty
     /// pages to the WAL and reads them back; 16 MiB (a bound, whatever the
     /// backup's size) makes a 100 k-item restore about a sixth faster. Set
     /// inside the transaction: the connection closes after it.
     func willImport() throws { try database.execute("PRAGMA cache_size=-16384") }
+}
 
-    // MARK: - Items
-
-    var items: ItemStore { ItemStore(database: database, format: format) }
-    func sealingKey(_ classGroupKey: SecureBytes, group: String) throws -> SecureBytes { classGroupKey }
-    func canOpen(group: String) throws -> Bool { true }
-    func recordRead(_ ref: [UInt8]) throws {}
-    func admit(_ pclass: ProtectionClass) throws {}
-    func noMatch() -> KeychainError { KeychainError(.itemNotFound) }
-    func unavailable(_ what: String) -> KeychainError { KeychainError(.notAvailable, "\(what) is not available for \(address)") }
+extension StoragePolicy {
+    /// What a keychain file decides (for the locator, which asks before it opens one).
+    package static var file: StoragePolicy { FileStorage.policy }
 }

@@ -5,12 +5,12 @@ import LocketSupport
 // `blind(digest, item)`. Values only ever go as numbered parameters.
 
 /// A value bound to a statement's parameter.
-enum SQLValue {
+package enum SQLValue {
     case text(String), blob([UInt8]), int(Int64)
 }
 
 /// What differs between SQLite's SQL and PostgreSQL's in a condition.
-struct SQLDialect {
+package struct SQLDialect {
     /// The prefix of a numbered parameter.
     let parameter: String
     /// The blind-index table's name.
@@ -21,15 +21,15 @@ struct SQLDialect {
 
     static let sqlite = SQLDialect(parameter: "?", blind: "blind", never: "0", always: "1")
     /// The shared database's (RemoteSchema): tables in the schema `locket`.
-    static let postgres = SQLDialect(parameter: "$", blind: "locket.blind", never: "false", always: "true")
+    package static let postgres = SQLDialect(parameter: "$", blind: "locket.blind", never: "false", always: "true")
 }
 
 /// A WHERE clause being built: conditions joined by AND, their values bound
 /// as parameters numbered in order.
-struct SQLCondition {
+package struct SQLCondition {
     let dialect: SQLDialect
     private(set) var conditions: [String] = []
-    private(set) var bindings: [SQLValue] = []
+    package private(set) var bindings: [SQLValue] = []
 
     init(_ dialect: SQLDialect) { self.dialect = dialect }
 
@@ -47,7 +47,7 @@ struct SQLCondition {
     /// a long list goes in parenthesized groups, as deep as a group is long
     /// plus their number. The planner sees the same terms: it splits nested
     /// ANDs into one list.
-    var sql: String {
+    package var sql: String {
         let group = SQLCondition.groupSize
         guard conditions.count > group else { return conditions.isEmpty ? dialect.always : conditions.joined(with: " AND ") }
         return stride(from: 0, to: conditions.count, by: group).map {
@@ -72,7 +72,7 @@ extension ItemFilter {
     }
 
     /// The whole condition over format 2's tables, in `dialect`.
-    func condition(_ dialect: SQLDialect) -> SQLCondition {
+    package func condition(_ dialect: SQLDialect) -> SQLCondition {
         var c = SQLCondition(dialect)
         appendRowConditions(to: &c)
         if let primaryKey { c.append("pk = " + c.parameter(.blob(primaryKey))) }

@@ -1,0 +1,15 @@
+import LocketSupport
+
+/// A private key's public half beside its access control (issue 31): Apple
+/// gives a key's public key out freely (SecKeyCopyPublicKey asks for no
+/// authentication), so the proof guards only the private key. The public
+/// half is kept in the item's access record, sealed with its attributes
+/// under the class key: a locked class still hides it.
+extension KeychainEngine {
+    /// What to keep for an item being sealed with access control: the
+    /// SubjectPublicKeyInfo of a private key's value; nil for anything else.
+    static func publicHalf(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], _ data: SecureBytes) throws -> [UInt8]? {
+        guard itemClass == .key, attributes[.keyClass] == Array(KeyClass.private.rawValue.utf8) else { return nil }
+        return try AsymmetricKey(pkcs8: data).subjectPublicKeyInfo
+    }
+}

@@ -1,0 +1,151 @@
+import LocketSupport
+
+/// The keys this process holds: loaded from the session at open, saved at
+/// unlock, and bound to this device (a copied keychain, a lost device secret).
+extension KeychainEngine {
+    /// Keys available to this process, by class code (and `idx`).
+    var keys: SessionKeys {
+        get { cache.keys }
+        set { cache.keys = newValue }
+    }
+
+    /// Set when the session was unlocked for an app: only that app's groups open.
+    var sessionScope: KeyCache.Scope? { cache.scope }
+
+    /// The blind-index key; without it nothing can be looked up.
+    func indexKey() throws -> SecureBytes { try cache.indexKey() }
+
+    /// Whether items of `pclass` in `group` can be opened now, and if not why.
+    func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
+        cache.availability(of: pclass, group: group, id: id)
+    }
+
+    func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
+        cache.unavailable(pclass, group, id: id)
+    }
+
+    /// Loads the keys this process may use: the device-wrapped ones, then each
+    /// session tier (or, without a password, everything).
+    func loadKeys() throws {
+        // Through `cache` directly: the `keys` accessor would copy the set at every change.
+        defer { extendsSession = true }
+        if device == nil { device = try deviceKey() }
+        if let device { cache.keys = keybag.unwrapWithDevice(device) }
+        if !keybag.hasPassword {
+            var all: SessionKeys
+            do {
+                all = try keybag.unwrapWithKEK(Keybag.passwordlessKEK(keybag.keychainID), device: device)
+            } catch let error as KeychainError where error.code == .authFailed {
+                // No password parameters, yet keys that need a password: the header was edited.
+                throw KeychainError(.decode, "\(path) has lost its password-hash parameters; the file was altered")
+            }
+            if let device, !isBoundDevice(device) {
+                // Writes below authenticate the header with the blind-index key.
+                if let indexKey = all[Keybag.indexKeyName] { cache.keys.set(Keybag.indexKeyName, indexKey) }
+                try rebind(&all, kek: Keybag.passwordlessKEK(keybag.keychainID), device: device)
+                try rewrapForThisDevice(all, device: device)
+            }
+            for (name, key) in all.entries { cache.keys.set(name, key) }
+            cache.unlockedTiers = .all
+            return
+        }
+        // Two calls, not a loop over an array of tiers (its metadata is built
+        // at run time, by every command that opens a keychain).
+        try loadSession(.afterFirstUnlock)
+        try loadSession(.whenUnlocked)
+    }
+
+    /// Loads the session's keys of `tier`, if any, into the cache.
+    private func loadSession(_ tier: ProtectionClass.Tier) throws {
+        // Unpacked at once: an optional tuple held in a variable has its
+        // type metadata built at run time.
+        let stored: SessionKeys
+        do {
+            guard let (keys, _) = try session.load(tier, extend: extendsSession) else { return }
+            stored = keys
+        } catch let error as KeychainError where error.code == .decode {
+            // A damaged session (a crash mid-write, a race with lock, tampering)
+            // is a locked one: forget it rather than block every command.
+            session.remove(tier)
+            return
+        }
+        cache.unlockedTiers.insert(tier)
+        for (name, key) in stored.entries where cache.keys[name] == nil { cache.keys.set(name, key) }
+        if let scope = stored.scope {
+            var merged = cache.scope ?? KeyCache.Scope(groups: [], classes: [])
+            for group in scope.groups where !merged.groups.contains(group) { merged.groups.append(group) }
+            merged.classes.formUnion(scope.classes)
+            cache.scope = merged
+        }
+    }
+
+    /// Reloads this object's keys after the session changed under it.
+    func reloadKeys() throws {
+        cache.reset()
+        cache.thisDeviceOnlyBoundary = tdoBoundary
+        try loadKeys()
+    }
+
+    /// Saves the keys for later commands: both tiers, or only those in `tiers`.
+    /// What an app's unlock keeps is SessionPolicy's call.
+    func saveSession(_ unwrapped: SessionKeys, timeout: UInt32,
+                     tiers: ProtectionClass.Tiers = .session) throws {
+        var (firstUnlock, whenUnlocked) = try SessionPolicy.split(unwrapped, accessGroups: caller.accessGroups,
+                                                              keychainID: keybag.keychainID)
+        // New at every unlock and gone at lock: a presence reuse window (SPEC §14) never outlives the unlock it began in.
+        // The owner's only: an app's session holds its group keys and nothing else.
+        if caller.accessGroups == nil { whenUnlocked.set(PresenceKeys.reuseNonceName, try SecureBytes(copying: Sodium.random(32))) }
+        if tiers.contains(.afterFirstUnlock) { try session.save(.afterFirstUnlock, keys: firstUnlock, timeout: 0) }
+        if tiers.contains(.whenUnlocked) { try session.save(.whenUnlocked, keys: whenUnlocked, timeout: timeout) }
+    }
+
+    // MARK: - Binding to this device
+
+    /// Whether `device` is the device the keychain's device-bound keys belong to.
+    func isBoundDevice(_ device: SecureBytes?) -> Bool {
+        guard let device, let stored = meta[.deviceFingerprint] else { return false }
+        return Keybag.deviceFingerprint(device, keychainID: keybag.keychainID) == stored
+    }
+
+    /// The first unlock on a new device (a copied keychain, a lost device
+    /// secret): fresh device-bound class keys for this device, so that new
+    /// ThisDeviceOnly items work here. Items bound to the old device keep their
+    /// old keys, which never open here; `tdo_boundary` (ids never repeat)
+    /// tells them apart, so they show as unavailable on this device, not damaged.
+    func rebind(_ unwrapped: inout SessionKeys, kek: SecureBytes, device: SecureBytes) throws {
+        var fresh = SessionKeys()
+        for name in keybag.deviceBoundNames { fresh.set(name, try SecureBytes(copying: Sodium.random(32))) }
+        var bag = keybag
+        try bag.wrap(fresh, kek: kek, device: device)
+        let fingerprint = Keybag.deviceFingerprint(device, keychainID: keybag.keychainID)
+        let boundary: Int64 = try write {
+            let boundary = max(try storage.itemStore.maximumID(), tdoBoundary)
+            try storage.writeKeybag(bag, replacingAll: false)
+            try storage.writeMeta([(.deviceFingerprint, fingerprint), (.thisDeviceOnlyBoundary, BigEndian.bytes(boundary))])
+            return boundary
+        }
+        keybag = bag
+        meta[.deviceFingerprint] = fingerprint
+        meta[.thisDeviceOnlyBoundary] = BigEndian.bytes(boundary)
+        for (name, key) in fresh.entries { unwrapped.set(name, key) }
+    }
+
+    /// Device-bound items with ids up to this one belong to an earlier device.
+    var tdoBoundary: Int64 { meta.integer(.thisDeviceOnlyBoundary) ?? 0 }
+
+    /// Re-wraps the always-available keys for this device's key when they came
+    /// from elsewhere (a copied keychain, a lost device secret).
+    func rewrapForThisDevice(_ unwrapped: SessionKeys, device: SecureBytes?) throws {
+        guard let device else { return }
+        let current = keybag.unwrapWithDevice(device)
+        var missing = SessionKeys()
+        for name in [ProtectionClass.always.rawValue, Keybag.indexKeyName] where current[name] == nil {
+            if let key = unwrapped[name] { missing.set(name, key) }
+        }
+        guard !missing.entries.isEmpty else { return }
+        var bag = keybag
+        try bag.wrap(missing, kek: nil, device: device)
+        try write { try storage.writeKeybag(bag, replacingAll: false) }
+        keybag = bag
+    }
+}
