@@ -274,6 +274,12 @@ SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # keychain (SPEC §17, LOCKET_TEST_BACKEND=remote) and against one in memory
 # (LOCKET_TEST_BACKEND=memory): those whose class sets `isConformanceSuite`.
 CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests|StorageConformanceTests)/
+# Suites with a wall-clock limit of their own, run with one other process at
+# most beside them: keychain-swift's ConcurrencyTests (CompatAcceptanceTests)
+# waits 30 s for ~6,000 keychain calls serialized by the Security module's
+# lock, 10 CPU-s of the debug engine; beside three other workers on 2 cores
+# it took 29-44 s.
+HEAVY = ^SecurityTests\.CompatAcceptanceTests/
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.
 NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.
@@ -295,7 +301,7 @@ test: deps test-deps
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
 		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
-		--skip '$(SOAK_ONLY)' \
+		--skip '$(SOAK_ONLY)' --heavy '$(HEAVY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=remote --again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=memory \
 		$$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
