@@ -289,14 +289,3 @@ public final class RemoteConnection {
         password = nil
     }
 }
-
-extension RemoteFailure {
-    /// A broken stream means the helper is gone; anything else it sent was malformed.
-    static func helperFailure(_ failure: Wire.Failure) -> RemoteFailure {
-        switch failure {
-        case .endOfStream, .truncated, .system: .helperGone
-        case .tooLarge: .protocolViolation("a frame over the size limit")
-        case .malformed(let why): .protocolViolation(why)
-        }
-    }
-}
