@@ -103,7 +103,7 @@ def observe(bus):
     note("differs: CreateCollection with the alias session", call, connection, SERVICE, "CreateCollection", "a{sv}s", ({}, "session"))
     # The documented differences (docs/SECRET-SERVICE.md), observed too.
     plain = create(ROOT + "/aliases/default", {"quirk": "no schema"}, b"x")[0]
-    note("An item made with no xdg:schema: its Attributes", get_property, connection, plain, ITEM, "Attributes")
+    note(NO_SCHEMA, get_property, connection, plain, ITEM, "Attributes")
     note("differs: a path where no object is", get_property, connection, ROOT + "/collection/login/nothing", ITEM, "Label")
     note("differs: SetAlias of another name", call, connection, SERVICE, "SetAlias", "so", ("other", LOGIN))
     # Locked (Lock needs no prompt in either): libsecret and secretstorage read the second list of
@@ -119,6 +119,8 @@ def observe(bus):
     connection.close()
     return seen
 
+
+NO_SCHEMA = "An item made with no xdg:schema: its Attributes"
 
 # What the docs' table says differs, with gnome-keyring's answer and locket's (normalized).
 DIFFERENCES = {
@@ -174,6 +176,10 @@ def same_answers(bus):
     check([what for what, _ in theirs] == [what for what, _ in ours], "the two runs asked different things")
     wrong = []
     for (what, their), (_, our) in zip(theirs, ours):
+        if what == NO_SCHEMA and isinstance(their, dict) and their.get("xdg:schema") == "org.freedesktop.Secret.Generic":
+            # gnome-keyring adds the generic schema in some runs and not in others (seen on a clean clone;
+            # why is not known here); locket gives back what was stored, which the comparison still checks.
+            their = {name: value for name, value in their.items() if name != "xdg:schema"}
         expected = DIFFERENCES.get(what, (their, their))
         if (their, our) != expected:
             wrong.append("%s: gnome-keyring %r, locket %r%s" % (what, their, our, "" if what not in DIFFERENCES else
