@@ -102,7 +102,8 @@ let package = Package(
         .target(name: "LocketFuzzTargets", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/FuzzTargets"),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketRemote", "LocketLocator", "LocketSupport", "LocketTestSupport", "LocketWire"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport", "LocketSystem"]),
-        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketLocator", "LocketTestSupport", "LocketFuzzTargets"]),
+        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketLocator", "LocketTestSupport", "LocketFuzzTargets",
+                                                     "LocketSecretService"]),
         // Test only: a program using the Security module, for tests that need
         // one in a process of its own (beside the CLI, at a real terminal).
         .executableTarget(name: "SecurityTestHost", dependencies: ["Security"], path: "Tests/SecurityTestHost"),

@@ -25,7 +25,8 @@ struct FixedBase: @unchecked Sendable {
 
     /// The table for `prime`'s group (its Montgomery form `montgomery`),
     /// checked against BN_mod_exp_mont_word on a few exponents; nil if
-    /// libcrypto fails or an answer differs (the caller keeps square-and-multiply).
+    /// libcrypto fails or an answer differs (TransferSession.generatorPower falls back to
+    /// OpenSSL's constant-time exponentiation).
     init?(prime: OpaquePointer, montgomery: OpaquePointer) {
         guard let ctx = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(ctx) }

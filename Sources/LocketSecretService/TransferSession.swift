@@ -71,8 +71,8 @@ final class TransferSession {
         // steps and memory reads do not follow the exponent's bits.
         guard BN_priv_rand(x, TransferSession.exponentBits, -1, 0) == 1, BN_add_word(x, 2) == 1 else { throw TransferError.crypto }
         BN_set_flags(x, BN_FLG_CONSTTIME)
-        let generated = group.fixedBase.map { $0.power(x, into: y, ctx) } ?? (BN_mod_exp_mont_word(y, 2, x, p, ctx, group.montgomery) == 1)
-        guard generated, BN_mod_exp_mont(shared, theirs, x, p, ctx, group.montgomery) == 1 else {
+        guard TransferSession.generatorPower(x, into: y, ctx),
+              BN_mod_exp_mont(shared, theirs, x, p, ctx, group.montgomery) == 1 else {
             throw TransferError.crypto
         }
         publicKey = try TransferSession.padded(y)
@@ -95,21 +95,36 @@ final class TransferSession {
     /// The private exponent's size in bits.
     static let exponentBits: Int32 = 160
 
+    /// y = 2^x mod p for a private exponent x (BN_FLG_CONSTTIME set): from
+    /// the table, or, if the table failed its self-test (`table: false` in
+    /// tests), by OpenSSL's constant-time exponentiation. Not
+    /// BN_mod_exp_mont_word: it refuses a BN_FLG_CONSTTIME exponent, and
+    /// its steps would follow the exponent's bits.
+    static func generatorPower(_ x: OpaquePointer, into y: OpaquePointer, _ ctx: OpaquePointer, table: Bool = true) -> Bool {
+        guard let group else { return false }
+        if table, let fixedBase = group.fixedBase { return fixedBase.power(x, into: y, ctx) }
+        return BN_mod_exp_mont(y, group.generator, x, group.prime, ctx, group.montgomery) == 1
+    }
+
     /// The RFC 2409 group's prime and its Montgomery form, made once for
     /// every session (made per exponentiation, it cost a tenth of each).
     /// Read only once made, as OpenSSL lets a BN_MONT_CTX be shared.
     private struct Group: @unchecked Sendable {
         let prime: OpaquePointer
         let montgomery: OpaquePointer
-        /// The generator's powers; nil (square-and-multiply then) if the table failed its self-test.
+        /// 2, for the exponentiation without the table.
+        let generator: OpaquePointer
+        /// The generator's powers; nil (generatorPower's fallback then) if the table failed its self-test.
         let fixedBase: FixedBase?
     }
 
     private static let group: Group? = {
-        guard let prime = BN_get_rfc2409_prime_1024(nil), let montgomery = BN_MONT_CTX_new(), let ctx = BN_CTX_new() else { return nil }
+        guard let prime = BN_get_rfc2409_prime_1024(nil), let montgomery = BN_MONT_CTX_new(), let generator = BN_new(),
+              let ctx = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(ctx) }
-        guard BN_MONT_CTX_set(montgomery, prime, ctx) == 1 else { return nil }
-        return Group(prime: prime, montgomery: montgomery, fixedBase: FixedBase(prime: prime, montgomery: montgomery))
+        guard BN_MONT_CTX_set(montgomery, prime, ctx) == 1, BN_set_word(generator, 2) == 1 else { return nil }
+        return Group(prime: prime, montgomery: montgomery, generator: generator,
+                     fixedBase: FixedBase(prime: prime, montgomery: montgomery))
     }()
 
     /// A number as the 128 big-endian bytes of the group.
