@@ -55,8 +55,10 @@ DEBUG_FLAGS = -Xswiftc -gline-tables-only
 # segments 2 MiB aligned, so that code starts a folio of the file.
 LARGE_FOLIO_FLAGS = $(if $(filter x86_64,$(shell uname -m)),-Xlinker -z -Xlinker max-page-size=0x200000 -Xlinker -e -Xlinker locket_entry)
 # libcrypto's CPU probe (a dozen CPUID traps on a VM) waits for its first use
-# instead of running in every process (Sources/CLocketSystem/crypto_probe.c).
-START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup
+# instead of running in every process (Sources/CLocketSystem/crypto_probe.c);
+# the Swift runtime's argv search through /proc/self/maps and its backtracer
+# are left out (Sources/CLocketSystem/runtime.c).
+START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup -Xcc -DLOCKET_LEAN_RUNTIME
 BIN = .build/release/locket
 # The PostgreSQL helper links libpq dynamically (Debian ships no static
 # libpgcommon/libpgport, and libpq needs GSSAPI and LDAP), so it is built apart
@@ -135,6 +137,9 @@ deps:
 # tests need none of swtpm-tools' provisioning), tpm2-tools (tpm2_getcap reads
 # the lockout counter, tpm2_pcrextend), tpm2-openssl (the TPM tools' reading of
 # the key files locket keeps).
+# The instruction budget of a lookup (issue 43): valgrind's callgrind counts
+# `find -w` (bench/find-instructions), strip (binutils) drops the debug
+# information valgrind cannot read.
 test-deps:
 	@missing=""; \
 	for tool in git:git python3:python3 zsh:zsh fish:fish skopeo:skopeo docker-registry:docker-registry htpasswd:apache2-utils pass:pass gpg:gnupg gpgconf:gnupg keepassxc-cli:keepassxc openssl:openssl ssh-keygen:openssh-client ssh:openssh-client ssh-add:openssh-client /usr/sbin/sshd:openssh-server strace:strace groff:groff-base dbus-daemon:dbus-daemon secret-tool:libsecret-tools docker-credential-secretservice:golang-docker-credential-helpers cc:gcc; do \
@@ -146,7 +151,7 @@ test-deps:
 	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
-		swtpm:swtpm tpm2_getcap:tpm2-tools; do \
+		swtpm:swtpm tpm2_getcap:tpm2-tools valgrind:valgrind strip:binutils; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -312,6 +317,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(LOCKETDATADIR) 2>/dev/null
 
 bench: build
+	bench/find-instructions --budget
 	bench/run
 	bench/keyuse
 	bench/remote

@@ -39,6 +39,34 @@ final class StartupEndToEndTests: EndToEndCase {
         XCTAssertEqual(regex.count, 0, "linked from _StringProcessing: \(regex.prefix(5))")
     }
 
+    /// The Swift runtime's start-up as the release build trims it
+    /// (Sources/CLocketSystem/runtime.c): argv is kept from glibc's call of
+    /// the constructors instead of searched for through /proc/self/maps, and
+    /// the backtracer, which looked for a swift-backtrace program beside the
+    /// executable and asked whether stdout and stderr are terminals, is not
+    /// linked. The arguments still reach the parser whole.
+    func testTheRuntimeReadsNeitherItsMapsNorTheBacktracer() throws {
+        let path = try releaseBinary()
+        let strace = try SystemTool.require("strace", for: "watching the release binary's start-up")
+        let log = sandbox.home + "/strace-runtime.log"
+        defer { unlink(log) }
+        let result = Spawn.run(strace, ["-qq", "-o", log, path, "find", "-s", "two words", "--no-such-option-43"],
+                               environment: sandbox.environment, input: .devNull, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 2, result.summary)
+        XCTAssertTrue(result.err.contains("--no-such-option-43"), result.summary)
+        let calls = try String(contentsOfFile: log, encoding: .utf8)
+        XCTAssertFalse(calls.contains("/proc/self/maps"), calls)
+        XCTAssertFalse(calls.contains("swift-backtrace") || calls.contains("libexec/swift"), calls)
+        XCTAssertFalse(calls.contains("TCGETS"), "nothing asks whether stdout is a terminal before a command does: \(calls)")
+
+        let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
+        let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
+        let symbols = String(decoding: listing.stdout, as: UTF8.self)
+        guard listing.status == 0, !symbols.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
+        XCTAssertFalse(symbols.contains("_swift_spawnBacktracer"), "the backtracer is linked")
+        XCTAssertFalse(symbols.contains("argvGrabber"), "CommandLine.cpp's maps reader is linked")
+    }
+
     /// A lookup's keys and opened record share one guarded region: each more
     /// costs an mmap, three mprotect, a madvise and an mlock.
     func testLookupLocksOneGuardedRegion() throws {
