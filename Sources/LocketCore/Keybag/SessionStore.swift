@@ -67,10 +67,7 @@ public struct SessionStore: Sendable {
                 _ = locket_keyctl_setperm(key, locket_key_permissions())
                 _ = locket_keyctl_set_timeout(key, timeout)
                 // An older copy in the directory must not outlive this one.
-                if let dir = openDirectory() {
-                    wipeAndUnlink(name(slot), in: dir)
-                    close(dir)
-                }
+                if let dir = openDirectory() { wipeAndUnlink(name(slot), in: dir.descriptor) }
                 return .keyring
             case .failure(let refusal):
                 if forced == .keyring {
@@ -82,8 +79,7 @@ public struct SessionStore: Sendable {
         }
         do {
             let dir = try prepareDirectory()
-            defer { close(dir) }
-            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir, $0, path: file(slot), durable: false) }
+            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir.descriptor, $0, path: file(slot), durable: false) }
             return .directory
         } catch let error as KeychainError where keyringRefusal != nil {
             throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")
@@ -91,6 +87,19 @@ public struct SessionStore: Sendable {
     }
 
     // MARK: - Loading
+
+    /// The session file `name` in the session directory `dir`, open for
+    /// reading and touching: nil when there is none (or a link is there);
+    /// refused when it is there but not this user's private file.
+    private func openSessionFile(_ name: String, in dir: Int32, path: String) throws -> PrivateFile? {
+        do throws(PrivateFile.Failure) {
+            return try PrivateFile(name, in: dir, access: O_RDWR, rule: .privateFile)
+        } catch .refused {
+            throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
+        } catch {
+            return nil
+        }
+    }
 
     /// What a loaded session says about itself.
     package struct Info {
@@ -154,29 +163,24 @@ public struct SessionStore: Sendable {
         let path = file(slot)
         // Keys are only trusted from a directory nobody else could have written into.
         guard let dir = openDirectory() else { return nil }
-        defer { close(dir) }
-        let fd = openat(dir, name(slot), O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
-              st.st_size > 0, st.st_size <= SessionKeys.maximumSize else {
+        guard let sessionFile = try openSessionFile(name(slot), in: dir.descriptor, path: path) else { return nil }
+        guard sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize else {
             throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
         }
-        let buffer = try SecureBytes(count: Int(st.st_size))
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let buffer = try SecureBytes(count: sessionFile.size)
+        let n = buffer.withUnsafeMutableBytes { (try? sessionFile.read(into: $0).get()) ?? -1 }
         guard n == buffer.count, let (keys, timeout) = try SessionKeys.decode(buffer, header: Self.magic) else {
             throw KeychainError(.decode, "the session file \(path) is damaged", reason: .sessionDamaged)
         }
         if timeout > 0 {
-            let now = Clock.now()
-            let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
+            let now = Clock.now(), modified = sessionFile.status.st_mtim
+            let idleNanoseconds = Int64(now.tv_sec - modified.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - modified.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
-                wipeAndUnlink(name(slot), in: dir)
+                wipeAndUnlink(name(slot), in: dir.descriptor)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
-            if extend { futimens(fd, nil) }
+            if extend { _ = nothingOrErrno("futimens") { futimens(sessionFile.descriptor, nil) } }
         }
         return (keys, Info(backend: .directory, timeout: timeout, lastUse: Clock.seconds()))
     }
@@ -190,17 +194,13 @@ public struct SessionStore: Sendable {
                 return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
             }
         }
-        guard forced != .keyring, let dir = openDirectory() else { return nil }
-        defer { close(dir) }
-        let fd = openat(dir, name(tier.rawValue), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0, st.st_size <= SessionKeys.maximumSize else { return nil }
-        let record = try SecureBytes(count: Int(st.st_size))
-        let n = record.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard forced != .keyring, let dir = openDirectory(),
+              let sessionFile = try? PrivateFile(name(tier.rawValue), in: dir.descriptor, rule: .privateFile),
+              sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize else { return nil }
+        let record = try SecureBytes(count: sessionFile.size)
+        let n = record.withUnsafeMutableBytes { (try? sessionFile.read(into: $0).get()) ?? -1 }
         guard n == record.count, let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
-        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))
+        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(sessionFile.status.st_mtim.tv_sec))
         if timeout > 0, info.secondsLeft == 0 { return nil }
         return info
     }
@@ -217,10 +217,9 @@ public struct SessionStore: Sendable {
         // Only a directory of ours can hold our session files: one someone else
         // made is neither listed nor written to.
         guard let dir = openDirectory() else { return }
-        defer { close(dir) }
-        wipeAndUnlink(name(slot), in: dir)
+        wipeAndUnlink(name(slot), in: dir.descriptor)
         let prefix = "\(name(slot)).tmp."
-        let listing = dup(dir)
+        let listing = dup(dir.descriptor)
         guard listing >= 0, let stream = fdopendir(listing) else {
             if listing >= 0 { close(listing) }
             return
@@ -231,7 +230,7 @@ public struct SessionStore: Sendable {
             if entryName.hasPrefix(prefix) { leftovers.append(entryName) }
         }
         closedir(stream)
-        for leftover in leftovers { wipeAndUnlink(leftover, in: dir) }
+        for leftover in leftovers { wipeAndUnlink(leftover, in: dir.descriptor) }
     }
 
     private func wipeAndUnlink(_ name: String, in directory: Int32) {
@@ -253,29 +252,22 @@ public struct SessionStore: Sendable {
     /// 700, not a symbolic link); nil otherwise. In /dev/shm anyone can make
     /// `locket-UID` first: such a directory reads as no session, and nothing
     /// is ever read from it or written to it.
-    func openDirectory() -> Int32? {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
+    func openDirectory() -> PrivateFile? {
+        try? PrivateFile(directory, rule: .privateDirectory)
     }
 
     /// The session directory, open: created 0700 when missing, refused
     /// (with what is wrong) when it exists but is not this user's and private.
-    private func prepareDirectory() throws -> Int32 {
-        if let fd = openDirectory() { return fd }
+    private func prepareDirectory() throws -> PrivateFile {
+        if let dir = openDirectory() { return dir }
         var st = stat()
         if lstat(directory, &st) != 0 {
             try FileIO.makeDirectories(directory)
-            if let fd = openDirectory() { return fd }
+            if let dir = openDirectory() { return dir }
             try nothingOrErrno("lstat") { lstat(directory, &st) }.get { KeychainError(.io, "cannot create the session directory \(directory): \($0)") }
         }
         guard st.st_mode & S_IFMT == S_IFDIR else {
-            throw KeychainError(.io, "the session directory \(directory) is \(FileIO.kind(st.st_mode)); locket keeps no keys there")
+            throw KeychainError(.io, "the session directory \(directory) is \(PrivateFile.kindName(st.st_mode)); locket keeps no keys there")
         }
         throw KeychainError(.io, "the session directory \(directory) is not private to this user (owner uid \(st.st_uid), mode \(String(st.st_mode & 0o777, radix: 8))); locket keeps no keys there")
     }

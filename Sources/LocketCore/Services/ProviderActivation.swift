@@ -109,7 +109,7 @@ public struct ProviderActivation: Sendable {
     public static func state(of path: String) -> FileState {
         var st = stat()
         guard lstat(path, &st) == 0 else { return .absent }
-        guard st.st_mode & S_IFMT == S_IFREG else { return .other(FileIO.kind(st.st_mode)) }
+        guard st.st_mode & S_IFMT == S_IFREG else { return .other(PrivateFile.kindName(st.st_mode)) }
         guard let bytes = try? FileIO.readSmall(path, limit: 1 << 16) else { return .other("an unreadable file") }
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) == marker ? .locket : .other("a file")
     }
