@@ -12,7 +12,7 @@ import LocketSupport
 /// descriptors of prompts in progress (askpass children, the terminal, an
 /// unlock deriving its key on a thread of its own: UnlockJob), so a prompt
 /// never holds up another client. Every request opens its keychain
-/// afresh and releases the file before it answers (docs/ARCHITECTURE.md,
+/// afresh and releases the file before it answers (docs/architecture/sqlite.md,
 /// "The connection's lifetime"): a `locket lock` or `unlock` in a shell is
 /// seen by the next request, and no item is kept in memory between requests.
 public final class Provider {
