@@ -30,10 +30,9 @@ extension KeychainEngine {
         // Through `cache` directly: the `keys` accessor would copy the set at every change.
         defer { extendsSession = true }
         if device == nil { device = try deviceKey() }
-        // Without a password the KEK below opens every key, the device-wrapped
-        // ones too: unwrapping those with the device key first opened three
-        // keys twice (38 k instructions of a `find`).
-        if let device { cache.keys = keybag.hasPassword ? keybag.unwrapWithDevice(device) : SessionKeys() }
+        // Without a password the KEK below opens every class key it wraps:
+        // the device opens only the rest here (always-this-device-only).
+        if let device { cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword) }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {
