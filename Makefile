@@ -215,10 +215,12 @@ FORCE:
 # build alone took longer than the rest of make test on 2 cores.
 # The reliability suite runs its bounded versions here and in full under
 # `make soak` (docs/RELIABILITY.md).
-# Tests/run-tests runs each test in a process of its own (every test has its
-# own sandbox), four at a time: most of an end-to-end test's time is waiting
-# on processes, sleeps and fsync, so two workers kept 2 cores only ~1.35
-# busy. It keeps every test's output in .build/xctest.log, shows a failed
+# Tests/run-tests runs each class in a process of its own (every test has its
+# own sandbox; a class's fixture is made once), four at a time: most of an
+# end-to-end test's time is waiting on processes, sleeps and fsync, so two
+# workers kept 2 cores only ~1.35 busy. A process per test cost 548 CPU-s
+# where a process per class costs 339 (issue 38; `Tests/test-costs` sums
+# .build/test-times.tsv by class). It keeps every test's output in .build/xctest.log, shows a failed
 # test's output on the console (`make test TEST_WORKERS=1 TEST_VERBOSE=1`:
 # all of it, one test after another), and ends with one line "N passed,
 # N failed, N skipped", each skipped test with its reason and each failed
@@ -232,12 +234,10 @@ TEST_VERBOSE ?=
 # the power-loss check of the commands beyond add, update, delete, passwd
 # --rotate, init, restore and racing writers (docs/RELIABILITY.md "Power loss").
 SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
-# The suites that also run against a remote keychain (SPEC §17), run a second
-# time with LOCKET_TEST_BACKEND=remote: those whose class sets `alsoRemote`.
-REMOTE_CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests)/
-# Suites run a class per process: their tests share one fixture a class
-# (the TPM suites: one swtpm a class, started by the first test that needs it).
-BY_CLASS = ^LocketCoreTests\.(TPM|TSS2KeyFile)
+# The storage conformance suites (issue 38), run again against a remote
+# keychain (SPEC §17, LOCKET_TEST_BACKEND=remote) and against one in memory
+# (LOCKET_TEST_BACKEND=memory): those whose class sets `isConformanceSuite`.
+CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests|StorageConformanceTests)/
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.
 NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.
@@ -250,7 +250,7 @@ NEEDS_PROVIDER = ^LocketCLITests\.SecretService
 # clone: none beside the build 405-419 s, four 418 s (the build's `locket`
 # took 285 s instead of ~176: nice does not keep them off its core), one 382 s.
 test: deps test-deps
-	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/*.status
+	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/test-times.tsv .build/*.status
 	@$(MAKE) --no-print-directory pam
 	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
 	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
@@ -258,10 +258,11 @@ test: deps test-deps
 	$(SWIFT) build --build-tests $(DEBUG_FLAGS); built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
-		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
-		--skip '$(SOAK_ONLY)' --by-class '$(BY_CLASS)' \
+		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		--skip '$(SOAK_ONLY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
-		--again '$(REMOTE_CONFORMANCE)' LOCKET_TEST_BACKEND=remote $$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
+		--again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=remote --again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=memory \
+		$$($(SWIFT) build --show-bin-path)/locketPackageTests.xctest; \
 	status=$$?; wait $$release; exit $$status
 
 # The tests' debug build as make test builds it (the suites one at a time:

@@ -171,7 +171,7 @@ extension RemoteCache {
     /// One record: an item's reference and when it was read (µs since 1970).
     static func appendPendingAudit(_ refs: [[UInt8]], keychainID: [UInt8], environment: Environment) throws {
         let path = try pendingAuditPath(keychainID: keychainID, environment: environment)
-        let now = Clock.milliseconds() * 1000
+        let now = environment.time.milliseconds() * 1000
         var record: [UInt8] = []
         for ref in refs {
             BigEndian.append(UInt32(ref.count), to: &record)

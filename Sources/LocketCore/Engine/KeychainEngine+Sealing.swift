@@ -91,7 +91,7 @@ extension KeychainEngine {
             (access, dataKey) = try sealAccess(control, row, label: KeychainEngine.label(attributes),
                                                publicHalf: KeychainEngine.publicHalf(itemClass, attributes, data))
         }
-        let now = Clock.milliseconds()
+        let now = environment.time.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)
         var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded, freeForm: freeForm)
         defer { wipe(&record) }

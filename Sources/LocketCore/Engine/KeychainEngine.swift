@@ -44,9 +44,6 @@ package final class KeychainEngine {
     let caller: Caller
     /// Proofs given for items with access control (SPEC §14), this process only.
     var proof = ProofState()
-    /// The clock and sleeper of the wrong-password delay; nil: the system's.
-    /// Only tests set one, to set the time rather than wait for it.
-    var time: TimeSource?
     /// Hears what a password check is about to wait for (`KeychainSession.passwordWaitObserver`).
     var passwordWaitObserver: ((KeychainSession.PasswordWait) -> Void)?
 

@@ -29,7 +29,7 @@ extension SessionStore {
               record.withUnsafeMutableBytes({ (try? sessionFile.read(into: $0).get()) == $0.count }),
               let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
         // Expired by its modification time, as `load` judges it (which also removes it).
-        if timeout > 0 && Clock.seconds() - Int64(sessionFile.status.st_mtim.tv_sec) >= Int64(timeout) { return nil }
+        if timeout > 0 && time.seconds() - Int64(sessionFile.status.st_mtim.tv_sec) >= Int64(timeout) { return nil }
         SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
         return record
     }

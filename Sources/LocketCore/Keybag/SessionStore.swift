@@ -17,11 +17,14 @@ public struct SessionStore: Sendable {
     let directory: String
     /// Sessions are keyed by the keychain's identity, so two keychains never share keys.
     let keychainID: String
+    /// The clock a session's last use and expiry are read on (`Environment.time`).
+    let time: TimeSource
 
     package init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
         directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
+        time = environment.time
     }
 
     static let magic: [UInt8] = Array("LKS1".utf8)
@@ -54,7 +57,7 @@ public struct SessionStore: Sendable {
     }
 
     private func save(_ slot: String, keys: SessionKeys, timeout: UInt32) throws -> Backend {
-        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
+        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: time.seconds())
         var keyringRefusal: String?
         if forced != .directory {
             let added = record.withUnsafeBytes { raw in
@@ -80,6 +83,8 @@ public struct SessionStore: Sendable {
         do {
             let dir = try prepareDirectory()
             try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir.descriptor, $0, path: file(slot), durable: false) }
+            // The file's modification time is the last use, on the environment's clock.
+            Self.setTimes(time.timestamp(), at: name(slot), in: dir.descriptor)
             return .directory
         } catch let error as KeychainError where keyringRefusal != nil {
             throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")
@@ -108,8 +113,10 @@ public struct SessionStore: Sendable {
         var timeout: UInt32
         /// Seconds since 1970 of the last use, this one included.
         var lastUse: Int64
+        /// Seconds since 1970 when it was read.
+        var now: Int64
 
-        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - Clock.seconds()) }
+        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - now) }
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
@@ -149,14 +156,14 @@ public struct SessionStore: Sendable {
         guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
-        let now = Clock.seconds()
+        let now = time.seconds()
         if timeout > 0 && extend {
             // Record this use in the payload (for status) and restart the kernel's timer.
             SessionKeys.stamp(record, header: Self.magic, lastUse: now)
             _ = record.withUnsafeBytes { locket_keyctl_update(serial, $0.baseAddress, $0.count) }
             _ = locket_keyctl_set_timeout(serial, timeout)
         }
-        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now))
+        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now, now: now))
     }
 
     private func loadFromDirectory(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
@@ -173,16 +180,31 @@ public struct SessionStore: Sendable {
             throw KeychainError(.decode, "the session file \(path) is damaged", reason: .sessionDamaged)
         }
         if timeout > 0 {
-            let now = Clock.now(), modified = sessionFile.status.st_mtim
+            let now = time.timestamp(), modified = sessionFile.status.st_mtim
             let idleNanoseconds = Int64(now.tv_sec - modified.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - modified.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
                 wipeAndUnlink(name(slot), in: dir.descriptor)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
-            if extend { _ = nothingOrErrno("futimens") { futimens(sessionFile.descriptor, nil) } }
+            if extend { Self.setTimes(now, fd: sessionFile.descriptor) }
         }
-        return (keys, Info(backend: .directory, timeout: timeout, lastUse: Clock.seconds()))
+        let now = time.seconds()
+        return (keys, Info(backend: .directory, timeout: timeout, lastUse: now, now: now))
+    }
+
+    /// Sets a session file's access and modification times to `stamp` (an array would be allocated on every lookup).
+    private static func setTimes(_ stamp: timespec, fd: Int32 = -1, at name: String? = nil, in directory: Int32 = -1) {
+        var stamps = (stamp, stamp)
+        withUnsafeMutablePointer(to: &stamps) { pair in
+            pair.withMemoryRebound(to: timespec.self, capacity: 2) { times in
+                if let name {
+                    _ = nothingOrErrno("utimensat") { utimensat(directory, name, times, AT_SYMLINK_NOFOLLOW) }
+                } else {
+                    _ = nothingOrErrno("futimens") { futimens(fd, times) }
+                }
+            }
+        }
     }
 
     /// What the session of `tier` says, without extending it.
@@ -191,7 +213,7 @@ public struct SessionStore: Sendable {
             let buffer = try SecureBytes(count: SessionKeys.maximumSize)
             let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
             if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(try buffer.prefix(n), header: Self.magic) {
-                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
+                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse, now: time.seconds())
             }
         }
         guard forced != .keyring, let dir = openDirectory(),
@@ -200,7 +222,7 @@ public struct SessionStore: Sendable {
         let record = try SecureBytes(count: sessionFile.size)
         let n = record.withUnsafeMutableBytes { (try? sessionFile.read(into: $0).get()) ?? -1 }
         guard n == record.count, let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
-        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(sessionFile.status.st_mtim.tv_sec))
+        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(sessionFile.status.st_mtim.tv_sec), now: time.seconds())
         if timeout > 0, info.secondsLeft == 0 { return nil }
         return info
     }
@@ -219,9 +241,9 @@ public struct SessionStore: Sendable {
         guard let dir = openDirectory() else { return }
         wipeAndUnlink(name(slot), in: dir.descriptor)
         let prefix = "\(name(slot)).tmp."
-        let listing = dup(dir.descriptor)
-        guard listing >= 0, let stream = fdopendir(listing) else {
-            if listing >= 0 { close(listing) }
+        guard case .success(let listing) = valueOrErrno("dup", { dup(dir.descriptor) }) else { return }
+        guard let stream = fdopendir(listing) else {
+            close(listing)
             return
         }
         var leftovers: [String] = []
@@ -236,16 +258,11 @@ public struct SessionStore: Sendable {
     private func wipeAndUnlink(_ name: String, in directory: Int32) {
         // Overwrite before unlinking: tmpfs pages are not swapped out with their
         // contents intact, but a plain unlink would leave them until reused.
-        let fd = openat(directory, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd >= 0 {
-            var st = stat()
-            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
-                let zeros = [UInt8](repeating: 0, count: Int(st.st_size))
-                _ = zeros.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            }
-            close(fd)
+        if let file = try? PrivateFile(name, in: directory, access: O_WRONLY, rule: .ownFile), file.size > 0 {
+            let zeros = [UInt8](repeating: 0, count: file.size)
+            _ = zeros.withUnsafeBytes { file.write($0, at: 0) }
         }
-        unlinkat(directory, name, 0)
+        _ = nothingOrErrno("unlinkat") { unlinkat(directory, name, 0) }
     }
 
     /// The session directory, open, when it is this user's and private (mode
