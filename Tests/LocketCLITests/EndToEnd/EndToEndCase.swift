@@ -42,16 +42,18 @@ class EndToEndCase: XCTestCase {
     /// an age moves it instead of waiting for it.
     var clock: VirtualClock?
 
-    /// Runs `locket ARGS` in the sandbox: the binary, or in-process when the suite says so.
+    /// Runs `locket ARGS` in the sandbox: the binary, or in-process when the
+    /// suite says so. The binary is killed after `timeout` seconds: a hang's
+    /// bound, longer only for a command whose work is long by nature.
     @discardableResult
     func locket(_ arguments: [String], input: Input = .devNull, environment extra: [String: String] = [:],
-                file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+                timeout: Double = EndToEndCase.timeout, file: StaticString = #filePath, line: UInt = #line) -> RunResult {
         var environment = sandbox.environment
         for (name, value) in extra { environment[name] = value }
         let result = type(of: self).inProcess
             ? InProcessCLI.run(arguments, environment: environment, input: input, time: clock?.source)
-            : Spawn.run(binary, arguments, environment: environment, input: input, timeout: Self.timeout)
-        if result.timedOut { XCTFail("timed out after \(Self.timeout) s: \(result.summary)", file: file, line: line) }
+            : Spawn.run(binary, arguments, environment: environment, input: input, timeout: timeout)
+        if result.timedOut { XCTFail("timed out after \(timeout) s: \(result.summary)", file: file, line: line) }
         if let signal = result.signal, !result.timedOut {
             XCTFail("killed by signal \(signal): \(result.summary)", file: file, line: line)
         }
@@ -68,8 +70,8 @@ class EndToEndCase: XCTestCase {
     /// Runs and asserts the exit status; returns the result for further checks.
     @discardableResult
     func expect(_ status: Int32, _ arguments: String..., input: Input = .devNull, environment: [String: String] = [:],
-                file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        let result = locket(arguments, input: input, environment: environment, file: file, line: line)
+                timeout: Double = EndToEndCase.timeout, file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(arguments, input: input, environment: environment, timeout: timeout, file: file, line: line)
         XCTAssertEqual(result.status, status, result.summary, file: file, line: line)
         return result
     }
