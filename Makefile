@@ -64,7 +64,15 @@ LARGE_FOLIO_FLAGS = $(if $(filter x86_64,$(shell uname -m)),-Xlinker -z -Xlinker
 # instead of running in every process (Sources/CLocketSystem/crypto_probe.c);
 # the Swift runtime's argv search through /proc/self/maps and its backtracer
 # are left out (Sources/CLocketSystem/runtime.c).
-START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup -Xcc -DLOCKET_LEAN_RUNTIME
+START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup $(LEAN_RUNTIME)
+# runtime.c stands in for symbols of libswiftCore.a, as one toolchain defines
+# and calls them: it is on only with the Swift it was checked against, and
+# another toolchain builds without it (locket-binary says so) until someone
+# checks runtime.c against that one's CommandLine.cpp, Backtrace.cpp and
+# Errors.cpp. Asked once per make, on first use (`swift` is swiftc's driver).
+LEAN_RUNTIME_SWIFT = 6.3
+SWIFT_VERSION = $(eval SWIFT_VERSION := $$(shell $$(SWIFT) --version 2>/dev/null | sed -n 's/^.*Swift version \([0-9][0-9.]*\).*$$$$/\1/p'))$(SWIFT_VERSION)
+LEAN_RUNTIME = $(if $(filter $(LEAN_RUNTIME_SWIFT) $(LEAN_RUNTIME_SWIFT).%,$(SWIFT_VERSION)),-Xcc -DLOCKET_LEAN_RUNTIME)
 # Nothing of the checkout's path in what is built, so that two clones of a
 # commit build the same bytes (docs/PACKAGING.md "Reproducible"): the C
 # sources' and headers' paths (__FILE__ in libcrypto's OPENSSL_free, as
@@ -227,6 +235,7 @@ locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
 	@if [ link/startup.order -nt .build/ordered/release/locket ] || [ link/reproducible.ld -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	@$(call FRESH_MAP,.build/ordered/release/locket,locket)
+	@$(if $(LEAN_RUNTIME),:,echo "locket: the lean Swift runtime start-up is off: runtime.c was checked against Swift $(LEAN_RUNTIME_SWIFT).x, this is $(or $(SWIFT_VERSION),unknown)")
 	$(SWIFT) build $(RELEASE_FLAGS) $(call LINK_MAP,locket) --product locket
 	install -C -D -m 0755 .build/ordered/release/locket $(BIN)
 

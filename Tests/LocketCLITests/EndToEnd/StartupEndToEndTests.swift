@@ -67,6 +67,29 @@ final class StartupEndToEndTests: EndToEndCase {
         XCTAssertFalse(symbols.contains("argvGrabber"), "CommandLine.cpp's maps reader is linked")
     }
 
+    /// The argv the lean runtime keeps from glibc (Sources/CLocketSystem/runtime.c)
+    /// is the process's, byte for byte and in place: spaces kept, an empty
+    /// argument counted where it stands, and bytes that are not UTF-8
+    /// refused by CLI.runProcess naming their place. (No Swift fatal error
+    /// is reachable from locket's input: the release build's preconditions
+    /// trap without a message, and locket calls no fatalError.)
+    func testTheLeanRuntimeHandsOverEveryArgumentWhole() throws {
+        let path = try releaseBinary()
+        initKeychain()
+        add("-s", " two  words ", "-a", "", "-l", "spaced", secret: "found")
+        XCTAssertEqual(expect(0, "find", "-s", " two  words ", "-a", "", "-w").out, "found\n")
+        XCTAssertTrue(expect(0, "find", "-l", "spaced").out.contains("service:  two  words \n"))
+        expect(44, "find", "-s", "two words", "-a", "")
+
+        // Argument 6 of `locket find -s x -a '' BYTES`: the empty one is counted.
+        let shell = try SystemTool.require("sh", for: "passing an argument that is not UTF-8")
+        let result = Spawn.run(shell, ["-c", #"exec "$0" find -s x -a '' "$(printf 'caf\351')""#, path],
+                               environment: sandbox.environment, input: .devNull, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 206, result.summary)
+        XCTAssertEqual(result.errLines, ["locket: error: argument 6 is not valid UTF-8 (errSecParam -50)"], result.summary)
+        XCTAssertEqual(result.stdout, [])
+    }
+
     /// A lookup's keys and opened record share one guarded region: each more
     /// costs an mmap, three mprotect, a madvise and an mlock.
     func testLookupLocksOneGuardedRegion() throws {
