@@ -61,8 +61,18 @@ DEBUG_FLAGS = -Xswiftc -gline-tables-only
 # segments 2 MiB aligned, so that code starts a folio of the file.
 LARGE_FOLIO_FLAGS = $(if $(filter x86_64,$(shell uname -m)),-Xlinker -z -Xlinker max-page-size=0x200000 -Xlinker -e -Xlinker locket_entry)
 # libcrypto's CPU probe (a dozen CPUID traps on a VM) waits for its first use
-# instead of running in every process (Sources/CLocketSystem/crypto_probe.c).
-START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup
+# instead of running in every process (Sources/CLocketSystem/crypto_probe.c);
+# the Swift runtime's argv search through /proc/self/maps and its backtracer
+# are left out (Sources/CLocketSystem/runtime.c).
+START_UP_FLAGS = -Xcc -DLOCKET_DEFER_CRYPTO_PROBE -Xlinker --wrap=OPENSSL_cpuid_setup $(LEAN_RUNTIME)
+# runtime.c stands in for symbols of libswiftCore.a, as one toolchain defines
+# and calls them: it is on only with the Swift it was checked against, and
+# another toolchain builds without it (locket-binary says so) until someone
+# checks runtime.c against that one's CommandLine.cpp, Backtrace.cpp and
+# Errors.cpp. Asked once per make, on first use (`swift` is swiftc's driver).
+LEAN_RUNTIME_SWIFT = 6.3
+SWIFT_VERSION = $(eval SWIFT_VERSION := $$(shell $$(SWIFT) --version 2>/dev/null | sed -n 's/^.*Swift version \([0-9][0-9.]*\).*$$$$/\1/p'))$(SWIFT_VERSION)
+LEAN_RUNTIME = $(if $(filter $(LEAN_RUNTIME_SWIFT) $(LEAN_RUNTIME_SWIFT).%,$(SWIFT_VERSION)),-Xcc -DLOCKET_LEAN_RUNTIME)
 # Nothing of the checkout's path in what is built, so that two clones of a
 # commit build the same bytes (docs/PACKAGING.md "Reproducible"): the C
 # sources' and headers' paths (__FILE__ in libcrypto's OPENSSL_free, as
@@ -169,6 +179,9 @@ deps:
 # tests need none of swtpm-tools' provisioning), tpm2-tools (tpm2_getcap reads
 # the lockout counter, tpm2_pcrextend), tpm2-openssl (the TPM tools' reading of
 # the key files locket keeps).
+# The instruction budget of a lookup (issue 43): valgrind's callgrind counts
+# `find -w` (bench/find-instructions), strip (binutils) drops the debug
+# information valgrind cannot read.
 # The package's tests (make package-test, docs/PACKAGING.md): lintian,
 # piuparts and mmdebstrap (the chroot's base).
 test-deps:
@@ -183,7 +196,7 @@ test-deps:
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
 			chromium:chromium bwrap:bubblewrap /usr/libexec/xdg-desktop-portal:xdg-desktop-portal xdg-dbus-proxy:xdg-dbus-proxy \
-			swtpm:swtpm tpm2_getcap:tpm2-tools lintian:lintian piuparts:piuparts mmdebstrap:mmdebstrap; do \
+			swtpm:swtpm tpm2_getcap:tpm2-tools lintian:lintian piuparts:piuparts mmdebstrap:mmdebstrap valgrind:valgrind strip:binutils; do \
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
@@ -222,6 +235,7 @@ locket-binary: deps
 	@# SwiftPM relinks for a changed source, not for a changed order file.
 	@if [ link/startup.order -nt .build/ordered/release/locket ] || [ link/reproducible.ld -nt .build/ordered/release/locket ]; then rm -f .build/ordered/release/locket; fi
 	@$(call FRESH_MAP,.build/ordered/release/locket,locket)
+	@$(if $(LEAN_RUNTIME),:,echo "locket: the lean Swift runtime start-up is off: runtime.c was checked against Swift $(LEAN_RUNTIME_SWIFT).x, this is $(or $(SWIFT_VERSION),unknown)")
 	$(SWIFT) build $(RELEASE_FLAGS) $(call LINK_MAP,locket) --product locket
 	install -C -D -m 0755 .build/ordered/release/locket $(BIN)
 
@@ -414,6 +428,7 @@ repro-check: release
 	Tests/Package/repro-check $(DISTDIR) $(VERSION)
 
 bench: build
+	bench/find-instructions --budget
 	bench/run
 	bench/keyuse
 	bench/remote

@@ -219,15 +219,19 @@ static int wal_device_characteristics(sqlite3_file *file) {
     return real_of(file)->pMethods->xDeviceCharacteristics(real_of(file));
 }
 
+/* The WAL is opened as it is first (one openat: every command but the
+ * first write of a new keychain finds it there) and made only when missing. */
 static int locket_vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *out) {
-    struct stat st;
     if (!(flags & SQLITE_OPEN_WAL)) return unix_open(vfs, name, file, flags, out);
-    if (name != NULL && lstat(name, &st) == 0 && S_ISREG(st.st_mode)) flags &= ~SQLITE_OPEN_CREATE;
     wal_file *wal = (wal_file *)file;
     wal->real = (sqlite3_file *)(wal + 1);
     wal->written = 0;
     wal->synced = 0;
-    int rc = unix_open(vfs, name, wal->real, flags, out);
+    int rc = unix_open(vfs, name, wal->real, flags & ~SQLITE_OPEN_CREATE, out);
+    if (rc != SQLITE_OK && (flags & SQLITE_OPEN_CREATE)) {
+        struct stat st;
+        if (name == NULL || lstat(name, &st) != 0) rc = unix_open(vfs, name, wal->real, flags, out);
+    }
     /* SQLite calls xClose only on a file whose pMethods is set. */
     wal->base.pMethods = rc == SQLITE_OK && wal->real->pMethods != NULL ? &wal_methods : NULL;
     return rc;

@@ -42,12 +42,15 @@ public enum CLI {
     /// Runs with the real process's argv, environment and file descriptors.
     /// Arguments are checked as bytes first: Swift would silently replace
     /// invalid UTF-8, and an attribute must be stored as typed or refused.
+    /// (One allocation for the array, and `String(validatingCString:)`: the
+    /// generic `String(validating:as:)` built metadata and looked up
+    /// witnesses for every argument, bench/README.md "A lookup above the process floor".)
     public static func runProcess() -> Int32 {
         var arguments: [String] = []
+        arguments.reserveCapacity(Int(CommandLine.argc))
         for i in 0..<Int(CommandLine.argc) {
             guard let p = CommandLine.unsafeArgv[i] else { continue }
-            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
-            guard let argument = String(validating: bytes, as: UTF8.self) else {
+            guard let argument = String(validatingCString: p) else {
                 let message = "locket: error: argument \(i) is not valid UTF-8 (errSecParam -50)\n"
                 _ = message.withCString { write(2, $0, strlen($0)) }
                 return Diagnostics.exitStatus(KeychainError(.param))

@@ -66,6 +66,18 @@ final class QueryTests: KeychainTestCase {
                        found.map(\.persistentRef))
     }
 
+    /// A query that names the whole primary key matches one item per access
+    /// group, oldest first too, whatever the groups' names sort as (the
+    /// file's primary-key index gives them in group order; SQLite sorts them).
+    func testAPrimaryKeyMatchInSeveralGroupsIsOldestFirst() throws {
+        try addGenp("svc", "alice", secret: "zulu", group: "Z.team")
+        try addGenp("svc", "alice", secret: "default")
+        try addGenp("svc", "alice", secret: "alpha", group: "A.team")
+        let key = try query(.genericPassword, [.service: "svc", .account: "alice"])
+        XCTAssertEqual(try keychain.search(key, limit: .all, returnData: true).map { $0.secretString ?? "" }, ["zulu", "default", "alpha"])
+        XCTAssertEqual(try keychain.search(key, returnData: true).map { $0.secretString ?? "" }, ["zulu"])
+    }
+
     func testAddUpdateExistingKeepsThePlaceInTheOrder() throws {
         _ = try addThree()
         try keychain.add(genp("svc", "one", [.comment: "again"]), data: secret("new"), updateExisting: true)

@@ -30,7 +30,9 @@ extension KeychainEngine {
         // Through `cache` directly: the `keys` accessor would copy the set at every change.
         defer { extendsSession = true }
         if device == nil { device = try deviceKey() }
-        if let device { cache.keys = keybag.unwrapWithDevice(device) }
+        // Without a password the KEK below opens every class key it wraps:
+        // the device opens only the rest here (always-this-device-only).
+        if let device { cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword) }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {

@@ -53,7 +53,13 @@ public struct Query: Sendable {
         case .accessible: accessible = try ProtectionClass(parsing: String(decoding: value, as: UTF8.self))
         case .synchronizable: synchronizable = value == [0x31] ? .yes : .no
         default:
-            attributes.removeAll { $0.0 == attribute }
+            // Not removeAll(where:): on an array of tuples it instantiates
+            // generic metadata at run time, in every query that names an
+            // attribute (17 k instructions of a `find`), to remove nothing.
+            var k = attributes.startIndex
+            while k < attributes.endIndex {
+                if attributes[k].0 == attribute { attributes.remove(at: k) } else { k += 1 }
+            }
             attributes.append((attribute, value))
         }
     }

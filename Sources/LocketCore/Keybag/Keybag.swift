@@ -122,9 +122,14 @@ package struct Keybag {
     // MARK: - Unwrapping
 
     /// The keys that open with the device key alone (`dk`, `dku`, `idx`).
-    func unwrapWithDevice(_ device: SecureBytes) -> SessionKeys {
+    /// With `besidesKEK` (a keychain without a password, whose KEK opens its
+    /// keys next), only those the KEK does not wrap, or wraps bound to a
+    /// device: opening `always` and the index key twice cost every command
+    /// two key derivations and two XSalsa20-Poly1305 opens.
+    func unwrapWithDevice(_ device: SecureBytes, besidesKEK: Bool = false) -> SessionKeys {
         var keys = SessionKeys()
         for name in [ProtectionClass.always.rawValue, ProtectionClass.alwaysThisDeviceOnly.rawValue, Keybag.indexKeyName] {
+            if besidesKEK, rows[name]?.kek != nil, ProtectionClass(rawValue: name)?.thisDeviceOnly != true { continue }
             guard let sealed = rows[name]?.device,
                   let key = try? SecretBox.open(sealed, key: deviceWrapKey(device, name), what: "key") else { continue }
             keys.set(name, key)

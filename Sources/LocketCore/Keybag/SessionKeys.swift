@@ -51,8 +51,16 @@ package struct SessionKeys {
 
     package subscript(_ name: String) -> SecureBytes? { entries.first { $0.name == name }?.key }
 
+    /// Not removeAll(where:), nor growth from one entry: on an array of
+    /// tuples the first instantiates generic metadata at run time, and every
+    /// command that opens a keychain sets some ten keys (bench/README.md
+    /// "A lookup above the process floor").
     mutating func set(_ name: String, _ key: SecureBytes) {
-        entries.removeAll { $0.name == name }
+        var k = entries.startIndex
+        while k < entries.endIndex {
+            if entries[k].name == name { entries.remove(at: k) } else { k += 1 }
+        }
+        if entries.capacity == 0 { entries.reserveCapacity(16) }
         entries.append((name, key))
     }
 

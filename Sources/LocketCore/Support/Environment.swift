@@ -39,8 +39,10 @@ public struct Environment: Sendable {
             switch source {
             case .process:
                 guard let p = getenv(name) else { return nil }
-                let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
-                guard let value = String(validating: bytes, as: UTF8.self) else {
+                // Not String(validating:as:), which the standard library
+                // leaves generic: its metadata and witness lookups were
+                // 1 k instructions a variable read (bench/README.md "A lookup above the process floor").
+                guard let value = String(validatingCString: p) else {
                     throw KeychainError(.param, "\(name) is not valid UTF-8")
                 }
                 return value

@@ -64,7 +64,9 @@ package enum FileIO {
         }
         defer { close(fd) }
         var out = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        // No bigger than the limit needs: every `find` reads /etc/machine-id
+        // (33 bytes, limit 256), and a 4 KiB buffer was 4 k instructions of zeroing.
+        var buffer = [UInt8](repeating: 0, count: min(limit + 1, 4096))
         while out.count <= limit {
             let n = try buffer.withUnsafeMutableBytes { raw in
                 try valueOrErrno("read") { read(fd, raw.baseAddress, raw.count) }.get { KeychainError(.io, "cannot read \(path): \($0)") }

@@ -39,6 +39,57 @@ final class StartupEndToEndTests: EndToEndCase {
         XCTAssertEqual(regex.count, 0, "linked from _StringProcessing: \(regex.prefix(5))")
     }
 
+    /// The Swift runtime's start-up as the release build trims it
+    /// (Sources/CLocketSystem/runtime.c): argv is kept from glibc's call of
+    /// the constructors instead of searched for through /proc/self/maps, and
+    /// the backtracer, which looked for a swift-backtrace program beside the
+    /// executable and asked whether stdout and stderr are terminals, is not
+    /// linked. The arguments still reach the parser whole.
+    func testTheRuntimeReadsNeitherItsMapsNorTheBacktracer() throws {
+        let path = try releaseBinary()
+        let strace = try SystemTool.require("strace", for: "watching the release binary's start-up")
+        let log = sandbox.home + "/strace-runtime.log"
+        defer { unlink(log) }
+        let result = Spawn.run(strace, ["-qq", "-o", log, path, "find", "-s", "two words", "--no-such-option-43"],
+                               environment: sandbox.environment, input: .devNull, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 2, result.summary)
+        XCTAssertTrue(result.err.contains("--no-such-option-43"), result.summary)
+        let calls = try String(contentsOfFile: log, encoding: .utf8)
+        XCTAssertFalse(calls.contains("/proc/self/maps"), calls)
+        XCTAssertFalse(calls.contains("swift-backtrace") || calls.contains("libexec/swift"), calls)
+        XCTAssertFalse(calls.contains("TCGETS"), "nothing asks whether stdout is a terminal before a command does: \(calls)")
+
+        let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
+        let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
+        let symbols = String(decoding: listing.stdout, as: UTF8.self)
+        guard listing.status == 0, !symbols.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
+        XCTAssertFalse(symbols.contains("_swift_spawnBacktracer"), "the backtracer is linked")
+        XCTAssertFalse(symbols.contains("argvGrabber"), "CommandLine.cpp's maps reader is linked")
+    }
+
+    /// The argv the lean runtime keeps from glibc (Sources/CLocketSystem/runtime.c)
+    /// is the process's, byte for byte and in place: spaces kept, an empty
+    /// argument counted where it stands, and bytes that are not UTF-8
+    /// refused by CLI.runProcess naming their place. (No Swift fatal error
+    /// is reachable from locket's input: the release build's preconditions
+    /// trap without a message, and locket calls no fatalError.)
+    func testTheLeanRuntimeHandsOverEveryArgumentWhole() throws {
+        let path = try releaseBinary()
+        initKeychain()
+        add("-s", " two  words ", "-a", "", "-l", "spaced", secret: "found")
+        XCTAssertEqual(expect(0, "find", "-s", " two  words ", "-a", "", "-w").out, "found\n")
+        XCTAssertTrue(expect(0, "find", "-l", "spaced").out.contains("service:  two  words \n"))
+        expect(44, "find", "-s", "two words", "-a", "")
+
+        // Argument 6 of `locket find -s x -a '' BYTES`: the empty one is counted.
+        let shell = try SystemTool.require("sh", for: "passing an argument that is not UTF-8")
+        let result = Spawn.run(shell, ["-c", #"exec "$0" find -s x -a '' "$(printf 'caf\351')""#, path],
+                               environment: sandbox.environment, input: .devNull, timeout: Self.timeout)
+        XCTAssertEqual(result.status, 206, result.summary)
+        XCTAssertEqual(result.errLines, ["locket: error: argument 6 is not valid UTF-8 (errSecParam -50)"], result.summary)
+        XCTAssertEqual(result.stdout, [])
+    }
+
     /// A lookup's keys and opened record share one guarded region: each more
     /// costs an mmap, three mprotect, a madvise and an mlock.
     func testLookupLocksOneGuardedRegion() throws {

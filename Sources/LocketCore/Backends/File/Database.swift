@@ -22,6 +22,12 @@ final class Database {
     let path: String
     /// Nested `transaction` calls (the outermost one closes the connection).
     private var depth = 0
+    /// A read transaction `transaction(keepOpen:)` left open: the next
+    /// outermost transaction joins it (a writer's commits it first), so that
+    /// a lookup reads the header and its items in one transaction, without a
+    /// COMMIT and a BEGIN between them (7 k instructions, bench/README.md
+    /// "A lookup above the process floor").
+    private var lingering = false
 
     /// How long a command waits for another process's transaction before
     /// reporting errSecIO. Concurrent `locket` commands hold the file for
@@ -134,7 +140,14 @@ final class Database {
         var persist: Int32 = 1
         sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
         // ...but empty: see `transaction` (journal_size_limit).
-        return create ? SQLITE_OK : sqlite3_exec(handle, "PRAGMA schema_version", nil, nil, nil)
+        if create { return SQLITE_OK }
+        // The lock comes with the first read: that of the schema, which the
+        // first statement needs anyway, here without a statement of its own
+        // (PRAGMA schema_version's cost 6 k instructions more, bench/README.md
+        // "A lookup above the process floor"). A schema SQLite cannot read
+        // (SQLITE_ERROR) is left to that first statement, which says what it is.
+        let read = sqlite3_table_column_metadata(handle, "main", "sqlite_master", nil, nil, nil, nil, nil, nil)
+        return read & 0xff == SQLITE_ERROR ? SQLITE_OK : read
     }
 
     /// Opens the connection again after `close`, with the checks `Keychain.open`
@@ -150,6 +163,8 @@ final class Database {
         guard let handle else { return }
         // A statement still alive would keep the connection, and its lock, open.
         assert(sqlite3_next_stmt(handle, nil) == nil, "a statement outlived its transaction")
+        // A lingering read transaction has nothing to keep: closing ends it.
+        lingering = false
         sqlite3_close_v2(handle)
         self.handle = nil
     }
@@ -227,7 +242,8 @@ final class Database {
     /// writers serialize at BEGIN (where the busy timeout applies) instead of
     /// failing at their first write. The outermost transaction opens the
     /// connection if it is closed and closes it at the end, committed or not
-    /// (unless `keepOpen`): its statements must not outlive `body`.
+    /// (unless `keepOpen`: then a reader's transaction stays open too, for the
+    /// next one to join): its statements must not outlive `body`.
     func transaction<T>(write: Bool, keepOpen: Bool = false, _ body: () throws -> T) throws -> T {
         if depth == 0 && handle == nil { try reconnect() }
         // Which errno a failed write had (a file size limit, a full disk): writers
@@ -241,7 +257,15 @@ final class Database {
             depth -= 1
             if depth == 0 && !keepOpen { close() }
         }
-        try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        if lingering {
+            lingering = false
+            if write {
+                try execute("COMMIT")
+                try execute("BEGIN IMMEDIATE")
+            }
+        } else {
+            try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        }
         // The exclusive lock is held now: no process of a release before
         // exclusive locking has the file open, so its -shm can go.
         if write && depth == 1 {
@@ -256,7 +280,11 @@ final class Database {
         }
         do {
             let result = try body()
-            try execute("COMMIT")
+            if depth == 1 && keepOpen && !write {
+                lingering = true
+            } else {
+                try execute("COMMIT")
+            }
             return result
         } catch {
             _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
