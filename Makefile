@@ -232,7 +232,7 @@ SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 REMOTE_CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests)/
 # Suites run a class per process: their tests share one fixture a class
 # (the TPM suites: one swtpm a class, started by the first test that needs it).
-BY_CLASS = ^LocketCoreTests\.(TPM|TSS2KeyFile)
+BY_CLASS = ^(LocketCoreTests\.(TPM|TSS2KeyFile)|LocketCLITests\.TPM)
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.
 NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.

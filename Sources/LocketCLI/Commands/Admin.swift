@@ -111,6 +111,7 @@ extension Commands {
     static func status(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain(extendSession: false)
         let s = try keychain.session.status()
+        let tpm = try TPMStatus.read(context, probe: invocation.has("tpm"))
         let timeout = s.autoLockTimeout == 0 ? "none" : String(s.autoLockTimeout)
         if context.json {
             var w = JSONWriter()
@@ -133,6 +134,7 @@ extension Commands {
             w.key("items"); w.beginObject()
             for pclass in ProtectionClass.allCases { w.key(pclass.name); w.int(Int64(s.itemCounts[pclass] ?? 0)) }
             w.endObject()
+            w.key("tpm"); tpm.json(&w)
             w.endObject()
             context.out.bytes(w.bytes)
             context.out.text("\n")
@@ -148,6 +150,7 @@ extension Commands {
         if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
         if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.map { Printable.escape($0) }.joined(with: ", "))") }
         for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
+        for line in tpm.lines { context.out.line(line) }
         return 0
     }
 }

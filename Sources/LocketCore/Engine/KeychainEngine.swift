@@ -44,6 +44,10 @@ package final class KeychainEngine {
     let caller: Caller
     /// Proofs given for items with access control (SPEC §14), this process only.
     var proof = ProofState()
+    /// The TPM's helper, started by the first Secure Enclave key this
+    /// keychain makes or uses (SPEC §21) and ended with it: one helper a
+    /// command, never one for a command that touches no TPM key.
+    var tpmClient: TPMClient?
     /// The clock and sleeper of the wrong-password delay; nil: the system's.
     /// Only tests set one, to set the time rather than wait for it.
     var time: TimeSource?
