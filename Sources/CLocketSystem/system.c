@@ -178,3 +178,7 @@ long locket_read_password(int fd, int outfd, const char *prompt,
     }
     return result;
 }
+
+int locket_set_parent_death_signal(int signal) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0, 0, 0);
+}

@@ -12,6 +12,19 @@ struct ClientIdentity {
     /// `/proc/PID/exe` when the executable map is in use.
     let executable: String?
     let caller: Caller
+    /// The client its sessions, prompts and calls count to (Limits): its
+    /// process, so that one program's many connections are one client.
+    let account: String
+}
+
+/// A GetConnectionCredentials in flight: whom it is about, for the answer.
+final class IdentityRequest {
+    weak var provider: Provider?
+    let sender: String
+    init(_ provider: Provider, _ sender: String) {
+        self.provider = provider
+        self.sender = sender
+    }
 }
 
 /// One entry of the executable map, with its entitlements read at start-up
@@ -22,18 +35,90 @@ struct AppEntry {
 }
 
 extension Provider {
-    /// The identity of `sender`, asked of the bus daemon once per client
-    /// (GetConnectionCredentials) and kept until it leaves the bus. Another
-    /// user's process is refused (AccessDenied): a session bus normally
-    /// admits only its user, but one configured to allow others (or anonymous
-    /// connections) must not hand them this user's secrets.
+    /// The identity of `sender`, as the bus daemon gave it (`identified`);
+    /// a client it refused, or one it could not name, is AccessDenied.
     func identify(_ sender: String) throws -> ClientIdentity {
         if let known = callers[sender] { return known }
-        guard sender != "org.freedesktop.DBus" else { throw BusError.accessDenied("the bus daemon makes no calls here") }
-        let (uid, pid) = try credentials(of: sender)
+        throw BusError.accessDenied(refusedCallers[sender] ?? "the bus daemon makes no calls here")
+    }
+
+    /// Whether `sender`'s calls must wait for its identity: the first call
+    /// of a client asks the bus daemon who it is (GetConnectionCredentials),
+    /// without waiting for the answer, and its calls stay in their queue
+    /// until `identified` has it. Waiting in place was a stall: the answer
+    /// comes behind every message the daemon holds for the provider, and a
+    /// flood of new connections kept the provider waiting on each in turn.
+    func awaitsIdentity(_ sender: String) -> Bool {
+        guard callers[sender] == nil, refusedCallers[sender] == nil, !sender.isEmpty, sender != "org.freedesktop.DBus" else { return false }
+        if identifying[sender] != nil { return true }
+        guard let request = dbus_message_new_method_call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                         "GetConnectionCredentials") else { return false }
+        defer { dbus_message_unref(request) }
+        var writer = MessageWriter(request)
+        writer.string(sender)
+        var pending: OpaquePointer?
+        guard writer.ok, dbus_connection_send_with_reply(identityConnection, request, &pending, Int32.max) != 0, let pending else {
+            refusedCallers[sender] = "the bus did not say who \(sender) is"
+            return false
+        }
+        defer { dbus_pending_call_unref(pending) }
+        let context = Unmanaged.passRetained(IdentityRequest(self, sender)).toOpaque()
+        let notified = dbus_pending_call_set_notify(pending, { pending, context in
+            guard let pending, let context else { return }
+            let request = Unmanaged<IdentityRequest>.fromOpaque(context).takeUnretainedValue()
+            guard let reply = dbus_pending_call_steal_reply(pending) else { return }
+            defer { dbus_message_unref(reply) }
+            request.provider?.identified(request.sender, reply)
+        }, context, { context in
+            if let context { Unmanaged<IdentityRequest>.fromOpaque(context).release() }
+        })
+        guard notified != 0 else {
+            Unmanaged<IdentityRequest>.fromOpaque(context).release()
+            dbus_pending_call_cancel(pending)
+            refusedCallers[sender] = "the bus did not say who \(sender) is"
+            return false
+        }
+        identifying[sender] = Prompt.now()
+        dbus_connection_flush(identityConnection)
+        return true
+    }
+
+    /// Reads what the bus daemon answered about new clients (`identified`
+    /// runs as each answer is dispatched).
+    func readIdentities() {
+        guard !identifying.isEmpty else { return }
+        _ = dbus_connection_read_write(identityConnection, 0)
+        while dbus_connection_dispatch(identityConnection) == DBUS_DISPATCH_DATA_REMAINS {}
+        // An answer that never comes must not hold a client's calls (nor the bus) for good.
+        let now = Prompt.now()
+        for (sender, asked) in identifying where now - asked >= Limits.identityWait {
+            identifying[sender] = nil
+            refusedCallers[sender] = "the bus did not say who \(sender) is in \(Limits.identityWait) s"
+            calls.release(sender, account: sender)
+        }
+    }
+
+    /// The bus daemon's answer about `sender`: its identity, or a refusal.
+    /// Another user's process is refused (AccessDenied): a session bus
+    /// normally admits only its user, but one configured to allow others
+    /// (or anonymous connections) must not hand them this user's secrets.
+    /// Its calls are answered from now on, in turn with the others'.
+    func identified(_ sender: String, _ reply: OpaquePointer) {
+        // It left the bus meanwhile: its calls went with it.
+        guard identifying.removeValue(forKey: sender) != nil else { return }
+        defer { calls.release(sender, account: callers[sender]?.account ?? sender) }
+        var uid: UInt32?, pid: UInt32?
+        if dbus_message_get_type(reply) == DBUS_MESSAGE_TYPE_METHOD_RETURN {
+            var reader = MessageReader(reply)
+            for (name, var value) in (try? reader.variantDictionary()) ?? [:] where name == "UnixUserID" || name == "ProcessID" {
+                guard value.nextType == DBusType.uint32, let number = try? value.uint32() else { continue }
+                if name == "UnixUserID" { uid = number } else { pid = number }
+            }
+        }
         guard let uid, uid == getuid() else {
             log("refused \(sender): uid \(uid.map(String.init) ?? "unknown") is not this user's (\(getuid()))")
-            throw BusError.accessDenied("only processes of uid \(getuid()) may use this Secret Service")
+            refusedCallers[sender] = "only processes of uid \(getuid()) may use this Secret Service"
+            return
         }
         var executable: String?
         var caller = defaultCaller
@@ -41,33 +126,7 @@ extension Provider {
             executable = Provider.executable(of: pid, uid: uid)
             if let executable, let app = apps.first(where: { $0.executable == executable }) { caller = .app(app.entitlements) }
         }
-        let identity = ClientIdentity(uid: uid, pid: pid, executable: executable, caller: caller)
-        callers[sender] = identity
-        return identity
-    }
-
-    /// (UnixUserID, ProcessID) of a connection, from the bus daemon.
-    private func credentials(of sender: String) throws -> (UInt32?, UInt32?) {
-        guard let request = dbus_message_new_method_call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                         "GetConnectionCredentials") else { throw BusError.failed("out of memory") }
-        defer { dbus_message_unref(request) }
-        var writer = MessageWriter(request)
-        writer.string(sender)
-        var error = DBusError()
-        dbus_error_init(&error)
-        defer { dbus_error_free(&error) }
-        guard let reply = dbus_connection_send_with_reply_and_block(connection, request, 5_000, &error) else {
-            throw BusError.accessDenied("the bus did not say who \(sender) is: \(Provider.text(error))")
-        }
-        defer { dbus_message_unref(reply) }
-        var reader = MessageReader(reply)
-        var uid: UInt32?, pid: UInt32?
-        for (name, var value) in try reader.variantDictionary() where name == "UnixUserID" || name == "ProcessID" {
-            guard value.nextType == DBusType.uint32 else { continue }
-            let number = try value.uint32()
-            if name == "UnixUserID" { uid = number } else { pid = number }
-        }
-        return (uid, pid)
+        callers[sender] = ClientIdentity(uid: uid, pid: pid, executable: executable, caller: caller, account: pid.map { "pid \($0)" } ?? sender)
     }
 
     /// The executable of process `pid`, if that process still belongs to

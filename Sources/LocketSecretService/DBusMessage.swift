@@ -112,11 +112,14 @@ struct MessageReader {
         return MessageReader(sub: sub)
     }
 
-    /// `ao`.
-    mutating func objectPaths() throws -> [String] {
+    /// `ao`, of at most `limit` paths (more: LimitsExceeded).
+    mutating func objectPaths(limit: Int = Int.max) throws -> [String] {
         var array = try container(DBusType.array, "an array of object paths")
         var out: [String] = []
-        while array.nextType != DBusType.invalid { out.append(try array.objectPath()) }
+        while array.nextType != DBusType.invalid {
+            guard out.count < limit else { throw Limits.exceeded("more than \(limit) objects in one call") }
+            out.append(try array.objectPath())
+        }
         return out
     }
 

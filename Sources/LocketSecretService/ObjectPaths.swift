@@ -65,18 +65,25 @@ enum ObjectPath {
 
     static func item(_ collectionPath: String, ref: [UInt8]) -> String { collectionPath + "/" + Hex.encode(ref) }
 
-    /// A keychain name as one path element: [A-Za-z0-9_] stay, every other
+    /// A keychain name as one path element: [A-Za-z0-9] stay, every other
     /// byte becomes `_XX` (its hex), as gnome-keyring spells collection names.
     static func element(_ name: String) -> String {
         var out = ""
         for byte in name.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            if byte != UInt8(ascii: "_") && isElementByte(byte) {
                 out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
+            } else {
                 out += "_" + Hex.encode([byte])
             }
         }
         return out.isEmpty ? "_" : out
+    }
+
+    /// Whether `byte` may stand in an object path's element: [A-Za-z0-9_].
+    static func isElementByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"): true
+        default: false
+        }
     }
 }

@@ -113,16 +113,38 @@ enum PrivateBus {
         try writeAll(fd, Array(text.utf8)).get { ProviderError("cannot write \(path): \($0)") }
     }
 
-    /// Starts dbus-daemon and reads the address it prints.
+    /// The first argument of this executable that makes it the private
+    /// bus's dbus-daemon: `locket-secret-service DAEMON_MODE PARENT_PID
+    /// ARGUMENTS...` (an internal command line, never the user's).
+    static let daemonMode = "--private-bus-daemon"
+
+    /// The private bus's dbus-daemon, exec'd with a parent-death signal
+    /// (posix_spawn can't set one): when the provider ends, however it ends
+    /// (SIGKILL, an abort), the kernel sends the daemon SIGTERM, so no bus
+    /// is left behind without its provider (issue 44). Returns only on failure.
+    static func execDaemon(_ arguments: [String]) -> Int32 {
+        guard let parent = Int32(arguments[0]), arguments.count > 1 else { return 2 }
+        guard locket_set_parent_death_signal(SIGTERM) == 0 else { return 1 }
+        // The provider ended between the spawn and the prctl: nothing would signal us.
+        guard getppid() == parent else { return 1 }
+        let argv: [UnsafeMutablePointer<CChar>?] = (["dbus-daemon"] + arguments.dropFirst()).map { strdup($0) } + [nil]
+        _ = argv.withUnsafeBufferPointer { execvp("dbus-daemon", $0.baseAddress!) }
+        return 127
+    }
+
+    /// Starts dbus-daemon (through `execDaemon`) and reads the address it prints.
     private static func startDaemon(config: String) throws -> (pid_t, String) {
         var pipe: [Int32] = [-1, -1]
         try nothingOrErrno("pipe2") { locket_pipe_cloexec(&pipe) }.get { ProviderError("cannot make a pipe: \($0)") }
-        let arguments = ["dbus-daemon", "--config-file=\(config)", "--nofork", "--nopidfile", "--print-address=1"]
+        let options = ["--config-file=\(config)", "--nofork", "--nopidfile", "--print-address=1"]
+        // This executable, to set the parent-death signal before dbus-daemon runs; dbus-daemon itself where /proc is not mounted.
+        let own = readLink("/proc/self/exe")
+        let arguments = own.map { _ in ["locket-secret-service", daemonMode, String(getpid())] + options } ?? ["dbus-daemon"] + options
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         // Its warnings (it can't raise its descriptor limit in a container) are not the user's business.
-        let spawned = Spawner.spawn("dbus-daemon", argv: argv, environment: environ, stdin: .devNull, stdout: .descriptor(pipe[1]),
-                                    stderr: .devNull, searchPath: true)
+        let spawned = Spawner.spawn(own ?? "dbus-daemon", argv: argv, environment: environ, stdin: .devNull, stdout: .descriptor(pipe[1]),
+                                    stderr: .devNull, searchPath: own == nil)
         close(pipe[1])
         defer { close(pipe[0]) }
         let pid = try spawned.get { ProviderError("cannot start dbus-daemon: \($0) (Debian's dbus-daemon package has it)") }
@@ -138,7 +160,7 @@ enum PrivateBus {
         }
         guard let end = line.firstIndex(of: 10), end > 0 else {
             stop(pid)
-            throw ProviderError("dbus-daemon did not start (no address printed)")
+            throw ProviderError("dbus-daemon did not start (no address printed; Debian's dbus-daemon package has it)")
         }
         return (pid, String(decoding: line[..<end], as: UTF8.self))
     }

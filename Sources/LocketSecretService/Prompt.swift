@@ -8,8 +8,10 @@ import LocketCore
 /// client calls Dismiss(), three passwords were wrong, or five minutes pass.
 final class Prompt {
     enum Action {
-        /// Unlock these keychains (one password each, in turn); report `objects`.
-        case unlock(pending: [Provider.Collection], objects: [String])
+        /// Unlock these keychains (one password each, in turn); report the
+        /// objects whose keychain is unlocked (each path as the client gave it,
+        /// with its collection's name).
+        case unlock(pending: [Provider.Collection], objects: [(path: String, collection: String)])
         /// A new keychain, its password asked twice.
         case create(name: String, path: String, label: String, alias: String)
         /// Delete a keychain, once its password (or, without one, its name) is given.
@@ -21,8 +23,8 @@ final class Prompt {
     let client: ClientIdentity
     var action: Action
     var input: PasswordInput?
-    /// An unlock deriving its key on its own thread (UnlockJob).
-    var job: UnlockJob?
+    /// A password being checked, or a keychain made, on a thread of its own (PromptJob).
+    var job: PromptJob?
     var started = false
     var attempts = 0
     /// The first of the two passwords of a new keychain.
@@ -43,9 +45,15 @@ final class Prompt {
     }
 
     var path: String { ObjectPath.promptPrefix + id }
+
+    /// The object paths it holds (Limits.promptObjects).
+    var objectCount: Int {
+        if case .unlock(_, let objects) = action { return objects.count }
+        return 0
+    }
     var descriptor: Int32? { job?.fd ?? input?.fd }
 
-    /// Stops asking; an unlock already deriving ends on its own thread, unheard.
+    /// Stops asking; a job already running ends on its own thread, unheard.
     func cancel() {
         input?.cancel()
         input = nil

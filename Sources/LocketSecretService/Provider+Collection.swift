@@ -12,8 +12,13 @@ extension Provider {
                 try self.collectionProperty(name, collection, call)
             }, set: { name, value in
                 guard name == "Label" else { throw BusError.readOnly("\(name) is read-only") }
+                let label = try value.string()
+                guard label.utf8.count <= Attribute.maximumValueLength else {
+                    throw BusError.invalidArgs("the label is longer than \(Attribute.maximumValueLength) bytes")
+                }
+                guard !self.isLocked(collection, call.client) else { throw BusError.isLocked("the collection is locked") }
                 // The label is this run's name for the keychain; the file keeps its own name.
-                collection.label = try value.string()
+                collection.label = label
                 self.emit(ObjectPath.service, Provider.serviceInterface, "CollectionChanged") { $0.objectPath(collection.path) }
                 self.propertiesChanged(collection.path, Provider.collectionInterface, ["Label"])
             })
@@ -24,11 +29,14 @@ extension Provider {
         var args = MessageReader(call.message)
         switch call.member {
         case "SearchItems":
-            let query = try FreeFormMapping.query(try args.stringDictionary(limit: FreeForm.maximumCount))
+            let attributes = try args.stringDictionary(limit: FreeForm.maximumCount)
             let keychain = try open(collection, call.client)
             defer { keychain.releaseFile() }
             var paths: [String] = []
-            try keychain.forEachMatch(query) { paths.append(ObjectPath.item(collection.path, ref: $0.persistentRef)) }
+            try keychain.forEachMatch(try FreeFormMapping.query(attributes)) { item in
+                guard item.availability != .available || FreeFormMapping.has(item, attributes) else { return }
+                paths.append(ObjectPath.item(collection.path, ref: item.persistentRef))
+            }
             out.objectPaths(paths)
         case "CreateItem":
             let properties = try args.variantDictionary()
@@ -47,7 +55,7 @@ extension Provider {
     private func collectionProperty(_ name: String, _ collection: Collection, _ call: Call) throws -> ((inout MessageWriter) -> Void)? {
         switch name {
         case "Items":
-            let paths = try items(collection, Query(itemClass: .genericPassword), call.client, opening: false).map { ObjectPath.item(collection.path, ref: $0.persistentRef) }
+            let paths = try itemPaths(collection, call.client) { ObjectPath.item(collection.path, ref: $0) }
             return { $0.variant("ao") { $0.objectPaths(paths) } }
         case "Label":
             let label = collection.label
@@ -55,9 +63,12 @@ extension Provider {
         case "Locked":
             let locked = isLocked(collection, call.client)
             return { $0.variant("b") { $0.boolean(locked) } }
-        case "Created", "Modified":
+        case "Created":
+            let seconds = collection.createdSeconds
+            return { $0.variant("t") { $0.uint64(seconds) } }
+        case "Modified":
             var info = stat()
-            let seconds = stat(collection.keychainPath, &info) == 0 ? UInt64(max(0, name == "Created" ? info.st_ctim.tv_sec : info.st_mtim.tv_sec)) : 0
+            let seconds = stat(collection.keychainPath, &info) == 0 ? UInt64(max(0, info.st_mtim.tv_sec)) : 0
             return { $0.variant("t") { $0.uint64(seconds) } }
         default:
             return nil
@@ -67,7 +78,9 @@ extension Provider {
     /// CreateItem: a generic password with the mapped attributes, its
     /// free-form ones and its content type, unique by reference (two items
     /// with the same attributes are two items, as clients expect). With
-    /// `replace`, an item with exactly these attributes is updated instead.
+    /// `replace`, an item with exactly these attributes is updated instead
+    /// (an empty one among them included: FreeFormMapping.hasExactly).
+    /// Sizes are the engine's to refuse, as for every caller.
     private func createItem(_ collection: Collection, properties: [String: MessageReader], secret: Secret, replace: Bool,
                             _ call: Call) throws -> String {
         var attributes: [String: String] = [:]
@@ -84,13 +97,13 @@ extension Provider {
             default: break
             }
         }
-        let (mapped, free) = FreeFormMapping.split(attributes)
-        let freeForm = FreeForm(attributes: free, contentType: secret.contentType, uniqueByReference: true)
+        let mapped = FreeFormMapping.split(attributes).mapped
+        let freeForm = FreeFormMapping.freeForm(attributes, contentType: secret.contentType, uniqueByReference: true)
         try freeForm.validate()
         let keychain = try open(collection, call.client)
         defer { keychain.releaseFile() }
         if replace, let existing = try keychain.matching(try FreeFormMapping.query(attributes)).first(where: {
-            $0.availability == .available && FreeFormMapping.attributes(of: $0) == attributes
+            $0.availability == .available && FreeFormMapping.hasExactly($0, attributes)
         }) {
             var query = Query(itemClass: .genericPassword)
             query.persistentRef = existing.persistentRef

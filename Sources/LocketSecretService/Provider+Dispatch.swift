@@ -48,14 +48,27 @@ struct Call {
 }
 
 extension Provider {
-    /// Every incoming message: signals from the bus daemon, and method calls.
-    func handle(_ message: OpaquePointer) {
+    /// Every message libdbus reads: the bus daemon's signals are acted on at
+    /// once (a client gone takes its waiting calls with it), method calls
+    /// wait in their client's queue (CallQueue) to be answered in turn.
+    func receive(_ message: OpaquePointer) {
         let type = dbus_message_get_type(message)
         if type == DBUS_MESSAGE_TYPE_SIGNAL {
             busSignal(message)
             return
         }
         guard type == DBUS_MESSAGE_TYPE_METHOD_CALL else { return }
+        let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
+        let account = awaitsIdentity(sender) ? nil : callers[sender]?.account ?? sender
+        guard let refused = calls.push(message, from: sender, account: account) else { return }
+        if dbus_message_get_no_reply(refused) == 0 {
+            replyError(refused, Limits.exceeded("more than \(Limits.queuedCalls) calls are waiting; this client has the most"))
+        }
+        if refused != message { dbus_message_unref(refused) }
+    }
+
+    /// Answers one method call.
+    func answer(_ message: OpaquePointer) {
         let noReply = dbus_message_get_no_reply(message) != 0
         held = []
         defer { releaseHeld() }
@@ -68,7 +81,13 @@ extension Provider {
                             member: dbus_message_get_member(message).map { String(cString: $0) } ?? "", client: client)
             guard let reply = dbus_message_new_method_return(message) else { return }
             var writer = MessageWriter(reply)
-            try route(call, &writer)
+            do {
+                try route(call, &writer)
+            } catch {
+                // The reply begun is not sent: an error goes instead (every refused call leaked it, ~0.5 KiB).
+                dbus_message_unref(reply)
+                throw error
+            }
             if noReply { dbus_message_unref(reply) } else if writer.ok { send(reply, now: true) } else {
                 dbus_message_unref(reply)
                 replyError(message, .failed("out of memory"))
@@ -115,8 +134,8 @@ extension Provider {
         case .item(let name, _, let ref): try itemCall(call, try collection(name, call.path), ref: ref, &out)
         case .session(let id):
             guard wants(Provider.sessionInterface), call.member == "Close" else { throw BusError.unknownMethod("no method \(call.member) on a session") }
-            guard let session = sessions[id], session.owner == call.sender else { throw BusError.unknownObject(call.path) }
-            sessions[id] = nil
+            guard sessions.owner(of: id) == call.sender else { throw BusError.unknownObject(call.path) }
+            sessions.remove(id)
         case .prompt(let id):
             guard let prompt = prompts[id], prompt.owner == call.sender else { throw BusError.unknownObject(call.path) }
             try promptCall(call, prompt)
@@ -140,7 +159,7 @@ extension Provider {
             return Introspection.document("", nodes: call.path.hasSuffix("aliases") ? aliases.keys.sorted() : collections.keys.sorted())
         case .collection(let name, _):
             let collection = try self.collection(name, call.path)
-            let refs = (try? items(collection, Query(itemClass: .genericPassword), call.client, opening: false))?.map { Hex.encodeRef($0.persistentRef) } ?? []
+            let refs = (try? itemPaths(collection, call.client) { Hex.encodeRef($0) }) ?? []
             return Introspection.document(Introspection.collection, nodes: refs)
         case .item: return Introspection.document(Introspection.item, nodes: [])
         case .session(let id):
@@ -150,8 +169,8 @@ extension Provider {
             guard prompts[id] != nil else { throw BusError.unknownObject(call.path) }
             return Introspection.document(Introspection.prompt, nodes: [])
         case .unknown:
-            if call.path == ObjectPath.service + "/session" { return Introspection.document("", nodes: sessions.filter { $0.value.owner == call.sender }.keys.sorted()) }
-            if call.path == ObjectPath.service + "/prompt" { return Introspection.document("", nodes: prompts.filter { $0.value.owner == call.sender }.keys.sorted()) }
+            if call.path == ObjectPath.service + "/session" { return Introspection.document("", nodes: sessions.ids(ownedBy: call.sender)) }
+            if call.path == ObjectPath.service + "/prompt" { return Introspection.document("", nodes: prompts.ids(ownedBy: call.sender)) }
             throw BusError.unknownObject(call.path)
         }
     }
@@ -171,13 +190,16 @@ extension Provider {
         forget(client: name)
     }
 
-    /// Drops what belonged to a client that left the bus.
+    /// Drops what belonged to a client that left the bus, its calls not yet answered included.
     func forget(client name: String) {
         callers[name] = nil
-        sessions = sessions.filter { $0.value.owner != name }
-        for (id, prompt) in prompts where prompt.owner == name {
+        refusedCallers[name] = nil
+        identifying[name] = nil
+        calls.drop(name)
+        _ = sessions.removeAll(ownedBy: name)
+        for prompt in prompts.removeAll(ownedBy: name) {
             prompt.cancel()
-            prompts[id] = nil
+            promptObjects -= prompt.objectCount
         }
     }
 }

@@ -39,9 +39,11 @@ extension Provider {
             try keychain.update(query, changes: [:], data: secret.value, freeForm: freeForm)
             emit(collection.path, Provider.collectionInterface, "ItemChanged") { $0.objectPath(path) }
         case "Delete":
-            // Works while locked, as `locket delete` does: it needs no key.
+            // A locked item is IsLocked, as the API and gnome-keyring have it (`locket delete` needs no key, and still works).
             let keychain = try open(collection, call.client)
             defer { keychain.releaseFile() }
+            guard let item = try keychain.matching(Provider.query(ref)).first else { throw BusError.noSuchObject("no item at \(path)") }
+            guard item.availability == .available && item.accessControl == nil else { throw BusError.isLocked() }
             do {
                 try keychain.delete(Provider.query(ref))
             } catch let error as KeychainError where error.code == .itemNotFound {
@@ -106,6 +108,7 @@ extension Provider {
             for (attribute, bytes) in mapped { changes[attribute] = bytes }
             var freeForm = item.freeForm
             freeForm.attributes = free
+            freeForm.keepsEmptyMapped = true
             try keychain.update(query, changes: changes, freeForm: freeForm)
         default:
             throw BusError.readOnly("\(name) is read-only")

@@ -1,12 +1,10 @@
 import CDBus
 import Glibc
 import LocketCore
+import LocketSupport
 
 /// org.freedesktop.Secret.Service at /org/freedesktop/secrets.
 extension Provider {
-    /// The most sessions one client may hold open at once.
-    static let maximumSessions = 256
-
     func service(_ call: Call, _ out: inout MessageWriter) throws {
         if call.interface == Provider.propertiesInterface {
             return try properties(call, &out, interface: Provider.serviceInterface, names: ["Collections"], get: { name in
@@ -22,29 +20,40 @@ extension Provider {
         switch call.member {
         case "OpenSession": try openSession(call, &args, &out)
         case "SearchItems":
-            let query = try FreeFormMapping.query(try args.stringDictionary(limit: FreeForm.maximumCount))
-            var unlocked: [String] = [], locked: [String] = []
-            for collection in existingCollections() {
-                let keychain = try open(collection, call.client)
-                defer { keychain.releaseFile() }
-                // One item at a time: a search matching 10,000 items holds their paths, not their attributes.
-                try keychain.forEachMatch(query) { item in
-                    let path = ObjectPath.item(collection.path, ref: item.persistentRef)
-                    if item.availability == .available { unlocked.append(path) } else { locked.append(path) }
+            let attributes = try args.stringDictionary(limit: FreeForm.maximumCount)
+            let query = try FreeFormMapping.query(attributes)
+            var locked: [String] = []
+            var failure: (any Error)?
+            // One item at a time, each unlocked one's path straight into the
+            // reply: a search matching 10,000 items holds neither their
+            // attributes nor their paths (the locked ones', fewer, wait).
+            out.container(DBusType.array, "o") { unlocked in
+                do {
+                    for collection in existingCollections() {
+                        let keychain = try open(collection, call.client)
+                        defer { keychain.releaseFile() }
+                        try keychain.forEachMatch(query) { item in
+                            guard item.availability != .available || FreeFormMapping.has(item, attributes) else { return }
+                            let path = ObjectPath.item(collection.path, ref: item.persistentRef)
+                            if item.availability == .available { unlocked.objectPath(path) } else { locked.append(path) }
+                        }
+                    }
+                } catch {
+                    failure = error
                 }
             }
-            out.objectPaths(unlocked)
+            if let failure { throw failure }
             out.objectPaths(locked)
         case "Unlock":
-            let objects = try args.objectPaths()
+            let objects = try args.objectPaths(limit: Limits.objectsPerCall)
             let (unlocked, prompt) = try unlock(objects, call)
             out.objectPaths(unlocked)
             out.objectPath(prompt)
         case "Lock":
-            out.objectPaths(try lock(try args.objectPaths(), call))
+            out.objectPaths(try lock(try args.objectPaths(limit: Limits.objectsPerCall), call))
             out.objectPath(ObjectPath.none)
         case "GetSecrets":
-            let paths = try args.objectPaths()
+            let paths = try args.objectPaths(limit: Limits.objectsPerCall)
             let sessionPath = try args.objectPath()
             let session = try self.session(sessionPath, call)
             var secrets: [(String, Secret)] = []
@@ -72,12 +81,16 @@ extension Provider {
         case "SetAlias":
             let name = try args.string()
             let path = try args.objectPath()
-            guard !name.isEmpty, !name.contains("/") else { throw BusError.invalidArgs("'\(name.prefix(64))' is not an alias") }
+            // An alias is a path element (/org/freedesktop/secrets/aliases/NAME), as a collection's name is.
+            guard !name.isEmpty, name.utf8.count <= Limits.aliasLength, name.utf8.allSatisfy(ObjectPath.isElementByte) else {
+                throw BusError.invalidArgs("'\(Printable.clip(name))' is not an alias: 1 to \(Limits.aliasLength) of A-Z, a-z, 0-9 and _")
+            }
             if path == ObjectPath.none {
                 aliases[name] = nil
             } else {
                 guard case .collection(let collection, _) = ObjectPath.target(path, alias: { self.aliases[$0] }),
                       collections[collection] != nil else { throw BusError.noSuchObject("no collection at \(path.prefix(200))") }
+                guard aliases[name] != nil || aliases.count < Limits.aliases else { throw Limits.exceeded("more than \(Limits.aliases) aliases") }
                 aliases[name] = collection
             }
         case "CreateCollection":
@@ -96,30 +109,32 @@ extension Provider {
     private func openSession(_ call: Call, _ args: inout MessageReader, _ out: inout MessageWriter) throws {
         let name = try args.string()
         var input = try args.container(DBusType.variant, "a variant")
-        guard sessions.values.filter({ $0.owner == call.sender }).count < Provider.maximumSessions else {
-            throw BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", message: "more than \(Provider.maximumSessions) open sessions")
-        }
+        guard sessions.admits(call.client.account) else { throw Limits.exceeded("more than \(Limits.sessionsPerClient) open sessions") }
+        // All clients together at the bound: the client holding the most gives way (its oldest session closes).
+        while sessions.isFull, let oldest = sessions.oldestOfLargest { sessions.remove(oldest.id) }
         let session: TransferSession
         switch TransferSession.Algorithm(rawValue: name) {
         case .plain?:
             session = TransferSession()
             out.variant("s") { $0.string("") }
         case .dh?:
-            session = try TransferSession(peer: try input.bytes())
+            session = try TransferSession(peer: try input.bytes(), keys: sessionKeys)
             out.variant("ay") { $0.bytes(session.publicKey) }
         case nil:
             throw BusError(name: "org.freedesktop.DBus.Error.NotSupported", message: "the algorithm '\(name.prefix(64))' is not supported (plain, dh-ietf1024-sha256-aes128-cbc-pkcs7)")
         }
         let id = newID()
-        sessions[id] = (call.sender, session)
+        sessions.add(id, owner: call.sender, account: call.client.account, session)
         out.objectPath(ObjectPath.sessionPrefix + id)
     }
 
     /// The caller's session at `path`; another client's session or none is NoSession.
     func session(_ path: String, _ call: Call) throws -> TransferSession {
-        guard path.hasPrefix(ObjectPath.sessionPrefix), let entry = sessions[String(path.dropFirst(ObjectPath.sessionPrefix.count))],
-              entry.owner == call.sender else { throw BusError.noSession("no session at \(path.prefix(200)) for this client") }
-        return entry.session
+        let id = String(path.dropFirst(ObjectPath.sessionPrefix.count))
+        guard path.hasPrefix(ObjectPath.sessionPrefix), sessions.owner(of: id) == call.sender, let session = sessions[id] else {
+            throw BusError.noSession("no session at \(path.prefix(200)) for this client")
+        }
+        return session
     }
 
     /// The collections whose keychain exists now, in name order.

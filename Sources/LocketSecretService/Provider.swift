@@ -9,8 +9,8 @@ import LocketSupport
 /// keychain.
 ///
 /// One thread, one poll loop: the bus connection, a signalfd, and the
-/// descriptors of prompts in progress (askpass children, the terminal, an
-/// unlock deriving its key on a thread of its own: UnlockJob), so a prompt
+/// descriptors of prompts in progress (askpass children, the terminal, a
+/// password hashed on a thread of its own: PromptJob), so a prompt
 /// never holds up another client. Every request opens its keychain
 /// afresh and releases the file before it answers (docs/ARCHITECTURE.md,
 /// "The connection's lifetime"): a `locket lock` or `unlock` in a shell is
@@ -26,6 +26,10 @@ public final class Provider {
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
 
     let connection: OpaquePointer
+    /// A second connection, for asking the bus daemon who a new client is:
+    /// its answers don't wait behind the calls the daemon holds for the
+    /// provider, nor count against what libdbus reads ahead on `connection`.
+    let identityConnection: OpaquePointer
     let environment: Environment
     let options: ProviderOptions
     /// What the provider reports (one line each on stderr); never a secret.
@@ -35,12 +39,22 @@ public final class Provider {
     var collections: [String: Collection] = [:]
     /// Alias -> collection name (`default` at start; SetAlias changes it for this run).
     var aliases: [String: String] = [:]
-    /// Open sessions by id, with the unique name of the client that opened them.
-    var sessions: [String: (owner: String, session: TransferSession)] = [:]
-    /// Prompts by id.
-    var prompts: [String: Prompt] = [:]
+    /// Open sessions by id, each with the connection that opened it and its client.
+    var sessions = OwnedObjects<TransferSession>(perClient: Limits.sessionsPerClient, total: Limits.sessions)
+    /// The DH sessions' keys.
+    let sessionKeys = SessionKeys(capacity: Limits.sessions + 16)
+    /// Prompts by id, each with its client.
+    var prompts = OwnedObjects<Prompt>(perClient: Limits.promptsPerClient, total: Limits.prompts)
+    /// The object paths the prompts in progress hold, all together.
+    var promptObjects = 0
+    /// Calls read and not yet answered, a queue per connection.
+    var calls = CallQueue()
     /// What each connected client is (uid checked, executable mapped), by unique name.
     var callers: [String: ClientIdentity] = [:]
+    /// Clients the bus daemon said are not this user's (or could not name), with why.
+    var refusedCallers: [String: String] = [:]
+    /// Clients whose identity was asked of the bus daemon, not yet answered, with when (Prompt.now()).
+    var identifying: [String: Int] = [:]
     var nextID = 0
     /// The executable map, its entitlements read at start-up.
     let apps: [AppEntry]
@@ -59,12 +73,29 @@ public final class Provider {
         let name: String
         let keychainPath: String
         var label: String
+        /// When the keychain was made, once asked (`createdSeconds`).
+        var created: UInt64?
         init(name: String, keychainPath: String, label: String) {
             self.name = name
             self.keychainPath = keychainPath
             self.label = label
         }
         var path: String { ObjectPath.collection(name) }
+
+        /// The keychain file's birth time where its file system records one
+        /// (statx), else its change time when first asked, kept for the run:
+        /// the change time moves with every item added.
+        var createdSeconds: UInt64 {
+            if let created { return created }
+            var birth = locket_file_birth_time(keychainPath)
+            if birth < 0 {
+                var info = stat()
+                birth = stat(keychainPath, &info) == 0 ? Int64(info.st_ctim.tv_sec) : -1
+            }
+            guard birth >= 0 else { return 0 }
+            created = UInt64(birth)
+            return UInt64(birth)
+        }
     }
 
     /// Connects to `address` (the session bus) and registers with it.
@@ -90,7 +121,22 @@ public final class Provider {
             throw ProviderError("cannot register with the session bus: \(Provider.text(error))")
         }
         dbus_connection_set_exit_on_disconnect(connection, 0)
+        dbus_connection_set_max_received_size(connection, Limits.receivedBytes)
+        var socket: Int32 = -1
+        if dbus_connection_get_unix_fd(connection, &socket) != 0 {
+            var size = Int32(Limits.unreadReplies)
+            setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        guard let identityConnection = dbus_connection_open_private(address, &error), dbus_bus_register(identityConnection, &error) != 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw ProviderError("cannot connect to the session bus at \(address): \(Provider.text(error))")
+        }
+        dbus_connection_set_exit_on_disconnect(identityConnection, 0)
+        // Only the daemon's short answers are wanted here; whatever else a client sends it is refused as read.
+        dbus_connection_set_max_received_size(identityConnection, 1024 * 1024)
         self.connection = connection
+        self.identityConnection = identityConnection
         for (name, path) in options.collections {
             collections[ObjectPath.element(name)] = Collection(name: ObjectPath.element(name), keychainPath: path, label: name)
         }
@@ -99,8 +145,11 @@ public final class Provider {
 
     deinit {
         for prompt in prompts.values { prompt.cancel() }
+        calls.removeAll()
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
+        dbus_connection_close(identityConnection)
+        dbus_connection_unref(identityConnection)
     }
 
     static func text(_ error: DBusError) -> String {
@@ -140,28 +189,37 @@ public final class Provider {
     public func serve(signals: Int32, onSignal: (Int32) -> Bool) {
         let filter: DBusHandleMessageFunction = { _, message, data in
             guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-            Unmanaged<Provider>.fromOpaque(data).takeUnretainedValue().handle(message)
+            Unmanaged<Provider>.fromOpaque(data).takeUnretainedValue().receive(message)
             return DBUS_HANDLER_RESULT_HANDLED
         }
         dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque(), nil)
         defer { dbus_connection_remove_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque()) }
-        var busFD: Int32 = -1
+        var busFD: Int32 = -1, identityFD: Int32 = -1
         dbus_connection_get_unix_fd(connection, &busFD)
+        dbus_connection_get_unix_fd(identityConnection, &identityFD)
         while stopReason == nil {
-            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS && stopReason == nil {}
-            dbus_connection_flush(connection)
+            answerQueued()
             if dbus_connection_get_is_connected(connection) == 0 {
                 stopReason = "the session bus went away"
                 break
             }
             if stopReason != nil { break }
             while logind?.hasQueued == true { serviceLogind() }
-            var fds = [pollfd(fd: busFD, events: Int16(POLLIN), revents: 0), pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
+            // Calls still queued wait for their clients' identities, and count against what libdbus
+            // reads ahead: at its bound the bus stays readable and nothing is read (a spin). Until
+            // an identity comes (the identity connection wakes the loop), the bus is left alone.
+            let busEvents = calls.count > 0 ? 0 : Int16(POLLIN)
+            var fds = [pollfd(fd: busFD, events: busEvents, revents: 0), pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
             let watched = prompts.values.compactMap { prompt in prompt.descriptor.map { (prompt, $0) } }
             for (_, fd) in watched { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-            if let fd = logind?.descriptor { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            var logindIndex: Int?
+            if let fd = logind?.descriptor { logindIndex = fds.count; fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            // The bus daemon's answers about new clients: read by answerQueued.
+            if !identifying.isEmpty { fds.append(pollfd(fd: identityFD, events: Int16(POLLIN), revents: 0)) }
             // Interrupted: as if nothing were ready; the loop looks again.
-            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), promptTimeoutMilliseconds()) }
+            var timeout = promptTimeoutMilliseconds()
+            if !identifying.isEmpty && (timeout < 0 || timeout > 1000) { timeout = 1000 }  // to give up on an identity (readIdentities)
+            let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), timeout) }
             if let failure = ready.error, failure.code != EINTR { stopReason = "poll failed: \(failure)"; break }
             if fds[1].revents != 0 {
                 var sent: Int32 = 0
@@ -170,7 +228,7 @@ public final class Provider {
                 }
             }
             for (k, (prompt, _)) in watched.enumerated() where fds[2 + k].revents != 0 { promptReadable(prompt) }
-            if fds.count > 2 + watched.count, fds[2 + watched.count].revents != 0 { serviceLogind() }
+            if let logindIndex, fds[logindIndex].revents != 0 { serviceLogind() }
             expirePrompts()
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 if dbus_connection_read_write(connection, 0) == 0 {
@@ -183,50 +241,33 @@ public final class Provider {
     /// Why the loop ended, for the exit message.
     public var stopped: String { stopReason ?? "stopped" }
 
+    /// Answers the calls libdbus has read, in the order CallQueue gives,
+    /// reading on between calls, until none is left and every reply is
+    /// written. Only then may the loop sleep in poll: a call libdbus read
+    /// while it wrote a reply (a 1 MB secret's) waited in its queue,
+    /// unanswered, until some other message woke the loop (issue 44).
+    func answerQueued() {
+        while stopReason == nil {
+            readIdentities()
+            // libdbus's queue into ours: the filter (`receive`) sorts each call by client.
+            while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+            guard let message = calls.pop() else {
+                dbus_connection_flush(connection)
+                guard dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS else { return }
+                continue
+            }
+            answer(message)
+            dbus_message_unref(message)
+            // The reply goes out now, not behind those of a flood (libdbus writes 2 KiB a turn
+            // of read_write); the calls sent meanwhile join their queues before the next turn.
+            dbus_connection_flush(connection)
+            guard dbus_connection_read_write(connection, 0) != 0 else { return }
+        }
+    }
+
     func newID() -> String {
         nextID += 1
         return String(nextID)
-    }
-
-    // MARK: - Sending
-
-    /// Sends `message` and releases it (a signal emitted while a call is
-    /// answered waits for the call's reply).
-    func send(_ message: OpaquePointer, now: Bool = false) {
-        if !now, held != nil {
-            held!.append(message)
-            return
-        }
-        dbus_connection_send(connection, message, nil)
-        dbus_message_unref(message)
-    }
-
-    /// org.freedesktop.DBus.Properties.PropertiesChanged, naming the changed
-    /// properties as invalidated (a client reads them again when it wants them).
-    func propertiesChanged(_ path: String, _ interface: String, _ names: [String]) {
-        emit(path, Provider.propertiesInterface, "PropertiesChanged") { out in
-            out.string(interface)
-            out.container(DBusType.array, "{sv}") { _ in }
-            out.container(DBusType.array, "s") { array in for name in names { array.string(name) } }
-        }
-    }
-
-    /// Sends the signals held while a call was answered.
-    func releaseHeld() {
-        let messages = held ?? []
-        held = nil
-        for message in messages { send(message, now: true) }
-    }
-
-    /// A signal from `path`; `destination` makes it unicast (a prompt's
-    /// Completed goes to its client alone, which go-keyring relies on: it
-    /// never adds a match rule).
-    func emit(_ path: String, _ interface: String, _ member: String, destination: String? = nil, _ body: (inout MessageWriter) -> Void) {
-        guard let signal = dbus_message_new_signal(path, interface, member) else { return }
-        if let destination { dbus_message_set_destination(signal, destination) }
-        var writer = MessageWriter(signal)
-        body(&writer)
-        send(signal)
     }
 }
 

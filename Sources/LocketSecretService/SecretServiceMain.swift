@@ -19,8 +19,10 @@ import LocketSupport
 public enum SecretServiceMain {
     /// Runs the provider; returns the process's exit status.
     public static func run(_ arguments: [String]) -> Int32 {
+        if arguments.count > 2 && arguments[1] == PrivateBus.daemonMode { return PrivateBus.execDaemon(Array(arguments.dropFirst(2))) }
+        // Escaped as the command line escapes its stderr: a line may quote a client's executable or a keychain's path.
         let log: (String) -> Void = { line in
-            let text = "locket secret-service: \(line)\n"
+            let text = "locket secret-service: \(Printable.escape(line, backslashes: false))\n"
             _ = text.withCString { write(2, $0, strlen($0)) }
         }
         umask(0o077)

@@ -20,20 +20,26 @@ final class TransferSession {
     }
 
     let algorithm: Algorithm
-    /// The AES key (nil for plain).
-    private let key: SecureBytes?
+    /// Where the AES key is (nil for plain): a slot of `keys`.
+    private let keys: SessionKeys?
+    private let keySlot: Int
     /// Our public key, sent back to the client as OpenSession's output.
     let publicKey: [UInt8]
 
     /// A plain session.
     init() {
         algorithm = .plain
-        key = nil
+        keys = nil
+        keySlot = -1
         publicKey = []
     }
 
-    /// A DH session with a client whose public key is `peer`.
-    init(peer: [UInt8]) throws {
+    deinit {
+        keys?.give(keySlot)
+    }
+
+    /// A DH session with a client whose public key is `peer`, its key in a slot of `keys`.
+    init(peer: [UInt8], keys: SessionKeys) throws {
         algorithm = .dh
         guard !peer.isEmpty, peer.count <= 256 else { throw ArgumentError("the client's public key is not a 1024-bit number") }
         guard let ctx = BN_CTX_secure_new() else { throw TransferError.crypto }
@@ -63,7 +69,16 @@ final class TransferSession {
         try secret.withUnsafeMutableBytes { out in
             guard BN_bn2binpad(shared, out.baseAddress!.assumingMemoryBound(to: UInt8.self), 128) == 128 else { throw TransferError.crypto }
         }
-        key = try TransferSession.hkdf(secret)
+        let derived = try TransferSession.hkdf(secret)
+        guard let slot = keys.take() else { throw Limits.exceeded("no room for another session's key") }
+        self.keys = keys
+        keySlot = slot
+        keys.withKey(slot) { key in derived.withUnsafeBytes { key.copyMemory(from: $0) } }
+    }
+
+    /// The session's AES key (a DH session's only).
+    private func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try keys!.withKey(keySlot) { try body(UnsafeRawBufferPointer($0)) }
     }
 
     /// A number as the 128 big-endian bytes of the group.
@@ -100,30 +115,30 @@ final class TransferSession {
     /// A secret as it goes out: (parameters, value); a plain session's value
     /// is empty here (the caller writes the secret itself, with no copy).
     func encode(_ secret: SecureBytes) throws -> (parameters: [UInt8], value: [UInt8]) {
-        guard let key else { return ([], []) }
+        guard algorithm == .dh else { return ([], []) }
         var iv = [UInt8](repeating: 0, count: 16)
         guard RAND_bytes(&iv, 16) == 1 else { throw TransferError.crypto }
-        return (iv, try crypt(secret: secret, key: key, iv: iv))
+        return (iv, try crypt(secret: secret, iv: iv))
     }
 
     /// A secret as it came in, decrypted; errors are the client's (a wrong
     /// IV size, a bad padding: the key is not the one agreed).
     func decode(parameters: [UInt8], value: [UInt8]) throws -> SecureBytes {
-        guard let key else {
+        guard algorithm == .dh else {
             guard parameters.isEmpty else { throw ArgumentError("a plain session's secret has no parameters") }
             return try SecureBytes(copying: value)
         }
         guard parameters.count == 16 else { throw ArgumentError("the secret's parameters are not a 16-byte IV") }
         guard !value.isEmpty, value.count % 16 == 0 else { throw ArgumentError("the encrypted secret is not whole AES blocks") }
-        return try decrypt(value, key: key, iv: parameters)
+        return try decrypt(value, iv: parameters)
     }
 
-    private func crypt(secret: SecureBytes, key: SecureBytes, iv: [UInt8]) throws -> [UInt8] {
+    private func crypt(secret: SecureBytes, iv: [UInt8]) throws -> [UInt8] {
         guard let ctx = EVP_CIPHER_CTX_new() else { throw TransferError.crypto }
         defer { EVP_CIPHER_CTX_free(ctx) }
         var out = [UInt8](repeating: 0, count: secret.count + 16)
         var written: Int32 = 0, final: Int32 = 0
-        try key.withUnsafeBytes { k in
+        try withKey { k in
             try secret.withUnsafeBytes { s in
                 guard EVP_EncryptInit_ex(ctx, EVP_aes_128_cbc(), nil, k.baseAddress!.assumingMemoryBound(to: UInt8.self), iv) == 1 else {
                     throw TransferError.crypto
@@ -142,12 +157,12 @@ final class TransferSession {
         return out
     }
 
-    private func decrypt(_ value: [UInt8], key: SecureBytes, iv: [UInt8]) throws -> SecureBytes {
+    private func decrypt(_ value: [UInt8], iv: [UInt8]) throws -> SecureBytes {
         guard let ctx = EVP_CIPHER_CTX_new() else { throw TransferError.crypto }
         defer { EVP_CIPHER_CTX_free(ctx) }
         let out = try SecureBytes(count: value.count + 16)
         var written: Int32 = 0, final: Int32 = 0
-        try key.withUnsafeBytes { k in
+        try withKey { k in
             try out.withUnsafeMutableBytes { o in
                 let base = o.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 guard EVP_DecryptInit_ex(ctx, EVP_aes_128_cbc(), nil, k.baseAddress!.assumingMemoryBound(to: UInt8.self), iv) == 1,

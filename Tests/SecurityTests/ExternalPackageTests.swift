@@ -132,6 +132,10 @@ final class ExternalPackageTests: SecurityTestCase {
                               input: .devNull, timeout: 900)
         XCTAssertEqual(build.status, 0, build.summary)
         guard build.status == 0 else { return }
+        // A debug build of the engine on a loaded machine can outlast the
+        // session's auto-lock (300 s; 407 s seen): unlocked again, as the
+        // program's user would before running it.
+        try unlock()
         // Its Secure Enclave key is made in a TPM (SPEC §21): a swtpm of the test's own, and
         // locket-tpm where `make install` puts it relative to the program (../libexec/locket).
         let tpm = try useSoftwareTPM()

@@ -9,4 +9,9 @@
 /// beyond the mode; ERANGE: `length` is too small).
 long locket_access_acl(int fd, void *buffer, size_t length);
 
+/// When the file at `path` was made (statx(2)'s birth time, which Swift's
+/// Glibc module does not export), in seconds since 1970; -1 when the file
+/// system does not record it or the call fails.
+long long locket_file_birth_time(const char *path);
+
 #endif

@@ -35,6 +35,10 @@ void locket_prepare_exec(void);
 /// group, so they are not sent twice.
 void locket_forward_signals(int child);
 
+/// Asks the kernel to send `signal` to this process when its parent ends
+/// (prctl PR_SET_PDEATHSIG; kept across execve). 0, or -1 with errno.
+int locket_set_parent_death_signal(int signal);
+
 /// GNU extensions Swift's Glibc module does not export: execvpe(3) and pipe2(2) with O_CLOEXEC.
 int locket_execvpe(const char *file, char *const argv[], char *const envp[]);
 int locket_pipe_cloexec(int fds[2]);

@@ -41,6 +41,7 @@ extension Commands {
         var nonExtractable = 0
         var damaged = 0
         var withAccessControl = 0
+        var refused: [(ref: [UInt8], why: String)] = []
         func write(_ fd: Int32) throws {
             let writer = try passphrase.map { try BackupWriter(fd: fd, passphrase: $0, cost: cost) }
                 ?? BackupWriter(fd: fd, recipients: recipients)
@@ -51,7 +52,13 @@ extension Commands {
                 // Their secrets open only with a proof a backup can't carry (SPEC §14).
                 guard item.accessControl == nil else { withAccessControl += 1; return }
                 guard let data = item.data else { damaged += 1; return }
-                try writer.append(BackupRecord(item: item, data: data))
+                let record = BackupRecord(item: item, data: data)
+                // One item stored before its sizes were checked must not cost the whole backup.
+                if let why = record.whyNotBackedUp {
+                    refused.append((item.persistentRef, why))
+                    return
+                }
+                try writer.append(record)
             }
             guard damaged == 0 else {
                 throw KeychainError(.decode, "\(damaged) item\(damaged == 1 ? "" : "s") could not be opened (altered or moved); no backup was written")
@@ -66,6 +73,10 @@ extension Commands {
             if withAccessControl > 0 {
                 context.warn("\(withAccessControl) item\(withAccessControl == 1 ? " with access control was" : "s with access control were") left out")
             }
+            for (ref, why) in refused.prefix(10) {
+                context.warn("the item \(Hex.encode(ref)) was left out: \(why) (locket find --ref \(Hex.encode(ref)))")
+            }
+            if refused.count > 10 { context.warn("\(refused.count - 10) more items were left out for the same reasons") }
             context.err("locket: exported \(writer.count) item\(writer.count == 1 ? "" : "s")")
         }
         if let output {

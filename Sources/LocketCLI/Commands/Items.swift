@@ -147,6 +147,8 @@ enum Commands {
     /// update's `--set-attr NAME=VALUE` and `--remove-attr NAME` (SPEC §18),
     /// named as `--attr` names them: `service` and `username` are the
     /// service and account (set, or emptied), every other name free-form.
+    /// Set empty, `service` or `username` is kept present as the Secret
+    /// Service keeps it (FreeFormMapping); removed or set, that record goes.
     private static func freeFormEdit(_ invocation: Invocation, _ itemClass: ItemClass,
                                      changes: inout [Attribute: [UInt8]]) throws -> FreeFormEdit {
         var edit = FreeFormEdit()
@@ -156,17 +158,18 @@ enum Commands {
         guard itemClass == .genericPassword else {
             throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no free-form attributes (--set-attr and --remove-attr are for generic passwords)")
         }
-        func mapped(_ name: String, _ value: [UInt8]) throws -> Bool {
+        func mapped(_ name: String, _ value: [UInt8], removed: Bool = false) throws -> Bool {
             guard let attribute = FreeFormMapping.attribute(named: name) else { return false }
             if changes[attribute] != nil {
                 throw UsageError(message: "the \(attribute.longName) is changed twice (--set and --set-attr/--remove-attr \(name))", command: "update")
             }
             changes[attribute] = try AttributeValue.parse(attribute, value)
+            if value.isEmpty && !removed { edit.setting[name] = "" } else { edit.removing.insert(name) }
             return true
         }
         for name in removing {
             guard !name.isEmpty else { throw UsageError(message: "--remove-attr takes a NAME", command: "update") }
-            if try !mapped(name, []) { edit.removing.insert(name) }
+            if try !mapped(name, [], removed: true) { edit.removing.insert(name) }
         }
         for text in setting {
             guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {

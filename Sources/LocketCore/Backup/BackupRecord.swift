@@ -52,6 +52,22 @@ public struct BackupRecord: Sendable {
                   modificationDate: item.modificationDate, attributes: item.attributes, data: data, extra: item.extra)
         freeForm = item.freeForm
     }
+
+    /// Why a backup can't carry this record (`BackupWriter.append` would
+    /// refuse it), nil when it can. An item stored before every path into
+    /// the engine checked sizes (a 70,000-byte label from the Secret
+    /// Service) is one: `export` leaves it out and says so rather than fail
+    /// the whole backup.
+    public var whyNotBackedUp: String? {
+        do {
+            try BackupRecordCoding.validate(self)
+            return nil
+        } catch let error as KeychainError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
 }
 
 /// The byte layout of a record inside the decrypted stream (BackupFormat.md, "Records").

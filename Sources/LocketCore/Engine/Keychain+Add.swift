@@ -12,6 +12,7 @@ extension Keychain {
             throw KeychainError(.param, "\(new.itemClass.name) items are added from their value (import, key generate), not with attributes")
         }
         try engine.checkSize(data)
+        try engine.checkSizes(new.attributes, group: new.accessGroup)
         try engine.checkFreeForm(new.freeForm)
         let (pclass, control, group) = try engine.placement(accessible: new.accessible, accessControl: new.accessControl, accessGroup: new.accessGroup)
         let attributes = new.storedAttributes
@@ -55,6 +56,7 @@ extension Keychain {
             let inserter = try engine.storage.itemStore.makeInserter()
             for (new, data) in items {
                 try engine.checkSize(data)
+                try engine.checkSizes(new.attributes, group: new.accessGroup)
                 let group = new.accessGroup ?? defaultGroup
                 try engine.authorize(group)
                 _ = try engine.insert(new.itemClass, new.storedAttributes, group: group, pclass: new.accessible ?? .whenUnlocked,

@@ -40,6 +40,7 @@ extension Keychain {
             if let group, group != text { throw KeychainError(.param, "two different access groups to move to") }
             group = text
         }
+        try engine.checkSizes(changes, group: group)
         for attribute in changes.keys where !query.itemClass.supports(attribute) {
             throw Query.foreign(attribute, query.itemClass)
         }

@@ -85,4 +85,6 @@ public final class Keychain {
     public static let defaultAccessGroup = "default"
     /// The largest secret accepted, in bytes (errSecDataTooLarge above it).
     public static let maximumDataLength = 16 * 1024 * 1024
+    /// The longest access group accepted, in bytes (a backup record's field holds no more).
+    public static let maximumGroupLength = 65_535
 }

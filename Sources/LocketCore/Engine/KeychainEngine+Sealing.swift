@@ -41,6 +41,19 @@ extension KeychainEngine {
         }
     }
 
+    /// Refuses what the command line refuses when it parses a value
+    /// (`AttributeValue.parse`), whoever calls: the Secret Service stored a
+    /// 60 MiB label, and one of 70,000 bytes made every backup fail. An
+    /// access group is at most what a backup record carries.
+    func checkSizes(_ attributes: [Attribute: [UInt8]], group: String?) throws {
+        for (attribute, value) in attributes where value.count > Attribute.maximumValueLength {
+            throw KeychainError(.dataTooLarge, "the \(attribute.longName) is longer than \(Attribute.maximumValueLength) bytes")
+        }
+        if let group, group.utf8.count > Keychain.maximumGroupLength {
+            throw KeychainError(.dataTooLarge, "the access group is longer than \(Keychain.maximumGroupLength) bytes")
+        }
+    }
+
     /// Seals and inserts one item, inside the caller's write transaction. A
     /// restore passes the item's own persistent reference and dates (kept as
     /// they were); otherwise the reference is new and both dates are now.

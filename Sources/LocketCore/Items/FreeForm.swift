@@ -19,15 +19,23 @@ public struct FreeForm: Sendable, Equatable {
     public var contentType: String?
     /// Unique by persistent reference rather than by the class's primary key.
     public var uniqueByReference: Bool
+    /// Whether an empty `service` or `username` its client gave is kept here
+    /// as a free-form attribute of that name (FreeFormMapping): true for
+    /// what the Secret Service writes since issue 44. Without it (an item
+    /// made before, or by `add`), an empty one may have been given and
+    /// dropped, so it reads as present and as absent alike.
+    public var keepsEmptyMapped: Bool
 
-    public init(attributes: [String: String] = [:], contentType: String? = nil, uniqueByReference: Bool = false) {
+    public init(attributes: [String: String] = [:], contentType: String? = nil, uniqueByReference: Bool = false,
+                keepsEmptyMapped: Bool = false) {
         self.attributes = attributes
         self.contentType = contentType
         self.uniqueByReference = uniqueByReference
+        self.keepsEmptyMapped = keepsEmptyMapped
     }
 
     /// Nothing beyond Apple's attributes: such an item's record has no 0xf3 field.
-    public var isEmpty: Bool { attributes.isEmpty && contentType == nil && !uniqueByReference }
+    public var isEmpty: Bool { attributes.isEmpty && contentType == nil && !uniqueByReference && !keepsEmptyMapped }
 
     /// The most free-form attributes an item may have, and the longest name.
     public static let maximumCount = 1_000
@@ -63,10 +71,13 @@ public struct FreeForm: Sendable, Equatable {
     private static let version: UInt8 = 1
     private static let uniqueByReferenceFlag: UInt8 = 1
     private static let contentTypeFlag: UInt8 = 2
+    /// An older release ignores it (and drops it when it re-encodes): the item then reads as made before.
+    private static let keepsEmptyMappedFlag: UInt8 = 4
 
     /// `version | flags | [content type: u32 length, bytes] | count u32 | (name, value)*`, each a u32 length and bytes.
     func encoded() -> [UInt8] {
-        var out: [UInt8] = [FreeForm.version, (uniqueByReference ? FreeForm.uniqueByReferenceFlag : 0) | (contentType != nil ? FreeForm.contentTypeFlag : 0)]
+        var out: [UInt8] = [FreeForm.version, (uniqueByReference ? FreeForm.uniqueByReferenceFlag : 0) | (contentType != nil ? FreeForm.contentTypeFlag : 0)
+                                                | (keepsEmptyMapped ? FreeForm.keepsEmptyMappedFlag : 0)]
         func field(_ text: String) {
             BigEndian.append(UInt32(text.utf8.count), to: &out)
             out.append(contentsOf: text.utf8)
@@ -93,6 +104,7 @@ public struct FreeForm: Sendable, Equatable {
         }
         let flags = r[1]
         uniqueByReference = flags & FreeForm.uniqueByReferenceFlag != 0
+        keepsEmptyMapped = flags & FreeForm.keepsEmptyMappedFlag != 0
         contentType = flags & FreeForm.contentTypeFlag != 0 ? try field() : nil
         guard let count = BigEndian.read(UInt32.self, r, at: i).map(Int.init), count <= FreeForm.maximumCount else { throw bad }
         i += 4

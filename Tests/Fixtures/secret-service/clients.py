@@ -51,6 +51,32 @@ def secret_tool(bus):
     provider.stop()
 
 
+def empty_attribute_values(bus):
+    """An empty attribute value is a value (issue 44): stored, matched and
+    returned, so storing again with the same attributes replaces the item."""
+    provider = Provider(bus)
+    for value in (b"one", b"two", b"three"):
+        run(["secret-tool", "store", "--label", "L", "service", "s", "username", ""], bus, input=value)
+    check(run(["secret-tool", "lookup", "service", "s", "username", ""], bus).stdout == b"three",
+          "secret-tool lookup after three stores with username '' did not give the last")
+    items = json.loads(locket("find", "-s", "s", "--all", "--json").stdout)
+    check(len(items) == 1, "three stores with username '' made %d items" % len(items))
+    searched = run(["secret-tool", "search", "--all", "service", "s"], bus)
+    out = (searched.stdout + searched.stderr).decode()
+    check("attribute.username = \n" in out, "the empty username did not come back: " + out)
+    for value in ("one", "two", "three"):
+        run(["/usr/bin/python3", "-m", "keyring", "set", "svc", ""], bus, input=(value + "\n").encode())
+    check(run(["/usr/bin/python3", "-m", "keyring", "get", "svc", ""], bus).stdout == b"three\n",
+          "python keyring get after three sets with username '' did not give the last")
+    check(len(json.loads(locket("find", "-s", "svc", "--all", "--json").stdout)) == 1, "keyring set made more than one item")
+    # Present and empty is not absent: an item without a username is not matched by username ''.
+    run(["secret-tool", "store", "--label", "M", "service", "t"], bus, input=b"no-user")
+    check(run(["secret-tool", "lookup", "service", "t", "username", ""], bus, expect=None).stdout == b"",
+          "username '' matched an item that has no username")
+    check(run(["secret-tool", "lookup", "service", "t"], bus).stdout == b"no-user", "the item without a username")
+    provider.stop()
+
+
 def secretstorage_client(bus):
     provider = Provider(bus)
     script = """

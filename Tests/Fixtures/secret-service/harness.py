@@ -45,9 +45,15 @@ def bus_config(directory):
     <allow eavesdrop="true"/>
     <allow own="*"/>
   </policy>
-  <limit name="max_message_size">1000000000</limit>
+  <!-- Debian's session.conf limits: what a user's session bus allows any client. -->
   <limit name="max_incoming_bytes">1000000000</limit>
   <limit name="max_outgoing_bytes">1000000000</limit>
+  <limit name="max_message_size">1000000000</limit>
+  <limit name="max_completed_connections">100000</limit>
+  <limit name="max_incomplete_connections">10000</limit>
+  <limit name="max_connections_per_user">100000</limit>
+  <limit name="max_match_rules_per_connection">50000</limit>
+  <limit name="max_replies_per_connection">50000</limit>
 </busconfig>
 """
 
@@ -76,12 +82,17 @@ class Bus:
 class Provider:
     """`locket secret-service ARGS` on `bus`, once it owns the name."""
 
+    # Every provider started, killed when the case ends however it ends (`main`):
+    # in a session of its own, none is in the process group a timed-out test's runner kills.
+    started = []
+
     def __init__(self, bus, *arguments, environment=None, expect_start=True):
         self.bus = bus
         env = dict(bus.environment, **(environment or {}))
         # A session of its own: no controlling terminal, so a prompt never waits at the test's.
         self.process = subprocess.Popen([LOCKET, "secret-service", *arguments], env=env, start_new_session=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        Provider.started.append(self.process)
         if expect_start:
             wait_for(lambda: has_owner(bus, "org.freedesktop.secrets") or self.process.poll() is not None, 20,
                      "the provider did not take org.freedesktop.secrets")
@@ -196,4 +207,9 @@ def main(cases):
         cases[name](bus)
     finally:
         bus.stop()
+        # A provider a failed case left running (one spinning at 100 % outlived its bus once).
+        for process in Provider.started:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
     print("OK " + name, flush=True)

@@ -7,6 +7,7 @@ import hmac
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sqlite3
@@ -193,6 +194,138 @@ def prompt_without_askpass(bus):
     provider.stop()
 
 
+def locked_keychain_answers_libsecret(bus):
+    """A locked keychain, no askpass, no terminal (issue 44): each prompt's
+    Completed carries the type its call promised (ao for Unlock, o for
+    CreateCollection), dismissed or not, so libsecret gives up at once:
+    secret-tool lookup exits 1 instead of waiting forever."""
+    provider = Provider(bus, environment={"LOCKET_ASKPASS": "", "SSH_ASKPASS": ""})
+    locket("add", "-s", "locked-svc", "-a", "u", "-w", input=b"v\n")
+    locket("lock")
+    started = time.monotonic()
+    try:
+        result = subprocess.run(["secret-tool", "lookup", "service", "locked-svc"], env=bus.environment, capture_output=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        fail("secret-tool lookup on a locked keychain hung")
+    elapsed = time.monotonic() - started
+    check(result.returncode == 1 and result.stdout == b"", "secret-tool lookup: %d %r %r" % (result.returncode, result.stdout, result.stderr))
+    check(b"unexpected result type" not in result.stderr, "libsecret: " + result.stderr.decode(errors="replace"))
+    check(elapsed < 10, "secret-tool took %.1f s" % elapsed)
+    connection = connect(bus)
+    unlocked, prompt = call(connection, SERVICE, "Unlock", "ao", ([LOGIN],))
+    check(completed(connection, prompt) == (True, ("ao", [])), "Unlock's Completed when dismissed")
+    collection, prompt = call(connection, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "new")}, ""))
+    check(completed(connection, prompt) == (True, ("o", "/")), "CreateCollection's Completed when dismissed")
+    connection.close()
+    provider.stop()
+
+
+def locked_objects_refuse_changes(bus):
+    """Item.Delete of a locked item and Set of a locked collection's Label are IsLocked (issue 44)."""
+    provider = Provider(bus)
+    connection = connect(bus)
+    session = plain_session(connection)
+    item = create(connection, session, {"app": "locked-delete"}, b"kept")
+    locket("lock")
+    for address, method, signature, body in [
+        (obj(item, ITEM), "Delete", None, ()),
+        (obj(LOGIN, "org.freedesktop.DBus.Properties"), "Set", "ssv", ("org.freedesktop.Secret.Collection", "Label", ("s", "renamed"))),
+    ]:
+        try:
+            call(connection, address, method, signature, body)
+            fail("%s on a locked %s answered" % (method, address.object_path))
+        except DBusError as error:
+            check(error.name == "org.freedesktop.Secret.Error.IsLocked", "%s: %s" % (method, error.name))
+    locket("unlock", "--password-stdin", input=(PASSWORD + "\n").encode())
+    check(locket("find", "--attr", "app=locked-delete", "-w", "-n").stdout == b"kept", "the locked item was deleted")
+    check(get_property(connection, LOGIN, "org.freedesktop.Secret.Collection", "Label") == "login", "the locked collection was renamed")
+    call(connection, obj(item, ITEM), "Delete")
+    check(locket("find", "--attr", "app=locked-delete", check_status=False).returncode == 44, "Delete once unlocked")
+    connection.close()
+    provider.stop()
+
+
+def lock_signals_and_created(bus):
+    """Lock and Unlock send PropertiesChanged for Locked and CollectionChanged;
+    a collection's Created does not move when an item is added (issue 44)."""
+    provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
+    listener = connect(bus)
+    daemon = DBusAddress("/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus")
+    changed = MatchRule(type="signal", interface="org.freedesktop.DBus.Properties", member="PropertiesChanged", path=LOGIN)
+    collection_changed = MatchRule(type="signal", interface="org.freedesktop.Secret.Service", member="CollectionChanged")
+    for rule in (changed, collection_changed):
+        call(listener, daemon, "AddMatch", "s", (rule.serialise(),))
+    connection = connect(bus)
+    created = get_property(connection, LOGIN, "org.freedesktop.Secret.Collection", "Created")
+    time.sleep(1.1)  # the file's times have whole seconds here
+    create(connection, plain_session(connection), {"app": "created"}, b"v")
+    check(get_property(connection, LOGIN, "org.freedesktop.Secret.Collection", "Created") == created, "Created moved when an item was added")
+    check(get_property(connection, LOGIN, "org.freedesktop.Secret.Collection", "Modified") >= created, "Modified")
+
+    def locked_signals(action):
+        with listener.filter(changed) as properties, listener.filter(collection_changed) as collections:
+            action()
+            message = listener.recv_until_filtered(properties, timeout=10)
+            interface, values, invalidated = message.body
+            check(interface == "org.freedesktop.Secret.Collection", "PropertiesChanged of " + interface)
+            check(listener.recv_until_filtered(collections, timeout=10).body == (LOGIN,), "CollectionChanged")
+            return values, invalidated
+
+    values, invalidated = locked_signals(lambda: call(connection, SERVICE, "Lock", "ao", ([LOGIN],)))
+    check(values.get("Locked") == ("b", True), "PropertiesChanged after Lock: %r %r" % (values, invalidated))
+    unlocked, prompt = call(connection, SERVICE, "Unlock", "ao", ([LOGIN],))
+    values, invalidated = locked_signals(lambda: completed(connection, prompt))
+    check(values.get("Locked") == ("b", False), "PropertiesChanged after Unlock: %r %r" % (values, invalidated))
+    listener.close()
+    connection.close()
+    provider.stop()
+
+
+def caller_path_escaped_in_prompts(bus):
+    """With --app, the caller's path goes into the prompt's text escaped as
+    the command line escapes what it prints: a program named with a newline
+    and terminal escapes can't fake who is asking (issue 44)."""
+    fake = "gh\n\x1b[2K\x1b[1Alocket: "
+    directory = os.path.join(SCRATCH, fake, "usr", "bin")
+    os.makedirs(directory)
+    program = os.path.join(directory, "gh (trusted)")
+    shutil.copy(os.path.realpath("/usr/bin/python3"), program)
+    os.chmod(program, 0o755)
+    entitlements = os.path.join(SCRATCH, "gh.entitlements")
+    with open(entitlements, "w") as f:
+        json.dump({"keychain-access-groups": ["T1.gh"]}, f)
+    os.chmod(entitlements, 0o600)
+    question = os.path.join(SCRATCH, "question")
+    recorder = os.path.join(SCRATCH, "record.sh")
+    with open(recorder, "w") as f:
+        f.write('#!/bin/sh\nprintf %%s "$1" > %s\nexit 1\n' % question)
+    os.chmod(recorder, 0o700)
+    provider = Provider(bus, "--app", "%s=%s" % (program, entitlements), environment={"LOCKET_ASKPASS": recorder})
+    locket("lock")
+    script = """
+import sys
+sys.path.insert(0, %r)
+from harness import connect, call, Bus
+from jeepney import DBusAddress, MatchRule
+from jeepney.io.blocking import open_dbus_connection
+import os
+connection = open_dbus_connection(bus=os.environ["DBUS_SESSION_BUS_ADDRESS"])
+service = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Service")
+unlocked, prompt = call(connection, service, "Unlock", "ao", (["/org/freedesktop/secrets/collection/login"],))
+rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+with connection.filter(rule) as queue:
+    call(connection, DBusAddress(prompt, bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+    print(connection.recv_until_filtered(queue, timeout=20).body[0])
+""" % os.path.dirname(os.path.abspath(__file__))
+    result = run([program, "-c", script], bus, environment={"PYTHONHOME": "/usr"})
+    check(result.stdout == b"True\n", "the prompt was not dismissed: %r" % result.stdout)
+    text = open(question, encoding="utf-8", errors="surrogateescape").read()
+    check("\n" not in text and "\x1b" not in text, "the prompt's text holds the caller's path raw: %r" % text)
+    check("gh\\n\\x1b[2K\\x1b[1Alocket: /usr/bin/gh (trusted)" in text, "the caller's path, escaped, is not in the prompt: %r" % text)
+    status, err = provider.stop()
+    check("\x1b" not in err, "the provider's log holds an escape: %r" % err)
+
+
 def client_gone_mid_prompt(bus):
     """A client that disconnects while its prompt waits: the askpass is stopped, nothing hangs."""
     program = askpass(PASSWORD, name="slow.sh", sleep=60)
@@ -340,25 +473,6 @@ def signals_and_properties(bus):
     call(connection, obj(session, "org.freedesktop.Secret.Session"), "Close")
     connection.close()
     listener.close()
-    provider.stop()
-
-
-def create_collection(bus):
-    provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass("work password")})
-    connection = connect(bus)
-    collection, prompt = call(connection, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, ""))
-    check(collection == "/", "CreateCollection of a new keychain needs a prompt")
-    dismissed, result = completed(connection, prompt)
-    check(not dismissed and result == ("o", "/org/freedesktop/secrets/collection/work"), "Completed: %r" % ((dismissed, result),))
-    session = plain_session(connection)
-    properties = {ITEM + ".Label": ("s", "w"), ITEM + ".Attributes": ("a{ss}", {"service": "work-svc"})}
-    call(connection, obj(result[1], "org.freedesktop.Secret.Collection"), "CreateItem", "a{sv}(oayays)b",
-         (properties, (session, b"", b"work-secret", "text/plain"), False))
-    check(locket("-k", "work", "find", "-s", "work-svc", "-w", "-n").stdout == b"work-secret", "the new keychain")
-    again = call(connection, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, "w"))
-    check(again == (result[1], "/"), "CreateCollection of an existing one: %r" % (again,))
-    check(call(connection, SERVICE, "ReadAlias", "s", ("w",)) == (result[1],), "its alias")
-    connection.close()
     provider.stop()
 
 
@@ -571,6 +685,77 @@ def unlock_does_not_block(bus):
     print("unlock %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (window, len(latencies), slowest * 1000), flush=True)
     check(slowest < window / 2, "a lookup waited %.3f s of the unlock's %.3f s" % (slowest, window))
     locket("-k", "slow", "add", "-s", "after", "-a", "unlock", "-w", input=b"v\n")  # the shell sees the unlock
+    waiting.close()
+    asking.close()
+    provider.stop()
+
+
+def lookups_during_prompt(waiting, prompt, asking, session, item):
+    """Calls Prompt() on `prompt` (a client `waiting` for it) and reads
+    `item`'s secret through `asking` until Completed comes: returns
+    (Completed's body, seconds from Prompt() to Completed, each read's seconds)."""
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+    outcome = {}
+    with waiting.filter(rule) as queue:
+        started = time.monotonic()
+        call(waiting, obj(prompt, "org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+
+        def wait():
+            outcome["body"] = waiting.recv_until_filtered(queue, timeout=120).body
+            outcome["at"] = time.monotonic()
+        thread = threading.Thread(target=wait)
+        thread.start()
+        latencies = []
+        while thread.is_alive():
+            sent = time.monotonic()
+            (got,) = call(asking, obj(item, ITEM), "GetSecret", "o", (session,), timeout=120)
+            latencies.append(time.monotonic() - sent)
+            check(got[2] == b"fast-secret", "GetSecret during the prompt's work gave another secret")
+        thread.join()
+    return outcome["body"], outcome["at"] - started, latencies
+
+
+def create_and_delete_collection(bus):
+    """CreateCollection makes a new keychain, its password asked twice at the
+    prompt; a second one of that label is the same collection. Its Delete
+    removes the keychain with every file beside it, its password turn's
+    `-attempts` included. The new keychain's key derivation and the
+    deletion's password check (Argon2id, 256 MiB) run off the loop: lookups
+    in another collection are answered meanwhile."""
+    provider = Provider(bus, environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
+    waiting, asking = connect(bus), connect(bus)
+    session = plain_session(asking)
+    item = create(asking, session, {"app": "fast"}, b"fast-secret")
+    collection, prompt = call(waiting, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, ""))
+    check(collection == "/" and prompt != "/", "CreateCollection of a new keychain: %r" % ((collection, prompt),))
+    (dismissed, result), created, latencies = lookups_during_prompt(waiting, prompt, asking, session, item)
+    work = "/org/freedesktop/secrets/collection/work"
+    check(not dismissed and result == ("o", work), "CreateCollection's Completed: %r" % ((dismissed, result),))
+    slowest = max(latencies)
+    print("new collection %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (created, len(latencies), slowest * 1000), flush=True)
+    check(created > 0.2, "the new collection took %.3f s: too fast to tell" % created)
+    check(slowest < created / 2, "a lookup waited %.3f s of the new collection's %.3f s" % (slowest, created))
+    properties = {ITEM + ".Label": ("s", "w"), ITEM + ".Attributes": ("a{ss}", {"service": "work-svc"})}
+    call(asking, obj(work, "org.freedesktop.Secret.Collection"), "CreateItem", "a{sv}(oayays)b",
+         (properties, (session, b"", b"work-secret", "text/plain"), False))
+    check(locket("-k", "work", "find", "-s", "work-svc", "-w", "-n").stdout == b"work-secret", "the new keychain")
+    again = call(asking, SERVICE, "CreateCollection", "a{sv}s", ({"org.freedesktop.Secret.Collection.Label": ("s", "work")}, "w"))
+    check(again == (work, "/"), "CreateCollection of an existing one: %r" % (again,))
+    check(call(asking, SERVICE, "ReadAlias", "s", ("w",)) == (work,), "its alias")
+    path = os.path.join(os.environ["XDG_DATA_HOME"], "locket", "work.keychain")
+
+    (prompt,) = call(waiting, obj(work, "org.freedesktop.Secret.Collection"), "Delete")
+    (dismissed, result), deleted, latencies = lookups_during_prompt(waiting, prompt, asking, session, item)
+    check(not dismissed, "Delete's Completed: %r" % ((dismissed, result),))
+    slowest = max(latencies)
+    print("deletion %.3f s; %d lookups answered meanwhile; slowest %.1f ms" % (deleted, len(latencies), slowest * 1000), flush=True)
+    check(deleted > 0.2, "the deletion took %.3f s: too fast to tell" % deleted)
+    check(slowest < deleted / 2, "a lookup waited %.3f s of the deletion's %.3f s" % (slowest, deleted))
+    left = [name for name in os.listdir(os.path.dirname(path)) if name.startswith("work.keychain")]
+    check(left == [], "the deleted keychain left %r" % left)
+    check(work not in get_property(asking, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "Collections"), "still served")
+    check(call(asking, SERVICE, "ReadAlias", "s", ("w",)) == ("/",), "its alias outlived it")
+    check(call(asking, obj(item, ITEM), "GetSecret", "o", (session,))[0][2] == b"fast-secret", "the other collection")
     waiting.close()
     asking.close()
     provider.stop()

@@ -6,6 +6,9 @@ final class SecretServiceClientsEndToEndTests: SecretServiceCase {
     /// store, lookup, search --all, clear; binary secrets; items visible both ways; nothing in the clear.
     func testSecretTool() throws { try runCase("clients.py", "secret_tool", needs: ["secret-tool"]) }
 
+    /// secret-tool store and python keyring set with username '' replace the item; the empty value is returned and matched.
+    func testEmptyAttributeValuesAreValues() throws { try runCase("clients.py", "empty_attribute_values", needs: ["secret-tool"]) }
+
     /// secretstorage's DH session, a binary secret, its content type.
     func testSecretStorage() throws { try runCase("clients.py", "secretstorage_client") }
 

@@ -37,6 +37,18 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     /// An unlock's key derivation runs off the loop: a lookup in a collection already unlocked answers meanwhile.
     func testLookupsAnswerWhileAnotherCollectionUnlocks() throws { try runCase("provider.py", "unlock_does_not_block") }
 
+    /// Locked, no askpass: Completed carries Unlock's ao and CreateCollection's o; secret-tool lookup exits 1 at once.
+    func testLockedKeychainAnswersLibsecret() throws { try runCase("provider.py", "locked_keychain_answers_libsecret", needs: ["secret-tool"]) }
+
+    /// Item.Delete of a locked item and Set of a locked collection's Label are IsLocked.
+    func testLockedObjectsRefuseChanges() throws { try runCase("provider.py", "locked_objects_refuse_changes") }
+
+    /// Lock and Unlock send PropertiesChanged (Locked) and CollectionChanged; Created does not move with a new item.
+    func testLockSignalsAndCreated() throws { try runCase("provider.py", "lock_signals_and_created") }
+
+    /// With --app, a caller's path with a newline and escapes reaches the askpass escaped.
+    func testCallerPathIsEscapedInPrompts() throws { try runCase("provider.py", "caller_path_escaped_in_prompts") }
+
     /// A client that disconnects mid-prompt: its askpass is stopped, the provider keeps answering.
     func testClientGoneMidPrompt() throws { try runCase("provider.py", "client_gone_mid_prompt") }
 
@@ -58,8 +70,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     /// ItemCreated/Changed/Deleted, Properties.Get/GetAll/Set, Introspect, aliases, the API's error names.
     func testSignalsPropertiesAndErrors() throws { try runCase("provider.py", "signals_and_properties") }
 
-    /// CreateCollection: a new keychain, its password asked twice at the prompt.
-    func testCreateCollection() throws { try runCase("provider.py", "create_collection") }
+    /// CreateCollection: a new keychain, its password asked twice at the prompt; Delete removes it and every file beside it
+    /// (-attempts too); the key derivation and the password check run off the loop, other clients answered meanwhile.
+    func testCreateAndDeleteCollection() throws { try runCase("provider.py", "create_and_delete_collection") }
 
     /// No keychain yet: secret-tool's store creates the default one through the prompt.
     func testMissingKeychainIsCreatedThroughThePrompt() throws { try runCase("provider.py", "missing_keychain", needs: ["secret-tool"]) }

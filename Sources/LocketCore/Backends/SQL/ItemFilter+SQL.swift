@@ -41,7 +41,21 @@ package struct SQLCondition {
 
     mutating func append(_ condition: String) { conditions.append(condition) }
 
-    package var sql: String { conditions.isEmpty ? dialect.always : conditions.joined(with: " AND ") }
+    /// The conditions joined by AND. SQLite's parser nests `a AND b AND c`
+    /// a level per term and refuses past 1,000 levels (SQLITE_MAX_EXPR_DEPTH:
+    /// a search of 993 free-form attributes failed as a damaged keychain), so
+    /// a long list goes in parenthesized groups, as deep as a group is long
+    /// plus their number. The planner sees the same terms: it splits nested
+    /// ANDs into one list.
+    package var sql: String {
+        let group = SQLCondition.groupSize
+        guard conditions.count > group else { return conditions.isEmpty ? dialect.always : conditions.joined(with: " AND ") }
+        return stride(from: 0, to: conditions.count, by: group).map {
+            "(" + Array(conditions[$0..<min($0 + group, conditions.count)]).joined(with: " AND ") + ")"
+        }.joined(with: " AND ")
+    }
+
+    static let groupSize = 32
 }
 
 extension ItemFilter {
