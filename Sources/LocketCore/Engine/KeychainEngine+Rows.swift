@@ -12,6 +12,10 @@ extension KeychainEngine {
         guard !query.attributes.isEmpty || query.hasFreeForm || query.matching != .any else { return filter }
         let indexKey = try indexKey()
         if query.hasFreeForm {
+            // The most an item has: a query of more is a mistake, refused as one.
+            guard query.freeFormNames.count <= FreeForm.maximumCount else {
+                throw KeychainError(.param, "a query names \(query.freeFormNames.count) free-form attributes; the most is \(FreeForm.maximumCount)")
+            }
             filter.freeForm = query.freeFormNames.indices.map {
                 Sealing.freeFormDigest(indexKey, query.itemClass, query.freeFormNames[$0], query.freeFormValues[$0])
             }
