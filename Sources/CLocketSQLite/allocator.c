@@ -7,7 +7,7 @@
  * stripped release binary (bench/README.md, the table after "Start-up"):
  * malloc + free under SQLite 137 k -> 40 k instructions, sqlite3_close_v2
  * 30 k -> 15 k, a whole `find -w` 1,279,769 -> 1,166,956 at 1 k items and
- * 1,288,339 -> 1,173,626 at 1 M (docs/ARCHITECTURE.md "SQLite's memory").
+ * 1,288,339 -> 1,173,626 at 1 M (docs/architecture/sqlite.md "SQLite's memory").
  *
  * A block of up to SMALL_LIMIT bytes (header included) comes from one of 32
  * classes 16 bytes apart, each a free list over 64 KiB chunks; larger blocks

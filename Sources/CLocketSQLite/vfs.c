@@ -3,7 +3,7 @@
  * It is SQLite's unix VFS with three changes, all to the WAL file, each
  * measured with `bench/writes` (strace of every sync, and the ext4 journal's
  * commits on a journaled file system; bench/README.md "What a write writes",
- * docs/ARCHITECTURE.md "The connection's lifetime"):
+ * docs/architecture/sqlite.md "The connection's lifetime"):
  *
  * 1. A WAL file that already exists is opened without SQLITE_OPEN_CREATE. The
  * unix VFS fsyncs the directory after the first sync of any journal it was

@@ -22,18 +22,16 @@ enum BackupKeys {
     /// `--identity FILE`: the user's own X25519 secret key, 64 hex digits,
     /// in a file nobody else can read or write.
     static func secretKey(_ path: String) throws -> SecureBytes {
-        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) }
-            .get { KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \($0)") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) is not a regular file")
+        let file = try PrivateFile(path, rule: .privateFile) { failure in
+            switch failure {
+            case .refused(.kind): KeychainError(.param, "\(Printable.clip(path, max: 256)) is not a regular file")
+            case .refused: KeychainError(.param, "\(Printable.clip(path, max: 256)) holds a secret key but others can read it or it is not yours",
+                                         hint: "chmod 600 it (and rotate the key if others could read it)")
+            case .unreadable(let errno): KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(errno)")
+            case .missing, .symbolicLink: KeychainError(.io, "cannot read \(Printable.clip(path, max: 256)): \(Errno(failure == .missing ? ENOENT : ELOOP))")
+            }
         }
-        guard st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
-            throw KeychainError(.param, "\(Printable.clip(path, max: 256)) holds a secret key but others can read it or it is not yours",
-                                hint: "chmod 600 it (and rotate the key if others could read it)")
-        }
-        let text = try Prompt.readAll(fd, what: path, limit: 4096)
+        let text = try file.closeAfter { file in try Prompt.readAll(file.descriptor, what: path, limit: 4096) }
         var hex = text.withUnsafeBytes { Array($0) }
         defer { wipe(&hex) }
         while let last = hex.last, last == 0x0a || last == 0x0d || last == 0x20 { hex.removeLast() }

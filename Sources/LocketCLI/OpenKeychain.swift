@@ -33,7 +33,7 @@ extension Context {
 
     /// A remote keychain read from its offline cache says so, and how old the cache is.
     private func announceOffline(_ location: KeychainLocation, since: Int64) {
-        let seconds = max(0, Clock.milliseconds() * 1000 - since) / 1_000_000
+        let seconds = max(0, io.environment.time.milliseconds() * 1000 - since) / 1_000_000
         let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
         err("locket: offline: \(location) is unreachable; reading its local cache, synced \(age) ago")
     }

@@ -22,19 +22,20 @@ enum PasswordFile {
     /// The password in `path`.
     static func read(_ path: String) throws -> SecureBytes {
         let shown = Printable.clip(path, max: 256)
-        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY) }.get { failure in
-            failure.code == ELOOP ? KeychainError(.param, "\(shown) is a symbolic link; locket reads a password only from the file itself")
-                                  : KeychainError(.io, "cannot read the password file \(shown): \(failure)")
+        // The mode is judged below with the file's ACL, which the mode alone can't show.
+        let file = try PrivateFile(path, rule: PrivateFile.Rule(kind: S_IFREG, rootMayOwn: true, ownerOnly: 0)) { failure in
+            switch failure {
+            case .symbolicLink: KeychainError(.param, "\(shown) is a symbolic link; locket reads a password only from the file itself")
+            case .missing: KeychainError(.io, "cannot read the password file \(shown): \(Errno(ENOENT))")
+            case .unreadable(let errno): KeychainError(.io, "cannot read the password file \(shown): \(errno)")
+            case .refused(.kind(let found)):
+                KeychainError(.param, "\(shown) is not a regular file\(found == S_IFIFO ? " (a FIFO)" : found == S_IFDIR ? " (a directory)" : ""); locket reads a password only from a regular file")
+            case .refused(.owner(let uid)): KeychainError(.param, "\(shown) belongs to another user (uid \(uid)); a password file must be yours or root's")
+            // Not judged by this rule: by the mode and the ACL below.
+            case .refused(.mode): KeychainError(.param, "\(shown) holds a password but others can read or write it")
+            }
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            let kind = st.st_mode & S_IFMT == S_IFIFO ? " (a FIFO)" : st.st_mode & S_IFMT == S_IFDIR ? " (a directory)" : ""
-            throw KeychainError(.param, "\(shown) is not a regular file\(kind); locket reads a password only from a regular file")
-        }
-        guard st.st_uid == geteuid() || st.st_uid == 0 else {
-            throw KeychainError(.param, "\(shown) belongs to another user (uid \(st.st_uid)); a password file must be yours or root's")
-        }
+        let fd = file.descriptor, st = file.status
         if let others = otherAccess(fd, st) {
             throw KeychainError(.param, "\(shown) holds a password but \(others) can read or write it",
                                 hint: "chmod 600 it (and change the password if others could read it)")
@@ -42,7 +43,7 @@ enum PasswordFile {
         guard st.st_size <= maximumSize else {
             throw KeychainError(.dataTooLarge, "\(shown) is larger than a password (\(ByteSize.text(Prompt.maximumPasswordLength)))")
         }
-        let all = try Prompt.readAll(fd, what: shown, contents: "the password file \(shown)", limit: maximumSize)
+        let all = try file.closeAfter { file in try Prompt.readAll(file.descriptor, what: shown, contents: "the password file \(shown)", limit: maximumSize) }
         return try all.withUnsafeBytes { raw in
             var end = raw.count
             if end > 0 && raw[end - 1] == 0x0a { end -= 1 }

@@ -55,9 +55,7 @@ enum RuntimeDirectory {
     /// so that nobody else can rename it, or a link on the way to it, after
     /// it was checked (`TrustedPath`).
     static func isTrusted(_ path: String) -> Bool {
-        var st = stat()
-        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
-              let resolved = realpath(path, nil) else { return false }
+        guard PrivateFile.Rule.privateDirectory.isKept(atPath: path), let resolved = realpath(path, nil) else { return false }
         free(resolved)
         return TrustedPath.unsafeAncestor(of: path) == nil
     }
@@ -66,7 +64,7 @@ enum RuntimeDirectory {
     /// or ours; not writable by others, or sticky, as /dev/shm and /tmp are).
     private static func isUsableBase(_ path: String) -> Bool {
         var st = stat()
-        guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == 0 || st.st_uid == geteuid() else { return false }
+        guard stat(path, &st) == 0, PrivateFile.Rule(kind: S_IFDIR, rootMayOwn: true, ownerOnly: 0).violation(st) == nil else { return false }
         return st.st_mode & 0o022 == 0 || st.st_mode & S_ISVTX != 0
     }
 
@@ -77,7 +75,6 @@ enum RuntimeDirectory {
     }
 
     static func isPrivateDirectory(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR && st.st_uid == geteuid() && st.st_mode & 0o077 == 0
+        PrivateFile.Rule.privateDirectory.isKept(atPath: path)
     }
 }

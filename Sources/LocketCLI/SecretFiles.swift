@@ -115,11 +115,8 @@ final class SecretFiles {
     }
 
     private static func sweep(_ parent: String) {
-        let parentFD = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard parentFD >= 0 else { return }
-        defer { close(parentFD) }
-        var st = stat()
-        guard fstat(parentFD, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else { return }
+        guard let directory = try? PrivateFile(parent, rule: .privateDirectory) else { return }
+        let parentFD = directory.descriptor
         let namespace = pidNamespace()
         for name in entries(of: parentFD) {
             let parts = name.split(separator: ".")
@@ -127,6 +124,7 @@ final class SecretFiles {
                   pid != getpid(), !isRunning(pid, startedAt: start) else { continue }
             removeDirectory(name, in: parentFD)
         }
+        _ = directory.close()
     }
 
     /// The names in a directory, without `.` and `..`; `fd` stays open.
@@ -149,12 +147,9 @@ final class SecretFiles {
     /// descending: what the command made below it stays, and so does the
     /// directory then), then the directory. Only a directory of this user's.
     private static func removeDirectory(_ name: String, in parentFD: Int32) {
-        let fd = openat(parentFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_uid == geteuid() else { close(fd); return }
-        for entry in entries(of: fd) { _ = unlinkat(fd, entry, 0) }
-        close(fd)
+        guard let directory = try? PrivateFile(name, in: parentFD, rule: .ownDirectory) else { return }
+        for entry in entries(of: directory.descriptor) { _ = unlinkat(directory.descriptor, entry, 0) }
+        _ = directory.close()
         _ = unlinkat(parentFD, name, AT_REMOVEDIR)
     }
 

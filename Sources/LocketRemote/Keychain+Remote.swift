@@ -30,7 +30,6 @@ extension Keychain {
                             environment: Environment, extendSession: Bool = true, acceptRollback: Bool = false,
                             maxStale: Int64? = nil) throws -> Keychain {
         try Sodium.ready()
-        umask(0o077)
         let (store, stored) = try RemoteStore.open(location, databasePassword: databasePassword, environment: environment, maxStale: maxStale)
         return try Keychain(opening: store, stored, caller: caller, environment: environment, extendSession: extendSession,
                             acceptRollback: acceptRollback)
@@ -42,7 +41,6 @@ extension Keychain {
     public static func openForRecovery(remote location: RemoteLocation, caller: Caller = .owner, databasePassword: SecureBytes? = nil,
                                        environment: Environment) throws -> Keychain {
         try Sodium.ready()
-        umask(0o077)
         let (store, stored) = try RemoteStore.open(location, databasePassword: databasePassword, environment: environment, maxStale: nil,
                                                    recovering: true)
         return try Keychain(opening: store, stored, caller: caller, environment: environment, extendSession: true, acceptRollback: true)

@@ -63,10 +63,9 @@ struct OwnAuditRecord: Equatable {
     static func load(keychainID: [UInt8], device: DeviceIdentity, environment: Environment) -> OwnAuditRecord {
         guard let file = try? path(keychainID: keychainID, environment: environment),
               let opened = try? FileIO.openPrivate(file, what: "this device's audit head") else { return OwnAuditRecord() }
-        let (fd, size) = opened
-        defer { close(fd) }
+        let size = opened.size
         var stored = [UInt8](repeating: 0, count: size)
-        guard size > 32, size <= 1 << 20, stored.withUnsafeMutableBytes({ FileIO.readExactly(fd, into: $0) }),
+        guard size > 32, size <= 1 << 20, opened.closeAfter({ file in stored.withUnsafeMutableBytes { raw in (try? file.read(into: raw).get()) == raw.count } }),
               let key = try? macKey(device) else { return OwnAuditRecord() }
         let body = Array(stored.dropLast(32)), found = Array(stored.suffix(32)), expected = mac(body, key: key)
         guard expected.withUnsafeBytes({ e in found.withUnsafeBytes { Sodium.equal(e, $0) } }),

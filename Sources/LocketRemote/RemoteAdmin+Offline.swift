@@ -34,7 +34,7 @@ extension RemoteAdmin {
         }
         let key = try RemoteCache.key(indexKey: try grant.indexKey(), keychainID: grant.keychainID)
         let path = try RemoteCache.path(url: store.location.url, environment: grant.environment)
-        let started = Clock.milliseconds() * 1000
+        let started = grant.environment.time.milliseconds() * 1000
         let snapshot = try store.transaction { transaction in try store.offlineSnapshot(device, at: started, transaction) }
         guard let snapshot else {
             unlink(path)

@@ -94,12 +94,15 @@ struct RemoteCache {
     /// (errSecIO) when it is a link, not a regular file, not the user's own,
     /// or writable by others, as every file locket reads in its state directory.
     static func read(_ path: String) throws -> [UInt8]? {
-        guard let (fd, size) = try FileIO.openPrivate(path, what: "the offline cache") else { return nil }
-        defer { close(fd) }
-        guard size <= limit else { throw KeychainError(.io, "the offline cache \(path) is larger than \(ByteSize.text(limit))") }
-        var out = [UInt8](repeating: 0, count: size)
-        guard out.withUnsafeMutableBytes({ FileIO.readExactly(fd, into: $0) }) else { throw KeychainError(.io, "cannot read the offline cache \(path)") }
-        return out
+        guard let file = try FileIO.openPrivate(path, what: "the offline cache") else { return nil }
+        return try file.closeAfter { file in
+            guard file.size <= limit else { throw KeychainError(.io, "the offline cache \(path) is larger than \(ByteSize.text(limit))") }
+            var out = [UInt8](repeating: 0, count: file.size)
+            guard out.withUnsafeMutableBytes({ (try? file.read(into: $0).get()) == $0.count }) else {
+                throw KeychainError(.io, "cannot read the offline cache \(path)")
+            }
+            return out
+        }
     }
 
     // MARK: - Encoding
@@ -168,7 +171,7 @@ extension RemoteCache {
     /// One record: an item's reference and when it was read (µs since 1970).
     static func appendPendingAudit(_ refs: [[UInt8]], keychainID: [UInt8], environment: Environment) throws {
         let path = try pendingAuditPath(keychainID: keychainID, environment: environment)
-        let now = Clock.milliseconds() * 1000
+        let now = environment.time.milliseconds() * 1000
         var record: [UInt8] = []
         for ref in refs {
             BigEndian.append(UInt32(ref.count), to: &record)
@@ -176,15 +179,16 @@ extension RemoteCache {
             BigEndian.append(now, to: &record)
         }
         func failed(_ failure: Errno) -> KeychainError { KeychainError(.io, "cannot record an offline read in \(path): \(failure)") }
-        let fd = try valueOrErrno("open") { Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600) }.get(or: failed)
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
-            throw KeychainError(.io, "\(path) is not this user's private file; offline reads are not recorded there")
+        let file = try PrivateFile(path, access: O_WRONLY | O_APPEND, creating: 0o600, rule: .privateFile) { failure in
+            switch failure {
+            case .refused: KeychainError(.io, "\(path) is not this user's private file; offline reads are not recorded there")
+            case .unreadable(let errno): failed(errno)
+            case .missing, .symbolicLink: failed(Errno(failure == .missing ? ENOENT : ELOOP))
+            }
         }
         // A read is answered only once it is recorded.
-        try record.withUnsafeBytes { LocketSupport.writeAll(fd, $0) }.get(or: failed)
-        try nothingOrErrno("fsync") { fsync(fd) }.get(or: failed)
+        try record.withUnsafeBytes { file.write($0) }.get(or: failed)
+        try nothingOrErrno("fsync") { fsync(file.descriptor) }.get(or: failed)
     }
 
     /// The pending records (reference, time), nil when there are none.

@@ -197,8 +197,8 @@ public final class RemoteConnection {
             guard ready.kind == Wire.Kind.ready.rawValue else { throw try unexpected(&ready) }
             serverVersion = Int(try ready.string()) ?? 0
         } catch let failure as Wire.Failure {
-            process.stop()
             helper = nil
+            if let missing = process.missingLibraries() { throw missing }
             throw RemoteFailure.helperFailure(failure)
         } catch {
             process.stop()
@@ -287,16 +287,5 @@ public final class RemoteConnection {
         guard password != nil else { return }
         for index in password!.indices { password![index] = 0 }
         password = nil
-    }
-}
-
-extension RemoteFailure {
-    /// A broken stream means the helper is gone; anything else it sent was malformed.
-    static func helperFailure(_ failure: Wire.Failure) -> RemoteFailure {
-        switch failure {
-        case .endOfStream, .truncated, .system: .helperGone
-        case .tooLarge: .protocolViolation("a frame over the size limit")
-        case .malformed(let why): .protocolViolation(why)
-        }
     }
 }

@@ -1,5 +1,6 @@
 import LocketCore
 import LocketSupport
+import LocketWire
 
 /// What went wrong on the way to PostgreSQL, before it is turned into a
 /// KeychainError: the SQLSTATE decides retries and the OSStatus.
@@ -72,6 +73,17 @@ enum RemoteFailure: Error {
                 return KeychainError(.notAvailable, "the PostgreSQL server is a read-only standby, not the primary \(status)", reason: .remoteStandby)
             default: return KeychainError(.io, "the database reported an error \(status)")
             }
+        }
+    }
+}
+
+extension RemoteFailure {
+    /// A broken stream means the helper is gone; anything else it sent was malformed.
+    static func helperFailure(_ failure: Wire.Failure) -> RemoteFailure {
+        switch failure {
+        case .endOfStream, .truncated, .system: .helperGone
+        case .tooLarge: .protocolViolation("a frame over the size limit")
+        case .malformed(let why): .protocolViolation(why)
         }
     }
 }

@@ -62,7 +62,7 @@ extension RemoteStore {
         guard snapshot.meta[MetaKey.id.rawValue] == id, let kdf = snapshot.meta[MetaKey.kdf.rawValue].flatMap(KDFParameters.init(encoded:)) else {
             throw refused("the offline cache \(path) is another keychain's; ignored")
         }
-        let age = max(0, Clock.milliseconds() * 1000 - snapshot.syncedAt)
+        let age = max(0, environment.time.milliseconds() * 1000 - snapshot.syncedAt)
         guard age <= maxStale else {
             throw refused("its offline cache is \(age / 60_000_000) min old, older than allowed (\(maxStale / 60_000_000) min)")
         }

@@ -16,7 +16,7 @@ final class RemoteStore {
     private var current: RemoteConnection.Transaction?
     /// This machine's device in the keychain, nil before it enrolls.
     var device: DeviceIdentity?
-    /// The keychain's identity and the environment, for the local files of an offline read.
+    /// The keychain's identity and the environment: the local files of an offline read, the time of an audited read.
     var keychainID: [UInt8]?
     var environment = Environment([:])
     /// The group keys this device holds, read once per transaction (a
@@ -76,6 +76,7 @@ final class RemoteStore {
         }
         link = try RemoteConnection(helper: helper, parameters: location.parameters, password: password, environment: environment)
         self.location = location
+        self.environment = environment
         offline = nil
     }
 
@@ -262,7 +263,7 @@ extension RemoteStore {
             // Kept locally and appended on the next contact (Keychain.contactServer).
             return try RemoteCache.appendPendingAudit(refs, keychainID: keychainID, environment: environment)
         }
-        let now = Clock.milliseconds() * 1000
+        let now = environment.time.milliseconds() * 1000
         for ref in refs { try appendAudit(ref, operation, at: now) }
     }
 }

@@ -122,10 +122,10 @@ struct RemoteTrust: Equatable {
     static func load(keychainID: [UInt8], device: DeviceIdentity, environment: Environment) throws -> RemoteTrust {
         let file = try path(keychainID: keychainID, environment: environment)
         // O_NOFOLLOW, the user's own, not open to others (FileIO.openPrivate).
-        guard let (fd, size) = try FileIO.openPrivate(file, what: "this device's trust record") else { return RemoteTrust() }
-        defer { close(fd) }
+        guard let record = try FileIO.openPrivate(file, what: "this device's trust record") else { return RemoteTrust() }
+        let size = record.size
         var stored = [UInt8](repeating: 0, count: size)
-        guard size >= 32, size <= 16 << 20, stored.withUnsafeMutableBytes({ FileIO.readExactly(fd, into: $0) }) else {
+        guard size >= 32, size <= 16 << 20, record.closeAfter({ file in stored.withUnsafeMutableBytes { raw in (try? file.read(into: raw).get()) == raw.count } }) else {
             throw KeychainError(.decode, "this device's trust record \(file) is truncated", reason: .remoteTrustDamaged)
         }
         let body = Array(stored.dropLast(32))

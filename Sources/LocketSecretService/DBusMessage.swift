@@ -172,7 +172,8 @@ struct MessageWriter {
     }
 
     mutating func string(_ text: String, type: Int32 = DBusType.string) {
-        let clean = text.contains("\u{0}") ? text.replacingNULs() : text
+        // The bytes, not Characters: a search by Character breaks graphemes (a twentieth of a lookup's string work).
+        let clean = text.utf8.contains(0) ? text.replacingNULs() : text
         clean.withCString { c in
             var pointer: UnsafePointer<CChar>? = c
             basic(type, &pointer)

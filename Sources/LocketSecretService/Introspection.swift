@@ -91,6 +91,23 @@ enum Introspection {
 
         """
 
+    /// The secret portal's backend (Portal.swift), as xdg-desktop-portal's
+    /// org.freedesktop.impl.portal.Secret.xml defines it.
+    static let portal = """
+          <interface name="org.freedesktop.impl.portal.Secret">
+            <method name="RetrieveSecret"><arg name="handle" type="o" direction="in"/><arg name="app_id" type="s" direction="in"/><arg name="fd" type="h" direction="in"/><arg name="options" type="a{sv}" direction="in"/><arg name="response" type="u" direction="out"/><arg name="results" type="a{sv}" direction="out"/></method>
+            <property name="version" type="u" access="read"/>
+          </interface>
+
+        """
+
+    static let portalRequest = """
+          <interface name="org.freedesktop.impl.portal.Request">
+            <method name="Close"/>
+          </interface>
+
+        """
+
     /// The document for an object with `interfaces` (one of the above) and child `nodes`.
     static func document(_ interfaces: String, nodes: [String]) -> String {
         var xml = header + (interfaces.isEmpty ? "" : standard + interfaces)

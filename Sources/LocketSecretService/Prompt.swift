@@ -26,6 +26,8 @@ final class Prompt {
     /// A password being checked, or a keychain made, on a thread of its own (PromptJob).
     var job: PromptJob?
     var started = false
+    /// Asked for the secret portal: its end answers the waiting RetrieveSecret calls, not a Completed signal.
+    var answersPortal = false
     var attempts = 0
     /// The first of the two passwords of a new keychain.
     var first: SecureBytes?

@@ -92,6 +92,8 @@ extension Provider {
                 dbus_message_unref(reply)
                 replyError(message, .failed("out of memory"))
             }
+        } catch is ReplyLater {
+            // Answered when its prompt ends (Provider+Portal).
         } catch let error as BusError {
             if !noReply { replyError(message, error) }
         } catch let error as ArgumentError {
@@ -111,6 +113,7 @@ extension Provider {
     /// Routes a call by its path's target and interface. An empty interface
     /// (allowed by D-Bus) matches the member in any of the object's interfaces.
     private func route(_ call: Call, _ out: inout MessageWriter) throws {
+        if try portalCall(call, &out) { return }
         let target = ObjectPath.target(call.path) { self.aliases[$0] }
         func wants(_ interface: String) -> Bool { call.interface.isEmpty || call.interface == interface }
         if wants("org.freedesktop.DBus.Introspectable") && call.member == "Introspect" {
@@ -153,7 +156,7 @@ extension Provider {
     private func introspect(_ target: ObjectPath.Target, _ call: Call) throws -> String {
         switch target {
         case .root: return Introspection.document("", nodes: ["org"])
-        case .ancestor: return Introspection.document("", nodes: [call.path == "/org" ? "freedesktop" : "secrets"])
+        case .ancestor: return Introspection.document("", nodes: call.path == "/org" ? ["freedesktop"] : ["portal", "secrets"])
         case .service: return Introspection.document(Introspection.service, nodes: ["collection", "aliases", "session", "prompt"])
         case .collections:
             return Introspection.document("", nodes: call.path.hasSuffix("aliases") ? aliases.keys.sorted() : collections.keys.sorted())
@@ -196,6 +199,7 @@ extension Provider {
         refusedCallers[name] = nil
         identifying[name] = nil
         calls.drop(name)
+        forgetPortalRequests(of: name)
         _ = sessions.removeAll(ownedBy: name)
         for prompt in prompts.removeAll(ownedBy: name) {
             prompt.cancel()

@@ -22,6 +22,10 @@ extension Provider {
     /// before anything that waits.
     func open(_ collection: Collection, _ client: ClientIdentity) throws -> Keychain {
         do {
+            if let session = collection.session {
+                try SessionCollection.prepare(session, keychainPath: collection.keychainPath)
+                return try Keychain.open(at: collection.keychainPath, caller: client.caller, environment: session.environment, keepsFileOpen: true)
+            }
             return try Keychain.open(at: collection.keychainPath, caller: client.caller, environment: environment, keepsFileOpen: true)
         } catch let error as KeychainError where error.code == .noSuchKeychain {
             throw BusError.noSuchObject("the keychain \(collection.keychainPath) does not exist")

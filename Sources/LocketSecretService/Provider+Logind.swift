@@ -36,7 +36,8 @@ extension Provider {
 
     /// Locks every served keychain whose setting for `event` is on.
     func lockCollections(on event: KeychainSession.LockEvent, because reason: String) {
-        for collection in collections.values.sorted(by: { $0.name < $1.name }) {
+        // The session collection has no password to lock with.
+        for collection in collections.values.filter({ $0.session == nil }).sorted(by: { $0.name < $1.name }) {
             let keychain: Keychain
             do {
                 keychain = try Keychain.open(at: collection.keychainPath, environment: environment, extendSession: false, acceptRollback: true)

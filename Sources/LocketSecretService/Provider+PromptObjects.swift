@@ -23,7 +23,7 @@ extension Provider {
     }
 
     /// Asks for the password the prompt needs now; nothing can ask: dismissed.
-    private func ask(_ prompt: Prompt, retry: Bool) {
+    func ask(_ prompt: Prompt, retry: Bool) {
         // Every name in the text is escaped as the command line escapes what
         // it prints: an executable named with a newline and terminal escapes
         // must not write a line of its own at the askpass or the terminal.
@@ -173,6 +173,7 @@ extension Provider {
     func complete(_ prompt: Prompt, dismissed: Bool, created: String = ObjectPath.none) {
         prompt.cancel()
         if prompts.remove(prompt.id) != nil { promptObjects -= prompt.objectCount }
+        if prompt.answersPortal { return portalPromptEnded(prompt, dismissed: dismissed) }
         emit(prompt.path, Provider.promptInterface, "Completed", destination: prompt.owner) { out in
             out.boolean(dismissed)
             switch prompt.action {

@@ -64,7 +64,7 @@ extension Provider {
     /// a new keychain needs its password, so a prompt asks for it twice.
     func createCollection(label: String, alias: String, _ call: Call) throws -> (String, String) {
         if !alias.isEmpty, let name = aliases[alias], let collection = collections[name] {
-            if access(collection.keychainPath, F_OK) == 0 { return (collection.path, ObjectPath.none) }
+            if collection.exists { return (collection.path, ObjectPath.none) }
             // The alias names a keychain not made yet (libsecret creates `default` so): make that one.
             return (ObjectPath.none, try makePrompt(.create(name: collection.name, path: collection.keychainPath, label: collection.label, alias: alias), call))
         }
@@ -103,7 +103,7 @@ extension Provider {
     /// refused; when all prompts together (or the object paths they hold)
     /// are at theirs, the oldest prompts of the client holding the most are
     /// dismissed to make room.
-    private func makePrompt(_ action: Prompt.Action, _ call: Call) throws -> String {
+    func makePrompt(_ action: Prompt.Action, _ call: Call) throws -> String {
         guard prompts.admits(call.client.account) else { throw Limits.exceeded("more than \(Limits.promptsPerClient) prompts in progress") }
         let prompt = Prompt(id: newID(), owner: call.sender, client: call.client, action: action)
         while prompts.isFull || promptObjects + prompt.objectCount > Limits.promptObjects, let oldest = prompts.oldestOfLargest {

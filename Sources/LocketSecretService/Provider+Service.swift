@@ -29,7 +29,8 @@ extension Provider {
             // attributes nor their paths (the locked ones', fewer, wait).
             out.container(DBusType.array, "o") { unlocked in
                 do {
-                    for collection in existingCollections() {
+                    // A session collection not made yet holds nothing: it is not made (or opened) for a search.
+                    for collection in existingCollections() where collection.session == nil || access(collection.keychainPath, F_OK) == 0 {
                         let keychain = try open(collection, call.client)
                         defer { keychain.releaseFile() }
                         try keychain.forEachMatch(query) { item in
@@ -76,7 +77,7 @@ extension Provider {
         case "ReadAlias":
             let name = try args.string()
             // A keychain not made yet has no collection: "/" lets the client create it (CreateCollection with the alias).
-            let collection = aliases[name].flatMap { collections[$0] }.flatMap { access($0.keychainPath, F_OK) == 0 ? $0 : nil }
+            let collection = aliases[name].flatMap { collections[$0] }.flatMap { $0.exists ? $0 : nil }
             out.objectPath(collection?.path ?? ObjectPath.none)
         case "SetAlias":
             let name = try args.string()
@@ -139,7 +140,7 @@ extension Provider {
 
     /// The collections whose keychain exists now, in name order.
     func existingCollections() -> [Collection] {
-        collections.values.filter { access($0.keychainPath, F_OK) == 0 }.sorted { $0.name < $1.name }
+        collections.values.filter(\.exists).sorted { $0.name < $1.name }
     }
 
     /// org.freedesktop.DBus.Properties on one object: `get` gives a writer of

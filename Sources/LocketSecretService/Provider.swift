@@ -12,7 +12,7 @@ import LocketSupport
 /// descriptors of prompts in progress (askpass children, the terminal, a
 /// password hashed on a thread of its own: PromptJob), so a prompt
 /// never holds up another client. Every request opens its keychain
-/// afresh and releases the file before it answers (docs/ARCHITECTURE.md,
+/// afresh and releases the file before it answers (docs/architecture/sqlite.md,
 /// "The connection's lifetime"): a `locket lock` or `unlock` in a shell is
 /// seen by the next request, and no item is kept in memory between requests.
 public final class Provider {
@@ -49,6 +49,10 @@ public final class Provider {
     var promptObjects = 0
     /// Calls read and not yet answered, a queue per connection.
     var calls = CallQueue()
+    /// The secret portal's calls waiting for an unlock, by handle (Provider+Portal).
+    var portalRequests: [String: PortalRequest] = [:]
+    /// The secret portal's answers held back until their time (Provider+Portal's `portalReply`).
+    var portalReplies: [(due: Double, reply: OpaquePointer)] = []
     /// What each connected client is (uid checked, executable mapped), by unique name.
     var callers: [String: ClientIdentity] = [:]
     /// Clients the bus daemon said are not this user's (or could not name), with why.
@@ -73,14 +77,24 @@ public final class Provider {
         let name: String
         let keychainPath: String
         var label: String
+        /// The session collection's own place (SessionCollection); nil for a keychain of the user's.
+        let session: Session?
         /// When the keychain was made, once asked (`createdSeconds`).
         var created: UInt64?
-        init(name: String, keychainPath: String, label: String) {
+        init(name: String, keychainPath: String, label: String, session: Session? = nil) {
             self.name = name
             self.keychainPath = keychainPath
             self.label = label
+            self.session = session
         }
         var path: String { ObjectPath.collection(name) }
+        /// Whether it is there to serve: its keychain exists (the session collection always is, made at first use).
+        var exists: Bool { session != nil || access(keychainPath, F_OK) == 0 }
+
+        struct Session {
+            let directory: String
+            let environment: Environment
+        }
 
         /// The keychain file's birth time where its file system records one
         /// (statx), else its change time when first asked, kept for the run:
@@ -141,10 +155,17 @@ public final class Provider {
             collections[ObjectPath.element(name)] = Collection(name: ObjectPath.element(name), keychainPath: path, label: name)
         }
         if let first = options.defaultCollection ?? options.collections.first?.name { aliases["default"] = ObjectPath.element(first) }
+        // gnome-keyring's other aliases: `login` (clients that build /aliases/login) and `session`.
+        if collections["login"] != nil { aliases["login"] = "login" }
+        if collections[SessionCollection.name] == nil, let session = SessionCollection.make(environment: environment, log: log) {
+            collections[SessionCollection.name] = session
+        }
+        if collections[SessionCollection.name] != nil { aliases[SessionCollection.name] = SessionCollection.name }
     }
 
     deinit {
         for prompt in prompts.values { prompt.cancel() }
+        for case let session? in collections.values.map(\.session) { SessionCollection.remove(session.directory) }
         calls.removeAll()
         dbus_connection_close(connection)
         dbus_connection_unref(connection)
@@ -154,31 +175,6 @@ public final class Provider {
 
     static func text(_ error: DBusError) -> String {
         error.message.map { String(cString: $0) } ?? "unknown error"
-    }
-
-    // MARK: - The name
-
-    /// Takes org.freedesktop.secrets; with `replace`, from its owner. Refuses,
-    /// naming the owner, when another process has it.
-    public func claimName() throws {
-        var error = DBusError()
-        dbus_error_init(&error)
-        defer { dbus_error_free(&error) }
-        // Allow replacement: a later `--replace` takes the name, and this provider then stops.
-        let flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE | DBUS_NAME_FLAG_ALLOW_REPLACEMENT) | (options.replace ? UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) : 0)
-        let result = dbus_bus_request_name(connection, Provider.busName, flags, &error)
-        if dbus_error_is_set(&error) != 0 { throw ProviderError("cannot own \(Provider.busName): \(Provider.text(error))") }
-        guard result == DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER || result == DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER else {
-            let owner = describeOwner(of: Provider.busName)
-            if options.replace {
-                throw ProviderError("\(Provider.busName) is owned by \(owner), which does not allow its replacement")
-            }
-            throw ProviderError("\(Provider.busName) is owned by \(owner); stop it first, or run with --replace")
-        }
-        // Clients that go away: their sessions, prompts and identities go too.
-        dbus_bus_add_match(connection, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'", &error)
-        dbus_error_free(&error)
-        dbus_bus_add_match(connection, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameLost'", &error)
     }
 
     // MARK: - The loop
@@ -217,7 +213,9 @@ public final class Provider {
             // The bus daemon's answers about new clients: read by answerQueued.
             if !identifying.isEmpty { fds.append(pollfd(fd: identityFD, events: Int16(POLLIN), revents: 0)) }
             // Interrupted: as if nothing were ready; the loop looks again.
-            var timeout = promptTimeoutMilliseconds()
+            // The sooner of a prompt's deadline and a held portal answer (-1: neither).
+            let (promptWait, portalWait) = (promptTimeoutMilliseconds(), portalReplyTimeoutMilliseconds())
+            var timeout = promptWait < 0 ? portalWait : portalWait < 0 ? promptWait : min(promptWait, portalWait)
             if !identifying.isEmpty && (timeout < 0 || timeout > 1000) { timeout = 1000 }  // to give up on an identity (readIdentities)
             let ready = valueOrErrno("poll", retryOnInterrupt: false) { poll(&fds, nfds_t(fds.count), timeout) }
             if let failure = ready.error, failure.code != EINTR { stopReason = "poll failed: \(failure)"; break }
@@ -230,6 +228,7 @@ public final class Provider {
             for (k, (prompt, _)) in watched.enumerated() where fds[2 + k].revents != 0 { promptReadable(prompt) }
             if let logindIndex, fds[logindIndex].revents != 0 { serviceLogind() }
             expirePrompts()
+            sendDuePortalReplies()
             if fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 if dbus_connection_read_write(connection, 0) == 0 {
                     stopReason = "the session bus went away"

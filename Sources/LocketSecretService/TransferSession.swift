@@ -42,26 +42,37 @@ final class TransferSession {
     init(peer: [UInt8], keys: SessionKeys) throws {
         algorithm = .dh
         guard !peer.isEmpty, peer.count <= 256 else { throw ArgumentError("the client's public key is not a 1024-bit number") }
-        guard let ctx = BN_CTX_secure_new() else { throw TransferError.crypto }
+        guard let group = TransferSession.group, let ctx = BN_CTX_secure_new() else { throw TransferError.crypto }
         defer { BN_CTX_free(ctx) }
-        guard let p = BN_get_rfc2409_prime_1024(nil), let g = BN_new(), let x = BN_secure_new(), let y = BN_new(),
-              let theirs = BN_bin2bn(peer, Int32(peer.count), nil), let shared = BN_secure_new(), let limit = BN_new() else {
+        let p = group.prime
+        guard let x = BN_secure_new(), let y = BN_new(), let theirs = BN_bin2bn(peer, Int32(peer.count), nil), let shared = BN_secure_new(),
+              let limit = BN_new() else {
             throw TransferError.crypto
         }
         defer {
-            BN_free(p); BN_free(g); BN_clear_free(x); BN_free(y); BN_free(theirs); BN_clear_free(shared); BN_free(limit)
+            BN_clear_free(x); BN_free(y); BN_free(theirs); BN_clear_free(shared); BN_free(limit)
         }
         // 1 < theirs < p - 1: 0, 1 and p - 1 would give a shared secret anyone can guess.
-        guard BN_set_word(g, 2) == 1, BN_copy(limit, p) != nil, BN_sub_word(limit, 1) == 1,
+        guard BN_copy(limit, p) != nil, BN_sub_word(limit, 1) == 1,
               BN_cmp(theirs, BN_value_one()) > 0, BN_cmp(theirs, limit) < 0 else {
             throw ArgumentError("the client's public key is not a valid number in the group")
         }
-        // A private exponent of 256 random bits: the group's discrete
-        // logarithm (about 80 bits of strength) stays the weakest point, and
-        // the two exponentiations of every OpenSession cost a quarter of a
-        // full-length exponent's.
-        guard BN_priv_rand(x, 256, -1, 0) == 1, BN_add_word(x, 2) == 1,
-              BN_mod_exp(y, g, x, p, ctx) == 1, BN_mod_exp(shared, theirs, x, p, ctx) == 1 else {
+        // A private exponent of 160 random bits: NIST's size for a 1024-bit
+        // group (SP 800-57's FFC L = 1024, N = 160, parameter set FA of SP
+        // 800-56A): Pollard's lambda on it costs 2^80, as the group's discrete
+        // logarithm does, so neither is the weaker. The group is a safe prime
+        // (RFC 2409: (p - 1) / 2 is prime), whose only small subgroup, {1,
+        // p - 1}, is refused above. Both exponentiations (of the generator 2,
+        // and of the client's key) cost in proportion to the exponent: 160
+        // bits is 62 % of the 256 used before, the largest part of a lookup's
+        // work in the provider (issue 41's profile). The generator's power
+        // comes from a table (FixedBase); the client's key's, with
+        // BN_FLG_CONSTTIME, by OpenSSL's fixed-window exponentiation, whose
+        // steps and memory reads do not follow the exponent's bits.
+        guard BN_priv_rand(x, TransferSession.exponentBits, -1, 0) == 1, BN_add_word(x, 2) == 1 else { throw TransferError.crypto }
+        BN_set_flags(x, BN_FLG_CONSTTIME)
+        let generated = group.fixedBase.map { $0.power(x, into: y, ctx) } ?? (BN_mod_exp_mont_word(y, 2, x, p, ctx, group.montgomery) == 1)
+        guard generated, BN_mod_exp_mont(shared, theirs, x, p, ctx, group.montgomery) == 1 else {
             throw TransferError.crypto
         }
         publicKey = try TransferSession.padded(y)
@@ -80,6 +91,26 @@ final class TransferSession {
     private func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try keys!.withKey(keySlot) { try body(UnsafeRawBufferPointer($0)) }
     }
+
+    /// The private exponent's size in bits.
+    static let exponentBits: Int32 = 160
+
+    /// The RFC 2409 group's prime and its Montgomery form, made once for
+    /// every session (made per exponentiation, it cost a tenth of each).
+    /// Read only once made, as OpenSSL lets a BN_MONT_CTX be shared.
+    private struct Group: @unchecked Sendable {
+        let prime: OpaquePointer
+        let montgomery: OpaquePointer
+        /// The generator's powers; nil (square-and-multiply then) if the table failed its self-test.
+        let fixedBase: FixedBase?
+    }
+
+    private static let group: Group? = {
+        guard let prime = BN_get_rfc2409_prime_1024(nil), let montgomery = BN_MONT_CTX_new(), let ctx = BN_CTX_new() else { return nil }
+        defer { BN_CTX_free(ctx) }
+        guard BN_MONT_CTX_set(montgomery, prime, ctx) == 1 else { return nil }
+        return Group(prime: prime, montgomery: montgomery, fixedBase: FixedBase(prime: prime, montgomery: montgomery))
+    }()
 
     /// A number as the 128 big-endian bytes of the group.
     private static func padded(_ n: OpaquePointer) throws -> [UInt8] {

@@ -29,9 +29,8 @@ public enum Clock {
 }
 
 /// The clock and the sleeper as an input: what reads the time and what waits
-/// for it. The wrong-password delay goes through one (`Keychain.time`), so
-/// a test sets the time instead of waiting for it; issue 38 makes time an
-/// input everywhere. Only tests pass anything but `system`.
+/// for it. The engine reads its `Environment.time`, so a test sets the time
+/// instead of waiting for it. Only tests pass anything but `system`.
 public struct TimeSource: Sendable {
     /// Milliseconds since 1970.
     public var milliseconds: @Sendable () -> Int64
@@ -41,6 +40,15 @@ public struct TimeSource: Sendable {
     public init(milliseconds: @escaping @Sendable () -> Int64, sleep: @escaping @Sendable (_ milliseconds: Int) -> Void) {
         self.milliseconds = milliseconds
         self.sleep = sleep
+    }
+
+    /// Whole seconds since 1970.
+    public func seconds() -> Int64 { milliseconds() / 1000 }
+
+    /// The reading as a file timestamp (a session's last use is its file's modification time).
+    public func timestamp() -> timespec {
+        let now = milliseconds()
+        return timespec(tv_sec: Int(now / 1000), tv_nsec: Int(now % 1000) * 1_000_000)
     }
 
     /// The wall clock (`Clock`) and nanosleep(2).

@@ -31,8 +31,11 @@ public enum CompanionExecutable {
     public static func refusal(at path: String) -> Refusal? {
         var info = stat()
         guard stat(path, &info) == 0 else { return .missing }
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o111 != 0 else { return .notExecutable }
-        guard info.st_uid == 0 || info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else { return .replaceable }
+        switch PrivateFile.Rule(kind: S_IFREG, rootMayOwn: true, ownerOnly: 0o022).violation(info) {
+        case .kind: return .notExecutable
+        case .owner, .mode: return .replaceable
+        case nil: return info.st_mode & 0o111 != 0 ? nil : .notExecutable
+        }
         return nil
     }
 }

@@ -80,16 +80,6 @@ final class KeychainPool: @unchecked Sendable {
     func openPrivate(_ target: KeychainTarget) throws -> Keychain {
         lock.lock()
         defer { lock.unlock() }
-        return try KeychainPool.open(target)
-    }
-
-    /// Opens `target`. The engine sets the umask to 077 when it opens a
-    /// keychain (it also gives every file it makes an explicit private mode):
-    /// the app's own is put back, under the pool's lock so that two threads
-    /// never put back each other's.
-    private static func open(_ target: KeychainTarget) throws -> Keychain {
-        let mask = umask(0o077)
-        defer { umask(mask) }
         return try target.open()
     }
 
@@ -109,7 +99,7 @@ final class KeychainPool: @unchecked Sendable {
         }
         guard let path = target.location.filePath else {
             // Not kept: nothing here would see another machine's write.
-            return OpenKeychain(try KeychainPool.open(target), file: nil, entitlements: nil, probe: SessionProbe(), fingerprint: [])
+            return OpenKeychain(try target.open(), file: nil, entitlements: nil, probe: SessionProbe(), fingerprint: [])
         }
         guard let file = KeychainPath(path) else {
             throw KeychainError(.noSuchKeychain, "no keychain at \(path)", reason: .noKeychain(path: path))
@@ -117,7 +107,7 @@ final class KeychainPool: @unchecked Sendable {
         // Watched (and the entitlements file's state taken) before the keychain is read: a change after is seen.
         let watched = files.watch(file)
         let entitlements = target.entitlements.map(FileStamp.init)
-        let keychain = try KeychainPool.open(target)
+        let keychain = try target.open()
         let probe = SessionProbe()
         let entry = OpenKeychain(keychain, file: file, entitlements: entitlements, probe: probe,
                                  fingerprint: try keychain.session.reloadSession(extend: false, probe: probe))

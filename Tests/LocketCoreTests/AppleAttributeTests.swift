@@ -8,7 +8,7 @@ import XCTest
 /// not; `any`: both), part of the primary key.
 final class AppleAttributeTests: KeychainTestCase {
     /// Run against a file keychain and a remote one (SPEC §17 conformance).
-    override class var alsoRemote: Bool { true }
+    override class var isConformanceSuite: Bool { true }
 
     private func synced(_ service: String, _ account: String, secret text: String) throws -> Item {
         var item = try genp(service, account)

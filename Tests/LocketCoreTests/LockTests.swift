@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocketCore
 import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// SPEC §5: what each protection class allows after `lock` and `lock --all`,
@@ -238,9 +239,7 @@ final class LockTests: KeychainTestCase {
     func testTheEngineEnforcesTheWrongPasswordDelay() throws {
         let clock = VirtualClock(start: Clock.milliseconds())
         func opened() throws -> Keychain {
-            let keychain = try temporary.open()
-            keychain.engine.time = clock.source
-            return keychain
+            try temporary.open(time: clock.source)
         }
         for n in 1...6 {
             XCTAssertKeychainError(.authFailed, try opened().session.unlock(password: secret("wrong \(n)"), timeout: nil))

@@ -1,4 +1,5 @@
 import LocketCore
+import LocketTestSupport
 import XCTest
 
 /// Issue 16, item 6: one-time codes from otpauth:// URIs (RFC 4226 HOTP,
@@ -190,10 +191,12 @@ final class OneTimePasswordTests: XCTestCase {
     func testTOTPIsReadOnly() throws {
         let keychain = try TemporaryKeychain(password: nil)
         defer { keychain.remove() }
+        let clock = VirtualClock()
+        keychain.time = clock.source
         try keychain.open().add(try genp("t", "a"), data: secret("otpauth://totp/x?secret=\(Self.sha1Key)&digits=8"))
         let q = try query(.genericPassword, [.service: "t"])
         let before = try keychain.open().search(q)[0].modificationDate
-        tick()
+        tick(clock)
         let result = try keychain.open().oneTimeCode(q, now: 1_111_111_109)
         XCTAssertEqual(result.code, "07081804")
         XCTAssertEqual(result.secondsLeft, 30 - 1_111_111_109 % 30)

@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocketCore
 import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// Issue 44, point 10: wrong passwords started at once take turns. After
@@ -8,21 +9,16 @@ import XCTest
 /// second or two, each having read the count at open; now each reads the
 /// count and waits under the keychain's password turn, so they wait 1, 2,
 /// 4, 8, 16 and 30 s one after the other (61 s in all). On a clock the test
-/// sets (`Keychain.time`), so it waits for none of it.
+/// sets (`Environment.time`), so it waits for none of it.
 final class PasswordTurnTests: KeychainTestCase {
-    private var clock: VirtualClock!
-
     override func setUpWithError() throws {
         try super.setUpWithError()
-        clock = VirtualClock(start: Clock.milliseconds())
         try temporary.lock(all: true)
     }
 
     /// A fresh object, as another process would open it, on the test's clock.
     private func opened() throws -> Keychain {
-        let keychain = try temporary.open()
-        keychain.engine.time = clock.source
-        return keychain
+        try temporary.open(time: clock.source)
     }
 
     func testAttemptsStartedAtOnceTakeTurnsAndEachWaitsLonger() throws {
@@ -88,24 +84,6 @@ final class PasswordTurnTests: KeychainTestCase {
         XCTAssertEqual(mkfifo(lockFile, 0o600), 0)
         XCTAssertKeychainError(.io, try opened().session.unlock(password: secret(temporary.password!), timeout: nil))
         XCTAssertEqual(try opened().session.failedAttempts, 1, "the refused attempt was not counted")
-    }
-}
-
-/// Time that passes only when someone sleeps: each sleep moves it on by
-/// what was asked, at once.
-final class VirtualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var now: Int64
-    private var total: Int64 = 0
-
-    init(start: Int64) { now = start }
-
-    /// Milliseconds slept in all.
-    var slept: Int64 { lock.withLock { total } }
-
-    var source: TimeSource {
-        TimeSource(milliseconds: { [self] in lock.withLock { now } },
-                   sleep: { [self] milliseconds in lock.withLock { now += Int64(milliseconds); total += Int64(milliseconds) } })
     }
 }
 

@@ -5,7 +5,7 @@ import XCTest
 /// are wildcards; results are oldest first; find returns one unless asked.
 final class QueryTests: KeychainTestCase {
     /// Run against a file keychain and a remote one (SPEC §17 conformance).
-    override class var alsoRemote: Bool { true }
+    override class var isConformanceSuite: Bool { true }
 
     private func addThree() throws -> [Item] {
         try ["one", "two", "three"].map { try addGenp("svc", $0, secret: $0) }

@@ -5,7 +5,7 @@ import XCTest
 /// left-out attributes take the empty value and that value takes part.
 final class UniquenessTests: KeychainTestCase {
     /// Run against a file keychain and a remote one (SPEC §17 conformance).
-    override class var alsoRemote: Bool { true }
+    override class var isConformanceSuite: Bool { true }
 
     func testSamePrimaryKeyTwiceCollides() throws {
         try addGenp("svc", "alice", secret: "first")

@@ -4,7 +4,7 @@ import XCTest
 /// SPEC §4: update changes every match, all or nothing; add -U updates in place.
 final class UpdateTests: KeychainTestCase {
     /// Run against a file keychain and a remote one (SPEC §17 conformance).
-    override class var alsoRemote: Bool { true }
+    override class var isConformanceSuite: Bool { true }
 
     /// Everything observable about an item, for before/after comparisons.
     private struct Snapshot: Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 import LocketCLI
 import LocketCore
+import LocketSupport
 import LocketSystem
 
 #if canImport(Glibc)
@@ -24,10 +25,11 @@ public enum InProcessCLI {
 
     /// Runs `locket ARGUMENTS` with `environment`, `input` on stdin, the
     /// shortened implicit-stdin wait and, unless given, libsodium's minimum
-    /// Argon2id cost for `init` and `passwd` without `--kdf`.
+    /// Argon2id cost for `init` and `passwd` without `--kdf`; on `time` (a
+    /// `VirtualClock`'s) when given, else on the system's clock.
     public static func run(_ arguments: [String], environment: [String: String], input: Input = .devNull,
                            implicitStdinWait: Int32 = InProcessCLI.implicitStdinWait,
-                           defaultKDF: KDFCost? = .weakForTests) -> RunResult {
+                           defaultKDF: KDFCost? = .weakForTests, time: TimeSource? = nil) -> RunResult {
         _ = Spawn.ignoreSIGPIPE
         let started = Date()
         let capture = Capture()
@@ -68,6 +70,7 @@ public enum InProcessCLI {
         var io = IO(write: { fd, bytes in capture.append(fd, bytes) }, stdin: stdinFD, environment: environment)
         io.implicitStdinWait = implicitStdinWait
         io.defaultKDF = defaultKDF
+        if let time { io.environment.time = time }
         let status = CLI.run(["locket"] + arguments, io: io)
         // The command may stop reading early: closing the read end ends the writer with EPIPE.
         close(stdinFD)

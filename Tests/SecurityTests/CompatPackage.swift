@@ -113,9 +113,13 @@ struct CompatPackage {
         guard let swift = path.split(separator: ":").map({ "\($0)/swift" }).first(where: files.isExecutableFile(atPath:)) else {
             throw UnexpectedOutput("no swift on PATH")
         }
-        // As make test builds its own: line tables only (SwiftPM finds the tests through the index store).
+        // As make test builds its own: line tables only (SwiftPM finds the tests
+        // through the index store). The Clang modules (Glibc, Foundation's, the
+        // engine's C modules) from the debug build's module cache, not built
+        // again for this package: 20 CPU-s instead of 29 (issue 38).
         return Spawn.run(swift, ["build", "--build-tests", "--package-path", packageDirectory, "--scratch-path", scratch,
-                                 "-Xswiftc", "-gline-tables-only"] + engineFlags(list: list),
+                                 "-Xswiftc", "-gline-tables-only", "-Xswiftc", "-module-cache-path", "-Xswiftc", bin + "/ModuleCache"]
+                                + engineFlags(list: list),
                          environment: ProcessInfo.processInfo.environment, input: .devNull, timeout: 850)
     }
 

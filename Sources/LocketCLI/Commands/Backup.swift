@@ -25,7 +25,7 @@ extension Commands {
             }
         }
         let output = invocation.value("out")
-        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+        if let output, !invocation.has("force"), OutputFile.exists(output) {
             throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
         if output == nil && Prompt.isTerminal(1) {
@@ -80,7 +80,7 @@ extension Commands {
             context.err("locket: exported \(writer.count) item\(writer.count == 1 ? "" : "s")")
         }
         if let output {
-            try PrivateFile.stream(output, replace: invocation.has("force"), write)
+            try OutputFile.stream(output, replace: invocation.has("force"), write)
         } else {
             context.out.flush()
             try write(1)

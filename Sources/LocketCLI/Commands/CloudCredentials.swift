@@ -34,7 +34,7 @@ extension Commands {
               let data = item.data else { throw KeychainError(.itemNotFound) }
         let credential = try AWSCredential.stored(data: data, account: item[.account])
         // An expired credential would only fail the SDK's next call, less clearly.
-        if let expiration = credential.expiration, let seconds = AWSCredential.seconds(ofTimestamp: expiration), seconds <= Clock.seconds() {
+        if let expiration = credential.expiration, let seconds = AWSCredential.seconds(ofTimestamp: expiration), seconds <= context.io.environment.time.seconds() {
             throw KeychainError(.notAvailable, "the AWS credential in the item expired at \(expiration)",
                                 hint: "store a fresh one with 'locket aws-credential add -U' and the same attributes")
         }
@@ -63,7 +63,7 @@ extension Commands {
         }
         let input = try Prompt.readAll(context.io.stdin, what: "standard input", contents: "the AWS credential", limit: AWSCredential.maximumInput)
         let credential = try AWSCredential.parse(input: input)
-        if let expiration = credential.expiration, let seconds = AWSCredential.seconds(ofTimestamp: expiration), seconds <= Clock.seconds() {
+        if let expiration = credential.expiration, let seconds = AWSCredential.seconds(ofTimestamp: expiration), seconds <= context.io.environment.time.seconds() {
             throw KeychainError(.param, "the AWS credential expired at \(expiration); nothing was stored")
         }
         let keychain = try context.openKeychain()

@@ -11,7 +11,7 @@ extension Commands {
         }
         let output = invocation.value("out")
         // Refuse early, before the keychain is opened; the write itself checks again.
-        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+        if let output, !invocation.has("force"), OutputFile.exists(output) {
             throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
         let source = try readTemplate(invocation.value("in"), context)
@@ -67,7 +67,7 @@ extension Commands {
             }
         }
         if let output {
-            try rendered.withUnsafeBytes { try PrivateFile.write(output, $0, replace: invocation.has("force")) }
+            try rendered.withUnsafeBytes { try OutputFile.write(output, $0, replace: invocation.has("force")) }
         } else {
             context.out.flush()
             rendered.withUnsafeBytes { context.io.write(1, $0) }

@@ -55,7 +55,7 @@ extension Commands {
         let defaultClass = ["pkcs12": "identity", "openssh": "keys", "tss2": "keys"][format] ?? "cert"
         let className = invocation.value("class") ?? defaultClass
         let output = invocation.value("out")
-        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+        if let output, !invocation.has("force"), OutputFile.exists(output) {
             throw KeychainError(.param, "\(output) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
         let keychain = try context.openKeychain()
@@ -88,7 +88,7 @@ extension Commands {
             }
         }
         if let output {
-            try bytes.withUnsafeBytes { try PrivateFile.write(output, $0, replace: invocation.has("force")) }
+            try bytes.withUnsafeBytes { try OutputFile.write(output, $0, replace: invocation.has("force")) }
         } else {
             if (format == "der" || format == "pkcs12") && Prompt.isTerminal(1) {
                 throw KeychainError(.param, "\(format) is binary and is not written to a terminal", hint: "add -o FILE, or redirect standard output")

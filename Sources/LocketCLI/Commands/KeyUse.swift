@@ -30,7 +30,7 @@ extension Commands {
         if invocation.has("force") && !invocation.has("out") { throw usage("-f/--force is for -o/--out") }
         let output = invocation.value("out")
         // Before any work: an output that would be refused at the end must not cost a key use.
-        if let output, !invocation.has("force"), PrivateFile.exists(output) {
+        if let output, !invocation.has("force"), OutputFile.exists(output) {
             throw KeychainError(.param, "\(Printable.clip(output, max: 256)) exists; locket does not replace it", hint: "add -f/--force to replace it")
         }
         if invocation.has("application-password-stdin") && invocation.value("in") == nil {
@@ -61,7 +61,7 @@ extension Commands {
             }
         }
         if let output, !verifying {
-            try result.withUnsafeBytes { try PrivateFile.write(output, $0, replace: invocation.has("force")) }
+            try result.withUnsafeBytes { try OutputFile.write(output, $0, replace: invocation.has("force")) }
         }
         if context.json {
             // Binary results in base64 (the bytes go to the file instead with -o).

@@ -8,7 +8,7 @@ extension Commands {
     static func otp(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let query = try AttributeOptions.query(invocation)
         let keychain = try context.openKeychain()
-        let result = try AccessPrompt.run(keychain, invocation, context) { try keychain.oneTimeCode(query, now: Clock.seconds()) }
+        let result = try AccessPrompt.run(keychain, invocation, context) { try keychain.oneTimeCode(query, now: context.io.environment.time.seconds()) }
         if context.json {
             var w = JSONWriter()
             w.beginObject()

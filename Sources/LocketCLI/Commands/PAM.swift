@@ -45,7 +45,7 @@ extension Commands {
         let path = try loginKeychainPath(context)
         let password = try Prompt.readLine(context.io.stdin)
         guard password.count > 0 else { throw KeychainError(.param, "no password on standard input") }
-        guard PrivateFile.exists(path) else {
+        guard OutputFile.exists(path) else {
             guard ProviderActivation.isEnabled(environment: context.environment) else {
                 context.out.line("no keychain at \(path): nothing to unlock (locket init makes one; after 'locket secret-service enable' the next login makes it)")
                 return 0
@@ -84,7 +84,7 @@ extension Commands {
         let old = try Prompt.readLine(context.io.stdin)
         let new = try Prompt.readLine(context.io.stdin)
         guard old.count > 0, new.count > 0 else { throw KeychainError(.param, "pam passwd needs the old and the new password, a line each") }
-        guard PrivateFile.exists(path) else {
+        guard OutputFile.exists(path) else {
             context.out.line("no keychain at \(path): no password to change")
             return 0
         }
@@ -186,8 +186,8 @@ enum LoginRefusals {
     private static func save(_ stamps: [String], _ context: Context) throws {
         let path = try path(context)
         let directory = String(path[..<path.lastIndex(of: "/")!])
-        if !PrivateFile.exists(directory) { mkdir(directory, 0o700) }
+        if !OutputFile.exists(directory) { mkdir(directory, 0o700) }
         let text = stamps.map { $0 + "\n" }.joined(with: "")
-        try Array(text.utf8).withUnsafeBytes { try PrivateFile.write(path, $0, replace: true) }
+        try Array(text.utf8).withUnsafeBytes { try OutputFile.write(path, $0, replace: true) }
     }
 }

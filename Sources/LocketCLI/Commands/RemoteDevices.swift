@@ -46,7 +46,7 @@ extension Commands {
             try context.openKeychain().remote(for: .revoke).revoke(device: try deviceID(operands[1]))
         case "audit":
             try count(1, "no operand")
-            let since = try invocation.value("since").map { try AuditTime.parse($0, now: Clock.milliseconds() * 1000) } ?? 0
+            let since = try invocation.value("since").map { try AuditTime.parse($0, now: context.io.environment.time.milliseconds() * 1000) } ?? 0
             try listAudit(try context.openKeychain().remote(for: .audit).audit(since: since), context)
         case "verify":
             try count(1, "no operand")

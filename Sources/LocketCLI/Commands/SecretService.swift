@@ -39,7 +39,7 @@ extension Commands {
         for spec in specs.isEmpty ? [nil] : specs.map(Optional.some) {
             let location = try KeychainLocator.resolve(spec, environment: environment)
             // A collection is a file the provider stats, makes and deletes, and
-            // a remote keychain stores no free-form attributes (docs/ARCHITECTURE.md).
+            // a remote keychain stores no free-form attributes (docs/architecture/free-form.md).
             guard let path = location.filePath else {
                 throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
             }

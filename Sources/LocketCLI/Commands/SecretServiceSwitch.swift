@@ -101,7 +101,7 @@ extension Commands {
     /// A running systemd user manager reads unit files again (a new unit,
     /// a new drop-in); none running (a container, CI) is not an error.
     private static func reloadSystemdUserManager(_ context: Context) {
-        guard let runtime = (try? context.environment["XDG_RUNTIME_DIR"]) ?? nil, PrivateFile.exists(runtime + "/systemd/private") else { return }
+        guard let runtime = (try? context.environment["XDG_RUNTIME_DIR"]) ?? nil, OutputFile.exists(runtime + "/systemd/private") else { return }
         for directory in ["/usr/bin", "/bin"] where access(directory + "/systemctl", X_OK) == 0 {
             let result = ChildProcess.run(directory + "/systemctl", ["--user", "daemon-reload"], context: context, milliseconds: 10_000)
             if result?.status != 0 { context.warn("systemctl --user daemon-reload failed: the user manager sees the new unit at the next login") }

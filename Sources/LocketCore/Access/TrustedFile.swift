@@ -19,21 +19,20 @@ struct TrustedFile {
     func read(_ path: String) throws -> [UInt8] {
         func fail(_ problem: String) -> KeychainError { KeychainError(.param, "\(path): \(problem)") }
         let noun = what.split(separator: " ", maxSplits: 1).last.map(String.init) ?? what
-        // Non-blocking, so that a FIFO fails the regular-file check below instead of waiting for a writer.
-        let fd = try valueOrErrno("open") { open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) }
-            .get { fail("cannot read the \(noun): \($0)") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw fail("not a regular file\(st.st_mode & S_IFMT == 0 ? "" : " (\(FileIO.kind(st.st_mode)))")")
+        // Links are followed (a file may be installed as one): the directory
+        // judged below is the one the file really is in. Anyone who can
+        // rewrite the file can widen the access it grants: nobody else may write it.
+        let file = try PrivateFile(path, followingLinks: true, rule: PrivateFile.Rule(kind: S_IFREG, rootMayOwn: true, ownerOnly: 0o022)) {
+            switch $0 {
+            case .missing: fail("cannot read the \(noun): \(Errno(ENOENT))")
+            case .symbolicLink: fail("cannot read the \(noun): \(Errno(ELOOP))")
+            case .unreadable(let failure): fail("cannot read the \(noun): \(failure)")
+            case .refused(.kind(let kind)): fail("not a regular file\(kind == 0 ? "" : " (\(PrivateFile.kindName(kind)))")")
+            case .refused(.owner(let uid)): fail("owned by another user (uid \(uid)); locket reads \(holds) only from your own or root's files")
+            case .refused(.mode(let mode)): fail("writable by other users (mode \(String(mode & 0o777, radix: 8))); run chmod 644 on it")
+            }
         }
-        guard st.st_uid == geteuid() || st.st_uid == 0 else {
-            throw fail("owned by another user (uid \(st.st_uid)); locket reads \(holds) only from your own or root's files")
-        }
-        // Anyone who can rewrite the file can widen the access it grants.
-        guard st.st_mode & 0o022 == 0 else {
-            throw fail("writable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 644 on it")
-        }
+        let st = file.status
         // ...and so can anyone who can replace it: judge the directory the file
         // really is in (the path may go through symbolic links).
         let resolved = try pointerOrErrno("realpath") { realpath(path, nil) }.get { fail("cannot resolve the path: \($0)") }
@@ -48,10 +47,8 @@ struct TrustedFile {
             throw fail("its directory \(refusal)")
         }
         guard st.st_size <= maximumSize else { throw fail("larger than \(ByteSize.text(maximumSize)); not \(what)") }
-        // Regular files ignore O_NONBLOCK; clear it all the same, so a read never returns EAGAIN.
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        let read = try bytes.withUnsafeMutableBytes { try readFully(fd, into: $0).get { fail("cannot read the \(noun): \($0)") } }
+        let read = try bytes.withUnsafeMutableBytes { try file.read(into: $0).get { fail("cannot read the \(noun): \($0)") } }
         guard read == bytes.count else { throw fail("the file shrank while locket was reading it") }
         return bytes
     }

@@ -19,7 +19,12 @@ public final class Keychain {
 
     /// Opens `storage`, whose header it has read (`stored`), for `caller`:
     /// the one opening every kind of storage goes through (`KeychainEngine.open`).
-    package convenience init(opening storage: any KeychainStorage, _ stored: consuming StoredHeader, caller: Caller, environment: Environment,
+    /// Inlined into each backend's `open`, as the opening was before the
+    /// engine had roles: called through a function of its own, the copy of
+    /// the keybag went through value witnesses and built their metadata at
+    /// run time in every command (callgrind, issue 38).
+    @inline(__always)
+    package convenience init(opening storage: any KeychainStorage, _ stored: StoredHeader, caller: Caller, environment: Environment,
                      extendSession: Bool, acceptRollback: Bool) throws {
         self.init(engine: try KeychainEngine.open(storage, stored, caller: caller, environment: environment,
                                                   extendSession: extendSession, acceptRollback: acceptRollback))

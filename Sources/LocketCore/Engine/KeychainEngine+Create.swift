@@ -31,7 +31,6 @@ extension KeychainEngine {
     static func create(in place: some KeychainPlace, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
                        sessionTimeout: UInt32? = nil) throws {
         try Sodium.ready()
-        umask(0o077)
         try place.checkVacant()
         if let password, password.count == 0 {
             throw KeychainError(.param, "the password is empty", reason: .emptyPassword)

@@ -24,7 +24,7 @@ extension KeychainEngine {
         }
         guard !matches.isEmpty else { throw KeychainError(.itemNotFound) }
         let updater = try storage.itemStore.makeUpdater()
-        let now = Clock.milliseconds()
+        let now = environment.time.milliseconds()
         var updated: [Item] = []
         for (id, var item, sealedData) in matches {
             for (attribute, value) in changes { item[attribute] = value }

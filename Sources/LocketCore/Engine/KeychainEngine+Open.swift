@@ -28,18 +28,14 @@ extension KeychainEngine {
     /// errSecDecode (reason `.rolledBack`) unless `acceptRollback`, which
     /// opens it with `isRolledBack` set, for `acceptRollback(password:)`.
     /// Whatever the storage holds is let go if this fails.
-    ///
-    /// `stored` is consumed: its rows become the engine's without a copy
-    /// (a copy here went through value witnesses that built the metadata
-    /// of its dictionary at run time, in every command).
-    static func open(_ storage: any KeychainStorage, _ stored: consuming StoredHeader, caller: Caller, environment: Environment,
+    @inline(__always)
+    static func open(_ storage: any KeychainStorage, _ stored: StoredHeader, caller: Caller, environment: Environment,
                      extendSession: Bool, acceptRollback: Bool) throws -> KeychainEngine {
-        let checkedByStorage = stored.checkedByStorage
         do {
             let keychain = try KeychainEngine(storage: storage, caller: caller, environment: environment, keybag: stored.keybag, meta: stored.meta)
             keychain.extendsSession = extendSession
             keychain.acceptsRollback = acceptRollback
-            keychain.headerChecked = checkedByStorage
+            keychain.headerChecked = stored.checkedByStorage
             try keychain.loadKeys()
             if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
                 try keychain.authenticate(keychain.header, indexKey: indexKey)

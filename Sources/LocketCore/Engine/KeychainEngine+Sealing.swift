@@ -92,7 +92,7 @@ extension KeychainEngine {
                                                publicHalf: KeychainEngine.publicHalf(itemClass, attributes, data),
                                                tpmAuthorization: KeychainEngine.isHeldByTPM(attributes))
         }
-        let now = Clock.milliseconds()
+        let now = environment.time.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)
         var record = ItemRecord.encode(attributes, created: created, modified: modified, access: access?.encoded, freeForm: freeForm)
         defer { wipe(&record) }

@@ -48,9 +48,6 @@ package final class KeychainEngine {
     /// keychain makes or uses (SPEC §21) and ended with it: one helper a
     /// command, never one for a command that touches no TPM key.
     var tpmClient: TPMClient?
-    /// The clock and sleeper of the wrong-password delay; nil: the system's.
-    /// Only tests set one, to set the time rather than wait for it.
-    var time: TimeSource?
     /// Hears what a password check is about to wait for (`KeychainSession.passwordWaitObserver`).
     var passwordWaitObserver: ((KeychainSession.PasswordWait) -> Void)?
 

@@ -13,6 +13,9 @@ package struct HelperProgram: Sendable {
     let neededFor: String
     /// The caller's variables passed on (when set); no other is.
     let passedVariables: [String]
+    /// The shared libraries it loads and the Debian packages that have them
+    /// (the package's recommendations): "libpq (Debian's libpq5 package)".
+    let libraries: String
 
     /// libpq's own variables (so `.pgpass`, service files and TLS files are
     /// found as for psql), and nothing else.
@@ -23,7 +26,8 @@ package struct HelperProgram: Sendable {
             "PGSERVICE", "PGSERVICEFILE", "PGSYSCONFDIR", "PGSSLROOTCERT", "PGSSLCERT", "PGSSLKEY", "PGSSLCRL",
             "PGSSLCRLDIR", "PGAPPNAME", "PGCONNECT_TIMEOUT", "PGTARGETSESSIONATTRS", "PGKRBSRVNAME", "PGGSSLIB",
             "KRB5CCNAME", "PGREQUIRESSL",
-        ])
+        ],
+        libraries: "libpq (Debian's libpq5 package)")
 }
 
 /// The running helper: started with posix_spawn (no shell), its stdin and
@@ -35,13 +39,17 @@ package final class HelperProcess {
     /// Frames to and from the helper.
     package let channel: Channel
     let program: HelperProgram
+    private let path: String
     private var reaped = false
+    /// The wait status, once `stop` reaped a helper that had exited.
+    private var exitStatus: Int32?
 
     /// Starts `path` after checking that nobody but root or this user can
     /// replace it (it will hold passwords or keys).
     package init(path: String, program: HelperProgram, environment: Environment) throws {
         try Self.checkExecutable(path, program)
         self.program = program
+        self.path = path
         var variables: [String] = []
         for name in program.passedVariables {
             if let value = try environment[name] { variables.append("\(name)=\(value)") }
@@ -79,12 +87,27 @@ package final class HelperProcess {
         reaped = true
         close(channel.input)
         for _ in 0..<100 {
-            // Reaped, or not a child to wait for.
-            if (try? Spawner.wait(pid, options: WNOHANG).get().pid) != 0 { return }
-            usleep(10_000)
+            switch Spawner.wait(pid, options: WNOHANG) {
+            case .success(let ended) where ended.pid == 0: usleep(10_000)
+            case .success(let ended): exitStatus = ended.status; return
+            case .failure: return  // not a child to wait for
+            }
         }
         Glibc.kill(pid, SIGKILL)
         _ = Spawner.wait(pid)
+    }
+
+    /// For a helper that ended before its first answer: stops it and, when
+    /// it exited 127, the dynamic loader's status for a shared library it
+    /// could not load (a recommended package not installed), the error that
+    /// says so; nil when it ended otherwise.
+    package func missingLibraries() -> KeychainError? {
+        stop()
+        guard let status = exitStatus, status & 0x7f == 0, (status >> 8) & 0xff == 127 else { return nil }
+        return KeychainError(.notAvailable, """
+            \(program.description) \(path) could not start: a shared library it needs is missing, \(program.libraries); \
+            `ldd \(path)` names it
+            """)
     }
 
     /// Kills the helper at once and reaps it (it stopped answering).

@@ -95,19 +95,13 @@ package struct GenerationMirror {
 
     /// The generation on record; nil when absent or not valid.
     func read() -> UInt64? {
-        guard let path else { return nil }
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        return readOpen(fd)
+        guard let path, let file = try? PrivateFile(path, rule: .unwritableFile) else { return nil }
+        return read(file)
     }
 
-    private func readOpen(_ fd: Int32) -> UInt64? {
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o022 == 0 else { return nil }
+    private func read(_ file: borrowing PrivateFile) -> UInt64? {
         var buffer = [UInt8](repeating: 0, count: GenerationMirror.length + 1)
-        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard n == GenerationMirror.length else { return nil }
+        guard case .success(let n) = buffer.withUnsafeMutableBytes({ file.read(into: $0, at: 0) }), n == GenerationMirror.length else { return nil }
         return decode(Array(buffer.prefix(n)))
     }
 
@@ -125,21 +119,17 @@ package struct GenerationMirror {
     private func update(durable: Bool = false, _ next: (UInt64?) -> UInt64) -> UInt64? {
         guard let path else { return nil }
         try? FileIO.makeDirectories(FileIO.directory(of: path))
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o022 == 0 else { return nil }
+        guard let file = try? PrivateFile(path, access: O_RDWR, creating: 0o600, rule: .unwritableFile) else { return nil }
         // Two writers finishing in either order must leave the higher value.
-        guard case .success = nothingOrErrno("flock", { flock(fd, LOCK_EX) }) else { return nil }
-        let current = readOpen(fd)
+        guard case .success = nothingOrErrno("flock", { flock(file.descriptor, LOCK_EX) }) else { return nil }
+        let current = read(file)
         let value = next(current)
         if value == current { return value }
         let bytes = record(value)
-        let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        guard written == bytes.count, ftruncate(fd, off_t(bytes.count)) == 0 else { return nil }
+        guard case .success = bytes.withUnsafeBytes({ file.write($0, at: 0) }),
+              case .success = nothingOrErrno("ftruncate", { ftruncate(file.descriptor, off_t(bytes.count)) }) else { return nil }
         if durable {
-            guard fsync(fd) == 0 else { return nil }
+            guard case .success = nothingOrErrno("fsync", { fsync(file.descriptor) }) else { return nil }
             // A mirror made just now: its name too.
             if current == nil { try? FileIO.syncDirectory(FileIO.directory(of: path)) }
         }

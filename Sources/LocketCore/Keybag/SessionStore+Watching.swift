@@ -23,18 +23,13 @@ extension SessionStore {
                 return record
             }
         }
-        guard forced != .keyring, let dir = openDirectory() else { return nil }
-        defer { close(dir) }
-        let fd = openat(dir, name(slot), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
-              st.st_size > 0, st.st_size <= SessionKeys.maximumSize, let record = try? SecureBytes(count: Int(st.st_size)),
-              record.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) == record.count,
+        guard forced != .keyring, let dir = openDirectory(),
+              let sessionFile = try? PrivateFile(name(slot), in: dir.descriptor, rule: .privateFile),
+              sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize, let record = try? SecureBytes(count: sessionFile.size),
+              record.withUnsafeMutableBytes({ (try? sessionFile.read(into: $0).get()) == $0.count }),
               let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
         // Expired by its modification time, as `load` judges it (which also removes it).
-        if timeout > 0 && Clock.seconds() - Int64(st.st_mtim.tv_sec) >= Int64(timeout) { return nil }
+        if timeout > 0 && time.seconds() - Int64(sessionFile.status.st_mtim.tv_sec) >= Int64(timeout) { return nil }
         SessionKeys.stamp(record, header: Self.magic, lastUse: 0)
         return record
     }

@@ -17,11 +17,14 @@ public struct SessionStore: Sendable {
     let directory: String
     /// Sessions are keyed by the keychain's identity, so two keychains never share keys.
     let keychainID: String
+    /// The clock a session's last use and expiry are read on (`Environment.time`).
+    let time: TimeSource
 
     package init(environment: Environment, keychainID: [UInt8]) throws {
         forced = try environment.sessionBackend()
         directory = try environment.sessionDirectory(uid: geteuid())
         self.keychainID = Hex.encode(keychainID)
+        time = environment.time
     }
 
     static let magic: [UInt8] = Array("LKS1".utf8)
@@ -54,7 +57,7 @@ public struct SessionStore: Sendable {
     }
 
     private func save(_ slot: String, keys: SessionKeys, timeout: UInt32) throws -> Backend {
-        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: Clock.seconds())
+        let record = try keys.encode(header: Self.magic, timeout: timeout, lastUse: time.seconds())
         var keyringRefusal: String?
         if forced != .directory {
             let added = record.withUnsafeBytes { raw in
@@ -67,10 +70,7 @@ public struct SessionStore: Sendable {
                 _ = locket_keyctl_setperm(key, locket_key_permissions())
                 _ = locket_keyctl_set_timeout(key, timeout)
                 // An older copy in the directory must not outlive this one.
-                if let dir = openDirectory() {
-                    wipeAndUnlink(name(slot), in: dir)
-                    close(dir)
-                }
+                if let dir = openDirectory() { wipeAndUnlink(name(slot), in: dir.descriptor) }
                 return .keyring
             case .failure(let refusal):
                 if forced == .keyring {
@@ -82,8 +82,9 @@ public struct SessionStore: Sendable {
         }
         do {
             let dir = try prepareDirectory()
-            defer { close(dir) }
-            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir, $0, path: file(slot), durable: false) }
+            try record.withUnsafeBytes { try FileIO.writeAtomically(name(slot), in: dir.descriptor, $0, path: file(slot), durable: false) }
+            // The file's modification time is the last use, on the environment's clock.
+            Self.setTimes(time.timestamp(), at: name(slot), in: dir.descriptor)
             return .directory
         } catch let error as KeychainError where keyringRefusal != nil {
             throw KeychainError(error.code, "the kernel keyring refused the session (\(keyringRefusal!)), and \(error.message)")
@@ -92,6 +93,19 @@ public struct SessionStore: Sendable {
 
     // MARK: - Loading
 
+    /// The session file `name` in the session directory `dir`, open for
+    /// reading and touching: nil when there is none (or a link is there);
+    /// refused when it is there but not this user's private file.
+    private func openSessionFile(_ name: String, in dir: Int32, path: String) throws -> PrivateFile? {
+        do throws(PrivateFile.Failure) {
+            return try PrivateFile(name, in: dir, access: O_RDWR, rule: .privateFile)
+        } catch .refused {
+            throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
+        } catch {
+            return nil
+        }
+    }
+
     /// What a loaded session says about itself.
     package struct Info {
         var backend: Backend
@@ -99,8 +113,10 @@ public struct SessionStore: Sendable {
         var timeout: UInt32
         /// Seconds since 1970 of the last use, this one included.
         var lastUse: Int64
+        /// Seconds since 1970 when it was read.
+        var now: Int64
 
-        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - Clock.seconds()) }
+        var secondsLeft: Int64? { timeout == 0 ? nil : max(0, lastUse + Int64(timeout) - now) }
     }
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
@@ -140,45 +156,55 @@ public struct SessionStore: Sendable {
         guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
             throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
         }
-        let now = Clock.seconds()
+        let now = time.seconds()
         if timeout > 0 && extend {
             // Record this use in the payload (for status) and restart the kernel's timer.
             SessionKeys.stamp(record, header: Self.magic, lastUse: now)
             _ = record.withUnsafeBytes { locket_keyctl_update(serial, $0.baseAddress, $0.count) }
             _ = locket_keyctl_set_timeout(serial, timeout)
         }
-        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now))
+        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now, now: now))
     }
 
     private func loadFromDirectory(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
         let path = file(slot)
         // Keys are only trusted from a directory nobody else could have written into.
         guard let dir = openDirectory() else { return nil }
-        defer { close(dir) }
-        let fd = openat(dir, name(slot), O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(), st.st_mode & 0o077 == 0,
-              st.st_size > 0, st.st_size <= SessionKeys.maximumSize else {
+        guard let sessionFile = try openSessionFile(name(slot), in: dir.descriptor, path: path) else { return nil }
+        guard sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize else {
             throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
         }
-        let buffer = try SecureBytes(count: Int(st.st_size))
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let buffer = try SecureBytes(count: sessionFile.size)
+        let n = buffer.withUnsafeMutableBytes { (try? sessionFile.read(into: $0).get()) ?? -1 }
         guard n == buffer.count, let (keys, timeout) = try SessionKeys.decode(buffer, header: Self.magic) else {
             throw KeychainError(.decode, "the session file \(path) is damaged", reason: .sessionDamaged)
         }
         if timeout > 0 {
-            let now = Clock.now()
-            let idleNanoseconds = Int64(now.tv_sec - st.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - st.st_mtim.tv_nsec)
+            let now = time.timestamp(), modified = sessionFile.status.st_mtim
+            let idleNanoseconds = Int64(now.tv_sec - modified.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - modified.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
-                wipeAndUnlink(name(slot), in: dir)
+                wipeAndUnlink(name(slot), in: dir.descriptor)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.
-            if extend { futimens(fd, nil) }
+            if extend { Self.setTimes(now, fd: sessionFile.descriptor) }
         }
-        return (keys, Info(backend: .directory, timeout: timeout, lastUse: Clock.seconds()))
+        let now = time.seconds()
+        return (keys, Info(backend: .directory, timeout: timeout, lastUse: now, now: now))
+    }
+
+    /// Sets a session file's access and modification times to `stamp` (an array would be allocated on every lookup).
+    private static func setTimes(_ stamp: timespec, fd: Int32 = -1, at name: String? = nil, in directory: Int32 = -1) {
+        var stamps = (stamp, stamp)
+        withUnsafeMutablePointer(to: &stamps) { pair in
+            pair.withMemoryRebound(to: timespec.self, capacity: 2) { times in
+                if let name {
+                    _ = nothingOrErrno("utimensat") { utimensat(directory, name, times, AT_SYMLINK_NOFOLLOW) }
+                } else {
+                    _ = nothingOrErrno("futimens") { futimens(fd, times) }
+                }
+            }
+        }
     }
 
     /// What the session of `tier` says, without extending it.
@@ -187,20 +213,16 @@ public struct SessionStore: Sendable {
             let buffer = try SecureBytes(count: SessionKeys.maximumSize)
             let n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
             if n > 0, n <= buffer.count, let (timeout, lastUse) = SessionKeys.header(try buffer.prefix(n), header: Self.magic) {
-                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse)
+                return Info(backend: .keyring, timeout: timeout, lastUse: lastUse, now: time.seconds())
             }
         }
-        guard forced != .keyring, let dir = openDirectory() else { return nil }
-        defer { close(dir) }
-        let fd = openat(dir, name(tier.rawValue), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0, st.st_size <= SessionKeys.maximumSize else { return nil }
-        let record = try SecureBytes(count: Int(st.st_size))
-        let n = record.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard forced != .keyring, let dir = openDirectory(),
+              let sessionFile = try? PrivateFile(name(tier.rawValue), in: dir.descriptor, rule: .privateFile),
+              sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize else { return nil }
+        let record = try SecureBytes(count: sessionFile.size)
+        let n = record.withUnsafeMutableBytes { (try? sessionFile.read(into: $0).get()) ?? -1 }
         guard n == record.count, let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
-        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(st.st_mtim.tv_sec))
+        let info = Info(backend: .directory, timeout: timeout, lastUse: Int64(sessionFile.status.st_mtim.tv_sec), now: time.seconds())
         if timeout > 0, info.secondsLeft == 0 { return nil }
         return info
     }
@@ -217,12 +239,11 @@ public struct SessionStore: Sendable {
         // Only a directory of ours can hold our session files: one someone else
         // made is neither listed nor written to.
         guard let dir = openDirectory() else { return }
-        defer { close(dir) }
-        wipeAndUnlink(name(slot), in: dir)
+        wipeAndUnlink(name(slot), in: dir.descriptor)
         let prefix = "\(name(slot)).tmp."
-        let listing = dup(dir)
-        guard listing >= 0, let stream = fdopendir(listing) else {
-            if listing >= 0 { close(listing) }
+        guard case .success(let listing) = valueOrErrno("dup", { dup(dir.descriptor) }) else { return }
+        guard let stream = fdopendir(listing) else {
+            close(listing)
             return
         }
         var leftovers: [String] = []
@@ -231,51 +252,39 @@ public struct SessionStore: Sendable {
             if entryName.hasPrefix(prefix) { leftovers.append(entryName) }
         }
         closedir(stream)
-        for leftover in leftovers { wipeAndUnlink(leftover, in: dir) }
+        for leftover in leftovers { wipeAndUnlink(leftover, in: dir.descriptor) }
     }
 
     private func wipeAndUnlink(_ name: String, in directory: Int32) {
         // Overwrite before unlinking: tmpfs pages are not swapped out with their
         // contents intact, but a plain unlink would leave them until reused.
-        let fd = openat(directory, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd >= 0 {
-            var st = stat()
-            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
-                let zeros = [UInt8](repeating: 0, count: Int(st.st_size))
-                _ = zeros.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            }
-            close(fd)
+        if let file = try? PrivateFile(name, in: directory, access: O_WRONLY, rule: .ownFile), file.size > 0 {
+            let zeros = [UInt8](repeating: 0, count: file.size)
+            _ = zeros.withUnsafeBytes { file.write($0, at: 0) }
         }
-        unlinkat(directory, name, 0)
+        _ = nothingOrErrno("unlinkat") { unlinkat(directory, name, 0) }
     }
 
     /// The session directory, open, when it is this user's and private (mode
     /// 700, not a symbolic link); nil otherwise. In /dev/shm anyone can make
     /// `locket-UID` first: such a directory reads as no session, and nothing
     /// is ever read from it or written to it.
-    func openDirectory() -> Int32? {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
+    func openDirectory() -> PrivateFile? {
+        try? PrivateFile(directory, rule: .privateDirectory)
     }
 
     /// The session directory, open: created 0700 when missing, refused
     /// (with what is wrong) when it exists but is not this user's and private.
-    private func prepareDirectory() throws -> Int32 {
-        if let fd = openDirectory() { return fd }
+    private func prepareDirectory() throws -> PrivateFile {
+        if let dir = openDirectory() { return dir }
         var st = stat()
         if lstat(directory, &st) != 0 {
             try FileIO.makeDirectories(directory)
-            if let fd = openDirectory() { return fd }
+            if let dir = openDirectory() { return dir }
             try nothingOrErrno("lstat") { lstat(directory, &st) }.get { KeychainError(.io, "cannot create the session directory \(directory): \($0)") }
         }
         guard st.st_mode & S_IFMT == S_IFDIR else {
-            throw KeychainError(.io, "the session directory \(directory) is \(FileIO.kind(st.st_mode)); locket keeps no keys there")
+            throw KeychainError(.io, "the session directory \(directory) is \(PrivateFile.kindName(st.st_mode)); locket keeps no keys there")
         }
         throw KeychainError(.io, "the session directory \(directory) is not private to this user (owner uid \(st.st_uid), mode \(String(st.st_mode & 0o777, radix: 8))); locket keeps no keys there")
     }

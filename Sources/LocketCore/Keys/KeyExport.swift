@@ -28,6 +28,11 @@ public struct Identity: Sendable {
     public func pkcs12(passphrase: SecureBytes, friendlyName: String? = nil) throws -> [UInt8] {
         try PKCS12File.write(self, passphrase: passphrase, friendlyName: friendlyName ?? certificate.defaultLabel)
     }
+
+    /// The same with `iterations` of PBKDF2, for tests of the format.
+    func pkcs12(passphrase: SecureBytes, iterations: Int32) throws -> [UInt8] {
+        try PKCS12File.write(self, passphrase: passphrase, friendlyName: certificate.defaultLabel, iterations: iterations)
+    }
 }
 
 extension AsymmetricKey {
@@ -38,6 +43,12 @@ extension AsymmetricKey {
         let der = try requirePrivate("a PKCS#8 export")
         guard let passphrase else { return try PEM.encodeSecret(label: "PRIVATE KEY", der) }
         return try PEM.encodeSecret(label: "ENCRYPTED PRIVATE KEY", try PKCS12File.encryptPKCS8(self, passphrase: passphrase))
+    }
+
+    /// The same with `iterations` of PBKDF2, for tests of the format.
+    func pkcs8PEM(passphrase: SecureBytes, iterations: Int32) throws -> SecureBytes {
+        _ = try requirePrivate("a PKCS#8 export")
+        return try PEM.encodeSecret(label: "ENCRYPTED PRIVATE KEY", try PKCS12File.encryptPKCS8(self, passphrase: passphrase, iterations: iterations))
     }
 
     /// The private key in OpenSSH's format (`-----BEGIN OPENSSH PRIVATE

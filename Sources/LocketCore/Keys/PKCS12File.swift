@@ -104,7 +104,7 @@ enum PKCS12File {
 
     /// A PKCS#12 of `identity` under `passphrase`: key and certificates in
     /// PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC), HMAC-SHA256 MAC.
-    static func write(_ identity: Identity, passphrase: SecureBytes, friendlyName: String?) throws -> [UInt8] {
+    static func write(_ identity: Identity, passphrase: SecureBytes, friendlyName: String?, iterations: Int32 = iterations) throws -> [UInt8] {
         guard passphrase.count > 0 else { throw KeychainError(.param, "a PKCS#12 export needs a passphrase") }
         try OpenSSL.ready()
         let pass = try cString(passphrase)
@@ -157,7 +157,7 @@ enum PKCS12File {
 
     /// `key` as EncryptedPrivateKeyInfo DER: PBES2 with PBKDF2-HMAC-SHA256
     /// and AES-256-CBC, in guarded memory (then PEM-armoured by the caller).
-    static func encryptPKCS8(_ key: AsymmetricKey, passphrase: SecureBytes) throws -> SecureBytes {
+    static func encryptPKCS8(_ key: AsymmetricKey, passphrase: SecureBytes, iterations: Int32 = iterations) throws -> SecureBytes {
         guard passphrase.count > 0 else { throw KeychainError(.param, "an empty passphrase does not encrypt") }
         let pkcs8 = try key.requirePrivate("an encrypted private key")
         let evp = try pkcs8.withUnsafeBytes { try EVPKey(pkcs8: $0) }

@@ -62,12 +62,13 @@ public final class CredentialSocket {
             try nothingOrErrno("lstat") { lstat(directory, &st) }.get { KeychainError(.io, "cannot examine \(directory): \($0)") }
         }
         let refusal: String? =
-            if st.st_mode & S_IFMT != S_IFDIR { "\(directory) is not a directory (\(FileIO.kind(st.st_mode)))" }
-            else if st.st_uid != geteuid() && st.st_uid != 0 { "\(directory) belongs to another user (uid \(st.st_uid))" }
-            else if st.st_mode & 0o022 != 0 {
-                "\(directory) is writable by other users (mode \(String(st.st_mode & 0o7777, radix: 8))); run chmod go-w on it"
+            switch PrivateFile.Rule(kind: S_IFDIR, rootMayOwn: true, ownerOnly: 0o022).violation(st) {
+            case .kind(let kind): "\(directory) is not a directory (\(PrivateFile.kindName(kind)))"
+            case .owner(let uid): "\(directory) belongs to another user (uid \(uid))"
+            case .mode(let mode): "\(directory) is writable by other users (mode \(String(mode, radix: 8))); run chmod go-w on it"
             // Whoever controls a directory above could put another socket where systemd looks.
-            } else { TrustedPath.unsafeAncestor(of: directory).map { "\($0) could be changed by another user" } }
+            case nil: TrustedPath.unsafeAncestor(of: directory).map { "\($0) could be changed by another user" }
+            }
         if let refusal {
             if let made { rmdir(made) }
             throw KeychainError(.io, "\(refusal); locket keeps the credential socket only in a directory that only you (or root) control")
@@ -80,8 +81,8 @@ public final class CredentialSocket {
     private static func clearStaleSocket(_ path: String) throws {
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
-        guard st.st_mode & S_IFMT == S_IFSOCK, st.st_uid == geteuid() else {
-            throw KeychainError(.io, "\(path) exists and is not a socket of yours (\(FileIO.kind(st.st_mode))); locket does not replace it")
+        guard PrivateFile.Rule.ownSocket.violation(st) == nil else {
+            throw KeychainError(.io, "\(path) exists and is not a socket of yours (\(PrivateFile.kindName(st.st_mode))); locket does not replace it")
         }
         let probe = try valueOrErrno("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
             .get { KeychainError(.io, "cannot make a Unix socket: \($0)") }

@@ -150,7 +150,7 @@ extension ProviderActivation {
             return .link(target)
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError(.io, "\(path) is \(FileIO.kind(st.st_mode)); locket sets aside only files and links")
+            throw KeychainError(.io, "\(path) is \(PrivateFile.kindName(st.st_mode)); locket sets aside only files and links")
         }
         var n = record.count
         while FileIO.exists(paths.state + "/saved.\(n)") { n += 1 }

@@ -10,8 +10,8 @@ import LocketSupport
 /// writes every component's, `disable` puts back what each replaced. A file
 /// is locket's when it carries `marker`; one that is not is never
 /// overwritten without `force`, and then it is set aside (`ActivationRecord`)
-/// to be put back by `disable`. A later part (the portal backend, issue 41)
-/// is one more component.
+/// to be put back by `disable`. The secret portal's choice (issue 41) is
+/// one more component.
 public struct ProviderActivation: Sendable {
     /// The line every file `enable` writes starts with: how locket knows its own.
     public static let marker = "# Written by `locket secret-service enable`; `locket secret-service disable` puts back what was here."
@@ -45,6 +45,8 @@ public struct ProviderActivation: Sendable {
         public let dataDirectories: [String]
         /// `$XDG_CONFIG_DIRS` (default /etc/xdg): the system-wide autostart entries.
         public let configDirectories: [String]
+        /// `$XDG_CURRENT_DESKTOP`, lowercased: the desktop whose portal configuration the switch edits.
+        public let desktops: [String]
 
         public init(environment: Environment) throws {
             guard let home = try environment["HOME"], home.hasPrefix("/") else {
@@ -61,6 +63,7 @@ public struct ProviderActivation: Sendable {
             runtimeDirectory = try absolute("XDG_RUNTIME_DIR")
             dataDirectories = try list("XDG_DATA_DIRS", ["/usr/local/share", "/usr/share"])
             configDirectories = try list("XDG_CONFIG_DIRS", ["/etc/xdg"])
+            desktops = PortalConfiguration.desktops(try environment["XDG_CURRENT_DESKTOP"])
         }
 
         /// The session bus's service directories in the order it searches them
@@ -109,7 +112,7 @@ public struct ProviderActivation: Sendable {
     public static func state(of path: String) -> FileState {
         var st = stat()
         guard lstat(path, &st) == 0 else { return .absent }
-        guard st.st_mode & S_IFMT == S_IFREG else { return .other(FileIO.kind(st.st_mode)) }
+        guard st.st_mode & S_IFMT == S_IFREG else { return .other(PrivateFile.kindName(st.st_mode)) }
         guard let bytes = try? FileIO.readSmall(path, limit: 1 << 16) else { return .other("an unreadable file") }
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) == marker ? .locket : .other("a file")
     }
@@ -131,8 +134,9 @@ public struct ProviderActivation: Sendable {
 
 extension ProviderActivation {
     /// The switch as it is today: the provider (a D-Bus activation file and a
-    /// systemd user unit), and gnome-keyring kept off the name for this user.
-    public static let standardComponents: [Component] = [secretService, gnomeKeyring]
+    /// systemd user unit), gnome-keyring kept off the name for this user, and
+    /// the secret portal pointed at locket for this user's desktop.
+    public static let standardComponents: [Component] = [secretService, gnomeKeyring, secretPortal]
 
     /// `org.freedesktop.secrets` activated by the session bus: directly
     /// (`Exec=`) or, where the bus asks systemd, through the user unit.
@@ -178,5 +182,18 @@ extension ProviderActivation {
                               purpose: "gnome-keyring-daemon's unit without its Secret Service", contents: "\(marker)\n" + dropIn))
         }
         return files
+    }
+}
+
+extension ProviderActivation {
+    /// xdg-desktop-portal's configuration for the desktop `enable` runs in,
+    /// its Secret backend set to locket's (PortalConfiguration). Written only
+    /// where xdg-desktop-portal is installed and XDG_CURRENT_DESKTOP names a desktop.
+    static let secretPortal = Component(name: "secret-portal") { paths, _ in
+        guard let desktop = paths.desktops.first, PortalConfiguration.installed(paths) else { return [] }
+        let contents = PortalConfiguration.choosingLocket(in: PortalConfiguration.current(paths, desktops: paths.desktops))
+        return [File(path: PortalConfiguration.userFile(paths, desktop: desktop),
+                     purpose: "the secret portal's backend for the \(desktop) desktop (xdg-desktop-portal 1.17 and later)",
+                     contents: "\(marker)\n" + contents)]
     }
 }

@@ -96,8 +96,8 @@ extension KeychainSession {
         return max(0, Int(lastMs + Int64(wait) * 1000 - clock.milliseconds()))
     }
 
-    /// The clock and sleeper of the wrong-password delay: `time`, else the system's.
-    var clock: TimeSource { engine.time ?? .system }
+    /// The clock and sleeper of the wrong-password delay: the environment's.
+    var clock: TimeSource { engine.environment.time }
 
     /// Sleeps until the next password attempt is allowed, having told
     /// `passwordWaitObserver` how long. Every check of a password (unlock,

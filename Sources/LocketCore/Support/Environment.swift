@@ -1,9 +1,9 @@
 import Glibc
 import LocketSupport
 
-/// Where locket's files are, resolved from environment variables (SPEC §2).
-/// The engine reads only the Environment the CLI hands it (`.process`, or a
-/// fixed set in tests).
+/// Where locket's files are, resolved from environment variables (SPEC §2),
+/// and the time it runs in. The engine reads only the Environment the CLI
+/// hands it (`.process`, or a fixed set in tests).
 public struct Environment: Sendable {
     private enum Source: Sendable {
         case process
@@ -12,8 +12,17 @@ public struct Environment: Sendable {
 
     private let source: Source
 
+    /// The clock and the sleeper of everything that depends on time: item
+    /// dates, a session's inactivity timeout, the wrong-password delay, the
+    /// offline cache's age. The system's; a test sets its own, so that it
+    /// sets the time instead of waiting for it.
+    public var time: TimeSource = .system
+
     /// A fixed set of variables (tests, fuzzing).
-    public init(_ variables: [String: String]) { source = .given(variables) }
+    public init(_ variables: [String: String], time: TimeSource = .system) {
+        source = .given(variables)
+        self.time = time
+    }
 
     private init(source: Source) { self.source = source }
 

@@ -78,25 +78,23 @@ package enum FileIO {
 
     /// Opens `path` for reading when it is this user's own private regular
     /// file (no link followed, no FIFO waited on); nil when it does not exist.
-    /// `what` names it in the refusals ("the offline cache"). The caller closes the descriptor.
-    package static func openPrivate(_ path: String, what: String) throws -> (fd: Int32, size: Int)? {
-        let fd: Int32
-        switch valueOrErrno("open", { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }) {
-        case .success(let opened): fd = opened
-        case .failure(let failure) where failure.code == ENOENT: return nil
-        case .failure(let failure): throw KeychainError(.io, "cannot read \(what) \(path): \(failure)")
+    /// `what` names it in the refusals ("the offline cache").
+    package static func openPrivate(_ path: String, what: String) throws -> PrivateFile? {
+        do throws(PrivateFile.Failure) {
+            return try PrivateFile(path, rule: .privateFile)
+        } catch .missing {
+            return nil
+        } catch .symbolicLink {
+            throw KeychainError(.io, "cannot read \(what) \(path): \(Errno(ELOOP))")
+        } catch .unreadable(let failure) {
+            throw KeychainError(.io, "cannot read \(what) \(path): \(failure)")
+        } catch .refused(.kind) {
+            throw KeychainError(.io, "\(what) \(path) is not a regular file")
+        } catch .refused(.owner(let uid)) {
+            throw KeychainError(.io, "\(what) \(path) belongs to another user (uid \(uid))")
+        } catch .refused(.mode(let mode)) {
+            throw KeychainError(.io, "\(what) \(path) is open to other users (mode \(String(mode & 0o777, radix: 8))); run chmod 600 on it")
         }
-        var st = stat()
-        let refusal: String? =
-            if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG { "\(what) \(path) is not a regular file" }
-            else if st.st_uid != geteuid() { "\(what) \(path) belongs to another user (uid \(st.st_uid))" }
-            else if st.st_mode & 0o077 != 0 { "\(what) \(path) is open to other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it" }
-            else { nil }
-        if let refusal {
-            close(fd)
-            throw KeychainError(.io, refusal)
-        }
-        return (fd, Int(st.st_size))
     }
 
     /// Fills `buffer` from `fd`, retrying short reads; false at an early end or an error.
@@ -106,13 +104,14 @@ package enum FileIO {
 
     /// Reads a secret of exactly `expected` bytes into guarded memory; nil when absent.
     package static func readSecret(_ path: String, expected: Int, what: String) throws -> SecureBytes? {
-        guard let (fd, size) = try openPrivate(path, what: what) else { return nil }
-        defer { close(fd) }
-        let out = try SecureBytes(count: expected)
-        guard size == expected, out.withUnsafeMutableBytes({ readExactly(fd, into: $0) }) else {
-            throw KeychainError(.decode, "\(what) \(path) is not \(expected) bytes long")
+        guard let file = try openPrivate(path, what: what) else { return nil }
+        return try file.closeAfter { file in
+            let out = try SecureBytes(count: expected)
+            guard file.size == expected, out.withUnsafeMutableBytes({ (try? file.read(into: $0).get()) == $0.count }) else {
+                throw KeychainError(.decode, "\(what) \(path) is not \(expected) bytes long")
+            }
+            return out
         }
-        return out
     }
 
     /// Creates a new file (never follows or replaces an existing one) with
@@ -129,6 +128,17 @@ package enum FileIO {
             unlink(path)
             throw error
         }
+    }
+
+    /// Creates an empty file with exactly `mode`, whatever the umask (which
+    /// can take bits away at creation; fchmod gives back those asked for):
+    /// files are made with explicit modes, the process's umask is the
+    /// caller's (an app's, with the `Security` module) and is never set.
+    static func createEmpty(_ path: String, mode: mode_t) throws {
+        let fd = try valueOrErrno("open") { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+            .get { KeychainError(.io, "cannot create \(path): \($0)") }
+        defer { close(fd) }
+        try nothingOrErrno("fchmod") { fchmod(fd, mode) }.get { KeychainError(.io, "cannot set the mode of \(path): \($0)") }
     }
 
     /// Replaces `path` atomically (temporary file and rename), mode 0600, and
@@ -209,7 +219,7 @@ package enum FileIO {
     static func access(ofDirectory directory: String) -> DirectoryAccess {
         var st = stat()
         guard stat(directory, &st) == 0 else { return .privateToOwner }
-        if st.st_uid != 0 && st.st_uid != geteuid() { return .ownedByAnother(st.st_uid) }
+        if !PrivateFile.isOwn(st, orRoot: true) { return .ownedByAnother(st.st_uid) }
         guard st.st_mode & 0o022 != 0 else { return .privateToOwner }
         return st.st_mode & S_ISVTX != 0 ? .sharedSticky : .writableByOthers(st.st_mode & 0o777)
     }
@@ -234,7 +244,7 @@ package enum FileIO {
         if st.st_mode & 0o022 != 0 {
             throw KeychainError(.io, "\(path) is writable by other users (mode \(String(st.st_mode & 0o777, radix: 8))); run chmod 600 on it")
         }
-        if shared && st.st_uid != geteuid() {
+        if shared && !PrivateFile.isOwn(st) {
             throw KeychainError(.io, "\(path) belongs to another user (uid \(st.st_uid)) in the shared directory \(parent); locket refuses a \(what) that is not your own there")
         }
         return shared
@@ -244,8 +254,8 @@ package enum FileIO {
     /// private regular file before anything opens it: creates it empty (0600)
     /// when missing, else checks it. Once it exists and is ours, nobody else
     /// can delete or replace it there, so the check holds for what opens it next.
-    /// `user` is the effective uid. Returns whether it created the file.
-    static func claimInSharedDirectory(_ path: String, user: uid_t) throws -> Bool {
+    /// Returns whether it created the file.
+    static func claimInSharedDirectory(_ path: String) throws -> Bool {
         var st = stat()
         if let missing = nothingOrErrno("lstat", { lstat(path, &st) }).error {
             guard missing.code == ENOENT else { throw KeychainError(.io, "cannot examine \(path): \(missing)") }
@@ -260,14 +270,15 @@ package enum FileIO {
                 throw KeychainError(.io, "cannot create \(path): \(failure)")
             }
         }
-        guard st.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError(.io, "\(path) is not a regular file (\(kind(st.st_mode))); locket refuses to use it next to a keychain")
-        }
-        guard st.st_uid == user else {
-            throw KeychainError(.io, "\(path) belongs to another user (uid \(st.st_uid)); locket refuses to use it next to a keychain")
-        }
-        guard st.st_mode & 0o077 == 0 else {
-            throw KeychainError(.io, "\(path) is open to other users (mode \(String(st.st_mode & 0o777, radix: 8))); locket refuses to use it next to a keychain")
+        switch PrivateFile.Rule.privateFile.violation(st) {
+        case .kind(let kind):
+            throw KeychainError(.io, "\(path) is not a regular file (\(PrivateFile.kindName(kind))); locket refuses to use it next to a keychain")
+        case .owner(let uid):
+            throw KeychainError(.io, "\(path) belongs to another user (uid \(uid)); locket refuses to use it next to a keychain")
+        case .mode(let mode):
+            throw KeychainError(.io, "\(path) is open to other users (mode \(String(mode & 0o777, radix: 8))); locket refuses to use it next to a keychain")
+        case nil:
+            break
         }
         // A second name for one of the user's files (a hard link made by
         // someone else): SQLite would overwrite that file.
@@ -275,18 +286,5 @@ package enum FileIO {
             throw KeychainError(.io, "\(path) has \(st.st_nlink) names (hard links); locket refuses to use it next to a keychain")
         }
         return false
-    }
-
-    /// What a file type is called in messages.
-    static func kind(_ mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFLNK: "a symbolic link"
-        case S_IFIFO: "a FIFO"
-        case S_IFDIR: "a directory"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR, S_IFBLK: "a device"
-        case S_IFREG: "a regular file"
-        default: "an unknown kind of file"
-        }
     }
 }

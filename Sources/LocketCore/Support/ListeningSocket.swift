@@ -67,9 +67,9 @@ struct ListeningSocket {
             throw KeychainError(.io, "cannot bind \(what) \(path): \(failure)")
         }
         var st = stat()
-        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
+        guard lstat(path, &st) == 0, PrivateFile.Rule.privateSocket.violation(st) == nil else {
             // Ours but not private (under a mount that ignores modes): take it away again.
-            if st.st_mode & S_IFMT == S_IFSOCK && st.st_uid == geteuid() { unlink(path) }
+            if PrivateFile.Rule.ownSocket.violation(st) == nil { unlink(path) }
             Glibc.close(fd)
             throw KeychainError(.io, "\(what) \(path) is not the private socket just bound")
         }

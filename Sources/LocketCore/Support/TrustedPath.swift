@@ -1,4 +1,5 @@
 import Glibc
+import LocketSupport
 
 /// Whether anyone but this user (or root) could change what a path leads
 /// to: the check behind the runtime directory locket trusts and the
@@ -20,7 +21,7 @@ public enum TrustedPath {
             for component in candidate.split(separator: "/").dropLast() {
                 prefix += "/" + component
                 var st = stat()
-                guard lstat(prefix, &st) == 0, st.st_uid == 0 || st.st_uid == geteuid() else { return prefix }
+                guard lstat(prefix, &st) == 0, PrivateFile.isOwn(st, orRoot: true) else { return prefix }
                 if st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o022 != 0, st.st_mode & S_ISVTX == 0 { return prefix }
             }
         }

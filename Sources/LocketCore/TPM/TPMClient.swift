@@ -27,7 +27,8 @@ public final class TPMClient {
     /// The TPM's helper gets none of the caller's variables.
     static let program = HelperProgram(
         name: "locket-tpm", description: "the TPM helper", neededFor: "Secure Enclave keys need locket-tpm installed (make install)",
-        passedVariables: [])
+        passedVariables: [],
+        libraries: "libtss2 (Debian's libtss2-esys-3.0.2-0, libtss2-tctildr0, libtss2-mu0, libtss2-rc0 and libtss2-sys1 packages)")
 
     /// A client of the TPM at `location`, through the helper at `helper`
     /// (nil: `locket-tpm` where `make install` puts it, else beside `locket`).

@@ -9,6 +9,10 @@ import Glibc
 /// shared memory; sealed values bound to their rows; damaged or foreign files
 /// refused without a crash.
 final class EndToEndAtRestTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     static let distinctive = [
         "service": "SVC-aTr3st-9f1c", "account": "ACCT-aTr3st-77ab", "label": "LABEL-aTr3st-c0de",
         "comment": "COMMENT-aTr3st-5e5e", "description": "KIND-aTr3st-4d4d", "generic": "GENERIC-aTr3st-3c3c",

@@ -5,11 +5,15 @@ import XCTest
 /// file's modification time (`LOCKET_SESSION=dir`, SessionStore), so the
 /// tests set that time rather than sleeping: "idle for N s" is a state the
 /// test puts the session in, not a wait that a loaded machine can stretch.
-/// Each step leaves 10 s or more between what it sets and the timeout, except
-/// where a second boundary is the point.
+/// In-process on a clock the test sets (issue 38): "now" is the clock's, and
+/// a second boundary is where the test puts it, not where a loaded machine
+/// happens to run the command.
 final class EndToEndAutoLockTests: EndToEndCase {
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
+        clock = VirtualClock()
         initKeychain()
         add("-s", "wu", secret: "wu-secret")
         add("-s", "afu", "--accessible", "after-first-unlock", secret: "afu-secret")
@@ -39,18 +43,20 @@ final class EndToEndAutoLockTests: EndToEndCase {
         XCTAssertEqual(utimensat(AT_FDCWD, try sessionFile(file: file, line: line), &times, 0), 0, file: file, line: line)
     }
 
+    /// The commands' time: the test's clock.
+    private var now: Double { clock!.seconds }
+
     /// Makes the session look `seconds` idle.
     private func idle(_ seconds: Double, file: StaticString = #filePath, line: UInt = #line) throws {
-        try setLastUse(Self.wallClock() - seconds, file: file, line: line)
+        try setLastUse(now - seconds, file: file, line: line)
     }
 
     /// Asserts status counts down from `full` seconds of idleness left as of
-    /// `since` (a wall-clock time): at most `full`, less only by the whole
-    /// seconds that passed before status read its clock (as many as a loaded
-    /// machine took).
+    /// `since` (a time on the clock): at most `full`, less only by the whole
+    /// seconds that passed before status read its clock.
     private func assertSecondsLeft(_ full: Int, since: Double, _ message: String, file: StaticString = #filePath, line: UInt = #line) {
         let left = statusJSON(file: file, line: line)["secondsUntilAutoLock"] as? Int ?? -1
-        let passed = Int(ceil(Self.wallClock() - since))
+        let passed = Int(ceil(now - since))
         XCTAssertTrue((full - passed - 1...full).contains(left), "\(message): \(left) s left, \(passed) s after", file: file, line: line)
     }
 
@@ -60,7 +66,7 @@ final class EndToEndAutoLockTests: EndToEndCase {
         // and each use makes the session's last use now.
         for step in 1...3 {
             try idle(20)
-            let before = Self.wallClock()
+            let before = now
             let result = locket("find", "-s", "wu", "-w")
             XCTAssertEqual(result.status, 0, "use \(step), 20 s after the last (timeout 30 s): \(result.summary)")
             XCTAssertGreaterThanOrEqual(try lastUse(), before - 0.01, "use \(step) did not extend the session")
@@ -77,35 +83,28 @@ final class EndToEndAutoLockTests: EndToEndCase {
 
     /// Idle for less than the timeout, across one more whole-second boundary
     /// than the timeout has seconds: a whole-second comparison (now.sec -
-    /// lastUse.sec >= timeout) locks it here. The premise (the command reads
-    /// its clock in the second it is aimed at) is checked, and the round run
-    /// again when a loaded machine missed it.
+    /// lastUse.sec >= timeout) locks it here. The command reads the clock in
+    /// the second the test puts it at (it used to take up to five rounds on
+    /// the wall clock, each waiting for a second's start).
     func testTheSessionNeverLocksBeforeItsTimeout() throws {
-        var rounds = 0
-        for _ in 1...5 {
-            // A late round lets the session expire (and removes it): each round unlocks.
-            unlock(timeout: "30")
-            // Last use at x.999 of the second 30 s before now's: 29.0x s idle, 30 whole seconds apart.
-            Self.sleepUntilFraction(0.02)
-            let second = floor(Self.wallClock())
-            try setLastUse(second - 30 + 0.999)
-            let result = locket("find", "-s", "wu", "-w")
-            // The command read its clock before the session was a full 30 s idle only if it ended by then.
-            guard Self.wallClock() < second + 0.999 else { continue }
-            rounds += 1
-            XCTAssertEqual(result.status, 0, "auto-locked after less than 30 s idle with a 30 s timeout: \(result.summary)")
-            break
-        }
-        XCTAssertEqual(rounds, 1, "in five rounds the machine never ran one command within the second aimed at")
+        unlock(timeout: "30")
+        // Last use at x.999 of the second 30 s before now's: 29.02 s idle, 30 whole seconds apart.
+        let second = floor(now) + 1
+        clock!.set(milliseconds: Int64(second) * 1000 + 20)
+        try setLastUse(second - 30 + 0.999)
+        let result = locket("find", "-s", "wu", "-w")
+        // The premise: the command read its clock before the session was a full 30 s idle.
+        XCTAssertLessThan(now, second + 0.999, "the command moved the clock")
+        XCTAssertEqual(result.status, 0, "auto-locked after less than 30 s idle with a 30 s timeout: \(result.summary)")
     }
 
     func testStatusDoesNotExtendTheSessionAndCountsDown() throws {
         // status only looks: polling it must not keep the keychain unlocked, and the
         // seconds it reports must go down.
-        let unlocked = Self.wallClock()
+        let unlocked = now
         unlock(timeout: "30")
         assertSecondsLeft(30, since: unlocked, "right after unlock --timeout 30")
-        let aged = Self.wallClock()
+        let aged = now
         try idle(15)
         let agedUse = try lastUse()
         assertSecondsLeft(15, since: aged, "15 s idle of 30")
@@ -133,7 +132,7 @@ final class EndToEndAutoLockTests: EndToEndCase {
         XCTAssertEqual(statusJSON()["timeout"] as? Int, 7)
         // unlock without --timeout uses it: the session's last use is set to now right after, so 7 s remain.
         unlock()
-        var since = Self.wallClock()
+        var since = now
         try idle(0)
         var status = statusJSON()
         XCTAssertEqual(status["whenUnlocked"] as? String, "unlocked")
@@ -142,7 +141,7 @@ final class EndToEndAutoLockTests: EndToEndCase {
         expect(36, "find", "-s", "wu", "-w")
         // --timeout overrides it for that unlock only.
         unlock(timeout: "100")
-        since = Self.wallClock()
+        since = now
         try idle(0)
         assertSecondsLeft(100, since: since, "unlock --timeout 100")
         XCTAssertEqual(statusJSON()["timeout"] as? Int, 7, "unlock --timeout does not change the setting")
@@ -175,5 +174,19 @@ final class EndToEndAutoLockTests: EndToEndCase {
         let other = sandbox.root + "/other.keychain"
         initKeychain(other)
         XCTAssertEqual(ok("-k", other, "settings").out, "timeout: 300\n")
+    }
+
+    /// Moved from EndToEndLockUnlockTests (issue 38): the 2.2 s it slept
+    /// past a 1 s timeout are moved on the clock.
+    func testAutoLockAfterTimeout() {
+        ok("unlock", "--timeout", "1", "--password-stdin", input: .text(Self.password + "\n"))
+        XCTAssertEqual(secret("-s", "wu"), Array("wu-secret".utf8))
+        clock!.advance(seconds: 2.2)
+        expect(36, "find", "-s", "wu", "-w")
+        // Auto-lock is a lock, not a reboot: after-first-unlock items stay readable.
+        XCTAssertEqual(secret("-s", "afu"), Array("afu-secret".utf8))
+        // A bad timeout is refused.
+        expect(2, "unlock", "--timeout", "soon", "--password-stdin", input: .text(Self.password + "\n"))
+        expect(36, "find", "-s", "wu", "-w")
     }
 }

@@ -10,6 +10,10 @@ import Glibc
 /// own helper tests demand, the binary run as `git-credential-locket`, and
 /// `git credential fill/approve/reject` through it.
 final class EndToEndCredentialTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

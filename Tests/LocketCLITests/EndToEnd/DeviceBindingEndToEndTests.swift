@@ -6,6 +6,10 @@ import XCTest
 /// HOME, XDG dirs and device secret) opens there with its password; only its
 /// migratable items are readable.
 final class EndToEndDeviceBindingTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     typealias PC = ProtectionClassName
 
     private var elsewhere: Sandbox!

@@ -1,4 +1,5 @@
 import Foundation
+import LocketCLI
 import LocketTestSupport
 import XCTest
 
@@ -184,7 +185,7 @@ final class EndToEndDockerCredentialTests: EndToEndCase {
         XCTAssertEqual(unknown.status, 1)
         XCTAssertEqual(unknown.out, "docker-credential-locket: unknown action: frobnicate\n")
         let version = try helper("version", "")
-        XCTAssertEqual(version.out, "docker-credential-locket (locket) 0.1.0\n")
+        XCTAssertEqual(version.out, "docker-credential-locket (locket) \(CommandTable.version)\n")
         // The same through `locket docker-credential`.
         XCTAssertEqual(locket(["docker-credential", "get"], input: .text("r.example")).status, 0)
     }

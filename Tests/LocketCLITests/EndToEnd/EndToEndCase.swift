@@ -1,5 +1,6 @@
 import Foundation
 import LocketCore
+import LocketSupport
 // One import for every file of this target: the shared support of all the test targets.
 @_exported import LocketTestSupport
 import XCTest
@@ -27,6 +28,7 @@ class EndToEndCase: XCTestCase {
     override func tearDown() {
         sandbox?.remove()
         sandbox = nil
+        clock = nil
         super.tearDown()
     }
 
@@ -35,16 +37,23 @@ class EndToEndCase: XCTestCase {
     /// usage, help, JSON shapes and parsing, which need no real process.
     class var inProcess: Bool { false }
 
-    /// Runs `locket ARGS` in the sandbox: the binary, or in-process when the suite says so.
+    /// The time in-process commands run on, when the suite sets one (the
+    /// binary always runs on the system's): a test of a delay, an expiry or
+    /// an age moves it instead of waiting for it.
+    var clock: VirtualClock?
+
+    /// Runs `locket ARGS` in the sandbox: the binary, or in-process when the
+    /// suite says so. The binary is killed after `timeout` seconds: a hang's
+    /// bound, longer only for a command whose work is long by nature.
     @discardableResult
     func locket(_ arguments: [String], input: Input = .devNull, environment extra: [String: String] = [:],
-                file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+                timeout: Double = EndToEndCase.timeout, file: StaticString = #filePath, line: UInt = #line) -> RunResult {
         var environment = sandbox.environment
         for (name, value) in extra { environment[name] = value }
         let result = type(of: self).inProcess
-            ? InProcessCLI.run(arguments, environment: environment, input: input)
-            : Spawn.run(binary, arguments, environment: environment, input: input, timeout: Self.timeout)
-        if result.timedOut { XCTFail("timed out after \(Self.timeout) s: \(result.summary)", file: file, line: line) }
+            ? InProcessCLI.run(arguments, environment: environment, input: input, time: clock?.source)
+            : Spawn.run(binary, arguments, environment: environment, input: input, timeout: timeout)
+        if result.timedOut { XCTFail("timed out after \(timeout) s: \(result.summary)", file: file, line: line) }
         if let signal = result.signal, !result.timedOut {
             XCTFail("killed by signal \(signal): \(result.summary)", file: file, line: line)
         }
@@ -61,8 +70,8 @@ class EndToEndCase: XCTestCase {
     /// Runs and asserts the exit status; returns the result for further checks.
     @discardableResult
     func expect(_ status: Int32, _ arguments: String..., input: Input = .devNull, environment: [String: String] = [:],
-                file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        let result = locket(arguments, input: input, environment: environment, file: file, line: line)
+                timeout: Double = EndToEndCase.timeout, file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        let result = locket(arguments, input: input, environment: environment, timeout: timeout, file: file, line: line)
         XCTAssertEqual(result.status, status, result.summary, file: file, line: line)
         return result
     }
@@ -88,7 +97,7 @@ class EndToEndCase: XCTestCase {
     func initKeychain(_ keychain: String? = nil, password: String = EndToEndCase.password, in other: Sandbox? = nil,
                       kdf: KDFCost = .weakForTests, environment extra: [String: String] = [:],
                       file: StaticString = #filePath, line: UInt = #line) {
-        let environment = Environment((other ?? sandbox).environment.merging(extra) { $1 })
+        let environment = Environment((other ?? sandbox).environment.merging(extra) { $1 }, time: clock?.source ?? .system)
         do {
             let path = try environment.keychainPath(keychain)
             try Keychain.create(at: path, password: SecureBytes(copying: Array(password.utf8)), kdf: kdf, environment: environment)
@@ -227,24 +236,6 @@ extension EndToEndCase {
         let result = locket(extra + ["--json", "dump", "--data"], file: file, line: line)
         XCTAssertEqual(result.status, 0, result.summary, file: file, line: line)
         return result.stdout
-    }
-
-    /// Sleeps until the wall clock's fraction of a second is `fraction` (0..<1),
-    /// for tests whose outcome depends on where whole-second boundaries fall.
-    static func sleepUntilFraction(_ fraction: Double) {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        let now = Double(ts.tv_nsec) / 1e9
-        var wait = fraction - now
-        if wait < 0 { wait += 1 }
-        usleep(UInt32(wait * 1_000_000))
-    }
-
-    /// Seconds since the epoch, with a fraction.
-    static func wallClock() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
 

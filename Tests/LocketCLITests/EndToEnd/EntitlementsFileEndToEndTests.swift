@@ -11,6 +11,10 @@ import Glibc
 /// directory others can write (so they can replace it), is refused: either
 /// would let that user widen the app's access groups at will.
 final class EntitlementsFileEndToEndTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     override class func tearDown() {
         LocalAccounts.removeAll()
         super.tearDown()

@@ -34,8 +34,8 @@ final class EndToEndExecFilesTests: EndToEndCase {
 
     /// Every run uses the tmpfs runtime directory, where the session is kept too.
     override func locket(_ arguments: [String], input: Input = .devNull, environment extra: [String: String] = [:],
-                         file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        super.locket(arguments, input: input, environment: environment.merging(extra) { $1 }, file: file, line: line)
+                         timeout: Double = EndToEndCase.timeout, file: StaticString = #filePath, line: UInt = #line) -> RunResult {
+        super.locket(arguments, input: input, environment: environment.merging(extra) { $1 }, timeout: timeout, file: file, line: line)
     }
 
     /// `$XDG_RUNTIME_DIR/locket-exec-UID`, where the private directories go.

@@ -7,6 +7,10 @@ import XCTest
 /// made: attributes, secrets, dates, references, availability, and the git
 /// credential's kept fields. A keychain of a newer format is refused, untouched.
 final class EndToEndFormatOneFixtureTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     static let fixtures = LocketBinary.repositoryRoot + "/Tests/Fixtures/format1"
 
     /// Copies the fixture `name`.keychain and its device secret into the sandbox.

@@ -9,6 +9,10 @@ import Glibc
 /// exact key set and the JSON type of every value for find, find --all, dump,
 /// status, settings and errors, so that a change cannot drift in silently.
 final class EndToEndJSONContractTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     /// Key -> JSON type of an item, by class (SPEC §3 names).
     static let common: [String: String] = [
         "class": "string", "account": "string", "label": "string", "description": "string", "comment": "string",

@@ -10,6 +10,10 @@ import Glibc
 /// locket makes is checked by openssl (ECIES by an independent Python
 /// implementation), and openssl's (Python's) by locket.
 final class KeyUseEndToEndTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     private var openssl: String!
     private let message = Array("a message to sign, with a NUL \u{0} and more\n".utf8)
 

@@ -86,7 +86,10 @@ final class EndToEndKeysTests: EndToEndCase {
 
     func testGenerateStoresTheKeyAndPrintsItsPublicKey() throws {
         for type in ["ed25519", "x25519", "p256", "p384", "p521", "rsa2048", "rsa3072", "rsa4096"] {
-            let generated = expect(0, "key", "generate", "--type", type, "--tag", "gen.\(type)")
+            // Generating RSA-4096 searches for primes for a random time: seconds
+            // of CPU at worst, past the 20 s hang bound on a loaded machine.
+            let generated = expect(0, "key", "generate", "--type", type, "--tag", "gen.\(type)",
+                                   timeout: type.hasPrefix("rsa") ? 180 : EndToEndCase.timeout)
             XCTAssertTrue(FileManager.default.createFile(atPath: key("\(type).pub"), contents: Data(generated.stdout)))
             XCTAssertEqual(opensslPublicKey(key("\(type).pub"), isPublic: true), generated.out, "openssl reads the PEM (\(type))")
             XCTAssertEqual(expect(0, "key", "public", "--tag", "gen.\(type)").out, generated.out)

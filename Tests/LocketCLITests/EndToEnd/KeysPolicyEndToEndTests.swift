@@ -5,6 +5,10 @@ import XCTest
 /// uniqueness, identity deletion, locking and access groups as for
 /// passwords, and bad key files that add nothing.
 final class EndToEndKeysPolicyTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

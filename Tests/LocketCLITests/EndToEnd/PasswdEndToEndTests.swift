@@ -9,6 +9,10 @@ import Glibc
 /// the class keys are re-wrapped, in one transaction, so a crash at any
 /// instant leaves exactly one of the two passwords working.
 final class EndToEndPasswdTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     typealias PC = ProtectionClassName
 
     override func setUpWithError() throws {

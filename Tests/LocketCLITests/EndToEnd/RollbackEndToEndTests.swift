@@ -12,6 +12,10 @@ import Glibc
 /// three things a put-back copy would bring back is shown: a deleted secret,
 /// an old password, a reset failure count.
 final class EndToEndRollbackTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     /// The keychain file as `cp` would copy it (after a checkpoint: no WAL).
     private func copyOfKeychain(_ path: String? = nil) throws -> [UInt8] {
         let path = path ?? sandbox.loginKeychain

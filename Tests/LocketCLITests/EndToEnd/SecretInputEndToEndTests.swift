@@ -3,6 +3,10 @@ import XCTest
 
 /// How secrets come in: `-w` on stdin, `--data-file`, `-w VALUE`, empty and oversized secrets.
 final class EndToEndSecretInputTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     override func setUpWithError() throws {
         try super.setUpWithError()
         initKeychain()

@@ -131,6 +131,43 @@ final class SecretServiceSwitchTests: EndToEndCase {
         for line in ["Type=dbus", "BusName=org.freedesktop.secrets"] { XCTAssertTrue(unit.contains("\n\(line)\n"), unit) }
     }
 
+    /// Issue 41: on a desktop whose portal configuration picks another
+    /// Secret backend (KDE's KWallet here), enable writes the user's
+    /// DESKTOP-portals.conf: the desktop's file with the Secret line set to
+    /// locket, everything else kept; disable removes it. With no desktop
+    /// named, nothing (a portals.conf for no desktop would replace every one's).
+    func testSecretPortalChoiceForTheDesktop() throws {
+        let portalFile = sandbox.home + "/.config/xdg-desktop-portal/kde-portals.conf"
+        XCTAssertNoThrow(try FileManager.default.createDirectory(atPath: sandbox.root + "/share/xdg-desktop-portal/portals",
+                                                                  withIntermediateDirectories: true))
+        let kde = "[preferred]\ndefault=kde\norg.freedesktop.impl.portal.Secret=kwallet\norg.freedesktop.impl.portal.FileChooser=kde\n"
+        writeFile(sandbox.root + "/share/xdg-desktop-portal/kde-portals.conf", kde)
+        ok("secret-service", "enable", environment: environment)
+        XCTAssertFalse(fileExists(portalFile), "enable outside a desktop wrote a portal configuration")
+        ok("secret-service", "disable", environment: environment)
+
+        var desktop = environment
+        desktop["XDG_CURRENT_DESKTOP"] = "KDE"
+        ok("secret-service", "enable", environment: desktop)
+        XCTAssertEqual(readText(portalFile), marker + "[preferred]\ndefault=kde\norg.freedesktop.impl.portal.Secret=locket;gnome-keyring\n"
+                       + "org.freedesktop.impl.portal.FileChooser=kde\n")
+        let status = try locket(["--json", "secret-service", "status"], environment: desktop).jsonObject()
+        let files = (status["files"] as? [[String: Any]]) ?? []
+        XCTAssertTrue(files.contains { $0["path"] as? String == portalFile && $0["state"] as? String == "locket" }, "\(files)")
+        // Again: the desktop's file is read again, not locket's own.
+        ok("secret-service", "enable", environment: desktop)
+        XCTAssertEqual(readText(portalFile)?.components(separatedBy: "Secret=").count, 2, readText(portalFile) ?? "")
+        ok("secret-service", "disable", environment: desktop)
+        XCTAssertFalse(fileExists(portalFile), "disable left the portal configuration")
+
+        // A desktop with no configuration at all: a [preferred] group with the Secret line alone.
+        desktop["XDG_CURRENT_DESKTOP"] = "sway"
+        ok("secret-service", "enable", environment: desktop)
+        XCTAssertEqual(readText(sandbox.home + "/.config/xdg-desktop-portal/sway-portals.conf"),
+                       marker + "[preferred]\norg.freedesktop.impl.portal.Secret=locket;gnome-keyring\n")
+        ok("secret-service", "disable", environment: desktop)
+    }
+
     func testUsageErrors() {
         for arguments in [["secret-service", "enable", "extra"], ["secret-service", "disable", "--force"], ["secret-service", "status", "-k", "x"],
                           ["secret-service", "--force"], ["secret-service", "enable", "--replace"], ["-k", "work", "secret-service", "status"],

@@ -8,6 +8,10 @@ import XCTest
 /// in every message that quotes what the user typed; JSON escapes them as
 /// `\uXXXX`, which parsers read back as the same string.
 final class EndToEndTerminalEscapeTests: EndToEndCase {
+    /// Engine and command-line logic: in-process through `CLI.run` (issue 38);
+    /// what needs the binary here (another process, a terminal, its own name) runs it.
+    override class var inProcess: Bool { true }
+
     /// One of each kind, as real bytes: ESC [31m, CSI (C2 9B), OSC (C2 9D),
     /// RLO (E2 80 AE), LRI (E2 81 A6), ALM (D8 9C), LRM (E2 80 8E), LINE SEPARATOR (E2 80 A8), DEL, BEL.
     static let hostile = "a\u{1b}[31mb\u{9b}c\u{9d}d\u{202e}e\u{2066}f\u{61c}g\u{200e}h\u{2028}i\u{7f}j\u{7}k"

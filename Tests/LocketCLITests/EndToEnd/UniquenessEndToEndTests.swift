@@ -12,6 +12,8 @@ final class EndToEndUniquenessTests: EndToEndCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
+        // Item dates on a clock the test moves (issue 38).
+        clock = VirtualClock()
         initKeychain()
     }
 
@@ -47,7 +49,7 @@ final class EndToEndUniquenessTests: EndToEndCase {
         add("-s", "svc", "-a", "me", "-j", "old comment", "-D", "kind", secret: "old")
         add("-s", "later", "-a", "me", secret: "later")
         let before = try expect(0, "--json", "find", "-s", "svc").jsonObject()
-        usleep(30_000)
+        clock!.advance(milliseconds: 30)
         ok("add", "-U", "-s", "svc", "-a", "me", "-j", "new comment", "-w", input: .text("new\n"))
         let after = try expect(0, "--json", "find", "-s", "svc", "-g").jsonObject()
         XCTAssertEqual(after["persistentRef"] as? String, before["persistentRef"] as? String, "add -U must update in place")

@@ -12,7 +12,7 @@ import Glibc
 /// database, ThisDeviceOnly refused, what only a file does refused, and the
 /// database, dumped as the server would hand it over, holding no name or
 /// secret. The SecItem semantics themselves are the query, uniqueness and
-/// update suites, run against a remote keychain (KeychainTestCase.alsoRemote).
+/// update suites, run against a remote keychain (KeychainTestCase.isConformanceSuite).
 final class RemoteKeychainTests: PostgresTestCase {
     private let machines = RemoteMachines()
 

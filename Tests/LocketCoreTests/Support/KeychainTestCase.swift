@@ -1,35 +1,55 @@
 import Foundation
 import LocketCore
+import LocketTestSupport
 import XCTest
 
 /// A test case with a fresh, unlocked, password-protected keychain per test.
 class KeychainTestCase: XCTestCase {
     var temporary: TemporaryKeychain!
     var keychain: Keychain!
+    /// The time the test's keychain runs on: it moves only when the test
+    /// moves it (`tick`) or the engine sleeps (issue 38).
+    let clock = VirtualClock()
 
     /// The Argon2id cost of the test's keychain: the minimum, unless the test
     /// opens it where its header can't be authenticated before the hash
     /// (another device, a lost device secret), where locket's floor applies.
     class var kdf: KDFCost { .weakForTests }
 
-    /// Whether the suite's tests are the conformance of remote keychains
-    /// (SPEC §17): with LOCKET_TEST_BACKEND=remote (`make test` runs these
-    /// suites a second time so), every test runs against a remote keychain in
-    /// the PostgreSQL server the tests start, one database per test, instead
-    /// of a file. The suite itself is the conformance test, not a copy.
-    class var alsoRemote: Bool { false }
+    /// Whether the suite is one of the storage conformance suites (issue 38):
+    /// the engine's behaviours every storage must show alike. With
+    /// LOCKET_TEST_BACKEND=remote or =memory (`make test` runs these suites
+    /// again so) every test runs against a remote keychain in the PostgreSQL
+    /// server the tests start (one database per test, SPEC §17) or against
+    /// one in this process's memory (`MemoryStorage`), instead of a file.
+    /// The suite itself is the conformance test, not a copy.
+    class var isConformanceSuite: Bool { false }
+
+    /// The storage this run's keychain is in: "file", "remote" or "memory".
+    var backend: String {
+        guard Self.isConformanceSuite, let name = ProcessInfo.processInfo.environment["LOCKET_TEST_BACKEND"] else { return "file" }
+        return name
+    }
 
     /// Whether this run is against a remote keychain.
-    var isRemoteRun: Bool { Self.alsoRemote && ProcessInfo.processInfo.environment["LOCKET_TEST_BACKEND"] == "remote" }
+    var isRemoteRun: Bool { backend == "remote" }
 
     override func setUpWithError() throws {
+        if backend == "memory" {
+            temporary = try TemporaryKeychain(memory: "correct horse", kdf: Self.kdf)
+            temporary.time = clock.source
+            keychain = try temporary.open()
+            return
+        }
         if isRemoteRun {
             // A remote keychain is opened where its header can't be checked before the hash: locket's floor applies.
             temporary = try TemporaryKeychain(remote: try Postgres.newKeychainLocation(), kdf: .interactive)
+            temporary.time = clock.source
             keychain = try temporary.open()
             return
         }
         temporary = try TemporaryKeychain(kdf: Self.kdf)
+        temporary.time = clock.source
         keychain = try temporary.open()
     }
 
@@ -38,6 +58,9 @@ class KeychainTestCase: XCTestCase {
         temporary?.remove()
         temporary = nil
     }
+
+    /// Moves the keychain's clock on by 5 ms: what is written next has later dates.
+    func tick() { clock.advance(milliseconds: 5) }
 
     /// Adds a generic password and returns it.
     @discardableResult

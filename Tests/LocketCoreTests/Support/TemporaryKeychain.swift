@@ -1,6 +1,8 @@
 import Foundation
 import LocketCore
 import LocketRemote
+import LocketSupport
+import LocketTestSupport
 import XCTest
 
 /// A keychain in a private temporary directory, with its own XDG directories,
@@ -13,6 +15,11 @@ final class TemporaryKeychain {
     let password: String?
     /// Set for a keychain in PostgreSQL (SPEC §17); `path` is then its URL.
     var remote: RemoteLocation?
+    /// Whether the keychain is in this process's memory (`MemoryKeychains`); `path` is then its address.
+    var inMemory = false
+    /// The clock and sleeper every open runs on unless it is given one (a
+    /// `VirtualClock`'s, set by KeychainTestCase); nil: the system's.
+    var time: TimeSource?
 
     /// Creates a keychain (`password` nil: one without a password). A keychain
     /// with a password starts unlocked, as after `locket init`.
@@ -41,6 +48,16 @@ final class TemporaryKeychain {
         password = "correct horse"
         remote = location
         try Keychain.createRemote(location, password: secret("correct horse"), kdf: kdf, environment: environment)
+    }
+
+    /// A keychain in this process's memory (issue 38), with a password,
+    /// unlocked, in a new environment: the third storage of the conformance suites.
+    init(memory password: String, kdf: KDFCost = .weakForTests) throws {
+        (directory, environment) = try TemporaryKeychain.makeEnvironment(session: "dir")
+        path = "memory:" + directory
+        self.password = password
+        inMemory = true
+        try MemoryKeychains.create(path, password: secret(password), kdf: kdf, environment: environment)
     }
 
     /// Another machine of the remote keychain at `location`: a new
@@ -86,15 +103,19 @@ final class TemporaryKeychain {
 
     /// A fresh Keychain object: keys are loaded at open, so this is how a test
     /// observes what another object (another command) did to the session.
-    func open(caller: Caller = .owner, acceptRollback: Bool = false) throws -> Keychain {
+    /// `time`: the clock and sleeper it runs on (a `VirtualClock`'s), else the system's.
+    func open(caller: Caller = .owner, acceptRollback: Bool = false, time: TimeSource? = nil) throws -> Keychain {
+        var environment = environment
+        if let time = time ?? self.time { environment.time = time }
         if let remote { return try Keychain.open(remote: remote, caller: caller, environment: environment, acceptRollback: acceptRollback) }
+        if inMemory { return try MemoryKeychains.open(path, caller: caller, environment: environment, acceptRollback: acceptRollback) }
         return try Keychain.open(at: path, caller: caller, environment: environment, acceptRollback: acceptRollback)
     }
 
     /// Unlocks with the right password through a fresh object, as `locket unlock` would.
-    func unlock(timeout: UInt32? = nil) throws {
+    func unlock(timeout: UInt32? = nil, time: TimeSource? = nil) throws {
         guard let password else { return }
-        try open().session.unlock(password: secret(password), timeout: timeout)
+        try open(time: time).session.unlock(password: secret(password), timeout: timeout)
     }
 
     func lock(all: Bool) throws {
@@ -104,6 +125,7 @@ final class TemporaryKeychain {
     /// Leaves nothing behind: no session (keyring or directory), no files.
     func remove(keepDirectory: Bool = false) {
         if let keychain = try? open() { keychain.session.lock(all: true) }
+        if inMemory { MemoryKeychains.remove(path) }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 }
@@ -177,5 +199,5 @@ extension Item {
     var secretString: String? { data.map { String(decoding: $0.bytes, as: UTF8.self) } }
 }
 
-/// Waits long enough for the millisecond clock to move.
-func tick() { usleep(5_000) }
+/// Moves `clock` on by 5 ms: an item's dates differ from those it had before.
+func tick(_ clock: VirtualClock) { clock.advance(milliseconds: 5) }

@@ -9,7 +9,7 @@ import Glibc
 
 // SPEC §17 "the same SecItem semantics as a file": the query, uniqueness and
 // update suites run each of their tests against a file keychain and then
-// against a remote one (KeychainTestCase.alsoRemote), in this server; the
+// against a remote one (KeychainTestCase.isConformanceSuite), in this server; the
 // Remote* suites use it too, each test in a database of its own.
 
 /// One PostgreSQL server for a whole `swift test` run. `swift test

@@ -47,10 +47,9 @@ final class Database {
     @discardableResult
     static func claimCompanions(of path: String) throws -> [String] {
         var created: [String] = []
-        let user = geteuid()
         do {
             for suffix in companionSuffixes {
-                if try FileIO.claimInSharedDirectory(path + suffix, user: user) { created.append(path + suffix) }
+                if try FileIO.claimInSharedDirectory(path + suffix) { created.append(path + suffix) }
             }
         } catch {
             for file in created { unlink(file) }

@@ -48,6 +48,9 @@ extension FileStorage {
                     let workspace = try New.makeWorkspace(for: path)
                     defer { New.removeWorkspace(workspace) }
                     let temporary = workspace + "/keychain"
+                    // SQLite would make it with its own 0644, less what the
+                    // umask takes away; its journals take the file's mode.
+                    try FileIO.createEmpty(temporary, mode: 0o600)
                     do {
                         let db = try Database(path: temporary, create: true)
                         try db.execute("PRAGMA journal_mode=WAL")
@@ -81,7 +84,7 @@ extension FileStorage {
             for suffix in ["-wal", "-journal"] {
                 var st = stat()
                 // Another user's file there is refused by the companion claim, by owner.
-                guard lstat(path + suffix, &st) == 0, st.st_uid == geteuid() else { continue }
+                guard lstat(path + suffix, &st) == 0, PrivateFile.isOwn(st) else { continue }
                 if (st.st_mode & S_IFMT) == S_IFREG && st.st_size == 0 { continue }
                 throw KeychainError(.io, "\(path + suffix) is left from a keychain that is gone, and SQLite would replay it into a new one; move it away first")
             }
@@ -120,7 +123,7 @@ extension FileStorage {
             for name in doomed {
                 let full = directory + "/" + name
                 var st = stat()
-                guard lstat(full, &st) == 0, st.st_uid == geteuid() else { continue }
+                guard lstat(full, &st) == 0, PrivateFile.isOwn(st) else { continue }
                 if st.st_mode & S_IFMT == S_IFDIR { removeWorkspace(full) } else { unlink(full) }
             }
         }

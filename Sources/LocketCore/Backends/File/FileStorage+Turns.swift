@@ -18,15 +18,18 @@ extension FileStorage: PasswordTurns {
         // In a sticky shared directory the name is made ours before it is
         // opened, as SQLite's companions are; elsewhere only we can make it.
         if try FileIO.checkPrivateFile(database.path, what: "keychain") {
-            _ = try FileIO.claimInSharedDirectory(path, user: geteuid())
+            _ = try FileIO.claimInSharedDirectory(path)
         }
-        let fd = try valueOrErrno("open") { Glibc.open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600) }
-            .get { KeychainError(.io, "cannot open \(path), where password attempts take turns: \($0)") }
-        let turn = FileTurn(fd)
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else {
-            throw KeychainError(.io, "\(path) is not a regular file of yours; locket refuses to use it next to a keychain")
+        let file = try PrivateFile(path, creating: 0o600, rule: .ownFile) { failure in
+            switch failure {
+            case .refused: KeychainError(.io, "\(path) is not a regular file of yours; locket refuses to use it next to a keychain")
+            case .unreadable(let errno): KeychainError(.io, "cannot open \(path), where password attempts take turns: \(errno)")
+            case .missing, .symbolicLink:
+                KeychainError(.io, "cannot open \(path), where password attempts take turns: \(Errno(failure == .missing ? ENOENT : ELOOP))")
+            }
         }
+        let fd = file.descriptor
+        let turn = FileTurn(file)
         if case .failure(let failure) = nothingOrErrno("flock", { flock(fd, LOCK_EX | LOCK_NB) }) {
             guard failure.code == EWOULDBLOCK else { throw KeychainError(.io, "cannot lock \(path): \(failure)") }
             busy()
@@ -36,9 +39,8 @@ extension FileStorage: PasswordTurns {
     }
 }
 
-/// A held turn: the lock goes with the descriptor.
+/// A held turn: the lock goes with the descriptor, closed when the turn goes.
 private final class FileTurn {
-    private let fd: Int32
-    init(_ fd: Int32) { self.fd = fd }
-    deinit { close(fd) }
+    private let file: PrivateFile
+    init(_ file: consuming PrivateFile) { self.file = file }
 }

@@ -18,7 +18,6 @@ extension Keychain {
     public static func open(at path: String, caller: Caller = .owner, environment: Environment, extendSession: Bool = true,
                             acceptRollback: Bool = false, keepsFileOpen: Bool = false) throws -> Keychain {
         try Sodium.ready()
-        umask(0o077)
         let (storage, stored) = try FileStorage.open(path, keepOpen: keepsFileOpen)
         return try Keychain(opening: storage, stored, caller: caller, environment: environment, extendSession: extendSession,
                             acceptRollback: acceptRollback)

@@ -6,7 +6,7 @@ import LocketSupport
 /// written whole under a temporary name in the same directory, then put in
 /// place in one step, so no reader ever sees half a file or a file that
 /// others could read.
-enum PrivateFile {
+enum OutputFile {
     /// Whether anything (a file, a symlink, a directory) is at `path`.
     static func exists(_ path: String) -> Bool {
         var st = stat()
