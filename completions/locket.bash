@@ -92,7 +92,7 @@ _locket() {
         return
     fi
     case $cmd in
-        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf --tpm -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr -w --password --data-file --generate --charset --print --accessible --synchronizable -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --attr --tag --hash --accessible --synchronizable --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --synchronizable --ref --accessible --set --set-attr --remove-attr -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -101,7 +101,7 @@ _locket() {
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin --password-file --credential -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock --tpm --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "--tpm -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;

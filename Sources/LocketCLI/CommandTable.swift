@@ -23,11 +23,12 @@ public enum CommandTable {
     /// making all of them was a tenth of a `find`'s instructions.
     static let builders: [(name: String, make: @Sendable () -> CommandSpec)] = [
         ("init", {
-            CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST]",
+            CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST] [--tpm]",
                         summary: "create a keychain and set its password",
                         options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin,
-                                  kdf],
-                        conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize)
+                                  kdf, bindToTPM],
+                        conflicts: [("no-password", "password-stdin"), ("no-password", "kdf"), ("no-password", "tpm")], operands: false,
+                        run: Commands.initialize)
         }),
         ("add", {
             CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--synchronizable] [--prompt TEXT] [-U]",
@@ -111,7 +112,7 @@ public enum CommandTable {
                         conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd)
         }),
         ("settings", {
-            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no]",
+            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no] [--tpm [--password-stdin]]",
                         summary: "show or change the keychain's settings",
                         options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                              "the auto-lock timeout unlock uses by default (none: never)"),
@@ -119,7 +120,8 @@ public enum CommandTable {
                                   OptionSpec("lock-on-sleep", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
                                              "the Secret Service provider locks the keychain before the machine sleeps (default yes)"),
                                   OptionSpec("lock-on-screen-lock", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
-                                             "the Secret Service provider locks the keychain when the session's screen locks (default yes)")],
+                                             "the Secret Service provider locks the keychain when the session's screen locks (default yes)"),
+                                  bindToTPM, passwordStdin],
                         conflicts: [], operands: false, run: Commands.settings)
         }),
         ("status", {

@@ -64,7 +64,11 @@ extension Commands {
         let locks = try lockEvents.compactMap { option, event in
             try invocation.value(option).map { (event, try parseYesNo($0, option: option)) }
         }
+        if invocation.has("password-stdin") && !invocation.has("tpm") {
+            throw UsageError(message: "--password-stdin goes with --tpm", command: "settings")
+        }
         let keychain = try context.openKeychain()
+        if invocation.has("tpm") { try bindToTPM(keychain, invocation, context) }
         if invocation.has("timeout") || invocation.has("presence-reuse") || !locks.isEmpty {
             // First, so that a refusal (a longer window needs the password) changes nothing.
             if let text = invocation.value("presence-reuse") {
@@ -77,6 +81,7 @@ extension Commands {
             for (event, value) in locks { try keychain.session.setLocks(on: event, value) }
             return 0
         }
+        if invocation.has("tpm") { return 0 }
         let timeout = keychain.session.defaultTimeout
         let reuse = keychain.session.presenceReuse
         if context.json {
@@ -97,6 +102,20 @@ extension Commands {
             if !keychain.session.locks(on: .screenLock) { context.out.line("lock-on-screen-lock: no") }
         }
         return 0
+    }
+
+    /// `settings --tpm`: the keychain bound to this machine's TPM with its password, in one transaction.
+    private static func bindToTPM(_ keychain: Keychain, _ invocation: Invocation, _ context: Context) throws {
+        guard !keychain.session.isTPMBound else {
+            context.warn("the keychain is already bound to the TPM; nothing changed")
+            return
+        }
+        // Before the password is asked: without a TPM there is nothing to bind to.
+        _ = try TPMLocation.find(environment: context.environment)
+        announcePasswordWaits(keychain, context)
+        let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
+                                           fromStdin: invocation.has("password-stdin"))
+        try keychain.session.bindToTPM(password: password)
     }
 
     static func parseYesNo(_ text: String, option: String) throws -> Bool {
@@ -134,6 +153,7 @@ extension Commands {
             w.key("items"); w.beginObject()
             for pclass in ProtectionClass.allCases { w.key(pclass.name); w.int(Int64(s.itemCounts[pclass] ?? 0)) }
             w.endObject()
+            w.key("tpmBound"); w.bool(s.tpmBound)
             w.key("tpm"); tpm.json(&w)
             w.endObject()
             context.out.bytes(w.bytes)
@@ -150,6 +170,7 @@ extension Commands {
         if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
         if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.map { Printable.escape($0) }.joined(with: ", "))") }
         for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
+        context.out.line("tpm-bound: \(s.tpmBound ? "yes" : "no")")
         for line in tpm.lines { context.out.line(line) }
         return 0
     }

@@ -30,7 +30,10 @@ extension KeychainEngine {
         // Through `cache` directly: the `keys` accessor would copy the set at every change.
         defer { extendsSession = true }
         if device == nil { device = try deviceKey() }
-        if let device { cache.keys = keybag.unwrapWithDevice(device) }
+        // A TPM-bound keychain's device-wrapped keys come from the session
+        // when it has them (no TPM for `find`), else through the TPM below.
+        let bound = isTPMBound
+        if let device, !bound { cache.keys = keybag.unwrapWithDevice(device) }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {
@@ -53,6 +56,7 @@ extension KeychainEngine {
         // at run time, by every command that opens a keychain).
         try loadSession(.afterFirstUnlock)
         try loadSession(.whenUnlocked)
+        if bound && unsealsForDeviceKeys { try loadDeviceKeysThroughTPM() }
     }
 
     /// Loads the session's keys of `tier`, if any, into the cache.
@@ -79,10 +83,14 @@ extension KeychainEngine {
         }
     }
 
-    /// Reloads this object's keys after the session changed under it.
-    func reloadKeys() throws {
+    /// Reloads this object's keys after the session changed under it;
+    /// `throughTPM` false leaves a bound keychain's device-wrapped keys
+    /// unloaded when the session no longer has them (`lock` starts no helper).
+    func reloadKeys(throughTPM: Bool = true) throws {
         cache.reset()
         cache.thisDeviceOnlyBoundary = tdoBoundary
+        unsealsForDeviceKeys = throughTPM
+        defer { unsealsForDeviceKeys = true }
         try loadKeys()
     }
 

@@ -1,0 +1,74 @@
+import LocketSupport
+
+/// `settings --tpm` (SPEC §21): binding an existing keychain to this
+/// machine's TPM, in one write transaction.
+extension KeychainSession {
+    /// Whether the keychain is bound to a TPM (`init --tpm`, `settings --tpm`).
+    public var isTPMBound: Bool { engine.isTPMBound }
+
+    /// Binds the keychain to this machine's TPM: checks `password`, has the
+    /// TPM seal a new secret T (before anything is written), then re-wraps
+    /// every class key, the blind-index key and the presence keys for the
+    /// KEK and the device key mixed with T, and stores the sealed T, in one
+    /// write transaction: after a crash either the old wrapping or the new
+    /// one opens the keychain. The class keys stay the same, so no item is
+    /// re-sealed and every item stays readable. Returns false when the
+    /// keychain was bound already (nothing changes).
+    ///
+    /// Refused: a keychain without a password (errSecParam: the binding
+    /// would then be all that guards it, and every command would need the
+    /// TPM), a remote keychain (errSecParam: its devices have keys of their
+    /// own, SPEC §17), a keychain not last unlocked on this device
+    /// (errSecNotAvailable), no TPM (errSecNotAvailable `.noTPM`).
+    @discardableResult
+    public func bindToTPM(password: SecureBytes) throws -> Bool {
+        try engine.requireOwner("binding the keychain to the TPM")
+        try engine.require(.settings)
+        guard !engine.isTPMBound else { return false }
+        try Self.checkTPMBinding(policy: engine.storage.policy, hasPassword: engine.hasPassword, address: engine.path)
+        // The TPM first: without one, nothing is asked or counted.
+        let client = try engine.tpm()
+        let checked = try checkPassword(password)
+        guard let device = engine.device, engine.isBoundDevice(device) else {
+            throw KeychainError(.notAvailable, "the keychain can only be bound to the TPM of the device it was last unlocked on: unlock it here first")
+        }
+        var keys = checked.keys
+        for (name, key) in engine.keybag.unwrapWithDevice(device).entries where keys[name] == nil { keys.set(name, key) }
+        var presence: [(String, SecureBytes)] = []
+        for name in PresenceKeys.names {
+            // A row left wrapped for an older password opens nothing now; it is dropped, as a password change drops it.
+            if let key = try? engine.keybag.unwrapPresence(name, kek: checked.kek) { presence.append((name, key)) }
+        }
+        let secret = try SecureBytes(copying: Sodium.random(KeychainEngine.tpmSecretLength))
+        let sealed = try client.seal(secret).der
+        let id = engine.keybag.keychainID
+        let kek = try KeychainEngine.bind(kek: checked.kek, to: secret, keychainID: id)
+        let boundDevice = try KeychainEngine.bind(device: device, to: secret, keychainID: id)
+        var bag = Keybag(keychainID: id, kdf: engine.keybag.kdf, rows: [:])
+        try bag.wrap(keys, kek: kek, device: boundDevice)
+        for (name, key) in presence { try bag.wrapPresence(name, key, kek: kek) }
+        let fingerprint = Keybag.deviceFingerprint(boundDevice, keychainID: id)
+        try engine.write {
+            try engine.storage.writeKeybag(bag, replacingAll: true)
+            try engine.storage.writeMeta([(.tpm, sealed), (.deviceFingerprint, fingerprint)])
+        }
+        engine.keybag = bag
+        engine.tpmSecret = secret
+        // What the device key opened now needs the TPM: kept after first
+        // unlock (the password was just given), so later commands start no helper.
+        let tiers = engine.sessionScope != nil ? ProtectionClass.Tiers.none : engine.cache.unlockedTiers.intersection(.session)
+        try engine.saveSession(keys, timeout: engine.defaultTimeout, tiers: tiers.union(ProtectionClass.Tiers(.afterFirstUnlock)))
+        try engine.reloadKeys()
+        return true
+    }
+
+    /// What binding to a TPM needs of a keychain, at init and in settings.
+    static func checkTPMBinding(policy: StoragePolicy, hasPassword: Bool, address: String) throws {
+        guard policy.wrapsKeysForDevice else {
+            throw KeychainError(.param, "\(address) can't be bound to this machine's TPM: a remote keychain's devices have keys of their own")
+        }
+        guard hasPassword else {
+            throw KeychainError(.param, "a keychain bound to the TPM needs a password: without one the TPM alone would guard it, and every command would start the TPM's helper")
+        }
+    }
+}
