@@ -101,7 +101,7 @@ _locket() {
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin --password-file --credential -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock --tpm --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock --tpm --no-tpm --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "--tpm -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;

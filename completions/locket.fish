@@ -176,6 +176,7 @@ complete -c locket -n '__fish_seen_subcommand_from settings' -l presence-reuse -
 complete -c locket -n '__fish_seen_subcommand_from settings' -l lock-on-sleep -x -a 'yes no' -d 'the Secret Service provider locks the keychain before the machine sleeps (default yes)'
 complete -c locket -n '__fish_seen_subcommand_from settings' -l lock-on-screen-lock -x -a 'yes no' -d 'the Secret Service provider locks the keychain when the session\'s screen locks (default yes)'
 complete -c locket -n '__fish_seen_subcommand_from settings' -l tpm -d 'bind the keychain to this machine\'s TPM: its file and password open nothing elsewhere (losing the TPM loses it)'
+complete -c locket -n '__fish_seen_subcommand_from settings' -l no-tpm -d 'free the keychain from the TPM: it opens elsewhere with its password again'
 complete -c locket -n '__fish_seen_subcommand_from settings' -l password-stdin -d 'read the password from the first line of standard input'
 complete -c locket -n '__fish_seen_subcommand_from status' -l tpm -d 'also ask the TPM what it is and its dictionary-attack lockout counter (starts locket-tpm)'
 complete -c locket -n '__fish_seen_subcommand_from restore' -l accept-rollback -d 'accept the keychain as it is, older than this device has seen'

@@ -112,7 +112,7 @@ public enum CommandTable {
                         conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd)
         }),
         ("settings", {
-            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no] [--tpm [--password-stdin]]",
+            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no] [--tpm|--no-tpm [--password-stdin]]",
                         summary: "show or change the keychain's settings",
                         options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                              "the auto-lock timeout unlock uses by default (none: never)"),
@@ -121,8 +121,10 @@ public enum CommandTable {
                                              "the Secret Service provider locks the keychain before the machine sleeps (default yes)"),
                                   OptionSpec("lock-on-screen-lock", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
                                              "the Secret Service provider locks the keychain when the session's screen locks (default yes)"),
-                                  bindToTPM, passwordStdin],
-                        conflicts: [], operands: false, run: Commands.settings)
+                                  bindToTPM,
+                                  OptionSpec("no-tpm", nil, .flag, "free the keychain from the TPM: it opens elsewhere with its password again"),
+                                  passwordStdin],
+                        conflicts: [("tpm", "no-tpm")], operands: false, run: Commands.settings)
         }),
         ("status", {
             CommandSpec(name: "status", usage: "[--tpm]", summary: "show whether the keychain is locked, what it holds, and which TPM holds its Secure Enclave keys",

@@ -64,11 +64,12 @@ extension Commands {
         let locks = try lockEvents.compactMap { option, event in
             try invocation.value(option).map { (event, try parseYesNo($0, option: option)) }
         }
-        if invocation.has("password-stdin") && !invocation.has("tpm") {
-            throw UsageError(message: "--password-stdin goes with --tpm", command: "settings")
+        let binding = invocation.has("tpm") || invocation.has("no-tpm")
+        if invocation.has("password-stdin") && !binding {
+            throw UsageError(message: "--password-stdin goes with --tpm or --no-tpm", command: "settings")
         }
         let keychain = try context.openKeychain()
-        if invocation.has("tpm") { try bindToTPM(keychain, invocation, context) }
+        if binding { try changeTPMBinding(keychain, bind: invocation.has("tpm"), invocation, context) }
         if invocation.has("timeout") || invocation.has("presence-reuse") || !locks.isEmpty {
             // First, so that a refusal (a longer window needs the password) changes nothing.
             if let text = invocation.value("presence-reuse") {
@@ -81,7 +82,7 @@ extension Commands {
             for (event, value) in locks { try keychain.session.setLocks(on: event, value) }
             return 0
         }
-        if invocation.has("tpm") { return 0 }
+        if binding { return 0 }
         let timeout = keychain.session.defaultTimeout
         let reuse = keychain.session.presenceReuse
         if context.json {
@@ -104,18 +105,19 @@ extension Commands {
         return 0
     }
 
-    /// `settings --tpm`: the keychain bound to this machine's TPM with its password, in one transaction.
-    private static func bindToTPM(_ keychain: Keychain, _ invocation: Invocation, _ context: Context) throws {
-        guard !keychain.session.isTPMBound else {
-            context.warn("the keychain is already bound to the TPM; nothing changed")
+    /// `settings --tpm` / `--no-tpm`: the keychain bound to this machine's
+    /// TPM, or freed from it, with its password, in one transaction.
+    private static func changeTPMBinding(_ keychain: Keychain, bind: Bool, _ invocation: Invocation, _ context: Context) throws {
+        guard keychain.session.isTPMBound != bind else {
+            context.warn(bind ? "the keychain is already bound to the TPM; nothing changed" : "the keychain is not bound to a TPM; nothing changed")
             return
         }
-        // Before the password is asked: without a TPM there is nothing to bind to.
+        // Before the password is asked: without a TPM there is nothing to bind to (or unseal with).
         _ = try TPMLocation.find(environment: context.environment)
         announcePasswordWaits(keychain, context)
         let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
                                            fromStdin: invocation.has("password-stdin"))
-        try keychain.session.bindToTPM(password: password)
+        if bind { try keychain.session.bindToTPM(password: password) } else { try keychain.session.unbindFromTPM(password: password) }
     }
 
     static func parseYesNo(_ text: String, option: String) throws -> Bool {

@@ -33,10 +33,10 @@ extension KeychainSession {
     /// dodge the count) and the count reset after a success.
     func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try engine.checkKDFParameters()
+        // Nobody waits for the keychain during the TPM, the turn, the delay and the hash.
+        engine.storage.hold?.release()
         // A bound keychain's TPM first: another TPM is refused with nothing counted or written.
         if engine.isTPMBound { _ = try engine.tpmBinding() }
-        // Nobody waits for the keychain during the turn, the delay and the hash.
-        engine.storage.hold?.release()
         let counted = engine.hasPassword && engine.storage.policy.countsPasswordFailures
         // Held to the end of this function: the verdict is part of the turn.
         let turn = counted ? try takePasswordTurn() : nil

@@ -1,7 +1,7 @@
 import LocketSupport
 
-/// `settings --tpm` (SPEC §21): binding an existing keychain to this
-/// machine's TPM, in one write transaction.
+/// `settings --tpm` and `--no-tpm` (SPEC §21): binding an existing keychain
+/// to this machine's TPM, or freeing it, in one write transaction.
 extension KeychainSession {
     /// Whether the keychain is bound to a TPM (`init --tpm`, `settings --tpm`).
     public var isTPMBound: Bool { engine.isTPMBound }
@@ -28,9 +28,47 @@ extension KeychainSession {
         try Self.checkTPMBinding(policy: engine.storage.policy, hasPassword: engine.hasPassword, address: engine.path)
         // The TPM first: without one, nothing is asked or counted.
         let client = try engine.tpm()
+        let (kek, keys, presence, device) = try openEverything(password)
+        let secret = try SecureBytes(copying: Sodium.random(KeychainEngine.tpmSecretLength))
+        let sealed = try client.seal(secret).der
+        let id = engine.keybag.keychainID
+        engine.tpmSecret = secret
+        do {
+            try rewrap(keys, presence, kek: KeychainEngine.bind(kek: kek, to: secret, keychainID: id),
+                       device: KeychainEngine.bind(device: device, to: secret, keychainID: id), sealed: sealed)
+        } catch {
+            engine.tpmSecret = nil
+            throw error
+        }
+        return true
+    }
+
+    /// Frees the keychain from the TPM (`settings --no-tpm`): checks
+    /// `password` (through the TPM, which must still be this one), then
+    /// re-wraps the keybag for the password's KEK and the device key alone
+    /// and removes the sealed secret, in one write transaction. The file
+    /// then opens on another machine with the password, as any keychain.
+    /// Returns false when the keychain was not bound (nothing changes).
+    @discardableResult
+    public func unbindFromTPM(password: SecureBytes) throws -> Bool {
+        try engine.requireOwner("freeing the keychain from the TPM")
+        try engine.require(.settings)
+        guard engine.isTPMBound, let kdf = engine.keybag.kdf else { return false }
+        let (_, keys, presence, device) = try openEverything(password)
+        // The password's own KEK, without T (its hash again: this is rare, and the check above is the one that counts).
+        try rewrap(keys, presence, kek: PasswordHash.deriveKEK(password: password, parameters: kdf), device: device, sealed: nil)
+        engine.tpmSecret = nil
+        return true
+    }
+
+    /// Every key `password` and this device's key open: the class keys, the
+    /// blind-index key, the presence keys; with the KEK as the keybag has it
+    /// now (T mixed in when bound) and the plain device key.
+    private func openEverything(_ password: SecureBytes) throws
+        -> (kek: SecureBytes, keys: SessionKeys, presence: [(String, SecureBytes)], device: SecureBytes) {
         let checked = try checkPassword(password)
-        guard let device = engine.device, engine.isBoundDevice(device) else {
-            throw KeychainError(.notAvailable, "the keychain can only be bound to the TPM of the device it was last unlocked on: unlock it here first")
+        guard let plain = engine.device, let device = try engine.keybagDevice(), engine.isBoundDevice(device) else {
+            throw KeychainError(.notAvailable, "the keychain's TPM binding can only change on the device it was last unlocked on: unlock it here first")
         }
         var keys = checked.keys
         for (name, key) in engine.keybag.unwrapWithDevice(device).entries where keys[name] == nil { keys.set(name, key) }
@@ -39,27 +77,29 @@ extension KeychainSession {
             // A row left wrapped for an older password opens nothing now; it is dropped, as a password change drops it.
             if let key = try? engine.keybag.unwrapPresence(name, kek: checked.kek) { presence.append((name, key)) }
         }
-        let secret = try SecureBytes(copying: Sodium.random(KeychainEngine.tpmSecretLength))
-        let sealed = try client.seal(secret).der
+        return (checked.kek, keys, presence, plain)
+    }
+
+    /// Writes the keybag wrapped anew for `kek` and `device`, the sealed
+    /// secret (or its removal) and the device fingerprint, in one write
+    /// transaction; then keeps the keys after first unlock (the password
+    /// was just given) so later commands need no TPM.
+    private func rewrap(_ keys: SessionKeys, _ presence: [(String, SecureBytes)], kek: SecureBytes, device: SecureBytes,
+                        sealed: [UInt8]?) throws {
         let id = engine.keybag.keychainID
-        let kek = try KeychainEngine.bind(kek: checked.kek, to: secret, keychainID: id)
-        let boundDevice = try KeychainEngine.bind(device: device, to: secret, keychainID: id)
         var bag = Keybag(keychainID: id, kdf: engine.keybag.kdf, rows: [:])
-        try bag.wrap(keys, kek: kek, device: boundDevice)
+        try bag.wrap(keys, kek: kek, device: device)
         for (name, key) in presence { try bag.wrapPresence(name, key, kek: kek) }
-        let fingerprint = Keybag.deviceFingerprint(boundDevice, keychainID: id)
+        let fingerprint = Keybag.deviceFingerprint(device, keychainID: id)
         try engine.write {
             try engine.storage.writeKeybag(bag, replacingAll: true)
-            try engine.storage.writeMeta([(.tpm, sealed), (.deviceFingerprint, fingerprint)])
+            try engine.storage.writeMeta([(.deviceFingerprint, fingerprint)])
+            if let sealed { try engine.storage.writeMeta([(.tpm, sealed)]) } else { try engine.storage.removeMeta(.tpm) }
         }
         engine.keybag = bag
-        engine.tpmSecret = secret
-        // What the device key opened now needs the TPM: kept after first
-        // unlock (the password was just given), so later commands start no helper.
         let tiers = engine.sessionScope != nil ? ProtectionClass.Tiers.none : engine.cache.unlockedTiers.intersection(.session)
         try engine.saveSession(keys, timeout: engine.defaultTimeout, tiers: tiers.union(ProtectionClass.Tiers(.afterFirstUnlock)))
         try engine.reloadKeys()
-        return true
     }
 
     /// What binding to a TPM needs of a keychain, at init and in settings.

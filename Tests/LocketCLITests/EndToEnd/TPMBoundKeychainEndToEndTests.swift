@@ -93,6 +93,7 @@ final class TPMBoundKeychainEndToEndTests: EndToEndCase {
     /// The keychain file and the device secret copied to another sandbox,
     /// as if to another machine (whose TPM is `other`).
     private func copyToAnotherMachine() throws -> Sandbox {
+        elsewhere?.remove()
         let other = try Sandbox()
         elsewhere = other
         for directory in [other.dataHome + "/locket", other.stateHome + "/locket"] {
@@ -163,7 +164,9 @@ final class TPMBoundKeychainEndToEndTests: EndToEndCase {
 
     /// `settings --tpm` binds an existing keychain in one transaction: every
     /// item stays readable (before and after lock --all), status says so, a
-    /// copy on another TPM is refused; a second `settings --tpm` changes nothing.
+    /// copy on another TPM is refused; a second `settings --tpm` changes
+    /// nothing. `settings --no-tpm` frees it: every item still readable, and
+    /// a copy opens on the other machine again.
     func testSettingsTPMBindsAnExistingKeychainAndKeepsEveryItem() throws {
         let tpm = try sharedTPM()
         initKeychain()
@@ -180,6 +183,18 @@ final class TPMBoundKeychainEndToEndTests: EndToEndCase {
         XCTAssertTrue(again.err.contains("already bound"), again.summary)
         XCTAssertTrue(fileBytes(sandbox.loginKeychain) == before, "bound once")
         try assertRefusedOnAnotherTPM(try copyToAnotherMachine())
+
+        succeeds(tpm, ["settings", "--no-tpm", "--password-stdin"], input: password)
+        XCTAssertTrue(succeeds(tpm, ["status"]).out.contains("tpm-bound: no"))
+        assertEveryClassReadable(tpm, "right after settings --no-tpm")
+        succeeds(tpm, ["lock", "--all"])
+        succeeds(tpm, ["unlock", "--password-stdin"], input: password)
+        assertEveryClassReadable(tpm, "unbound, after lock --all and unlock")
+        XCTAssertTrue(succeeds(tpm, ["settings", "--no-tpm"]).err.contains("not bound"))
+        let other = try copyToAnotherMachine()
+        let opened = tpmLocket(try secondTPM(), ["find", "-s", "dk", "-w"], in: other)
+        XCTAssertEqual(opened.status, 0, "freed, the copy opens with the device secret alone: \(opened.summary)")
+        XCTAssertEqual(opened.out, "secret-dk\n")
     }
 
     /// A wrong password binds nothing and the keychain is as it was.
