@@ -61,7 +61,7 @@ _locket() {
         exec:--file) return ;;
         inject:-i|inject:--in|key:-i|key:--in) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         inject:-o|inject:--out|export:-o|export:--out|key:-o|key:--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        export:--format) COMPREPLY=($(compgen -W "backup pem der openssh pkcs12" -- "$cur")); return ;;
+        export:--format) COMPREPLY=($(compgen -W "backup pem der openssh pkcs12 tss2" -- "$cur")); return ;;
         export:--recipient) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         export:--class) COMPREPLY=($(compgen -W "keys cert identity" -- "$cur")); return ;;
         import:--from) COMPREPLY=($(compgen -W "pass bitwarden-json 1password-csv keepassxc-csv security-dump" -- "$cur")); return ;;
@@ -71,6 +71,7 @@ _locket() {
         credential-socket:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         credential-socket:--policy) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         key:--type) COMPREPLY=($(compgen -W "ed25519 x25519 p256 p384 p521 rsa2048 rsa3072 rsa4096" -- "$cur")); return ;;
+        key:--token) COMPREPLY=($(compgen -W "secure-enclave software-enclave" -- "$cur")); return ;;
         key:--algorithm) COMPREPLY=($(compgen -W "ecdsa-message-x962-sha256 ecdsa-message-x962-sha384 ecdsa-message-x962-sha512 ecdsa-digest-x962-sha256 ecdsa-digest-x962-sha384 ecdsa-digest-x962-sha512 rsa-signature-message-pss-sha256 rsa-signature-message-pss-sha384 rsa-signature-message-pss-sha512 rsa-signature-message-pkcs1v15-sha256 rsa-signature-message-pkcs1v15-sha384 rsa-signature-message-pkcs1v15-sha512 ed25519 rsa-encryption-oaep-sha1 rsa-encryption-oaep-sha256 rsa-encryption-oaep-sha384 rsa-encryption-oaep-sha512 rsa-encryption-raw ecies-cofactor-variable-iv-x963-sha256-aesgcm ecies-standard-variable-iv-x963-sha256-aesgcm ecies-standard-x963-sha256-aesgcm ecies-cofactor-x963-sha256-aesgcm x25519-sealed-box" -- "$cur")); return ;;
         key:--signature) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         ssh-agent:-a|ssh-agent:--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -91,7 +92,7 @@ _locket() {
         return
     fi
     case $cmd in
-        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        init) COMPREPLY=($(compgen -W "--no-password --password-stdin --kdf --tpm -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         add) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr -w --password --data-file --generate --charset --print --accessible --synchronizable -U --update --access-control --application-password-stdin --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         find) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path --access-group --attr --tag --hash --accessible --synchronizable --ref --limit --all -w --password -g --show-data -n --no-newline --show-ref --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         update) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --synchronizable --ref --accessible --set --set-attr --remove-attr -w --password --data-file --prompt --application-password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -100,8 +101,8 @@ _locket() {
         lock) COMPREPLY=($(compgen -W "--all -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         unlock) COMPREPLY=($(compgen -W "--timeout --password-stdin --password-file --credential -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         passwd) COMPREPLY=($(compgen -W "--rotate --kdf --remove --yes -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
-        status) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        settings) COMPREPLY=($(compgen -W "--timeout --presence-reuse --lock-on-sleep --lock-on-screen-lock --tpm --no-tpm --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        status) COMPREPLY=($(compgen -W "--tpm -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         restore) COMPREPLY=($(compgen -W "--accept-rollback --password-stdin -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         exec) COMPREPLY=($(compgen -W "--env --env-file --file --mask --github-env -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         inject) COMPREPLY=($(compgen -W "-i --in -o --out -f --force -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
@@ -115,7 +116,7 @@ _locket() {
         aws-credential) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --ref --prompt --accessible -U --update -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         kube-credential) COMPREPLY=($(compgen -W "--class -a --account -s --service --server -l --label -D --description -j --comment -G --generic -c --creator -C --type -d --security-domain -r --protocol -t --auth-type -P --port -p --path -g --access-group --attr --tag --hash --ref --prompt -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         completion) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale bash zsh fish" -- "$cur")) ;;
-        key) COMPREPLY=($(compgen -W "--type -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
+        key) COMPREPLY=($(compgen -W "--type --token -l --label --tag --non-extractable --accessible -g --access-group --ref --openssh --hex --access-control --application-password-stdin --prompt --algorithm -i --in -o --out -f --force --signature -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         help) COMPREPLY=($(compgen -W "-k --keychain -e --entitlements --json -h --help --max-stale init add find update delete dump lock unlock passwd settings status restore exec inject export import generate otp credential docker-credential credential-socket aws-credential kube-credential completion key help ssh-agent secret-service pam keychain" -- "$cur")) ;;
         ssh-agent) COMPREPLY=($(compgen -W "-a --socket -s --sh -c --csh -D --foreground -k --keychain -e --entitlements --json -h --help --max-stale " -- "$cur")) ;;
         secret-service) COMPREPLY=($(compgen -W "-k --keychain --replace --app -f --force -k --keychain -e --entitlements --json -h --help --max-stale enable disable status" -- "$cur")) ;;

@@ -46,6 +46,8 @@ extension CommandTable {
     static let freeFormAttribute = OptionSpec("attr", nil, .value("NAME=VALUE"), repeatable: true,
                                               "a free-form attribute (genp), as Secret Service clients set them (xdg:schema, application, ...); service and username are -s and -a")
     static let passwordStdin = OptionSpec("password-stdin", nil, .flag, "read the password from the first line of standard input")
+    static let bindToTPM = OptionSpec("tpm", nil, .flag,
+                                      "bind the keychain to this machine's TPM: its file and password open nothing elsewhere (losing the TPM loses it)")
     static let passphraseStdin = OptionSpec("passphrase-stdin", nil, .flag, "read the backup's passphrase from the first line of standard input")
     static let secretOption = OptionSpec("password", "w", .optionalValue("SECRET"),
                                          "the secret: prompted at a terminal, else read from stdin; a SECRET here is visible to other processes")

@@ -23,11 +23,12 @@ public enum CommandTable {
     /// making all of them was a tenth of a `find`'s instructions.
     static let builders: [(name: String, make: @Sendable () -> CommandSpec)] = [
         ("init", {
-            CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST]",
+            CommandSpec(name: "init", usage: "[--no-password] [--password-stdin] [--kdf COST] [--tpm]",
                         summary: "create a keychain and set its password",
                         options: [OptionSpec("no-password", nil, .flag, "make a keychain without a password (always unlocked)"), passwordStdin,
-                                  kdf],
-                        conflicts: [("no-password", "password-stdin"), ("no-password", "kdf")], operands: false, run: Commands.initialize)
+                                  kdf, bindToTPM],
+                        conflicts: [("no-password", "password-stdin"), ("no-password", "kdf"), ("no-password", "tpm")], operands: false,
+                        run: Commands.initialize)
         }),
         ("add", {
             CommandSpec(name: "add", usage: "[ATTRIBUTES] [-w [SECRET] | --data-file PATH|- | --generate[=N] [--charset SET] [--print]] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--synchronizable] [--prompt TEXT] [-U]",
@@ -111,7 +112,7 @@ public enum CommandTable {
                         conflicts: [("remove", "rotate"), ("remove", "kdf")], operands: false, run: Commands.passwd)
         }),
         ("settings", {
-            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no]",
+            CommandSpec(name: "settings", usage: "[--timeout SECONDS|none] [--presence-reuse SECONDS] [--lock-on-sleep yes|no] [--lock-on-screen-lock yes|no] [--tpm|--no-tpm [--password-stdin]]",
                         summary: "show or change the keychain's settings",
                         options: [OptionSpec("timeout", nil, .value("SECONDS"), completion: .values { ["none", "300", "3600"] },
                                              "the auto-lock timeout unlock uses by default (none: never)"),
@@ -119,12 +120,16 @@ public enum CommandTable {
                                   OptionSpec("lock-on-sleep", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
                                              "the Secret Service provider locks the keychain before the machine sleeps (default yes)"),
                                   OptionSpec("lock-on-screen-lock", nil, .value("yes|no"), completion: .values { ["yes", "no"] },
-                                             "the Secret Service provider locks the keychain when the session's screen locks (default yes)")],
-                        conflicts: [], operands: false, run: Commands.settings)
+                                             "the Secret Service provider locks the keychain when the session's screen locks (default yes)"),
+                                  bindToTPM,
+                                  OptionSpec("no-tpm", nil, .flag, "free the keychain from the TPM: it opens elsewhere with its password again"),
+                                  passwordStdin],
+                        conflicts: [("tpm", "no-tpm")], operands: false, run: Commands.settings)
         }),
         ("status", {
-            CommandSpec(name: "status", usage: "", summary: "show whether the keychain is locked, and what it holds",
-                        options: [], conflicts: [], operands: false, run: Commands.status)
+            CommandSpec(name: "status", usage: "[--tpm]", summary: "show whether the keychain is locked, what it holds, and which TPM holds its Secure Enclave keys",
+                        options: [OptionSpec("tpm", nil, .flag, "also ask the TPM what it is and its dictionary-attack lockout counter (starts locket-tpm)")],
+                        conflicts: [], operands: false, run: Commands.status)
         }),
         ("restore", {
             CommandSpec(name: "restore", usage: "--accept-rollback [--password-stdin]",
@@ -156,10 +161,10 @@ public enum CommandTable {
                         conflicts: [], operands: false, run: Commands.inject)
         }),
         ("export", {
-            CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [--access-group GROUP] [-o FILE [-f]] [--passphrase-stdin] [--prompt TEXT] [--application-password-stdin]",
+            CommandSpec(name: "export", usage: "--format backup [-o FILE [-f]] [--recipient KEY]... [--passphrase-stdin] [--kdf COST] | --format pem|der|openssh|pkcs12|tss2 [--class keys|cert|identity] [--label LABEL] [--tag TAG] [--hash SHA256] [--ref REF] [--access-group GROUP] [-o FILE [-f]] [--passphrase-stdin] [--prompt TEXT] [--application-password-stdin]",
                         summary: "write a backup of every item that may leave this device, or one certificate, key or identity",
-                        options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup", "pem", "der", "openssh", "pkcs12"] },
-                                             "backup (locket's encrypted backup), pem or der (a certificate; pem with --class keys: PKCS#8), openssh (a key), pkcs12 (an identity)"),
+                        options: [OptionSpec("format", nil, .value("FORMAT"), completion: .values { ["backup", "pem", "der", "openssh", "pkcs12", "tss2"] },
+                                             "backup (locket's encrypted backup), pem or der (a certificate; pem with --class keys: PKCS#8), openssh (a key), pkcs12 (an identity), tss2 (a Secure Enclave key's TPM key file)"),
                                   outFile, force,
                                   OptionSpec("recipient", nil, .value("KEY"), repeatable: true, completion: .file,
                                              "seal to this X25519 public key (64 hex digits, or a file holding them) instead of a passphrase"),
@@ -218,10 +223,12 @@ public enum CommandTable {
                         options: [], conflicts: [], operands: true, run: Commands.completion)
         }),
         ("key", {
-            CommandSpec(name: "key", usage: "generate --type TYPE [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex] | sign|verify|encrypt|decrypt [--label LABEL] [--tag TAG] [--ref REF] [--access-group GROUP] --algorithm ALGORITHM [-i FILE] [-o FILE [-f]] [--signature FILE] [--prompt TEXT]",
+            CommandSpec(name: "key", usage: "generate --type TYPE [--token secure-enclave|software-enclave] [--label LABEL] [--tag TAG] [--non-extractable] [--accessible CLASS | --access-control CLASS:FLAGS [--application-password-stdin]] [--access-group GROUP] | public [--label LABEL] [--tag TAG] [--ref REF] [--openssh | --hex] | sign|verify|encrypt|decrypt [--label LABEL] [--tag TAG] [--ref REF] [--access-group GROUP] --algorithm ALGORITHM [-i FILE] [-o FILE [-f]] [--signature FILE] [--prompt TEXT]",
                         summary: "make a key pair inside the keychain, print a stored key's public key, or sign, verify, encrypt or decrypt with it",
                         options: [OptionSpec("type", nil, .value("TYPE"), completion: .values { KeyGenerationType.commandLineChoices.map(\.rawValue) },
                                              "generate: ed25519, x25519, p256, p384, p521, rsa2048, rsa3072 or rsa4096"),
+                                  OptionSpec("token", nil, .value("TOKEN"), completion: .values { ["secure-enclave", "software-enclave"] },
+                                             "generate: secure-enclave makes a P-256 key inside the TPM that never leaves it; software-enclave a non-extractable P-256 key in the keychain"),
                                   OptionSpec("label", "l", .value("LABEL"), "the key's label"), tag, nonExtractable, accessible, keyAccessGroup, ref,
                                   OptionSpec("openssh", nil, .flag, "print the public key as an OpenSSH line instead of PEM"),
                                   OptionSpec("hex", nil, .flag, "print an X25519 public key as 64 hex digits (export --recipient takes it)"),

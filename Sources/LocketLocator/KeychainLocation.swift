@@ -136,13 +136,18 @@ extension Keychain {
     }
 
     /// Creates a keychain at `location` (see `create(at:)` and `createRemote`):
-    /// errSecParam without a password where the location requires one.
+    /// errSecParam without a password where the location requires one. With
+    /// `tpm`, a file bound to this machine's TPM; a remote keychain can't be
+    /// (errSecParam: its devices have keys of their own, SPEC §17).
     public static func create(_ location: KeychainLocation, password: SecureBytes?, kdf cost: KDFCost = .moderate,
-                              databasePassword: SecureBytes? = nil, environment: Environment) throws {
+                              databasePassword: SecureBytes? = nil, tpm: Bool = false, environment: Environment) throws {
         switch location.place {
         case .file(let path):
-            try create(at: path, password: password, kdf: cost, environment: environment)
+            try create(at: path, password: password, kdf: cost, environment: environment, tpm: tpm)
         case .remote(let remote, let service):
+            if tpm {
+                throw KeychainError(.param, "\(location) can't be bound to this machine's TPM: a remote keychain's devices have keys of their own")
+            }
             let databasePassword = try databasePassword ?? service.map {
                 try Keychain.databasePassword(service: $0, user: remote.value("user"), environment: environment)
             }

@@ -127,8 +127,13 @@ nonisolated(unsafe) public let kSecAttrKeyTypeECSECPrimeRandom: CFString = "73"
 nonisolated(unsafe) public let kSecAttrKeyTypeEd25519: CFString = "105"
 /// X25519 key agreement (sealed boxes here).
 nonisolated(unsafe) public let kSecAttrKeyTypeX25519: CFString = "106"
-/// Here: a P-256 key made inside the keychain whose private value never leaves it (non-extractable).
+/// A P-256 key made inside the TPM that never leaves it (SPEC §21): the
+/// keychain keeps only the TPM's wrapped blob. Without a TPM (no
+/// /dev/tpmrm0, no LOCKET_TPM) or without locket-tpm: errSecNotAvailable.
 nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"
+/// Locket's own: a non-extractable P-256 key in the keychain, where no TPM
+/// is (`key generate --token software-enclave`), asked for by name.
+nonisolated(unsafe) public let kSecAttrTokenIDSoftwareEnclave: CFString = "org.locket.software-enclave"
 /// SecKeyCreateRandomKey: the attributes of the private key (kSecAttrIsPermanent, kSecAttrApplicationTag, kSecAttrLabel, kSecAttrAccessControl).
 nonisolated(unsafe) public let kSecPrivateKeyAttrs: CFString = "private"
 /// SecKeyCreateRandomKey: the attributes of the public key (kSecAttrIsPermanent stores it too).

@@ -165,7 +165,7 @@ struct ItemRequest {
             }
             synchronizable = try flag() ? .yes : .no
         case "tkid":
-            guard Value.string(value) == "com.apple.setoken" else { throw refuse("supports only kSecAttrTokenIDSecureEnclave") }
+            guard Value.string(value) == "com.apple.setoken" else { throw refuse("supports only kSecAttrTokenIDSecureEnclave in queries") }
             guard role == .search || role == .delete || role == .update else {
                 throw refuse("can't be given here: keys that never leave the keychain are made by SecKeyCreateRandomKey")
             }
@@ -240,7 +240,8 @@ struct ItemRequest {
         for (attribute, value) in terms { try query.match(attribute, value) }
         if secureEnclave {
             guard itemClass == .key else { throw KeychainError(.noSuchAttr, "\(itemClass.name) items have no kSecAttrTokenID attribute") }
-            try query.match(.extractable, [0x30])
+            // The keys the TPM holds (tkid), not software keys that merely never leave.
+            try query.match(.tokenID, KeyToken.secureEnclaveID)
         }
         query.accessGroup = accessGroup
         query.accessible = accessible

@@ -49,7 +49,6 @@ enum ItemValues {
         out["sync"] = item[.synchronizable] == [0x31]
         out["persistref"] = PersistentReference.encode(item.persistentRef)
         if let control = item.accessControl { out["accc"] = SecAccessControl(control) }
-        if item.itemClass == .key && !item.isExtractable { out["tkid"] = "com.apple.setoken" }
         return out
     }
 

@@ -50,6 +50,9 @@ extension ItemCalls {
     /// or kSecValueData in Apple's external representation with kSecAttrKeyType and kSecAttrKeyClass.
     private static func key(_ request: ItemRequest) throws -> AsymmetricKey {
         if let key = request.ref as? SecKey {
+            if case .tpm = key.backing {
+                throw KeychainError(.param, "a Secure Enclave key made without kSecAttrIsPermanent stays out of the keychain: make it with kSecAttrIsPermanent to keep it")
+            }
             guard case .memory(let held, _) = key.backing else { throw KeychainError(.duplicateItem, "the key is in a keychain already") }
             return held
         }

@@ -139,6 +139,9 @@ enum ItemCalls {
             case .memory(let held, _):
                 try query.match(.applicationLabel, held.applicationLabel)
                 try query.match(.keyClass, Array(held.keyClass.rawValue.utf8))
+            case .tpm(let use):
+                try query.match(.applicationLabel, use.publicKey.applicationLabel)
+                try query.match(.keyClass, Array(KeyClass.private.rawValue.utf8))
             }
         case (.certificate, let certificate as SecCertificate):
             for (attribute, value) in certificate.terms() { try query.match(attribute, value) }

@@ -8,9 +8,11 @@ import LocketSupport
 /// kSecPrivateKeyAttrs) the private key is made inside the default keychain,
 /// with the label, application tag, access group, protection class or
 /// access control given there, as `locket key generate` makes one; with
-/// kSecAttrTokenIDSecureEnclave it is a P-256 key that never leaves the
-/// keychain (non-extractable). kSecPublicKeyAttrs' kSecAttrIsPermanent adds
-/// the public key as an item too.
+/// kSecAttrTokenIDSecureEnclave it is a P-256 key made inside the TPM that
+/// never leaves it (SPEC §21; errSecNotAvailable without a TPM), with
+/// kSecAttrTokenIDSoftwareEnclave a non-extractable P-256 key in the
+/// keychain. kSecPublicKeyAttrs' kSecAttrIsPermanent adds the public key as
+/// an item too.
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     withError(error) { try KeyParameters(parameters).make() }
 }
@@ -49,8 +51,17 @@ private struct KeyParameters {
             guard let size = Value.integer(value) else { throw Value.wrongType("kSecAttrKeySizeInBits", "a number") }
             return size
         }
-        secureEnclave = Value.string(parameters["tkid"] as Any) == "com.apple.setoken"
-        if parameters["tkid"] != nil && !secureEnclave { throw KeychainError(.param, "kSecAttrTokenID supports only kSecAttrTokenIDSecureEnclave") }
+        if let token = parameters["tkid"] {
+            let name = Value.string(token as Any)
+            if name == kSecAttrTokenIDSecureEnclave as String {
+                options.token = .secureEnclave
+            } else if name == kSecAttrTokenIDSoftwareEnclave as String {
+                options.token = .softwareEnclave
+            } else {
+                throw KeychainError(.param, "kSecAttrTokenID supports only kSecAttrTokenIDSecureEnclave (and kSecAttrTokenIDSoftwareEnclave)")
+            }
+        }
+        secureEnclave = options.token != .software
         switch (keyType, size) {
         case (.rsa, let bits?) where [1024, 2048, 3072, 4096].contains(bits): type = KeyGenerationType(rawValue: "rsa\(bits)")!
         case (.rsa, nil): type = .rsa2048
@@ -128,6 +139,7 @@ private struct KeyParameters {
             if options.accessControl != nil || options.accessGroup != nil {
                 throw KeychainError(.param, "access control and access groups apply to keys in the keychain: add kSecAttrIsPermanent")
             }
+            if options.token == .secureEnclave { return SecKey(tpm: try TPMKeyUse.create(environment: .process)) }
             return SecKey(try AsymmetricKey.generate(type), extractable: options.extractable)
         }
         let target = try KeychainTarget.current()
@@ -156,9 +168,11 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     case .stored(let stored):
         out = ItemValues.attributes(stored.item)
         out["perm"] = true
+    case .tpm(let use):
+        out = ItemValues.attributes(.key, use.key.itemAttributes)
+        out["perm"] = false
     case .memory(let held, let extractable):
         out = ItemValues.attributes(.key, held.itemAttributes(extractable: extractable))
-        if !extractable { out["tkid"] = "com.apple.setoken" }
         out["perm"] = false
         if held.keyClass == .public { out["v_Data"] = Data(held.publicKeyExternalRepresentation) }
     }

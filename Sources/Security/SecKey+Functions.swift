@@ -19,7 +19,7 @@ public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
 
 /// The key in Apple's external representation: PKCS#1 DER for RSA,
 /// 04||X||Y (public) or 04||X||Y||K (private) for EC, the raw 32 bytes for
-/// Ed25519 and X25519. A private key made non-extractable (with
+/// Ed25519 and X25519. A private key made non-extractable (in the TPM with
 /// kSecAttrTokenIDSecureEnclave, or `--non-extractable`) never leaves:
 /// errSecDataNotAvailable.
 public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
@@ -32,6 +32,7 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
         switch key.backing {
         case .memory(let held, _): secret = try held.privateKeyExternalRepresentation()
         case .stored(let stored): secret = try stored.use { try $0.keys.exportableKey(stored.query()).key.privateKeyExternalRepresentation() }
+        case .tpm: throw KeychainError(.dataNotAvailable, "a Secure Enclave key never leaves the TPM")
         }
         return secret.withUnsafeBytes { Data($0) } as NSData
     }
@@ -115,7 +116,14 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
 
 /// Whether `key` can do `operation` with `algorithm` here.
 public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
-    (try? implemented(algorithm, key, operation)) != nil
+    if operation == .keyExchange {
+        return (try? KeyExchangeAlgorithm.parse(algorithm)) != nil && key.keyClass == .private && key.keyType == .ec
+    }
+    // A Secure Enclave key signs with SHA-256 and decrypts with Apple's ECIES only, as Apple's.
+    if key.isHeldByTPM, let locket = algorithm.locket, ![.ecdsaMessageX962SHA256, .ecdsaDigestX962SHA256].contains(locket) && !locket.rawValue.hasPrefix("ecies-") {
+        return false
+    }
+    return (try? implemented(algorithm, key, operation)) != nil
 }
 
 /// The size of the key's block in bytes: an RSA key's modulus, an EC key's

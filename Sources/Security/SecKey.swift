@@ -9,10 +9,13 @@ import LocketSupport
 public final class SecKey: Hashable, @unchecked Sendable {
     enum Backing {
         /// A key held by this object; `extractable` false for one made with
-        /// kSecAttrTokenIDSecureEnclave and not kept.
+        /// kSecAttrTokenIDSoftwareEnclave and not kept.
         case memory(AsymmetricKey, extractable: Bool)
         /// A key item of a keychain.
         case stored(StoredKey)
+        /// A Secure Enclave key made without kSecAttrIsPermanent: in the
+        /// TPM, known by its key file, used through this object's helper.
+        case tpm(TPMKeyUse)
     }
 
     let backing: Backing
@@ -21,6 +24,10 @@ public final class SecKey: Hashable, @unchecked Sendable {
 
     init(_ key: AsymmetricKey, extractable: Bool = true) {
         backing = .memory(key, extractable: extractable || key.keyClass == .public)
+    }
+
+    init(tpm use: TPMKeyUse) {
+        backing = .tpm(use)
     }
 
     init(stored: StoredKey, publicKey: AsymmetricKey? = nil) {
@@ -32,6 +39,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
         switch backing {
         case .memory(let key, _): key.keyClass
         case .stored(let stored): stored.keyClass
+        case .tpm: .private
         }
     }
 
@@ -39,6 +47,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
         switch backing {
         case .memory(let key, _): key.keyType
         case .stored(let stored): KeyType(rawValue: String(decoding: stored.item[.type], as: UTF8.self))
+        case .tpm: .ec
         }
     }
 
@@ -46,13 +55,24 @@ public final class SecKey: Hashable, @unchecked Sendable {
         switch backing {
         case .memory(let key, _): key.sizeInBits
         case .stored(let stored): Int(String(decoding: stored.item[.keySize], as: UTF8.self)) ?? 0
+        case .tpm: 256
         }
     }
 
     var isExtractable: Bool {
         switch backing {
         case .memory(_, let extractable): extractable
-        case .stored(let stored): stored.item.isExtractable
+        case .stored(let stored): stored.item.isExtractable && !stored.item.isHeldByTPM
+        case .tpm: false
+        }
+    }
+
+    /// Whether the private key is in a TPM (a Secure Enclave key).
+    var isHeldByTPM: Bool {
+        switch backing {
+        case .memory: false
+        case .stored(let stored): stored.item.isHeldByTPM
+        case .tpm: true
         }
     }
 
@@ -61,6 +81,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
     func publicKey() throws -> AsymmetricKey {
         switch backing {
         case .memory(let key, _): return key.publicKey
+        case .tpm(let use): return use.publicKey
         case .stored(let stored):
             if let known = lock.withLock({ publicHalf }) { return known }
             let key = try stored.use { keychain in try keychain.keys.publicKey(stored.query()).key }
@@ -71,10 +92,11 @@ public final class SecKey: Hashable, @unchecked Sendable {
 
     /// Runs `body` with the private key: in memory, or opened inside the
     /// keychain for this one use.
-    func withPrivateKey<R>(_ what: String, _ body: (AsymmetricKey) throws -> R) throws -> R {
+    func withPrivateKey<R>(_ what: String, _ body: (any PrivateKeyOperations) throws -> R) throws -> R {
         guard keyClass == .private else { throw KeychainError(.param, "\(what) needs a private key; this is a public key") }
         switch backing {
         case .memory(let key, _): return try body(key)
+        case .tpm(let use): return try body(use)
         case .stored(let stored):
             return try stored.use { keychain in try keychain.keys.withKey(stored.query(), needsPrivate: true) { _, key in try body(key) } }
         }
@@ -84,6 +106,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
         switch (a.backing, b.backing) {
         case (.memory(let x, _), .memory(let y, _)): x.keyClass == y.keyClass && x.pairs(with: y)
         case (.stored(let x), .stored(let y)): x.ref == y.ref && x.target == y.target
+        case (.tpm(let x), .tpm(let y)): x.key.file.der == y.key.file.der
         default: false
         }
     }
@@ -92,6 +115,7 @@ public final class SecKey: Hashable, @unchecked Sendable {
         switch backing {
         case .memory(let key, _): hasher.combine(key.publicKeyExternalRepresentation)
         case .stored(let stored): hasher.combine(stored.ref)
+        case .tpm(let use): hasher.combine(use.publicKey.publicKeyExternalRepresentation)
         }
     }
 }

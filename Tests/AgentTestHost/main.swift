@@ -21,7 +21,7 @@ struct DirectoryKeySource: AgentKeySource {
         return try keys().map { AgentIdentity(publicKeyBlob: try $0.key.sshPublicKeyBlob(), comment: $0.name) }
     }
 
-    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R {
+    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (any PrivateKeyOperations) throws -> R) throws -> R {
         if exists("locked") { throw KeychainError(.interactionNotAllowed) }
         guard let match = try keys().first(where: { try $0.key.sshPublicKeyBlob() == publicKeyBlob }) else {
             throw KeychainError(.itemNotFound)

@@ -31,7 +31,7 @@ extension FuzzTargets {
              AgentIdentity(publicKeyBlob: try Self.p256.sshPublicKeyBlob(), comment: "p256")]
         }
 
-        func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R {
+        func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (any PrivateKeyOperations) throws -> R) throws -> R {
             for key in [Self.ed25519, Self.p256] where try key.sshPublicKeyBlob() == publicKeyBlob { return try body(key) }
             throw KeychainError(.itemNotFound)
         }

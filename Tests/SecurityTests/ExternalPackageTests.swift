@@ -136,7 +136,20 @@ final class ExternalPackageTests: SecurityTestCase {
         // session's auto-lock (300 s; 407 s seen): unlocked again, as the
         // program's user would before running it.
         try unlock()
-        let run = Spawn.run(scratch + "/debug/KeychainClient", [], environment: sandbox.environment, input: .devNull, timeout: 60)
+        // Its Secure Enclave key is made in a TPM (SPEC §21): a swtpm of the test's own, and
+        // locket-tpm where `make install` puts it relative to the program (../libexec/locket).
+        let tpm = try useSoftwareTPM()
+        let helpers = scratch + "/libexec/locket"
+        try FileManager.default.createDirectory(atPath: helpers, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: helpers + "/locket-tpm")
+        do {
+            try FileManager.default.copyItem(atPath: try SoftwareTPM.helperPath(), toPath: helpers + "/locket-tpm")
+        } catch let unavailable as TestUnavailable {
+            throw XCTSkip(unavailable.reason)
+        }
+        var environment = sandbox.environment
+        environment["LOCKET_TPM"] = tpm.tcti
+        let run = Spawn.run(scratch + "/debug/KeychainClient", [], environment: environment, input: .devNull, timeout: 60)
         XCTAssertEqual(run.out, "ok s3cret 1\n", run.summary)
     }
 }

@@ -90,6 +90,8 @@ final class SecKeyTests: SecurityTestCase {
     /// A key made in the keychain is a key item (`locket key generate`'s),
     /// found again by tag; a Secure Enclave one is never extractable.
     func testPermanentKeysAreItems() throws {
+        // Secure Enclave keys live in a TPM (SPEC §21): a swtpm of the test's own.
+        try useSoftwareTPM()
         let tag = Data("com.example.keys.signing".utf8)
         let made = try randomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrIsPermanent as String: true,
                                   kSecAttrApplicationTag as String: tag, kSecAttrLabel as String: "Signing key",

@@ -76,6 +76,8 @@ final class SecurityEndToEndTests: SecurityTestCase {
     }
 
     func testASignatureVerifiesWithOpenSSL() throws {
+        // Secure Enclave keys live in a TPM (SPEC §21): a swtpm of the test's own.
+        try useSoftwareTPM()
         let fixtures = try CertificateFixtures(in: sandbox.root)
         let tag = Data("com.example.release-signing".utf8)
         var error: Unmanaged<CFError>?

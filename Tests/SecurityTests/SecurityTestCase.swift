@@ -12,7 +12,9 @@ class SecurityTestCase: XCTestCase {
     let password = "correct horse"
 
     /// The variables of locket's that the developer's environment might set.
-    static let inherited = ["LOCKET_KEYCHAIN", "LOCKET_ENTITLEMENTS", "LOCKET_DEVICE_KEY", "LOCKET_FORMAT"]
+    static let inherited = ["LOCKET_KEYCHAIN", "LOCKET_ENTITLEMENTS", "LOCKET_DEVICE_KEY", "LOCKET_FORMAT", "LOCKET_TPM"]
+    /// The TPMs this test started (`useSoftwareTPM`).
+    private var tpms: [SoftwareTPM] = []
 
     override func setUpWithError() throws {
         sandbox = try Sandbox()
@@ -23,7 +25,22 @@ class SecurityTestCase: XCTestCase {
                             kdf: .weakForTests, environment: .process)
     }
 
+    /// A swtpm of this test's own on loopback, named by LOCKET_TPM in this
+    /// process's environment as a Secure Enclave needs one (SPEC §21); the
+    /// module finds locket-tpm beside the test bundle. A skip where swtpm is missing.
+    @discardableResult
+    func useSoftwareTPM() throws -> SoftwareTPM {
+        let tpm: SoftwareTPM
+        do { tpm = try SoftwareTPM() } catch let unavailable as TestUnavailable { throw XCTSkip(unavailable.reason) }
+        tpms.append(tpm)
+        setenv("LOCKET_TPM", tpm.tcti, 1)
+        return tpm
+    }
+
     override func tearDown() {
+        unsetenv("LOCKET_TPM")
+        for tpm in tpms { tpm.stop() }
+        tpms = []
         if let keychain = try? Keychain.open(at: sandbox.loginKeychain, environment: .process) { keychain.session.lock(all: true) }
         sandbox?.remove()
         sandbox = nil

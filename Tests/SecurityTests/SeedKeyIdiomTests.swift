@@ -124,6 +124,8 @@ final class SeedKeyIdiomTests: SecurityTestCase {
     // MARK: - A Secure Enclave key
 
     func testASecureEnclaveKeySignsAndNeverLeaves() throws {
+        // Secure Enclave keys live in a TPM (SPEC §21): a swtpm of the test's own.
+        try useSoftwareTPM()
         var error: Unmanaged<CFError>?
         let access = SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, &error)!
         let attributes: NSDictionary = [

@@ -64,7 +64,12 @@ extension Commands {
         let locks = try lockEvents.compactMap { option, event in
             try invocation.value(option).map { (event, try parseYesNo($0, option: option)) }
         }
+        let binding = invocation.has("tpm") || invocation.has("no-tpm")
+        if invocation.has("password-stdin") && !binding {
+            throw UsageError(message: "--password-stdin goes with --tpm or --no-tpm", command: "settings")
+        }
         let keychain = try context.openKeychain()
+        if binding { try changeTPMBinding(keychain, bind: invocation.has("tpm"), invocation, context) }
         if invocation.has("timeout") || invocation.has("presence-reuse") || !locks.isEmpty {
             // First, so that a refusal (a longer window needs the password) changes nothing.
             if let text = invocation.value("presence-reuse") {
@@ -77,6 +82,7 @@ extension Commands {
             for (event, value) in locks { try keychain.session.setLocks(on: event, value) }
             return 0
         }
+        if binding { return 0 }
         let timeout = keychain.session.defaultTimeout
         let reuse = keychain.session.presenceReuse
         if context.json {
@@ -99,6 +105,21 @@ extension Commands {
         return 0
     }
 
+    /// `settings --tpm` / `--no-tpm`: the keychain bound to this machine's
+    /// TPM, or freed from it, with its password, in one transaction.
+    private static func changeTPMBinding(_ keychain: Keychain, bind: Bool, _ invocation: Invocation, _ context: Context) throws {
+        guard keychain.session.isTPMBound != bind else {
+            context.warn(bind ? "the keychain is already bound to the TPM; nothing changed" : "the keychain is not bound to a TPM; nothing changed")
+            return
+        }
+        // Before the password is asked: without a TPM there is nothing to bind to (or unseal with).
+        _ = try TPMLocation.find(environment: context.environment)
+        announcePasswordWaits(keychain, context)
+        let password = try Prompt.password(context, prompt: "Password for \(keychain.path): ", confirm: false,
+                                           fromStdin: invocation.has("password-stdin"))
+        if bind { try keychain.session.bindToTPM(password: password) } else { try keychain.session.unbindFromTPM(password: password) }
+    }
+
     static func parseYesNo(_ text: String, option: String) throws -> Bool {
         switch text {
         case "yes": return true
@@ -111,6 +132,7 @@ extension Commands {
     static func status(_ invocation: Invocation, _ context: Context) throws -> Int32 {
         let keychain = try context.openKeychain(extendSession: false)
         let s = try keychain.session.status()
+        let tpm = try TPMStatus.read(context, probe: invocation.has("tpm"))
         let timeout = s.autoLockTimeout == 0 ? "none" : String(s.autoLockTimeout)
         if context.json {
             var w = JSONWriter()
@@ -133,6 +155,8 @@ extension Commands {
             w.key("items"); w.beginObject()
             for pclass in ProtectionClass.allCases { w.key(pclass.name); w.int(Int64(s.itemCounts[pclass] ?? 0)) }
             w.endObject()
+            w.key("tpmBound"); w.bool(s.tpmBound)
+            w.key("tpm"); tpm.json(&w)
             w.endObject()
             context.out.bytes(w.bytes)
             context.out.text("\n")
@@ -148,6 +172,8 @@ extension Commands {
         if s.failedAttempts > 0 { context.out.line("failed attempts: \(s.failedAttempts)") }
         if let groups = s.scopedGroups { context.out.line("session scoped to: \(groups.map { Printable.escape($0) }.joined(with: ", "))") }
         for pclass in ProtectionClass.allCases { context.out.line("items \(pclass.name): \(s.itemCounts[pclass] ?? 0)") }
+        context.out.line("tpm-bound: \(s.tpmBound ? "yes" : "no")")
+        for line in tpm.lines { context.out.line(line) }
         return 0
     }
 }

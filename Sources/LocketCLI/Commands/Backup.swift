@@ -6,11 +6,11 @@ extension Commands {
     /// `locket export --format backup`: every item the caller may see but
     /// the ThisDeviceOnly ones, streamed into a backup (BackupFormat.md).
     static func export(_ invocation: Invocation, _ context: Context) throws -> Int32 {
-        guard let format = invocation.value("format") else { throw UsageError(message: "export needs --format backup (or pem, der, openssh, pkcs12)", command: "export") }
-        if ["pem", "der", "openssh", "pkcs12"].contains(format) { return try exportKeyItem(format, invocation, context) }
-        guard format == "backup" else { throw UsageError(message: "--format must be backup, pem, der, openssh or pkcs12", command: "export") }
+        guard let format = invocation.value("format") else { throw UsageError(message: "export needs --format backup (or pem, der, openssh, pkcs12, tss2)", command: "export") }
+        if ["pem", "der", "openssh", "pkcs12", "tss2"].contains(format) { return try exportKeyItem(format, invocation, context) }
+        guard format == "backup" else { throw UsageError(message: "--format must be backup, pem, der, openssh, pkcs12 or tss2", command: "export") }
         for option in ["class", "label", "tag", "hash", "ref", "access-group"] where invocation.has(option) {
-            throw UsageError(message: "--\(option) picks one item to export as pem, der, openssh or pkcs12; a backup holds every item", command: "export")
+            throw UsageError(message: "--\(option) picks one item to export as pem, der, openssh, pkcs12 or tss2; a backup holds every item", command: "export")
         }
         for option in ["prompt", "application-password-stdin"] where invocation.has(option) {
             throw UsageError(message: "--\(option) is for a key or identity with access control; a backup leaves such items out", command: "export")

@@ -17,12 +17,13 @@ extension Commands {
             if invocation.has("ref") { throw UsageError(message: "--ref is for key public", command: "key") }
             guard let name = invocation.value("type") else { throw UsageError(message: "key generate needs --type TYPE", command: "key") }
             let type = try KeyGenerationType.named(name)
-            let options = try keyItemOptions(invocation)
+            var options = try keyItemOptions(invocation)
+            options.token = try invocation.value("token").map { try KeyToken(parsing: $0) } ?? .software
             let keychain = try context.openKeychain()
             let (item, publicKey) = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.generateKey(type, options: options) }
             try printPublicKey(item, publicKey, invocation, context)
         case "public":
-            for option in ["type", "non-extractable", "accessible", "access-control"] where invocation.has(option) {
+            for option in ["type", "token", "non-extractable", "accessible", "access-control"] where invocation.has(option) {
                 throw UsageError(message: "--\(option) is for key generate", command: "key")
             }
             var query = Query(itemClass: .key)

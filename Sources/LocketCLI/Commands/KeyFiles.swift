@@ -52,7 +52,7 @@ extension Commands {
         for option in ["recipient", "kdf"] where invocation.has(option) {
             throw UsageError(message: "--\(option) is for --format backup", command: "export")
         }
-        let defaultClass = ["pkcs12": "identity", "openssh": "keys"][format] ?? "cert"
+        let defaultClass = ["pkcs12": "identity", "openssh": "keys", "tss2": "keys"][format] ?? "cert"
         let className = invocation.value("class") ?? defaultClass
         let output = invocation.value("out")
         if let output, !invocation.has("force"), OutputFile.exists(output) {
@@ -78,11 +78,13 @@ extension Commands {
             case (.certificate, "der"): bytes = try SecureBytes(copying: try keychain.keys.certificate(query).certificate.der)
             // A private key with access control is exported with its proof, asked for at the terminal.
             case (.key, "pem"): bytes = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.exportableKey(query) }.key.pkcs8PEM()
+            // A Secure Enclave key's TPM key file: the TPM's wrapped blob, nothing secret, usable only with this TPM.
+            case (.key, "tss2"): bytes = try SecureBytes(copying: Array(try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.tpmKeyFile(query) }.file.pem.utf8))
             case (.key, "openssh"):
                 let (item, key) = try AccessPrompt.run(keychain, invocation, context) { try keychain.keys.exportableKey(query) }
                 bytes = try key.openSSHPrivateKey(comment: String(decoding: item[.label], as: UTF8.self))
             default:
-                throw UsageError(message: "a \(itemClass.name) does not export as \(format): certificates as pem or der, keys as pem (PKCS#8) or openssh, identities as pkcs12", command: "export")
+                throw UsageError(message: "a \(itemClass.name) does not export as \(format): certificates as pem or der, keys as pem (PKCS#8) or openssh, Secure Enclave keys as tss2, identities as pkcs12", command: "export")
             }
         }
         if let output {

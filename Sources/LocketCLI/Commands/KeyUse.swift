@@ -18,7 +18,7 @@ extension Commands {
 
     static func keyUse(_ action: String, _ invocation: Invocation, _ context: Context) throws -> Int32 {
         let usage = { (message: String) in UsageError(message: message, command: "key") }
-        for option in ["type", "non-extractable", "accessible", "openssh", "hex"] where invocation.has(option) {
+        for option in ["type", "token", "non-extractable", "accessible", "openssh", "hex"] where invocation.has(option) {
             throw usage("\(invocation.command.option(long: option)!.spelling) is for key generate or key public, not key \(action)")
         }
         guard let algorithmName = invocation.value("algorithm") else { throw usage("key \(action) needs --algorithm ALGORITHM") }
@@ -46,13 +46,14 @@ extension Commands {
         // A key with access control (SPEC §14) asks for its proof at every use.
         let (result, algorithm) = try AccessPrompt.run(keychain, invocation, context) {
             try keychain.keys.withKey(query, needsPrivate: action == "sign" || action == "decrypt") { _, key in
-                let algorithm = try KeyAlgorithm.named(algorithmName, for: key, operation: operation)
+                // Verifying and encrypting need only the public key; a Secure Enclave key signs and decrypts in the TPM.
+                let algorithm = try KeyAlgorithm.named(algorithmName, for: key.publicKey, operation: operation)
                 switch action {
-                case "sign": return (try SecureBytes(copying: try key.sign(input, algorithm: algorithm)), algorithm)
-                case "encrypt": return (try SecureBytes(copying: try key.encrypt(input, algorithm: algorithm)), algorithm)
+                case "sign": return (try SecureBytes(copying: try key.sign(input.bytes, algorithm: algorithm)), algorithm)
+                case "encrypt": return (try SecureBytes(copying: try key.publicKey.encrypt(input, algorithm: algorithm)), algorithm)
                 case "decrypt": return (try key.decrypt(input.bytes, algorithm: algorithm), algorithm)
                 default:
-                    guard try key.verify(signature: signature!, for: input.bytes, algorithm: algorithm) else {
+                    guard try key.publicKey.verify(signature: signature!, for: input.bytes, algorithm: algorithm) else {
                         throw KeychainError(.verifyFailed, "the signature does not verify with this key and \(algorithm.rawValue)")
                     }
                     return (SecureBytes(), algorithm)

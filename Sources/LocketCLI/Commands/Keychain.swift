@@ -15,12 +15,16 @@ extension Commands {
         if invocation.has("no-password") && location.requiresPassword {
             throw UsageError(message: "a remote keychain needs a password: without one its keys would open for whoever reads the database", command: "init")
         }
+        if invocation.has("tpm") {
+            // Before the password is asked: without a TPM there is nothing to bind to.
+            _ = try TPMLocation.find(environment: context.environment)
+        }
         var password: SecureBytes?
         if !invocation.has("no-password") {
             password = try Prompt.password(context, prompt: "New password for \(location): ", confirm: true,
                                            fromStdin: invocation.has("password-stdin"))
         }
-        try Keychain.create(location, password: password, kdf: cost, environment: context.environment)
+        try Keychain.create(location, password: password, kdf: cost, tpm: invocation.has("tpm"), environment: context.environment)
         return 0
     }
 

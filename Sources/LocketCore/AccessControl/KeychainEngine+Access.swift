@@ -33,8 +33,9 @@ extension KeychainEngine {
     /// inside the add's (or update's) write transaction. Sealing to a presence
     /// key needs only its public key; an application password must be given.
     /// `publicHalf`: a private key's public key, kept in the record outside the proof.
+    /// `tpmAuthorization`: a Secure Enclave key, whose application password the TPM checks.
     func sealAccess(_ control: AccessControl, _ row: Sealing.RowIdentity, label: String?,
-                    publicHalf: [UInt8]? = nil) throws -> (ItemAccess, SecureBytes) {
+                    publicHalf: [UInt8]? = nil, tpmAuthorization: Bool = false) throws -> (ItemAccess, SecureBytes) {
         var publicKey: [UInt8]?
         if let name = control.presenceKeyName {
             guard hasPassword else {
@@ -46,7 +47,7 @@ extension KeychainEngine {
             guard publicKey?.count == 32 else { throw proofNeeded(password: true, application: false, label: label) }
         }
         var applicationKey: SecureBytes?
-        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey, publicHalf: publicHalf)
+        let (access, itemSecret) = try ItemAccess.make(control, publicKey: publicKey, publicHalf: publicHalf, tpmAuthorization: tpmAuthorization)
         if let kdf = access.applicationKDF {
             guard let password = proof.applicationPassword else { throw proofNeeded(password: false, application: true, label: label) }
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)
@@ -71,16 +72,17 @@ extension KeychainEngine {
                                 + "its secret can't be read any more", reason: .accessInvalidated)
         }
         var applicationKey: SecureBytes?
-        if let kdf = access.applicationKDF {
-            guard let password = proof.applicationPassword else {
-                throw proofNeeded(password: try access.control.needsPresence && presenceKey(access) == nil, application: true, label: label)
-            }
+        // A Secure Enclave key's application password is asked for here and checked by the TPM at its use.
+        if access.needsApplicationPassword && proof.applicationPassword == nil {
+            throw proofNeeded(password: try access.control.needsPresence && presenceKey(access) == nil, application: true, label: label)
+        }
+        if let kdf = access.applicationKDF, let password = proof.applicationPassword {
             applicationKey = try PasswordHash.deriveKEK(password: password, parameters: kdf)
         }
         let itemSecret: SecureBytes
         if access.control.needsPresence {
             guard let secretKey = try presenceKey(access), let publicKey = access.publicKey else {
-                throw proofNeeded(password: true, application: access.applicationKDF != nil && proof.applicationPassword == nil, label: label)
+                throw proofNeeded(password: true, application: access.needsApplicationPassword && proof.applicationPassword == nil, label: label)
             }
             itemSecret = try PresenceKeys.open(access.secret, publicKey: publicKey, secretKey: secretKey)
         } else {

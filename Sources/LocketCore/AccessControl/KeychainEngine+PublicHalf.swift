@@ -10,6 +10,15 @@ extension KeychainEngine {
     /// SubjectPublicKeyInfo of a private key's value; nil for anything else.
     static func publicHalf(_ itemClass: ItemClass, _ attributes: [Attribute: [UInt8]], _ data: SecureBytes) throws -> [UInt8]? {
         guard itemClass == .key, attributes[.keyClass] == Array(KeyClass.private.rawValue.utf8) else { return nil }
+        if isHeldByTPM(attributes) { return try TPMKey(TSS2KeyFile(der: data.bytes)).publicKey.subjectPublicKeyInfo }
         return try AsymmetricKey(pkcs8: data).subjectPublicKeyInfo
+    }
+}
+
+extension KeychainEngine {
+    /// Whether a key's attributes say it is a Secure Enclave key: its value
+    /// is the TPM's key file, and an application password is the TPM's to check.
+    static func isHeldByTPM(_ attributes: [Attribute: [UInt8]]) -> Bool {
+        attributes[.tokenID] == KeyToken.secureEnclaveID
     }
 }

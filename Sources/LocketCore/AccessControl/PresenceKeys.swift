@@ -54,6 +54,13 @@ enum PresenceKeys {
 /// the proof, so that `key public` gives it freely, as Apple does; a release
 /// before it reads such a record as malformed. Keys added before it have
 /// none, and their public key still needs the proof.
+///
+/// Flag 16 (SPEC §21): the application password is a Secure Enclave key's
+/// TPM authorization value and nothing else: no Argon2id parameters, no
+/// application key in the data key. The TPM checks it and counts wrong
+/// ones toward its lockout; stretching it here would only slow the right
+/// one. A release before it reads such a record as malformed (it could not
+/// use the key anyway).
 struct ItemAccess: Sendable {
     private static let version: UInt8 = 1
     var control: AccessControl
@@ -64,13 +71,20 @@ struct ItemAccess: Sendable {
     var applicationKDF: KDFParameters?
     /// A private key's public half (SubjectPublicKeyInfo DER), readable without the proof.
     var publicHalf: [UInt8]?
+    /// The application password is the TPM's to check (a Secure Enclave key's authorization value).
+    var tpmAuthorization = false
 
     private static let bits: [(AccessControl.Flag, UInt8)] = [(.userPresence, 1), (.passwordCurrentSet, 2), (.applicationPassword, 4)]
     private static let publicHalfBit: UInt8 = 8
+    private static let tpmAuthorizationBit: UInt8 = 16
+
+    /// Whether reading or using the item needs the application password (checked here, or by the TPM).
+    var needsApplicationPassword: Bool { control.flags.contains(.applicationPassword) }
 
     var encoded: [UInt8] {
         var flags = ItemAccess.bits.reduce(0) { control.flags.contains($1.0) ? $0 | $1.1 : $0 }
         if publicHalf != nil { flags |= ItemAccess.publicHalfBit }
+        if tpmAuthorization { flags |= ItemAccess.tpmAuthorizationBit }
         var out: [UInt8] = [ItemAccess.version, flags]
         if let publicKey { out += publicKey }
         out += secret
@@ -82,9 +96,12 @@ struct ItemAccess: Sendable {
     /// Decodes a record for an item of `protection`; errSecDecode when malformed.
     init(encoded b: [UInt8], protection: ProtectionClass) throws {
         let bad = KeychainError(.decode, "an item's access-control record is malformed")
-        guard b.count >= 2, b[0] == ItemAccess.version, b[1] & ~15 == 0 else { throw bad }
+        guard b.count >= 2, b[0] == ItemAccess.version, b[1] & ~31 == 0 else { throw bad }
         let flags = Set(ItemAccess.bits.filter { b[1] & $0.1 != 0 }.map(\.0))
         control = AccessControl(protection: protection, flags: flags)
+        tpmAuthorization = b[1] & ItemAccess.tpmAuthorizationBit != 0
+        // The bit means the application password is the TPM's: without the flag it means nothing.
+        guard !tpmAuthorization || flags.contains(.applicationPassword) else { throw bad }
         var i = 2
         if control.needsPresence {
             guard b.count >= i + 32 + 80 else { throw bad }
@@ -94,7 +111,7 @@ struct ItemAccess: Sendable {
             guard b.count >= i + 32 else { throw bad }
             secret = Array(b[i..<i + 32]); i += 32
         }
-        if flags.contains(.applicationPassword) {
+        if flags.contains(.applicationPassword) && !tpmAuthorization {
             guard b.count >= i + 32, let kdf = KDFParameters(encoded: Array(b[i..<i + 32])) else { throw bad }
             applicationKDF = kdf
             i += 32
@@ -109,12 +126,16 @@ struct ItemAccess: Sendable {
 
     /// A fresh record for a new secret: a random item secret, sealed to
     /// `publicKey` when the control needs presence. Returns it with the secret.
-    static func make(_ control: AccessControl, publicKey: [UInt8]?, publicHalf: [UInt8]? = nil) throws -> (ItemAccess, SecureBytes) {
+    /// With `tpmAuthorization` the application password is left to the TPM (no Argon2id parameters).
+    static func make(_ control: AccessControl, publicKey: [UInt8]?, publicHalf: [UInt8]? = nil,
+                     tpmAuthorization: Bool = false) throws -> (ItemAccess, SecureBytes) {
         let itemSecret = try SecureBytes(copying: Sodium.random(32))
-        let access = ItemAccess(control: control, publicKey: control.needsPresence ? publicKey : nil,
+        let byTPM = tpmAuthorization && control.flags.contains(.applicationPassword)
+        var access = ItemAccess(control: control, publicKey: control.needsPresence ? publicKey : nil,
                                 secret: control.needsPresence ? try SealedBox.seal(itemSecret, to: publicKey ?? []) : itemSecret.bytes,
-                                applicationKDF: control.flags.contains(.applicationPassword) ? KDFParameters(cost: .interactive) : nil,
+                                applicationKDF: control.flags.contains(.applicationPassword) && !byTPM ? KDFParameters(cost: .interactive) : nil,
                                 publicHalf: publicHalf)
+        access.tpmAuthorization = byTPM
         return (access, itemSecret)
     }
 

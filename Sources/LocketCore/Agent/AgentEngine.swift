@@ -67,7 +67,7 @@ public struct AgentEngine {
         do {
             let signature = try source.withPrivateKey(publicKeyBlob: blob) { key in
                 // Whatever the source found, only the key the client named signs.
-                guard key.keyClass == .private, try key.sshPublicKeyBlob() == blob else {
+                guard (key as? AsymmetricKey)?.keyClass != .public, try key.publicKey.sshPublicKeyBlob() == blob else {
                     throw KeychainError(.itemNotFound, "the key source gave a different key than the one asked for")
                 }
                 return try key.sshSignature(for: data, flags: flags)

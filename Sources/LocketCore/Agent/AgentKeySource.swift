@@ -24,5 +24,6 @@ public protocol AgentKeySource {
     /// `publicKeyBlob`, and wipes it afterwards. errSecItemNotFound when the
     /// caller may see no such key; errSecInteractionNotAllowed when its
     /// protection class is locked; any other KeychainError as it comes.
-    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R
+    /// The key is in memory, or in a TPM (a Secure Enclave key).
+    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (any PrivateKeyOperations) throws -> R) throws -> R
 }

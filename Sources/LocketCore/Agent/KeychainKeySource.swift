@@ -17,6 +17,9 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     private let opener: @Sendable (Bool) throws -> Keychain
     /// Public key blobs already derived, for listings (see PublicBlobs).
     private let publicBlobs = PublicBlobs()
+    /// The TPM's helper for Secure Enclave keys, started by the first
+    /// signature with one and kept for the agent's life (warm signatures).
+    private let tpm = AgentTPM()
 
     /// Keys from the keychain `open` opens afresh for every request (for a
     /// keychain named by a location, `KeychainKeySource(location:...)`, which
@@ -47,7 +50,10 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         let keychain = try open(extendSession: false)
         return try keychain.keys.agentKeys(applicationLabel: nil).map { item, pkcs8 in
             let name = item[.label].isEmpty ? item[.applicationTag] : item[.label]
-            let blob = try publicBlobs.blob(of: pkcs8) { try AsymmetricKey(pkcs8: pkcs8).sshPublicKeyBlob() }
+            // A Secure Enclave key's value is its TPM key file: the public key is read from it, without the TPM.
+            let blob = try publicBlobs.blob(of: pkcs8) {
+                try (item.isHeldByTPM ? TPMKey(TSS2KeyFile(der: pkcs8.bytes)).publicKey : AsymmetricKey(pkcs8: pkcs8)).sshPublicKeyBlob()
+            }
             return AgentIdentity(publicKeyBlob: blob, comment: String(decoding: name, as: UTF8.self))
         }
     }
@@ -57,7 +63,7 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
     /// runs `body` with it, non-extractable keys included; the key's
     /// guarded memory is wiped when it goes. A locked class is
     /// errSecInteractionNotAllowed, a key the caller can't see errSecItemNotFound.
-    public func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R {
+    public func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (any PrivateKeyOperations) throws -> R) throws -> R {
         let wanted: AsymmetricKey
         do {
             wanted = try AsymmetricKey(sshPublicKeyBlob: publicKeyBlob)
@@ -69,12 +75,19 @@ public struct KeychainKeySource: AgentKeySource, Sendable {
         // item and checked byte for byte: the match is the key, and its
         // private half is decoded once, by the signature itself. The keychain
         // (its connection) is let go before the signature is made.
-        let found = try open(extendSession: true)
-            .keys.agentKeys(applicationLabel: wanted.applicationLabel).first {
+        let keychain = try open(extendSession: true)
+        let found = try keychain.keys.agentKeys(applicationLabel: wanted.applicationLabel).first {
                 $0.item[.type] == Array(wanted.keyType.rawValue.utf8) && $0.item[.keySize] == Array(String(wanted.sizeInBits).utf8)
             }
-        guard let (_, pkcs8) = found else { throw KeychainError(.itemNotFound, "the agent holds no such key") }
-        return try body(AsymmetricKey(pkcs8: pkcs8, publicHalf: wanted))
+        guard let (item, value) = found else { throw KeychainError(.itemNotFound, "the agent holds no such key") }
+        guard item.isHeldByTPM else { return try body(AsymmetricKey(pkcs8: value, publicHalf: wanted)) }
+        let key = try TPMKey(TSS2KeyFile(der: value.bytes))
+        // The agent can't ask for an application password: such a key is refused, as any key that needs a proof.
+        guard !key.needsAuthorization else {
+            throw KeychainError(.interactionNotAllowed, "the key has an application password, which the agent can't ask for")
+        }
+        let environment = keychain.engine.environment
+        return try tpm.withClient(environment) { client in try body(TPMKeyUse(key: key, client: client, authorization: nil)) }
     }
 }
 
@@ -124,6 +137,21 @@ extension KeychainKeys {
 /// for an EC key here), and every `ssh` lists every key. Only public blobs
 /// are kept, never a key; a listing still opens the keychain and every key
 /// it lists, so lock, protection classes and access groups hold as before.
+/// One TPM client for an agent's life, one request at a time (the helper
+/// answers in order); a client whose helper died starts another at its next request.
+final class AgentTPM: @unchecked Sendable {
+    private let lock = Mutex<Void>(())
+    /// Touched only under `lock`.
+    private var client: TPMClient?
+
+    func withClient<R>(_ environment: Environment, _ body: (TPMClient) throws -> R) throws -> R {
+        try lock.withLock { _ in
+            if client == nil { client = try TPMClient(environment: environment) }
+            return try body(client!)
+        }
+    }
+}
+
 final class PublicBlobs: Sendable {
     private let blobs = Mutex<[[UInt8]: [UInt8]]>([:])
     /// More keys than anyone lists: past it the memo starts again.

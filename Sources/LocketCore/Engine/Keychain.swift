@@ -34,8 +34,8 @@ public final class Keychain {
     /// storage, `KeychainEngine.create`): with `password` (nil: none, where
     /// the place allows it) hashed at `kdf`; with a password it starts unlocked.
     package static func create(in place: some KeychainPlace, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
-                               sessionTimeout: UInt32? = nil) throws {
-        try KeychainEngine.create(in: place, password: password, kdf: cost, environment: environment, sessionTimeout: sessionTimeout)
+                               sessionTimeout: UInt32? = nil, tpm: Bool = false) throws {
+        try KeychainEngine.create(in: place, password: password, kdf: cost, environment: environment, sessionTimeout: sessionTimeout, tpm: tpm)
     }
 
     /// What the engine lends a storage's own administration (`KeychainGrant`).

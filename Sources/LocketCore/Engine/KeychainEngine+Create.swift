@@ -28,8 +28,10 @@ extension KeychainEngine {
     /// chooses the cost: the command line never passes less than
     /// `.interactive`. With a password the creator has just proven it: the
     /// keychain starts unlocked, as iOS does after a passcode is set.
+    /// With `tpm` the keychain is bound to this machine's TPM
+    /// (KeychainEngine+TPMBinding): the TPM seals its secret before anything is made.
     static func create(in place: some KeychainPlace, password: SecureBytes?, kdf cost: KDFCost, environment: Environment,
-                       sessionTimeout: UInt32? = nil) throws {
+                       sessionTimeout: UInt32? = nil, tpm: Bool = false) throws {
         try Sodium.ready()
         try place.checkVacant()
         if let password, password.count == 0 {
@@ -42,18 +44,29 @@ extension KeychainEngine {
         // Every variable the new keychain needs is read before anything is made.
         let devicePath = policy.wrapsKeysForDevice ? try environment.deviceSecretPath() : nil
         _ = try SessionStore(environment: environment, keychainID: [])
+        var binding: (secret: SecureBytes, sealed: [UInt8])?
+        if tpm {
+            try KeychainSession.checkTPMBinding(policy: policy, hasPassword: password != nil, address: place.address)
+            binding = try newTPMBinding(environment: environment)
+        }
         try place.prepare(environment: environment)
-        var device: SecureBytes?
+        // `machineDevice` keys this machine's generation mirror; `device` wraps the keybag (mixed with T when bound).
+        var device: SecureBytes?, machineDevice: SecureBytes?
         if let devicePath {
             try DeviceKey.create(secretPath: devicePath)
             guard let key = try DeviceKey.load(secretPath: devicePath) else {
                 throw KeychainError(.io, "cannot read the device secret \(devicePath)")
             }
+            machineDevice = key
             device = key
         }
         let id = Sodium.random(16)
         let kdf: KDFParameters? = password == nil ? nil : KDFParameters(cost: cost)
-        let kek = try password.map { try PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
+        var kek = try password.map { try PasswordHash.deriveKEK(password: $0, parameters: kdf!) } ?? Keybag.passwordlessKEK(id)
+        if let binding {
+            kek = try bind(kek: kek, to: binding.secret, keychainID: id)
+            device = try device.map { try bind(device: $0, to: binding.secret, keychainID: id) }
+        }
         var bag = Keybag(keychainID: id, kdf: kdf, rows: [:])
         var keys = SessionKeys()
         for name in Keybag.names {
@@ -66,6 +79,7 @@ extension KeychainEngine {
         try bag.wrap(keys, kek: kek, device: device)
         var meta: [(String, [UInt8])] = [(MetaKey.format.rawValue, BigEndian.bytes(policy.format)), (MetaKey.id.rawValue, id)]
         if let device { meta.append((MetaKey.deviceFingerprint.rawValue, Keybag.deviceFingerprint(device, keychainID: id))) }
+        if let binding { meta.append((MetaKey.tpm.rawValue, binding.sealed)) }
         if let kdf {
             meta.append((MetaKey.kdf.rawValue, kdf.encoded))
             // The presence key pairs of access control (SPEC §14), with a password only.
@@ -79,10 +93,11 @@ extension KeychainEngine {
         let header = meta + (try Header(meta: Dictionary(uniqueKeysWithValues: meta), keybag: bag.rows, layout: place.headerLayout)
             .sealed(generation: 1, indexKey: indexKey, keychainID: id))
         let storage = try place.make(header: header, keybag: bag, environment: environment)
-        try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey)?.raise(to: 1)
+        try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: machineDevice, indexKey: indexKey)?.raise(to: 1)
         if password != nil {
             let keychain = try KeychainEngine(storage: storage, caller: .owner, environment: environment, keybag: bag,
                                         meta: Dictionary(uniqueKeysWithValues: header))
+            keychain.tpmSecret = binding?.secret
             try keychain.saveSession(keys, timeout: sessionTimeout ?? keychain.defaultTimeout)
         }
     }

@@ -56,7 +56,8 @@ extension KeychainEngine {
                 var dataKey = try fieldKey(row, .data)
                 if let control = item.accessControl {
                     (access, dataKey) = try sealAccess(control, row, label: KeychainEngine.label(item.attributes),
-                                                       publicHalf: KeychainEngine.publicHalf(item.itemClass, item.attributes, secret))
+                                                       publicHalf: KeychainEngine.publicHalf(item.itemClass, item.attributes, secret),
+                                                       tpmAuthorization: KeychainEngine.isHeldByTPM(item.attributes))
                 }
                 sealed = SecretBox.seal(dataRecord, key: dataKey)
             }

@@ -89,7 +89,8 @@ extension KeychainEngine {
         var access: ItemAccess?
         if let control {
             (access, dataKey) = try sealAccess(control, row, label: KeychainEngine.label(attributes),
-                                               publicHalf: KeychainEngine.publicHalf(itemClass, attributes, data))
+                                               publicHalf: KeychainEngine.publicHalf(itemClass, attributes, data),
+                                               tpmAuthorization: KeychainEngine.isHeldByTPM(attributes))
         }
         let now = environment.time.milliseconds()
         let (created, modified) = (created ?? now, modified ?? now)

@@ -32,7 +32,11 @@ extension KeychainEngine {
         if device == nil { device = try deviceKey() }
         // Without a password the KEK below opens every class key it wraps:
         // the device opens only the rest here (always-this-device-only).
-        if let device { cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword) }
+        // A TPM-bound keychain (always one with a password) has its
+        // device-wrapped keys from the session when it has them (no TPM for
+        // `find`), else through the TPM below.
+        let bound = isTPMBound
+        if let device, !bound { cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword) }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {
@@ -55,6 +59,7 @@ extension KeychainEngine {
         // at run time, by every command that opens a keychain).
         try loadSession(.afterFirstUnlock)
         try loadSession(.whenUnlocked)
+        if bound && unsealsForDeviceKeys { try loadDeviceKeysThroughTPM() }
     }
 
     /// Loads the session's keys of `tier`, if any, into the cache.
@@ -81,10 +86,14 @@ extension KeychainEngine {
         }
     }
 
-    /// Reloads this object's keys after the session changed under it.
-    func reloadKeys() throws {
+    /// Reloads this object's keys after the session changed under it;
+    /// `throughTPM` false leaves a bound keychain's device-wrapped keys
+    /// unloaded when the session no longer has them (`lock` starts no helper).
+    func reloadKeys(throughTPM: Bool = true) throws {
         cache.reset()
         cache.thisDeviceOnlyBoundary = tdoBoundary
+        unsealsForDeviceKeys = throughTPM
+        defer { unsealsForDeviceKeys = true }
         try loadKeys()
     }
 

@@ -44,6 +44,14 @@ package final class KeychainEngine {
     let caller: Caller
     /// Proofs given for items with access control (SPEC §14), this process only.
     var proof = ProofState()
+    /// The TPM's helper, started by the first Secure Enclave key this
+    /// keychain makes or uses (SPEC §21) and ended with it: one helper a
+    /// command, never one for a command that touches no TPM key.
+    var tpmClient: TPMClient?
+    /// A TPM-bound keychain's binding secret, once the TPM unsealed it for this process.
+    var tpmSecret: SecureBytes?
+    /// Whether loading keys may unseal a bound keychain's device keys (not while locking).
+    var unsealsForDeviceKeys = true
     /// Hears what a password check is about to wait for (`KeychainSession.passwordWaitObserver`).
     var passwordWaitObserver: ((KeychainSession.PasswordWait) -> Void)?
 

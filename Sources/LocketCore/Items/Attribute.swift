@@ -23,6 +23,11 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
     /// back as Data, as on Apple's platforms). Locket's own: sealed with the
     /// other values, never indexed, shown or queried.
     case valueTypes
+    /// kSecAttrTokenID: where a key lives. `com.apple.setoken` (Apple's
+    /// kSecAttrTokenIDSecureEnclave) for a key made inside the TPM, whose
+    /// value is the TPM's wrapped blob (SPEC §21); absent for every other
+    /// key. Set when the key is made, never changed.
+    case tokenID
 
     /// How a value is written on the command line and in output.
     public enum Kind: Sendable {
@@ -85,6 +90,7 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .notAfter: "vend"
         case .synchronizable: "sync"
         case .valueTypes: "vtyp"
+        case .tokenID: "tkid"
         }
     }
 
@@ -137,6 +143,7 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .notAfter: "not-after"
         case .synchronizable: "synchronizable"
         case .valueTypes: "value-types"
+        case .tokenID: "token-id"
         }
     }
 
@@ -170,6 +177,7 @@ public enum Attribute: UInt8, CaseIterable, Sendable {
         case .issuerName: "issuerName"
         case .notBefore: "notBefore"
         case .notAfter: "notAfter"
+        case .tokenID: "tokenID"
         default: longName
         }
     }

@@ -44,7 +44,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
         case .key:
             [.label, .applicationTag, .keyClass, .type, .keySize, .effectiveKeySize, .applicationLabel, .extractable,
              .canSign, .canVerify, .canEncrypt, .canDecrypt, .canDerive, .canWrap, .canUnwrap,
-             .creator, .startDate, .endDate, .comment]
+             .creator, .startDate, .endDate, .comment, .tokenID]
         case .certificate:
             [.label, .alias, .subjectName, .issuerName, .serialNumber, .fingerprint, .publicKeyHash, .subjectKeyID,
              .notBefore, .notAfter, .certificateType, .certificateEncoding, .subject, .issuer, .comment]

@@ -21,6 +21,8 @@ public struct KeyItemOptions: Sendable {
     public var accessControl: AccessControl?
     /// kSecAttrSynchronizable true: the items are synchronizable (SPEC §4).
     public var synchronizable = false
+    /// Where `generateKey` makes the key: in the keychain, or in the TPM (SPEC §21).
+    public var token = KeyToken.software
 
     public init() {}
 }

@@ -39,6 +39,9 @@ package enum MetaKey: String, CaseIterable {
     /// byte, 0 for no; absent means yes.
     case lockOnSleep = "lock_on_sleep"
     case lockOnScreenLock = "lock_on_screen_lock"
+    /// A keychain bound to its machine's TPM (SPEC §21): the binding secret
+    /// sealed by the TPM, a TSS2 sealed key file's DER (KeychainEngine+TPMBinding).
+    case tpm
 }
 
 extension Dictionary where Key == String, Value == [UInt8] {

@@ -83,7 +83,7 @@ enum ECIES {
 
     /// ECDH, cofactor ECDH when asked; the NIST curves' cofactor is 1, so
     /// both give the same secret, as Apple's comment says too.
-    private static func sharedSecret(_ privateKey: EVPKey, _ peer: EVPKey, cofactor: Bool) throws -> SecureBytes {
+    static func sharedSecret(_ privateKey: EVPKey, _ peer: EVPKey, cofactor: Bool) throws -> SecureBytes {
         let ctx = try OpenSSL.check(EVP_PKEY_CTX_new_from_pkey(nil, privateKey.pointer, nil), .io, "out of memory")
         defer { EVP_PKEY_CTX_free(ctx) }
         try OpenSSL.check(EVP_PKEY_derive_init(ctx), .param, "ECDH is unavailable")
@@ -98,8 +98,8 @@ enum ECIES {
         return out
     }
 
-    /// ANSI X9.63 KDF with SHA-256 (libcrypto's X963KDF).
-    private static func kdf(_ secret: SecureBytes, sharedInfo: [UInt8], length: Int) throws -> SecureBytes {
+    /// ANSI X9.63 KDF with SHA-256, or `digest` (libcrypto's X963KDF).
+    static func kdf(_ secret: SecureBytes, sharedInfo: [UInt8], length: Int, digest name: String = "SHA256") throws -> SecureBytes {
         let kdf = try OpenSSL.check(EVP_KDF_fetch(nil, "X963KDF", nil), .param, "the X9.63 KDF is unavailable")
         defer { EVP_KDF_free(kdf) }
         let ctx = try OpenSSL.check(EVP_KDF_CTX_new(kdf), .io, "out of memory")
@@ -108,7 +108,7 @@ enum ECIES {
         var info = sharedInfo
         try secret.withUnsafeBytes { z in
             try info.withUnsafeMutableBytes { info in
-                var digest = Array("SHA256".utf8CString)
+                var digest = Array(name.utf8CString)
                 try digest.withUnsafeMutableBufferPointer { digest in
                     let params = [
                         OSSL_PARAM_construct_utf8_string(OpenSSL.cString("digest"), digest.baseAddress, 0),

@@ -204,6 +204,9 @@ public enum KeyImport {
             case OpenSSHKeyFile.pemLabel:
                 keys += try OpenSSHKeyFile.read(der, passphrase: asker.get).map { ImportedKey(key: $0.key, label: $0.comment.isEmpty ? nil : $0.comment) }
             default:
+                if block.label == TSS2KeyFile.label {
+                    throw KeychainError(.param, "a TSS2 PRIVATE KEY is a key held by a TPM: Secure Enclave keys are made in the TPM (key generate --token secure-enclave), never imported")
+                }
                 throw KeychainError(.param, "PEM block '\(block.label)' is not supported (certificates, private and public keys)")
             }
         }

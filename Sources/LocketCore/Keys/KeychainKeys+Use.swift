@@ -9,13 +9,15 @@ extension KeychainKeys {
     /// `needsPrivate` (sign, decrypt) a private key is looked for first, so
     /// that a public key imported beside it under the same label is not
     /// taken; when the query matches only a public key, errSecParam names it.
-    public func withKey<R>(_ query: Query, needsPrivate: Bool, _ body: (Item, AsymmetricKey) throws -> R) throws -> R {
+    /// A Secure Enclave key is used through the TPM (`TPMKeyUse`), with the
+    /// application password given as its authorization value.
+    public func withKey<R>(_ query: Query, needsPrivate: Bool, _ body: (Item, any PrivateKeyOperations) throws -> R) throws -> R {
         var (item, key) = try find(query, needsPrivate: needsPrivate)
         item.data = nil
-        return try body(item, key)
+        return try body(item, try operations(key, item))
     }
 
-    private func find(_ query: Query, needsPrivate: Bool) throws -> (item: Item, key: AsymmetricKey) {
+    private func find(_ query: Query, needsPrivate: Bool) throws -> (item: Item, key: StoredKey) {
         guard needsPrivate, !query.attributes.contains(where: { $0.0 == .keyClass }) else { return try storedKey(query) }
         var privateOnly = query
         try privateOnly.match(.keyClass, Array(KeyClass.private.rawValue.utf8))

@@ -32,7 +32,19 @@ public struct KeychainKeys {
 
     /// Makes a new private key of `type` inside the keychain (`key generate`);
     /// returns the item and the public key.
+    /// With `options.token` `.secureEnclave` the key is made in the TPM
+    /// (KeychainKeys+Enclave); `.softwareEnclave` is a non-extractable P-256 key here.
     public func generateKey(_ type: KeyGenerationType, options: KeyItemOptions = KeyItemOptions()) throws -> (item: Item, publicKey: AsymmetricKey) {
+        var options = options
+        switch options.token {
+        case .secureEnclave:
+            return try generateInTPM(type, options)
+        case .softwareEnclave:
+            guard type == .p256 else { throw KeychainError(.param, "software-enclave keys are P-256 (--type p256), as Apple's Secure Enclave keys") }
+            options.extractable = false
+        case .software:
+            break
+        }
         let key = try AsymmetricKey.generate(type)
         let attributes = KeyAttributes.of(key, label: options.label, tag: options.tag, extractable: options.extractable)
         var added: Item?
@@ -40,7 +52,7 @@ public struct KeychainKeys {
         return (added!, key.publicKey)
     }
 
-    private func addKeyItems(_ entries: [(ItemClass, [Attribute: [UInt8]], SecureBytes)], _ options: KeyItemOptions,
+    func addKeyItems(_ entries: [(ItemClass, [Attribute: [UInt8]], SecureBytes)], _ options: KeyItemOptions,
                              _ outcome: (KeyFileOutcome) throws -> Void) throws {
         let (pclass, control, group) = try engine.placement(accessible: options.accessible, accessControl: options.accessControl,
                                                      accessGroup: options.accessGroup)
@@ -75,14 +87,16 @@ public struct KeychainKeys {
 
     /// The first key `query` matches, opened inside the engine whether or
     /// not it is extractable: for the key-use commands (SPEC §13), which
-    /// use it and never hand its private part out.
-    func storedKey(_ query: Query, exportable: Bool = false) throws -> (item: Item, key: AsymmetricKey) {
+    /// use it and never hand its private part out. A Secure Enclave key's
+    /// value is the TPM's key file (`tkid`), read without the TPM.
+    func storedKey(_ query: Query, exportable: Bool = false) throws -> (item: Item, key: StoredKey) {
         let item = try openOne(query, .key, exportable: exportable)
         guard let data = item.data else { throw KeychainError(.decode, "a key's value could not be opened") }
+        if item.isHeldByTPM { return (item, .tpm(try TPMKey(TSS2KeyFile(der: data.bytes)))) }
         let key = item[.keyClass] == Array("private".utf8)
             ? try AsymmetricKey(pkcs8: data)
             : try AsymmetricKey(subjectPublicKeyInfo: data.bytes)
-        return (item, key)
+        return (item, .software(key))
     }
 
     /// The public key of the first key `query` matches (`key public`): never
@@ -99,9 +113,11 @@ public struct KeychainKeys {
     /// The first key `query` matches, to export: errSecDataNotAvailable for a
     /// key added non-extractable.
     public func exportableKey(_ query: Query) throws -> (item: Item, key: AsymmetricKey) {
-        let (item, key) = try storedKey(query, exportable: true)
+        let (item, stored) = try storedKey(query, exportable: true)
         var shown = item
         shown.data = nil
+        // Never extractable (its `extr` is 0): refused above, and here whatever its attributes say.
+        guard case .software(let key) = stored else { try KeychainKeys.requireExtractable(shown); throw KeychainError(.dataNotAvailable) }
         return (shown, key)
     }
 
@@ -127,6 +143,9 @@ public struct KeychainKeys {
 
     /// errSecDataNotAvailable for a key whose value never leaves the keychain.
     public static func requireExtractable(_ item: Item) throws {
+        if item.isHeldByTPM {
+            throw KeychainError(.dataNotAvailable, "the key '\(Printable.clip(String(decoding: item[.label], as: UTF8.self)))' is a Secure Enclave key: it was made in the TPM and never leaves it (export --format tss2 writes its TPM key file)")
+        }
         guard item.isExtractable else {
             throw KeychainError(.dataNotAvailable, "the key '\(Printable.clip(String(decoding: item[.label], as: UTF8.self)))' was added non-extractable: it can be used but never leaves the keychain")
         }

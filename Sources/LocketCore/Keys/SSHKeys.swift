@@ -81,55 +81,6 @@ extension AsymmetricKey {
     /// The SSH agent flag asking for an rsa-sha2-512 signature.
     public static let sshAgentRSASHA512: UInt32 = 4
 
-    /// The signature an SSH agent returns for `data`, in SSH wire encoding
-    /// (string algorithm name, string signature blob): Ed25519; ECDSA with
-    /// the curve's hash and (r, s) as two mpints; RSA PKCS #1 v1.5 with
-    /// SHA-256 or SHA-512 as `flags` asks. An RSA request without either flag
-    /// (SHA-1 `ssh-rsa`) is refused with errSecParam.
-    public func sshSignature(for data: [UInt8], flags: UInt32 = 0) throws -> [UInt8] {
-        switch keyType {
-        case .ed25519:
-            let sig = try sign(data, algorithm: .ed25519)
-            return SSHWriter.encode { w in
-                w.string("ssh-ed25519")
-                w.string(sig)
-            }
-        case .ec:
-            let curve = curve!
-            let algorithm: KeyAlgorithm = switch curve {
-            case .p256: .ecdsaMessageX962SHA256
-            case .p384: .ecdsaMessageX962SHA384
-            case .p521: .ecdsaMessageX962SHA512
-            }
-            let der = try sign(data, algorithm: algorithm)
-            let (r, s) = try SSHKeyCodec.ecdsaComponents(der)
-            let inner = SSHWriter.encode { w in
-                w.mpint(r)
-                w.mpint(s)
-            }
-            return SSHWriter.encode { w in
-                w.string("ecdsa-sha2-\(curve.sshName)")
-                w.string(inner)
-            }
-        case .rsa:
-            let (name, algorithm): (String, KeyAlgorithm)
-            if flags & AsymmetricKey.sshAgentRSASHA512 != 0 {
-                (name, algorithm) = ("rsa-sha2-512", .rsaSignatureMessagePKCS1v15SHA512)
-            } else if flags & AsymmetricKey.sshAgentRSASHA256 != 0 {
-                (name, algorithm) = ("rsa-sha2-256", .rsaSignatureMessagePKCS1v15SHA256)
-            } else {
-                throw KeychainError(.param, "ssh-rsa signatures (SHA-1) are not made; the client must ask for rsa-sha2-256 or rsa-sha2-512")
-            }
-            let sig = try sign(data, algorithm: algorithm)
-            return SSHWriter.encode { w in
-                w.string(name)
-                w.string(sig)
-            }
-        case .x25519:
-            _ = try sshKeyType()
-            return []
-        }
-    }
 
     /// True when `signature` (SSH wire encoding) is this key's agent signature of `data`.
     public func verifySSHSignature(_ signature: [UInt8], for data: [UInt8]) throws -> Bool {
@@ -231,5 +182,59 @@ extension String {
         var s = Substring(self)
         while let last = s.last, last.isNewline { s = s.dropLast() }
         return String(s)
+    }
+}
+
+/// The agent's signature for any private key, in memory or in a TPM (a
+/// Secure Enclave key signs ECDSA P-256 with SHA-256, as ssh asks of it).
+extension PrivateKeyOperations {
+    /// The signature an SSH agent returns for `data`, in SSH wire encoding
+    /// (string algorithm name, string signature blob): Ed25519; ECDSA with
+    /// the curve's hash and (r, s) as two mpints; RSA PKCS #1 v1.5 with
+    /// SHA-256 or SHA-512 as `flags` asks. An RSA request without either flag
+    /// (SHA-1 `ssh-rsa`) is refused with errSecParam.
+    public func sshSignature(for data: [UInt8], flags: UInt32 = 0) throws -> [UInt8] {
+        switch keyType {
+        case .ed25519:
+            let sig = try sign(data, algorithm: .ed25519)
+            return SSHWriter.encode { w in
+                w.string("ssh-ed25519")
+                w.string(sig)
+            }
+        case .ec:
+            let curve = publicKey.curve!
+            let algorithm: KeyAlgorithm = switch curve {
+            case .p256: .ecdsaMessageX962SHA256
+            case .p384: .ecdsaMessageX962SHA384
+            case .p521: .ecdsaMessageX962SHA512
+            }
+            let der = try sign(data, algorithm: algorithm)
+            let (r, s) = try SSHKeyCodec.ecdsaComponents(der)
+            let inner = SSHWriter.encode { w in
+                w.mpint(r)
+                w.mpint(s)
+            }
+            return SSHWriter.encode { w in
+                w.string("ecdsa-sha2-\(curve.sshName)")
+                w.string(inner)
+            }
+        case .rsa:
+            let (name, algorithm): (String, KeyAlgorithm)
+            if flags & AsymmetricKey.sshAgentRSASHA512 != 0 {
+                (name, algorithm) = ("rsa-sha2-512", .rsaSignatureMessagePKCS1v15SHA512)
+            } else if flags & AsymmetricKey.sshAgentRSASHA256 != 0 {
+                (name, algorithm) = ("rsa-sha2-256", .rsaSignatureMessagePKCS1v15SHA256)
+            } else {
+                throw KeychainError(.param, "ssh-rsa signatures (SHA-1) are not made; the client must ask for rsa-sha2-256 or rsa-sha2-512")
+            }
+            let sig = try sign(data, algorithm: algorithm)
+            return SSHWriter.encode { w in
+                w.string(name)
+                w.string(sig)
+            }
+        case .x25519:
+            _ = try publicKey.sshKeyType()
+            return []
+        }
     }
 }

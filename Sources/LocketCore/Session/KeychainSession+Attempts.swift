@@ -33,8 +33,10 @@ extension KeychainSession {
     /// dodge the count) and the count reset after a success.
     func checkPassword(_ password: SecureBytes?) throws -> (kek: SecureBytes, keys: SessionKeys) {
         try engine.checkKDFParameters()
-        // Nobody waits for the keychain during the turn, the delay and the hash.
+        // Nobody waits for the keychain during the TPM, the turn, the delay and the hash.
         engine.storage.hold?.release()
+        // A bound keychain's TPM first: another TPM is refused with nothing counted or written.
+        if engine.isTPMBound { _ = try engine.tpmBinding() }
         let counted = engine.hasPassword && engine.storage.policy.countsPasswordFailures
         // Held to the end of this function: the verdict is part of the turn.
         let turn = counted ? try takePasswordTurn() : nil
@@ -44,8 +46,9 @@ extension KeychainSession {
             waitOutPasswordDelay()
             try recordAttempt(failed: true)
         }
-        let kek = try engine.keybag.kek(password: password)
-        let keys = try engine.keybag.unwrapWithKEK(kek, device: engine.device, sameDevice: engine.isBoundDevice(engine.device))
+        let kek = try engine.keybagKEK(engine.keybag.kek(password: password))
+        let device = try engine.keybagDevice()
+        let keys = try engine.keybag.unwrapWithKEK(kek, device: device, sameDevice: engine.isBoundDevice(device))
         try engine.authenticateWithPassword(keys)
         if counted { try recordAttempt(failed: false) }
         return (kek, keys)

@@ -18,6 +18,9 @@ extension KeychainSession {
         if rotate { try engine.require(.rotateKeys) }
         if let new, new.count == 0 { throw KeychainError(.param, "the new password is empty", reason: .emptyPassword) }
         if new == nil && !engine.hasPassword { throw KeychainError(.param, "the keychain has no password to remove") }
+        if new == nil && engine.isTPMBound {
+            throw KeychainError(.param, "the keychain is bound to the TPM and keeps its password: without one the TPM alone would guard it")
+        }
         if new == nil && rotate { throw KeychainError(.param, "rotating the keys needs a new password") }
         let checked = try checkPassword(old)
         var keys = checked.keys
@@ -29,7 +32,7 @@ extension KeychainSession {
         let newKEK: SecureBytes
         if let new {
             kdf = KDFParameters(cost: cost ?? engine.keybag.kdf?.cost ?? .moderate)
-            newKEK = try PasswordHash.deriveKEK(password: new, parameters: kdf!)
+            newKEK = try engine.keybagKEK(PasswordHash.deriveKEK(password: new, parameters: kdf!))
             if keys[passcodeName] == nil && engine.keybag.rows[passcodeName] == nil {
                 keys.set(passcodeName, try SecureBytes(copying: Sodium.random(32)))
             }
@@ -41,7 +44,7 @@ extension KeychainSession {
             return 0
         }
         var bag = Keybag(keychainID: engine.keybag.keychainID, kdf: kdf, rows: engine.keybag.rows)
-        try bag.wrap(keys, kek: newKEK, device: engine.device)
+        try bag.wrap(keys, kek: newKEK, device: engine.keybagDevice())
         for (name, key) in presence { try bag.wrapPresence(name, key, kek: newKEK) }
         let removed: Int = try engine.write {
             var removed = 0

@@ -24,7 +24,7 @@ extension KeychainSession {
     /// sealed secrets, which no class key opens (ItemAccess.dataKey).
     func rotateKeys(old unwrapped: SessionKeys, kdf: KDFParameters, kek: SecureBytes,
                     presence: [(String, SecureBytes)] = [], publicKeys: [(MetaKey, [UInt8])] = []) throws {
-        guard let device = engine.device, engine.isBoundDevice(device) else {
+        guard let device = try engine.keybagDevice(), engine.isBoundDevice(device) else {
             throw KeychainError(.notAvailable, "the keys can only be rotated on the device the keychain was last unlocked on")
         }
         // dku opens with the device key alone; the rest came with the password.

@@ -69,6 +69,8 @@ extension KeychainSession {
         public var failedAttempts: Int
         /// The access groups a session unlocked by an app is limited to; nil for an owner session.
         public var scopedGroups: [String]?
+        /// Whether the keychain is bound to this machine's TPM (`init --tpm`, `settings --tpm`).
+        public var tpmBound: Bool
     }
 
     public func status() throws -> Status {
@@ -81,7 +83,8 @@ extension KeychainSession {
                       secondsUntilAutoLock: whenUnlocked?.secondsLeft,
                       autoLockTimeout: defaultTimeout,
                       sessionBackend: (whenUnlocked ?? firstUnlock)?.backend.rawValue,
-                      itemCounts: counts, failedAttempts: failedAttempts, scopedGroups: engine.sessionScope?.groups)
+                      itemCounts: counts, failedAttempts: failedAttempts, scopedGroups: engine.sessionScope?.groups,
+                      tpmBound: engine.isTPMBound)
     }
 
     func countByClass() throws -> [ProtectionClass: Int] {

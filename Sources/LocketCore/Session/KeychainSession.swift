@@ -62,10 +62,15 @@ public struct KeychainSession {
                 try DeviceKey.create(secretPath: engine.environment.deviceSecretPath())
                 engine.device = try engine.deviceKey()
             }
-            if let device = engine.device, !engine.isBoundDevice(device) {
+            let device = try engine.keybagDevice()
+            if let device, !engine.isBoundDevice(device) {
                 try engine.rebind(&unwrapped, kek: checked.kek, device: device)
             }
-            try engine.rewrapForThisDevice(unwrapped, device: engine.device)
+            try engine.rewrapForThisDevice(unwrapped, device: device)
+            if engine.isTPMBound, let device {
+                // Kept after first unlock with the rest: later commands read them without the TPM.
+                for (name, key) in engine.keybag.unwrapWithDevice(device).entries where unwrapped[name] == nil { unwrapped.set(name, key) }
+            }
         }
         // Elsewhere nothing is written, and no key is wrapped for this device:
         // the keys the password opens go to this machine's session only.
@@ -79,7 +84,7 @@ public struct KeychainSession {
     public func lock(all: Bool) {
         engine.session.remove(.whenUnlocked)
         if all { engine.session.remove(.afterFirstUnlock) }
-        try? engine.reloadKeys()
+        try? engine.reloadKeys(throughTPM: false)
     }
 
     /// Whether the when-unlocked keys are in the session now.

@@ -75,7 +75,23 @@ public final class TPMClient {
             var hello = FrameWriter(tpm: .hello)
             hello.raw(TPMWire.magic)
             hello.u16(TPMWire.version)
-            var reply = try exchange(hello, "starting")
+            var reply: FrameReader
+            do {
+                try process.channel.write(hello.bytes, limit: TPMWire.maximumFrame)
+                reply = try FrameReader(try process.channel.read(limit: TPMWire.maximumFrame))
+            } catch {
+                // A helper that ends before its first answer: a missing libtss2 (the package's recommendation) says so.
+                helper = nil
+                let failure: Wire.Failure? = error
+                // (No hint about LOCKET_TPM: the TPM is not what is missing.)
+                if failure != nil, failure != .system(EAGAIN), failure != .system(EWOULDBLOCK), let missing = process.missingLibraries() {
+                    throw missing
+                }
+                process.kill()
+                throw KeychainError(.io, failure == .system(EAGAIN) || failure == .system(EWOULDBLOCK)
+                                    ? "locket-tpm did not answer within \(Int(timeout)) s while starting: it was stopped"
+                                    : "locket-tpm stopped while starting")
+            }
             guard reply.kind == TPMWire.Kind.helloReply.rawValue, try reply.raw(TPMWire.magic.count) == TPMWire.magic else {
                 throw KeychainError(.notAvailable, "\(path) is not locket-tpm", reason: .noTPM)
             }

@@ -28,7 +28,7 @@ final class EndToEndJSONContractTests: EndToEndCase {
     static let status: [String: Set<String>] = [
         "keychain": ["string"], "password": ["bool"], "whenUnlocked": ["string"], "afterFirstUnlock": ["string"],
         "secondsUntilAutoLock": ["number", "null"], "timeout": ["number", "string"], "session": ["string", "null"],
-        "failedAttempts": ["number"], "scopedTo": ["array", "null"], "items": ["object"],
+        "failedAttempts": ["number"], "scopedTo": ["array", "null"], "items": ["object"], "tpmBound": ["bool"], "tpm": ["object"],
     ]
     static let classNames = ["when-unlocked", "after-first-unlock", "always", "when-unlocked-this-device-only",
                              "after-first-unlock-this-device-only", "always-this-device-only",

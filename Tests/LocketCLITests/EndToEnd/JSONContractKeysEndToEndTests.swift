@@ -9,7 +9,7 @@ extension EndToEndJSONContractTests {
         "keySizeInBits": "number", "effectiveKeySize": "number", "applicationLabel": "string", "extractable": "bool",
         "canSign": "bool", "canVerify": "bool", "canEncrypt": "bool", "canDecrypt": "bool", "canDerive": "bool",
         "canWrap": "bool", "canUnwrap": "bool", "creator": "string", "startDate": "number", "endDate": "number",
-        "comment": "string", "accessGroup": "string", "accessible": "string", "creationDate": "string",
+        "comment": "string", "tokenID": "string", "accessGroup": "string", "accessible": "string", "creationDate": "string",
         "modificationDate": "string", "persistentRef": "string",
     ]
     static let certificateItem: [String: String] = [

@@ -16,7 +16,7 @@ final class EndToEndStatusTests: EndToEndCase {
     }
 
     static let statusKeys: Set<String> = ["keychain", "password", "whenUnlocked", "afterFirstUnlock", "secondsUntilAutoLock",
-                                          "timeout", "session", "failedAttempts", "scopedTo", "items"]
+                                          "timeout", "session", "failedAttempts", "scopedTo", "items", "tpmBound", "tpm"]
 
     func testStatusJSONKeySetIsPinned() throws {
         let status = statusJSON()

@@ -278,13 +278,13 @@ final class AccessControlTests: KeychainTestCase {
             let keyQuery = try query(.key, [.label: "key-\(type.rawValue)"])
             let opened = try temporary.open()
             XCTAssertEqual(try opened.keys.publicKey(keyQuery).key.subjectPublicKeyInfo, generated.subjectPublicKeyInfo, type.rawValue)
-            XCTAssertNotNil(proofRequest(try opened.keys.withKey(keyQuery, needsPrivate: true) { _, key in key.pkcs8 != nil }), type.rawValue)
+            XCTAssertNotNil(proofRequest(try opened.keys.withKey(keyQuery, needsPrivate: true) { _, key in (key as? AsymmetricKey)?.pkcs8 != nil }), type.rawValue)
             XCTAssertNotNil(proofRequest(try opened.keys.exportableKey(keyQuery)), type.rawValue)
         }
         // The proof still opens the private key.
         let proven = try temporary.open()
         try proven.session.provePresence(password: secret(temporary.password!))
-        XCTAssertTrue(try proven.keys.withKey(query(.key, [.label: "key-ed25519"]), needsPrivate: true) { _, key in key.pkcs8 != nil })
+        XCTAssertTrue(try proven.keys.withKey(query(.key, [.label: "key-ed25519"]), needsPrivate: true) { _, key in (key as? AsymmetricKey)?.pkcs8 != nil })
         // Locked is locked: the public half is sealed with the item's attributes.
         try temporary.lock(all: false)
         XCTAssertKeychainError(.interactionNotAllowed, try temporary.open().keys.publicKey(query(.key, [.label: "key-ed25519"])))

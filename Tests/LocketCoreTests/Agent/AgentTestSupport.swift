@@ -46,7 +46,7 @@ final class MemoryKeySource: AgentKeySource, @unchecked Sendable {
         return try keys.map { AgentIdentity(publicKeyBlob: try $0.key.sshPublicKeyBlob(), comment: $0.name) }
     }
 
-    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R {
+    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (any PrivateKeyOperations) throws -> R) throws -> R {
         lock.withLock { signings += 1 }
         if locked { throw KeychainError(.interactionNotAllowed) }
         guard let match = try keys.first(where: { try $0.key.sshPublicKeyBlob() == publicKeyBlob }) else { throw KeychainError(.itemNotFound) }
@@ -57,7 +57,7 @@ final class MemoryKeySource: AgentKeySource, @unchecked Sendable {
 /// A source that answers every signature with a key other than the one asked for.
 struct WrongKeySource: AgentKeySource {
     func identities() throws -> [AgentIdentity] { [] }
-    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (AsymmetricKey) throws -> R) throws -> R {
+    func withPrivateKey<R>(publicKeyBlob: [UInt8], _ body: (any PrivateKeyOperations) throws -> R) throws -> R {
         try body(AgentTestKeys.named("p256"))
     }
 }

@@ -45,7 +45,7 @@ final class KeychainKeySourceTests: KeychainTestCase {
             let data = Array("session data \(type.rawValue)".utf8)
             let flags = type == .rsa2048 ? AsymmetricKey.sshAgentRSASHA512 : 0
             let signature = try source.withPrivateKey(publicKeyBlob: try key.sshPublicKeyBlob()) { opened in
-                XCTAssertNotNil(opened.pkcs8)
+                XCTAssertNotNil((opened as? AsymmetricKey)?.pkcs8)
                 return try opened.sshSignature(for: data, flags: flags)
             }
             XCTAssertTrue(try key.verifySSHSignature(signature, for: data), type.rawValue)

@@ -121,7 +121,8 @@ final class KeyItemTests: KeychainTestCase {
         try keychain.dump(returnData: true) { listed.append($0) }
         XCTAssertNil(listed.first { $0.itemClass == .key }?.data, "dump lists it without its value")
         XCTAssertNotNil(listed.first { $0.itemClass == .certificate }?.data)
-        let (_, key) = try keychain.keys.storedKey(Query(itemClass: .key))
+        let (_, stored) = try keychain.keys.storedKey(Query(itemClass: .key))
+        guard case .software(let key) = stored else { return XCTFail("a key imported from a file is a software key") }
         let signature = try key.sign(bytes("message"), algorithm: key.algorithms(for: .sign)[0])
         XCTAssertTrue(try keychain.keys.publicKey(Query(itemClass: .key)).key.verify(signature: signature, for: bytes("message"), algorithm: key.algorithms(for: .sign)[0]))
         XCTAssertKeychainError(.readOnlyAttr, try keychain.update(Query(itemClass: .key), changes: [.extractable: bytes("1")]))

@@ -26,10 +26,11 @@ extension Keychain {
     /// Creates a keychain at `path` with `password` (nil: no password),
     /// hashed with Argon2id at `kdf`. The caller chooses the cost: the command
     /// line never passes less than `.interactive`.
+    /// With `tpm`, bound to this machine's TPM (SPEC §21, `init --tpm`).
     public static func create(at path: String, password: SecureBytes?, kdf cost: KDFCost = .moderate,
-                              environment: Environment, sessionTimeout: UInt32? = nil) throws {
+                              environment: Environment, sessionTimeout: UInt32? = nil, tpm: Bool = false) throws {
         try create(in: FileStorage.New(path: path, format: Schema.format), password: password, kdf: cost, environment: environment,
-                   sessionTimeout: sessionTimeout)
+                   sessionTimeout: sessionTimeout, tpm: tpm)
     }
 
     /// `create` in a given format: format 1 only for tests of the migration.
