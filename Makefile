@@ -63,11 +63,14 @@ METADATA_FLAGS = -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-ma
 # rebuilds them again after it).
 DEBUG_FLAGS = -Xswiftc -gline-tables-only -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc $(shell nproc 2>/dev/null || echo 2) \
 	-Xswiftc -index-ignore-system-modules
-# Only what the tests run of the debug build: the test bundle and the two
-# programs it starts. Not the debug executables (the tests run the release
-# ones, LOCKET_BIN and the helpers' variables), nor the provider's module that
-# only they link, nor the benchmark: `swift build --build-tests` built them all.
-TEST_PRODUCTS = locketPackageTests SecurityTestHost LocketAgentTestHost
+# Only what the tests run of the debug build: the test bundle, the two
+# programs it starts, and the helpers that the bundle and SecurityTestHost
+# find beside themselves (CompanionExecutableTests; the Security module on a
+# remote keychain in RemoteCommandLineTests). Not the debug `locket` and
+# provider (the tests run the release ones: LOCKET_BIN), nor the provider's
+# module that only it links, nor the benchmark: `swift build --build-tests`
+# built them all.
+TEST_PRODUCTS = locketPackageTests SecurityTestHost LocketAgentTestHost locket-postgres locket-tpm
 BUILD_TESTS = for product in $(TEST_PRODUCTS); do $(SWIFT) build --product $$product $(DEBUG_FLAGS) || exit $$?; done
 # The first code run is locket_entry, which advises the hot code (from the
 # 2 MiB-aligned first symbol of the order to its last) and the data into
