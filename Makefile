@@ -285,6 +285,12 @@ FORCE:
 # docs/REMOTE.md "Tests"), each test in its own database.
 FUZZ_SECONDS ?= 60
 TEST_WORKERS ?= 4
+# Up to two processes more while the machine's CPUs were more than half a CPU
+# idle over the last second (and no build gate is closed, no heavy class
+# runs): four kept a quiet 2-core machine ~1.7 CPUs busy (291 CPU-s in 172 s).
+# None start on a machine others keep busy. With --workers 2 on this shared
+# machine, a subset of 92 tests took 26.6 s instead of 36.9 (same CPU-s).
+TEST_FILL ?= 2
 TEST_VERBOSE ?=
 # Suites that only `make soak` runs (with every other reliability suite):
 # the power-loss check of the commands beyond add, update, delete, passwd
@@ -320,7 +326,7 @@ test: deps test-deps
 	( $(BUILD_TESTS) ); built=$$?; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
-		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
+		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --fill $(TEST_FILL) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
 		--skip '$(SOAK_ONLY)' --heavy '$(HEAVY)' \
 		--wait .build/helper.status --gate '$(NEEDS_LOCKET)' .build/locket.status --gate '$(NEEDS_PROVIDER)' .build/provider.status \
 		--again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=remote --again '$(CONFORMANCE)' LOCKET_TEST_BACKEND=memory \
