@@ -137,10 +137,11 @@ final class ExternalPackageTests: SecurityTestCase {
         // program's user would before running it.
         try unlock()
         // Its Secure Enclave key is made in a TPM (SPEC §21): a swtpm of the test's own, and
-        // locket-tpm where `make install` puts it relative to the program (../libexec/locket).
+        // locket-tpm beside the program, where the build tree has it. The program looks
+        // beside its real path (/proc/self/exe): SwiftPM's scratch/debug is a symbolic link.
         let tpm = try useSoftwareTPM()
-        let helpers = scratch + "/libexec/locket"
-        try FileManager.default.createDirectory(atPath: helpers, withIntermediateDirectories: true)
+        let program = URL(fileURLWithPath: scratch + "/debug/KeychainClient").resolvingSymlinksInPath().path
+        let helpers = URL(fileURLWithPath: program).deletingLastPathComponent().path
         try? FileManager.default.removeItem(atPath: helpers + "/locket-tpm")
         do {
             try FileManager.default.copyItem(atPath: try SoftwareTPM.helperPath(), toPath: helpers + "/locket-tpm")
@@ -149,7 +150,7 @@ final class ExternalPackageTests: SecurityTestCase {
         }
         var environment = sandbox.environment
         environment["LOCKET_TPM"] = tpm.tcti
-        let run = Spawn.run(scratch + "/debug/KeychainClient", [], environment: environment, input: .devNull, timeout: 60)
+        let run = Spawn.run(program, [], environment: environment, input: .devNull, timeout: 60)
         XCTAssertEqual(run.out, "ok s3cret 1\n", run.summary)
     }
 }
