@@ -71,8 +71,8 @@ void locket_entry_advise(void) {
         // caches, glibc's and SQLite's state), and a page first read and
         // then written faults twice (the zero page, then its copy): 37
         // faults of ~2 us on this VM. Populated here in one call (~0.9 us a
-        // page): faults 151 -> 117, the lookup 1-1.4 % faster, 156 KiB more
-        // private memory (bench/README.md "Page faults of a lookup").
+        // page): faults 151 -> 117, the lookup 1-1.4 % faster, peak RSS +68
+        // KiB (bench/README.md "Page faults of a lookup").
         if (segment->p_type == PT_LOAD && (segment->p_flags & PF_W) && segment->p_memsz > segment->p_filesz)
             populate_write((segment->p_vaddr + segment->p_filesz + PAGE - 1) & ~(PAGE - 1),
                            (segment->p_vaddr + segment->p_memsz + PAGE - 1) & ~(PAGE - 1));

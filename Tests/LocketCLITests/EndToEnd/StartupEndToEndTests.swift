@@ -157,6 +157,18 @@ final class StartupEndToEndTests: EndToEndCase {
         XCTAssertTrue(calls[0].hasPrefix("execve("), calls[0])
         XCTAssertTrue(calls[1].hasPrefix(range + "MADV_RANDOM)"), calls[1])
         XCTAssertTrue(calls[2].hasPrefix(range + "MADV_HUGEPAGE)"), calls[2])
+
+        // The zero-filled tail of the data (.bss) is populated in one call
+        // before glibc's start-up touches it (a fault a page otherwise).
+        let page = 4096
+        let tails = (0..<count).map { programHeaders + $0 * entrySize }.compactMap { header -> String? in
+            let (type, flags, address) = (integer(header, 4), integer(header + 4, 4), integer(header + 16, 8))
+            let (start, end) = ((address + integer(header + 32, 8) + page - 1) / page * page, (address + integer(header + 40, 8) + page - 1) / page * page)
+            return type == 1 && flags & 2 != 0 && end > start ? "madvise(0x\(String(start, radix: 16)), \(end - start), MADV_POPULATE_WRITE) = 0" : nil
+        }
+        XCTAssertFalse(tails.isEmpty, "no writable segment with a zero-filled tail")
+        let entryCalls = calls.dropFirst().prefix { $0.hasPrefix("madvise(") }
+        for tail in tails { XCTAssertTrue(entryCalls.contains(tail), "\(tail) is not among the entry's calls: \(Array(entryCalls))") }
     }
 
     /// libcrypto's CPU probe runs at its first use, not at every start-up
