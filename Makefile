@@ -300,8 +300,8 @@ FORCE:
 FUZZ_SECONDS ?= 60
 TEST_WORKERS ?= 4
 # Up to two processes more while the machine's CPUs were more than half a CPU
-# idle over the last second (and no build gate is closed, no heavy class
-# runs): four kept a quiet 2-core machine ~1.7 CPUs busy (291 CPU-s in 172 s).
+# idle over the last second (and no build gate is closed): four kept a quiet
+# 2-core machine ~1.7 CPUs busy (291 CPU-s in 172 s).
 # None start on a machine others keep busy. With --workers 2 on this shared
 # machine, a subset of 92 tests took 26.6 s instead of 36.9 (same CPU-s).
 TEST_FILL ?= 2
@@ -314,11 +314,15 @@ SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # keychain (SPEC §17, LOCKET_TEST_BACKEND=remote) and against one in memory
 # (LOCKET_TEST_BACKEND=memory): those whose class sets `isConformanceSuite`.
 CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests|StorageConformanceTests)/
-# Suites with a wall-clock limit of their own, run with one other process at
-# most beside them: keychain-swift's ConcurrencyTests (CompatAcceptanceTests)
-# waits 30 s for ~6,000 keychain calls serialized by the Security module's
-# lock, 10 CPU-s of the debug engine; beside three other workers on 2 cores
-# it took 29-44 s.
+# Suites with a wall-clock limit of their own: while one runs, every other
+# test process runs at nice 10 (--heavy), so that it has a core whenever it
+# can use one and the others still take what it leaves. keychain-swift's
+# ConcurrencyTests (CompatAcceptanceTests) waits 30 s for ~6,000 keychain
+# calls serialized by the Security module's lock, 10 CPU-s of the debug
+# engine: beside three other workers at its own priority on 2 cores it took
+# 29-44 s; beside four at nice 10, 16 s. (It ran with one other process at
+# most before: 11 s, but the compat package's build and the suites held the
+# whole run to two processes for 29 s.)
 HEAVY = ^SecurityTests\.CompatAcceptanceTests/
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.

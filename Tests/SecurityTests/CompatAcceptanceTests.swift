@@ -114,12 +114,21 @@ final class CompatAcceptanceTests: XCTestCase {
         if outcome.run.status != 0 && outcome.results.count < listed.count {
             XCTFail("the suite stopped early (\(outcome.run.summary.suffix(2000)))")
         }
+        // What its wall-clock limits (keychain-swift's ConcurrencyTests waits
+        // 30 s) had to spare beside make test's other workers (--heavy).
+        if let slowest = outcome.seconds.max(by: { $0.value < $1.value }) {
+            let total = outcome.seconds.values.reduce(0, +)
+            print("\(library.library.name): \(outcome.results.count) tests in \(String(format: "%.1f", total)) s, "
+                  + "the slowest \(slowest.key) in \(String(format: "%.1f", slowest.value)) s")
+        }
     }
 
     struct Outcome {
         var listed: [String]
         /// "passed", "failed" or "skipped" by `Class.test`.
         var results: [String: String]
+        /// Each test's wall time as XCTest gave it, by `Class.test`.
+        var seconds: [String: Double]
         var run: RunResult
 
         /// The lines of the run that name `test`'s failures.
@@ -166,13 +175,16 @@ final class CompatAcceptanceTests: XCTestCase {
             environment["LOCKET_ENTITLEMENTS"] = path
         }
         let run = Spawn.run(program, [classes.joined(separator: ",")], environment: environment, input: .devNull, timeout: 600)
-        var results: [String: String] = [:]
+        var results: [String: String] = [:], seconds: [String: Double] = [:]
         for line in run.out.split(separator: "\n") where line.hasPrefix("Test Case '") {
             let parts = line.dropFirst("Test Case '".count).split(separator: "'", maxSplits: 1)
             guard parts.count == 2 else { continue }
-            for verdict in ["passed", "failed", "skipped"] where parts[1].hasPrefix(" \(verdict)") { results[String(parts[0])] = verdict }
+            for verdict in ["passed", "failed", "skipped"] where parts[1].hasPrefix(" \(verdict) (") {
+                results[String(parts[0])] = verdict
+                seconds[String(parts[0])] = Double(parts[1].dropFirst(" \(verdict) (".count).prefix(while: { $0 != " " }))
+            }
         }
-        return Outcome(listed: listed, results: results, run: run)
+        return Outcome(listed: listed, results: results, seconds: seconds, run: run)
     }
 }
 
