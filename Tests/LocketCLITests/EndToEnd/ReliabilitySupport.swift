@@ -38,15 +38,24 @@ enum ReliabilityReport {
 typealias ReliabilityRandom = SplitMix
 
 extension SplitMix {
+    /// `count` bytes, each word's lowest byte first. A word at a time into
+    /// the array's storage: the suites draw secrets of up to 16 MiB, which
+    /// a byte at a time took seconds of the debug build's CPU.
     mutating func bytes(_ count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
-        var i = 0
-        while i < count {
-            var v = next()
-            for _ in 0..<8 where i < count {
-                out[i] = UInt8(truncatingIfNeeded: v)
-                v >>= 8
-                i += 1
+        out.withUnsafeMutableBytes { raw in
+            var i = 0
+            while i + 8 <= count {
+                raw.storeBytes(of: next().littleEndian, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            if i < count {
+                var v = next()
+                while i < count {
+                    raw[i] = UInt8(truncatingIfNeeded: v)
+                    v >>= 8
+                    i += 1
+                }
             }
         }
         return out
