@@ -48,13 +48,18 @@ RELEASE_FLAGS = -c release --scratch-path .build/ordered -Xswiftc -static-execut
 # Given here, not in Package.swift: SwiftPM refuses unsafeFlags in a package
 # that others depend on by version (SPEC §19).
 METADATA_FLAGS = -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors
-# make test's debug build keeps line tables only, not the variables' debug
-# information: a clean clone's make test is bound by CPU time on 2 cores, and
-# full -g cost its debug build 189 CPU-seconds against 157 (backtraces and
-# test failures keep their lines). Each module is compiled by one frontend
-# (-wmo, its code generated on as many threads as there are cores), not by
-# batches that each parse the module again and a module job that type-checks
-# it again. A clean debug build, this against `swift build --build-tests
+# make test's debug build has no debug information (-gnone): a clean clone's
+# make test is bound by CPU time on 2 cores; full -g cost its debug build 189
+# CPU-seconds against 157 for line tables only, and line tables 185 against
+# 173 for none (clean builds of the same commit in scratch paths, one after
+# the other; 188 with -index-ignore-clang-modules, which saves nothing;
+# issue 38). A failed test still names its file and line (XCTest's #filePath
+# and #line); a crash's backtrace names functions (the symbol table) but not
+# lines: `make build-tests DEBUG_INFO=-gline-tables-only` to debug one.
+# Each module is compiled by one frontend (-wmo, its code generated on as
+# many threads as there are cores), not by batches that each parse the
+# module again and a module job that type-checks it again. A clean debug
+# build, this (with line tables) against `swift build --build-tests
 # -gline-tables-only`, in fresh clones (issue 38): 183 CPU-s against 243 run
 # side by side; 149-183 against 195-222 one after the other under other
 # engineers' builds. An edit recompiles its whole module (one file of
@@ -64,7 +69,8 @@ METADATA_FLAGS = -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-ma
 # `make build-tests` builds the same way by hand; a plain `swift build
 # --build-tests` uses other flags and so rebuilds every module (and make test
 # rebuilds them again after it).
-DEBUG_FLAGS = -Xswiftc -gline-tables-only -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc $(shell nproc 2>/dev/null || echo 2) \
+DEBUG_INFO ?= -gnone
+DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc $(shell nproc 2>/dev/null || echo 2) \
 	-Xswiftc -index-ignore-system-modules
 # Only what the tests run of the debug build: the test bundle, the two
 # programs it starts, and the helpers that the bundle and SecurityTestHost

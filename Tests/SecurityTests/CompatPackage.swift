@@ -113,15 +113,15 @@ struct CompatPackage {
         guard let swift = path.split(separator: ":").map({ "\($0)/swift" }).first(where: files.isExecutableFile(atPath:)) else {
             throw UnexpectedOutput("no swift on PATH")
         }
-        // As make test builds its own (the Makefile's DEBUG_FLAGS): line tables
-        // only, each module by one frontend, the index store (SwiftPM finds the
+        // As make test builds its own (the Makefile's DEBUG_FLAGS): no debug
+        // information, each module by one frontend, the index store (SwiftPM finds the
         // tests through it) without the system modules. The Clang modules
         // (Glibc, Foundation's, the engine's C modules) from the debug build's
         // module cache, not built again for this package: 20 CPU-s instead of
         // 29 (issue 38).
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         return Spawn.run(swift, ["build", "--build-tests", "--package-path", packageDirectory, "--scratch-path", scratch,
-                                 "-Xswiftc", "-gline-tables-only", "-Xswiftc", "-wmo", "-Xswiftc", "-num-threads", "-Xswiftc", "\(cores)",
+                                 "-Xswiftc", "-gnone", "-Xswiftc", "-wmo", "-Xswiftc", "-num-threads", "-Xswiftc", "\(cores)",
                                  "-Xswiftc", "-index-ignore-system-modules",
                                  "-Xswiftc", "-module-cache-path", "-Xswiftc", bin + "/ModuleCache"]
                                 + engineFlags(list: list),
