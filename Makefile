@@ -320,16 +320,17 @@ SOAK_ONLY = EndToEndReliabilityPowerLossSoakTests
 # keychain (SPEC §17, LOCKET_TEST_BACKEND=remote) and against one in memory
 # (LOCKET_TEST_BACKEND=memory): those whose class sets `isConformanceSuite`.
 CONFORMANCE = ^LocketCoreTests\.(QueryTests|UniquenessTests|UpdateTests|AppleAttributeTests|StorageConformanceTests)/
-# Suites with a wall-clock limit of their own: while one runs, every other
-# test process runs at nice 10 (--heavy), so that it has a core whenever it
-# can use one and the others still take what it leaves. keychain-swift's
-# ConcurrencyTests (CompatAcceptanceTests) waits 30 s for ~6,000 keychain
-# calls serialized by the Security module's lock, 10 CPU-s of the debug
-# engine: beside three other workers at its own priority on 2 cores it took
-# 29-44 s; beside four at nice 10, 16 s. (It ran with one other process at
-# most before: 11 s, but the compat package's build and the suites held the
+# Tests with a wall-clock limit of their own: their class starts first, and
+# while one runs every other test process runs at nice 10 (--heavy), so that
+# it has a core whenever it can use one and the others still take what it
+# leaves. keychain-swift's suite (CompatAcceptanceTests) has ConcurrencyTests,
+# which waits 30 s for ~6,000 keychain calls serialized by the Security
+# module's lock, 10 CPU-s of the debug engine: beside three other workers at
+# its own priority on 2 cores it took 29-44 s; beside four at nice 10, 16 s.
+# (The class ran with one other process at most before: 11 s, but the compat
+# package's build, in the class's first test, and the three suites held the
 # whole run to two processes for 29 s.)
-HEAVY = ^SecurityTests\.CompatAcceptanceTests/
+HEAVY = ^SecurityTests\.CompatAcceptanceTests/testKeychainSwiftPassesItsOwnTests$$
 # The suites that run the release `locket` (LOCKET_BIN), and those that also
 # run the provider beside it; the unit suites need only the helper.
 NEEDS_LOCKET = ^(LocketCLITests|SecurityTests)\.
