@@ -14,8 +14,20 @@ struct KeyCache {
     var scope: Scope?
     /// Device-bound items with ids up to this one belong to an earlier device.
     var thisDeviceOnlyBoundary: Int64 = 0
+    /// A keychain without a password whose header carries a MAC: its class
+    /// keys, left wrapped at open and opened when an item of their class is
+    /// first opened (`KeychainEngine.loadKeys`). Held with the passwordless
+    /// KEK, which is no secret (it derives from the keychain's id alone).
+    var wrapped: WrappedKeys?
     private var groupKeys: [String: SecureBytes] = [:]
     private var lastGroupKey: (pclass: ProtectionClass, group: String, key: SecureBytes)?
+
+    struct WrappedKeys {
+        /// The keybag as read at open, less the rows tried that did not open.
+        var keybag: Keybag
+        let kek: SecureBytes
+        let device: SecureBytes
+    }
 
     struct Scope: Equatable {
         var groups: [String]
@@ -59,7 +71,7 @@ struct KeyCache {
             return key
         }
         let key: SecureBytes
-        if let classKey = keys[pclass.rawValue] {
+        if let classKey = try classKey(pclass) {
             key = try Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
         } else if let scoped = keys[scopedKeyName(pclass, group)] {
             key = scoped
@@ -71,10 +83,31 @@ struct KeyCache {
         return key
     }
 
+    /// Opens the class key of `pclass` now if it is still wrapped.
+    mutating func unwrap(_ pclass: ProtectionClass) throws { _ = try classKey(pclass) }
+
+    /// The class key of `pclass`: held, or opened now from `wrapped`. A
+    /// migratable class's wrapped key that does not open fails with
+    /// errSecDecode, every time it is asked for (the keybag was altered:
+    /// before keys were opened as needed, every command failed so at open).
+    private mutating func classKey(_ pclass: ProtectionClass) throws -> SecureBytes? {
+        if let key = keys[pclass.rawValue] { return key }
+        guard let wrapped, wrapped.keybag.rows[pclass.rawValue] != nil else { return nil }
+        guard let key = try wrapped.keybag.unwrapWithoutPassword(pclass.rawValue, kek: wrapped.kek, device: wrapped.device) else {
+            // Tried once: a device-bound key that does not open is another device's, and its items say so.
+            self.wrapped!.keybag.removeRow(pclass.rawValue)
+            return nil
+        }
+        keys.set(pclass.rawValue, key)
+        return key
+    }
+
     /// Whether items of `pclass` in `group` (the item `id`, when known) can be opened now.
     func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
         if pclass.thisDeviceOnly, let id, id <= thisDeviceOnlyBoundary { return .unavailableOnThisDevice }
-        if keys[pclass.rawValue] != nil || keys[scopedKeyName(pclass, group)] != nil { return .available }
+        if keys[pclass.rawValue] != nil || wrapped?.keybag.rows[pclass.rawValue] != nil || keys[scopedKeyName(pclass, group)] != nil {
+            return .available
+        }
         guard unlockedTiers.contains(pclass.tier) else { return .locked }
         if let scope, scope.classes.contains(pclass.rawValue) { return .locked }
         return pclass.thisDeviceOnly ? .unavailableOnThisDevice : .locked
