@@ -69,4 +69,27 @@ final class WrappedClassKeyTests: XCTestCase {
         }
         XCTAssertEqual(try temporary.file.blobs("SELECT id FROM items").count, 4, "a key that does not open deletes nothing")
     }
+
+    /// With a password: the blind-index key opened by the device at open,
+    /// the class keys from the session, and the keys the device wraps
+    /// (`always`, always-this-device-only) when an item of theirs is
+    /// opened and the session has none (locked).
+    func testWithAPasswordTheDeviceOpensItsKeysWhenNeeded() throws {
+        let locking = try TemporaryKeychain()
+        defer { locking.remove() }
+        let setup = try locking.open()
+        try setup.add(genp("when-unlocked", "a"), data: secret("a-secret"))
+        try setup.add(genp("always", "k", accessible: .always), data: secret("k-secret"))
+        try setup.add(genp("always-this-device", "d", accessible: .alwaysThisDeviceOnly), data: secret("d-secret"))
+        XCTAssertEqual(try secretOf("when-unlocked", in: locking.open()), "a-secret")
+
+        try locking.lock(all: true)
+        let locked = try locking.open()
+        XCTAssertEqual(locked.engine.cache.keys.entries.map { $0.name }, [Keybag.indexKeyName])
+        XCTAssertEqual(try secretOf("always", in: locked), "k-secret")
+        XCTAssertEqual(locked.engine.cache.keys.entries.map { $0.name }, [Keybag.indexKeyName, ProtectionClass.always.rawValue])
+        XCTAssertEqual(try secretOf("always-this-device", in: locked), "d-secret")
+        XCTAssertKeychainError(.interactionNotAllowed, try secretOf("when-unlocked", in: locked))
+        XCTAssertEqual(locked.engine.availability(of: .whenUnlocked, group: "default"), .locked)
+    }
 }

@@ -22,7 +22,11 @@ extension KeychainEngine {
 
     /// Whether items of `pclass` in `group` can be opened now, and if not why.
     func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
-        cache.availability(of: pclass, group: group, id: id)
+        // A key still wrapped is tried first, so that one that does not open
+        // is unavailable here as it was when keys were opened at open (an
+        // altered one fails the command that opens an item of its class).
+        if cache.wrapped != nil { try? cache.unwrap(pclass) }
+        return cache.availability(of: pclass, group: group, id: id)
     }
 
     func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
@@ -30,8 +34,10 @@ extension KeychainEngine {
     }
 
     /// Loads the keys this process may use: the device-wrapped ones, then each
-    /// session tier (or, without a password, everything; at open, with
-    /// `deferring`, possibly only the blind-index key: `loadIndexKeyOnly`).
+    /// session tier (or, without a password, everything). At open, with
+    /// `deferring`, keys of the keybag a lookup may not need are left
+    /// wrapped (`KeyCache.wrapped`): with a password, the device's `always`
+    /// keys; without one, every class key where `loadIndexKeyOnly` says so.
     func loadKeys(deferring: Bool = false) throws {
         // Through `cache` directly: the `keys` accessor would copy the set at every change.
         defer { extendsSession = true }
@@ -43,7 +49,21 @@ extension KeychainEngine {
         // device-wrapped keys from the session when it has them (no TPM for
         // `find`), else through the TPM below.
         let bound = isTPMBound
-        if let device, !bound { cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword) }
+        if let device, !bound {
+            if deferring && keybag.hasPassword {
+                // The blind-index key now (the header's check needs it),
+                // `always` and always-this-device-only when an item of
+                // theirs is opened. A device wrap that does not open was
+                // never a refusal (the key is another device's, or the
+                // device secret was replaced): it stays out either way.
+                if let indexKey = try? keybag.unwrap(Keybag.indexKeyName, kek: nil, device: device) {
+                    cache.keys.set(Keybag.indexKeyName, indexKey)
+                }
+                cache.wrapped = KeyCache.WrappedKeys(keybag: keybag, kek: nil, device: device)
+            } else {
+                cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword)
+            }
+        }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {
@@ -88,7 +108,7 @@ extension KeychainEngine {
     private func loadIndexKeyOnly() throws -> Bool {
         guard let device, meta[Header.macName] != nil, !headerChecked, isBoundDevice(device) else { return false }
         let kek = try Keybag.passwordlessKEK(keybag.keychainID)
-        guard let indexKey = try? keybag.unwrapWithoutPassword(Keybag.indexKeyName, kek: kek, device: device) else { return false }
+        guard let indexKey = try? keybag.unwrap(Keybag.indexKeyName, kek: kek, device: device) else { return false }
         cache.keys.set(Keybag.indexKeyName, indexKey)
         cache.wrapped = KeyCache.WrappedKeys(keybag: keybag, kek: kek, device: device)
         cache.unlockedTiers = .all

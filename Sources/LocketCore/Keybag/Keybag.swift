@@ -189,14 +189,15 @@ package struct Keybag {
         return try? SecretBox.open(sealed, key: wrapKey(kek, name), what: "key")
     }
 
-    /// One key of a keychain without a password, opened as
-    /// `unwrapWithDevice(_:besidesKEK: true)` and `unwrapWithKEK` open it
-    /// with the rest at once: by the KEK where it wraps it, else by the
-    /// device. A migratable class's key that does not open was altered
-    /// (errSecDecode); a device-bound one is another device's (nil).
-    func unwrapWithoutPassword(_ name: String, kek: SecureBytes, device: SecureBytes) throws -> SecureBytes? {
+    /// One key, opened as `loadKeys` opens it with the rest at once: by the
+    /// passwordless KEK (`kek`, a keychain without a password) where it
+    /// wraps it, as `unwrapWithKEK` does, else by the device, as
+    /// `unwrapWithDevice` does (nil when that does not open). A migratable
+    /// class's key the KEK does not open was altered (errSecDecode); a
+    /// device-bound one is another device's (nil).
+    func unwrap(_ name: String, kek: SecureBytes?, device: SecureBytes) throws -> SecureBytes? {
         guard let row = rows[name] else { return nil }
-        if let sealed = row.kek {
+        if let kek, let sealed = row.kek {
             if let key = openKEKWrap(sealed, name, kek: kek, device: device) { return key }
             if ProtectionClass(rawValue: name)?.thisDeviceOnly == true { return nil }
             throw Keybag.altered
