@@ -36,7 +36,7 @@ extension KeychainEngine {
             keychain.extendsSession = extendSession
             keychain.acceptsRollback = acceptRollback
             keychain.headerChecked = stored.checkedByStorage
-            try keychain.loadKeys()
+            try keychain.loadKeys(deferring: true)
             if let indexKey = keychain.keys[Keybag.indexKeyName], !keychain.headerChecked {
                 try keychain.authenticate(keychain.header, indexKey: indexKey)
             }

@@ -4,9 +4,14 @@ import LocketSupport
 /// unlock, and bound to this device (a copied keychain, a lost device secret).
 extension KeychainEngine {
     /// Keys available to this process, by class code (and `idx`).
+    /// Without a password, the class keys not used yet may still be wrapped
+    /// (`KeyCache.wrapped`): items are opened through `cache`.
     var keys: SessionKeys {
         get { cache.keys }
-        set { cache.keys = newValue }
+        set {
+            cache.keys = newValue
+            cache.wrapped = nil
+        }
     }
 
     /// Set when the session was unlocked for an app: only that app's groups open.
@@ -17,7 +22,11 @@ extension KeychainEngine {
 
     /// Whether items of `pclass` in `group` can be opened now, and if not why.
     func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
-        cache.availability(of: pclass, group: group, id: id)
+        // A key still wrapped is tried first, so that one that does not open
+        // is unavailable here as it was when keys were opened at open (an
+        // altered one fails the command that opens an item of its class).
+        if cache.wrapped != nil { try? cache.unwrap(pclass) }
+        return cache.availability(of: pclass, group: group, id: id)
     }
 
     func unavailable(_ pclass: ProtectionClass, _ group: String, id: Int64? = nil) -> KeychainError {
@@ -25,18 +34,36 @@ extension KeychainEngine {
     }
 
     /// Loads the keys this process may use: the device-wrapped ones, then each
-    /// session tier (or, without a password, everything).
-    func loadKeys() throws {
+    /// session tier (or, without a password, everything). At open, with
+    /// `deferring`, keys of the keybag a lookup may not need are left
+    /// wrapped (`KeyCache.wrapped`): with a password, the device's `always`
+    /// keys; without one, every class key where `loadIndexKeyOnly` says so.
+    func loadKeys(deferring: Bool = false) throws {
         // Through `cache` directly: the `keys` accessor would copy the set at every change.
         defer { extendsSession = true }
         if device == nil { device = try deviceKey() }
+        if deferring && !keybag.hasPassword, try loadIndexKeyOnly() { return }
         // Without a password the KEK below opens every class key it wraps:
         // the device opens only the rest here (always-this-device-only).
         // A TPM-bound keychain (always one with a password) has its
         // device-wrapped keys from the session when it has them (no TPM for
         // `find`), else through the TPM below.
         let bound = isTPMBound
-        if let device, !bound { cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword) }
+        if let device, !bound {
+            if deferring && keybag.hasPassword {
+                // The blind-index key now (the header's check needs it),
+                // `always` and always-this-device-only when an item of
+                // theirs is opened. A device wrap that does not open was
+                // never a refusal (the key is another device's, or the
+                // device secret was replaced): it stays out either way.
+                if let indexKey = try? keybag.unwrap(Keybag.indexKeyName, kek: nil, device: device) {
+                    cache.keys.set(Keybag.indexKeyName, indexKey)
+                }
+                cache.wrapped = KeyCache.WrappedKeys(keybag: keybag, kek: nil, device: device)
+            } else {
+                cache.keys = keybag.unwrapWithDevice(device, besidesKEK: !keybag.hasPassword)
+            }
+        }
         if !keybag.hasPassword {
             var all: SessionKeys
             do {
@@ -60,6 +87,32 @@ extension KeychainEngine {
         try loadSession(.afterFirstUnlock)
         try loadSession(.whenUnlocked)
         if bound && unsealsForDeviceKeys { try loadDeviceKeysThroughTPM() }
+    }
+
+    /// At open, a keychain without a password whose header carries a MAC,
+    /// on the device its keys are bound to: the blind-index key alone is
+    /// opened, and the class keys when an item of their class is first
+    /// opened (a lookup needs one of the keybag's six or seven; opening
+    /// them all was ~40 k of a `find`'s ~1,000 k instructions). What this
+    /// does not change: `open` checks the header's MAC with this key before
+    /// anything else, and the MAC covers every keybag row (`Header.mac`),
+    /// so a row changed by anyone without the blind-index key fails every
+    /// command at open, as before. Whoever holds that key (for a keychain
+    /// without a password, anyone who can read the file) can write a
+    /// header that verifies, but could as well wrap keys of its own that
+    /// open; a migratable class's key that does not open is still
+    /// errSecDecode, for the command that needs it (`KeyCache.classKey`).
+    /// False where everything is opened at once: a header without a MAC,
+    /// one the storage checked, another device's keys, a blind-index key
+    /// that does not open (its errors are those of the whole keybag).
+    private func loadIndexKeyOnly() throws -> Bool {
+        guard let device, meta[Header.macName] != nil, !headerChecked, isBoundDevice(device) else { return false }
+        let kek = try Keybag.passwordlessKEK(keybag.keychainID)
+        guard let indexKey = try? keybag.unwrap(Keybag.indexKeyName, kek: kek, device: device) else { return false }
+        cache.keys.set(Keybag.indexKeyName, indexKey)
+        cache.wrapped = KeyCache.WrappedKeys(keybag: keybag, kek: kek, device: device)
+        cache.unlockedTiers = .all
+        return true
     }
 
     /// Loads the session's keys of `tier`, if any, into the cache.

@@ -149,6 +149,12 @@ extension KeychainEngine {
             return Item(itemClass: itemClass, attributes: [:], accessGroup: group, accessible: .whenUnlocked,
                         persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil, availability: .damaged)
         }
+        // A class key left wrapped at open (KeyCache.wrapped) is opened
+        // first, outside the catch below: one that does not open is the
+        // keybag's damage (errSecDecode for the command), not this item's;
+        // and the item's availability is then what it was when every key
+        // was opened at open (also where the scan opens nothing).
+        if cache.wrapped != nil { try cache.unwrap(pclass) }
         let row = Sealing.RowIdentity(itemClass: itemClass, accessible: pclass, accessGroup: group, ref: ref)
         var item = Item(itemClass: itemClass, attributes: [:], accessGroup: group, accessible: pclass,
                         persistentRef: ref, creationDate: 0, modificationDate: 0, data: nil,

@@ -14,8 +14,39 @@ struct KeyCache {
     var scope: Scope?
     /// Device-bound items with ids up to this one belong to an earlier device.
     var thisDeviceOnlyBoundary: Int64 = 0
+    /// Keys of the keybag left wrapped at open and opened when an item of
+    /// their class is first met (`KeychainEngine.loadKeys`): without a
+    /// password (its header carrying a MAC), every class key, held with the
+    /// passwordless KEK, which is no secret (it derives from the keychain's
+    /// id alone); with one, the keys the device wraps.
+    var wrapped: WrappedKeys?
     private var groupKeys: [String: SecureBytes] = [:]
     private var lastGroupKey: (pclass: ProtectionClass, group: String, key: SecureBytes)?
+
+    /// A class, not a struct: an optional struct of these fields had its
+    /// type metadata built at run time to be destroyed (2.8 k of a `find`).
+    final class WrappedKeys {
+        let keybag: Keybag
+        /// nil for a keychain with a password: the device's wraps only.
+        let kek: SecureBytes?
+        let device: SecureBytes
+        /// Classes tried whose key did not open (another device's): out, as
+        /// they were when every key was opened at open.
+        var failed: [String] = []
+
+        init(keybag: Keybag, kek: SecureBytes?, device: SecureBytes) {
+            self.keybag = keybag
+            self.kek = kek
+            self.device = device
+        }
+
+        /// Whether the key `name` is still to be opened: a row the KEK wraps
+        /// (without a password) or the device wraps, not tried in vain.
+        func mayOpen(_ name: String) -> Bool {
+            guard let row = keybag.rows[name], !failed.contains(name) else { return false }
+            return (kek != nil && row.kek != nil) || (row.device != nil && Keybag.deviceWrappedNames.contains(name))
+        }
+    }
 
     struct Scope: Equatable {
         var groups: [String]
@@ -59,7 +90,7 @@ struct KeyCache {
             return key
         }
         let key: SecureBytes
-        if let classKey = keys[pclass.rawValue] {
+        if let classKey = try classKey(pclass) {
             key = try Sealing.groupKey(classKey, keychainID: keychainID, pclass, group)
         } else if let scoped = keys[scopedKeyName(pclass, group)] {
             key = scoped
@@ -71,10 +102,31 @@ struct KeyCache {
         return key
     }
 
+    /// Opens the class key of `pclass` now if it is still wrapped.
+    mutating func unwrap(_ pclass: ProtectionClass) throws { _ = try classKey(pclass) }
+
+    /// The class key of `pclass`: held, or opened now from `wrapped`. A
+    /// migratable class's wrapped key that does not open fails with
+    /// errSecDecode, every time it is asked for (the keybag was altered:
+    /// before keys were opened as needed, every command failed so at open).
+    private mutating func classKey(_ pclass: ProtectionClass) throws -> SecureBytes? {
+        if let key = keys[pclass.rawValue] { return key }
+        guard let wrapped, wrapped.mayOpen(pclass.rawValue) else { return nil }
+        guard let key = try wrapped.keybag.unwrap(pclass.rawValue, kek: wrapped.kek, device: wrapped.device) else {
+            // Tried once: a device-bound key that does not open is another device's, and its items say so.
+            wrapped.failed.append(pclass.rawValue)
+            return nil
+        }
+        keys.set(pclass.rawValue, key)
+        return key
+    }
+
     /// Whether items of `pclass` in `group` (the item `id`, when known) can be opened now.
     func availability(of pclass: ProtectionClass, group: String, id: Int64? = nil) -> Item.Availability {
         if pclass.thisDeviceOnly, let id, id <= thisDeviceOnlyBoundary { return .unavailableOnThisDevice }
-        if keys[pclass.rawValue] != nil || keys[scopedKeyName(pclass, group)] != nil { return .available }
+        if keys[pclass.rawValue] != nil || wrapped?.mayOpen(pclass.rawValue) == true || keys[scopedKeyName(pclass, group)] != nil {
+            return .available
+        }
         guard unlockedTiers.contains(pclass.tier) else { return .locked }
         if let scope, scope.classes.contains(pclass.rawValue) { return .locked }
         return pclass.thisDeviceOnly ? .unavailableOnThisDevice : .locked

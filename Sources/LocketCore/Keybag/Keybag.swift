@@ -29,6 +29,8 @@ package struct KeybagRow {
 package struct Keybag {
     package static let indexKeyName = "idx"
     static let names = ProtectionClass.allCases.map { $0.rawValue } + [indexKeyName]
+    /// The keys the device key wraps.
+    static let deviceWrappedNames = [ProtectionClass.always.rawValue, ProtectionClass.alwaysThisDeviceOnly.rawValue, indexKeyName]
 
     package let keychainID: [UInt8]
     /// nil for a keychain without a password.
@@ -128,7 +130,7 @@ package struct Keybag {
     /// two key derivations and two XSalsa20-Poly1305 opens.
     func unwrapWithDevice(_ device: SecureBytes, besidesKEK: Bool = false) -> SessionKeys {
         var keys = SessionKeys()
-        for name in [ProtectionClass.always.rawValue, ProtectionClass.alwaysThisDeviceOnly.rawValue, Keybag.indexKeyName] {
+        for name in Keybag.deviceWrappedNames {
             if besidesKEK, rows[name]?.kek != nil, ProtectionClass(rawValue: name)?.thisDeviceOnly != true { continue }
             guard let sealed = rows[name]?.device,
                   let key = try? SecretBox.open(sealed, key: deviceWrapKey(device, name), what: "key") else { continue }
@@ -160,25 +162,48 @@ package struct Keybag {
         var opened = 0, failed = 0, deviceBoundFailed = 0
         for name in Keybag.names {
             guard let sealed = rows[name]?.kek else { continue }
-            let pclass = ProtectionClass(rawValue: name)
-            if pclass?.thisDeviceOnly == true {
-                if let device, let key = try? SecretBox.open(sealed, key: deviceBoundWrapKey(kek, device, name), what: "key") {
-                    keys.set(name, key)
-                } else if sameDevice {
-                    deviceBoundFailed += 1
-                }
-                continue
-            }
-            if let key = try? SecretBox.open(sealed, key: wrapKey(kek, name), what: "key") {
-                keys.set(name, key)
+            let key = openKEKWrap(sealed, name, kek: kek, device: device)
+            if let key { keys.set(name, key) }
+            if ProtectionClass(rawValue: name)?.thisDeviceOnly == true {
+                if key == nil && sameDevice { deviceBoundFailed += 1 }
+            } else if key != nil {
                 opened += 1
             } else {
                 failed += 1
             }
         }
         if opened == 0 { throw KeychainError(.authFailed) }
-        if failed > 0 || deviceBoundFailed > 0 { throw KeychainError(.decode, "the keychain's wrapped class keys were altered") }
+        if failed > 0 || deviceBoundFailed > 0 { throw Keybag.altered }
         return keys
+    }
+
+    static var altered: KeychainError { KeychainError(.decode, "the keychain's wrapped class keys were altered") }
+
+    /// `sealed`, the KEK's wrap of `name`, opened (a device-bound class's
+    /// bound to `device` as well); nil when it does not open.
+    private func openKEKWrap(_ sealed: [UInt8], _ name: String, kek: SecureBytes, device: SecureBytes?) -> SecureBytes? {
+        if ProtectionClass(rawValue: name)?.thisDeviceOnly == true {
+            guard let device else { return nil }
+            return try? SecretBox.open(sealed, key: deviceBoundWrapKey(kek, device, name), what: "key")
+        }
+        return try? SecretBox.open(sealed, key: wrapKey(kek, name), what: "key")
+    }
+
+    /// One key, opened as `loadKeys` opens it with the rest at once: by the
+    /// passwordless KEK (`kek`, a keychain without a password) where it
+    /// wraps it, as `unwrapWithKEK` does, else by the device, as
+    /// `unwrapWithDevice` does (nil when that does not open). A migratable
+    /// class's key the KEK does not open was altered (errSecDecode); a
+    /// device-bound one is another device's (nil).
+    func unwrap(_ name: String, kek: SecureBytes?, device: SecureBytes) throws -> SecureBytes? {
+        guard let row = rows[name] else { return nil }
+        if let kek, let sealed = row.kek {
+            if let key = openKEKWrap(sealed, name, kek: kek, device: device) { return key }
+            if ProtectionClass(rawValue: name)?.thisDeviceOnly == true { return nil }
+            throw Keybag.altered
+        }
+        guard Keybag.deviceWrappedNames.contains(name), let sealed = row.device else { return nil }
+        return try? SecretBox.open(sealed, key: deviceWrapKey(device, name), what: "key")
     }
 }
 

@@ -95,10 +95,8 @@ extension KeychainEngine {
     func loadDeviceKeysThroughTPM() throws {
         guard device != nil else { return }
         var missing = false
-        for name in Self.deviceWrappedNames where keybag.rows[name]?.device != nil && cache.keys[name] == nil { missing = true }
+        for name in Keybag.deviceWrappedNames where keybag.rows[name]?.device != nil && cache.keys[name] == nil { missing = true }
         guard missing, let boundDevice = try keybagDevice() else { return }
         for (name, key) in keybag.unwrapWithDevice(boundDevice).entries where cache.keys[name] == nil { cache.keys.set(name, key) }
     }
-
-    static let deviceWrappedNames = [ProtectionClass.always.rawValue, ProtectionClass.alwaysThisDeviceOnly.rawValue, Keybag.indexKeyName]
 }
