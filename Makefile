@@ -467,6 +467,7 @@ repro-check: release
 bench: build
 	bench/find-instructions --budget
 	bench/run
+	bench/lookup-floor
 	bench/keyuse
 	bench/remote
 	bench/secret-service
