@@ -109,6 +109,12 @@ let package = Package(
         .executableTarget(name: "SecurityTestHost", dependencies: ["Security"], path: "Tests/SecurityTestHost"),
         // make bench: in-process SecItemCopyMatching rate and memory (SPEC §19).
         .executableTarget(name: "locket-bench-secitem", dependencies: ["Security", "LocketCore"], path: "bench/SecItemBench"),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketLocator", "LocketTestSupport"]),
+        // Test only: the acceptance package of shared/compat's libraries
+        // (CompatAcceptanceTests), and the program make test's debug build
+        // runs to build it beside the test bundle's build (Makefile BUILD_TESTS).
+        .target(name: "CompatAcceptancePackage", path: "Tests/CompatAcceptancePackage"),
+        .executableTarget(name: "CompatAcceptanceBuild", dependencies: ["CompatAcceptancePackage"], path: "Tests/CompatAcceptanceBuild"),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketLocator", "LocketTestSupport",
+                                                    "CompatAcceptancePackage"]),
     ]
 )

@@ -1,3 +1,4 @@
+import CompatAcceptancePackage
 import Foundation
 import Glibc
 import LocketCore
@@ -15,8 +16,7 @@ import XCTest
 /// listed with their reasons (`expected`), and each must still fail: a
 /// listed test that passes is reported, so the list stays true.
 final class CompatAcceptanceTests: XCTestCase {
-    /// The three libraries, as their own manifests declare them (keychain-swift
-    /// leaves out ClearTests.swift itself), plus what their tests assume of
+    /// The three libraries (CompatPackage's), plus what their tests assume of
     /// the app that hosts them.
     struct Case {
         var library: CompatPackage.Library
@@ -28,20 +28,11 @@ final class CompatAcceptanceTests: XCTestCase {
     }
 
     static let keychainSwift = Case(
-        library: .init(name: "KeychainSwift", folder: "keychain-swift", sources: "Sources",
-                       sourceExcludes: ["Info.plist", "KeychainSwift.h", "PrivacyInfo.xcprivacy"],
-                       tests: "Tests/KeychainSwiftTests",
-                       testExcludes: ["ClearTests.swift", "Info.plist", "KeychainSwiftTests-Bridging-Header.h", "macOS Tests/Info.plist"],
-                       implicitSecurity: (library: false, tests: true)),
+        library: CompatPackage.keychainSwift,
         bundleIdentifier: "com.marketplacer.KeychainSwiftDemo", entitlements: nil, expected: [:])
 
     static let keychainAccess = Case(
-        library: .init(name: "KeychainAccess", folder: "KeychainAccess", sources: "Lib/KeychainAccess",
-                       sourceExcludes: ["Info.plist", "KeychainAccess.h"],
-                       tests: "Lib/KeychainAccessTests",
-                       // Safari's shared web credentials: API that exists on iOS only (compat/README.md).
-                       testExcludes: ["Info.plist", "SharedCredentialTests.swift"],
-                       implicitSecurity: (library: false, tests: true)),
+        library: CompatPackage.keychainAccess,
         bundleIdentifier: "com.kishikawakatsumi.KeychainAccess.TestHost",
         // Lib/TestHost/TestHost.entitlements upstream, with the application identifier signing adds.
         entitlements: """
@@ -68,17 +59,12 @@ final class CompatAcceptanceTests: XCTestCase {
         ])
 
     static let simpleKeychain = Case(
-        library: .init(name: "SimpleKeychain", folder: "SimpleKeychain", sources: "SimpleKeychain", sourceExcludes: ["Info.plist"],
-                       tests: "SimpleKeychainTests", testExcludes: ["Info.plist"],
-                       // SimpleKeychainError.swift imports only Foundation and uses errSec codes.
-                       implicitSecurity: (library: true, tests: true)),
+        library: CompatPackage.simpleKeychain,
         bundleIdentifier: "com.auth0.SimpleKeychain.TestHost", entitlements: nil,
         expected: Dictionary(uniqueKeysWithValues: ["testGetAllQueryContainsBaseQuery", "testGetOneQueryContainsBaseQuery", "testSetQueryContainsBaseQuery"].map {
             ("SimpleKeychainTests.\($0)",
              "compares two dictionaries with NSDictionary.isEqual(to:), which swift-corelibs-foundation answers false for equal dictionaries holding an NSString value (kSecClassGenericPassword: Apple's CFString constants are objects); `NSDictionary(dictionary: d).isEqual(to: d)` is false there for d = [\"k\": NSString(\"v\")]")
         }))
-
-    static let all = [keychainSwift, keychainAccess, simpleKeychain]
 
     func testKeychainSwiftPassesItsOwnTests() throws { try check(Self.keychainSwift) }
     func testKeychainAccessPassesItsOwnTests() throws { try check(Self.keychainAccess) }
@@ -87,14 +73,14 @@ final class CompatAcceptanceTests: XCTestCase {
     private func check(_ library: Case) throws {
         let root = LocketBinary.repositoryRoot
         guard let compat = CompatPackage.compatDirectory(from: root) else {
-            throw XCTSkip("no shared/compat beside the repository (or LOCKET_COMPAT_DIR)")
+            throw XCTSkip(CompatPackage.unavailable)
         }
         let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
-        guard FileManager.default.fileExists(atPath: bin + "/SecurityTestHost.product/Objects.LinkFileList") else {
+        let package = CompatPackage(root: root, compat: compat, bin: bin)
+        guard FileManager.default.fileExists(atPath: package.engineLinkList) else {
             throw XCTSkip("this test bundle's build has no SecurityTestHost to link the engine from (swift build --build-tests)")
         }
-        let package = CompatPackage(root: root, compat: compat, bin: bin)
-        let build = try package.build(Self.all.map(\.library))
+        let build = try buildPackage(package)
         XCTAssertEqual(build.status, 0, "the package of shared/compat's libraries did not build:\n" + build.summary)
         guard build.status == 0 else { return }
 
@@ -121,6 +107,16 @@ final class CompatAcceptanceTests: XCTestCase {
             print("\(library.library.name): \(outcome.results.count) tests in \(String(format: "%.1f", total)) s, "
                   + "the slowest \(slowest.key) in \(String(format: "%.1f", slowest.value)) s")
         }
+    }
+
+    /// Builds the package under its lock: after make test's debug build
+    /// (which built it ahead: CompatAcceptanceBuild), SwiftPM finds nothing
+    /// to do; a build that failed there fails here again, with its errors.
+    private func buildPackage(_ package: CompatPackage) throws -> RunResult {
+        let lock = try package.lock()
+        defer { close(lock) }
+        let command = try package.prepare(CompatPackage.libraries)
+        return Spawn.run(command.swift, command.arguments, environment: ProcessInfo.processInfo.environment, input: .devNull, timeout: 850)
     }
 
     struct Outcome {

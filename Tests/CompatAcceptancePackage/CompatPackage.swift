@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import LocketTestSupport
 
 /// The package the acceptance suite generates (SPEC §19, issue 37): the
 /// libraries of `shared/compat/` as their authors published them, each a
@@ -15,25 +14,41 @@ import LocketTestSupport
 /// objects SwiftPM linked into `SecurityTestHost` (a program depending on the
 /// Security product), given on the command line. So the acceptance suite
 /// compiles the three libraries and their tests, never the engine again.
-struct CompatPackage {
+///
+/// Its own target (Glibc and Foundation only), so that make test's debug
+/// build can build the package ahead (`CompatAcceptanceBuild`, started as
+/// soon as SecurityTestHost is linked, beside the test bundle's build) and
+/// `CompatAcceptanceTests` finds it built: its own build call is then
+/// SwiftPM finding nothing to do.
+public struct CompatPackage {
     /// One library of `shared/compat/`.
-    struct Library {
-        var name: String
+    public struct Library: Sendable {
+        public var name: String
         /// The folder under `shared/compat/`.
-        var folder: String
-        var sources: String
-        var sourceExcludes: [String]
-        var tests: String
-        var testExcludes: [String]
+        public var folder: String
+        public var sources: String
+        public var sourceExcludes: [String]
+        public var tests: String
+        public var testExcludes: [String]
         /// Its targets use Security names with only Foundation or XCTest imported.
-        var implicitSecurity: (library: Bool, tests: Bool)
-        var testModule: String { name + "Tests" }
+        public var implicitSecurity: (library: Bool, tests: Bool)
+        public var testModule: String { name + "Tests" }
     }
+
+    /// Why there is nothing to build on this checkout.
+    public static let unavailable = "no shared/compat beside the repository (or LOCKET_COMPAT_DIR)"
+
+    /// This checkout (the directory above Tests/).
+    public static let repositoryRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }  // CompatAcceptancePackage, Tests, file
+        return url.path
+    }()
 
     /// Where the libraries are: `shared/compat/` beside the repository or
     /// above it (a clone next to `shared`, or a worktree under it), or
     /// LOCKET_COMPAT_DIR.
-    static func compatDirectory(from root: String) -> String? {
+    public static func compatDirectory(from root: String) -> String? {
         if let given = ProcessInfo.processInfo.environment["LOCKET_COMPAT_DIR"], !given.isEmpty { return given }
         var url = URL(fileURLWithPath: root)
         while url.path != "/" {
@@ -44,18 +59,37 @@ struct CompatPackage {
         return nil
     }
 
-    let root: String
-    let compat: String
-    /// The running test bundle's directory: the debug build's bin path.
-    let bin: String
-    var directory: String { root + "/.build/compat-acceptance" }
-    var packageDirectory: String { directory + "/package" }
-    var scratch: String { directory + "/build" }
-    var testBundle: String { scratch + "/debug/CompatAcceptancePackageTests.xctest" }
+    public let root: String
+    public let compat: String
+    /// The debug build's bin path (where the test bundle and SecurityTestHost are).
+    public let bin: String
+    public var directory: String { root + "/.build/compat-acceptance" }
+    public var packageDirectory: String { directory + "/package" }
+    public var scratch: String { directory + "/build" }
+    public var testBundle: String { scratch + "/debug/CompatAcceptancePackageTests.xctest" }
+    /// SwiftPM's list of what it linked into SecurityTestHost: the engine's objects.
+    public var engineLinkList: String { bin + "/SecurityTestHost.product/Objects.LinkFileList" }
+
+    public init(root: String, compat: String, bin: String) {
+        self.root = root
+        self.compat = compat
+        self.bin = bin
+    }
+
+    /// A failure to set the package up (a file that can't be written or read).
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The build: `swift` and its arguments, run in the caller's environment.
+    public struct Command: Sendable {
+        public var swift: String
+        public var arguments: [String]
+    }
 
     /// The manifest: what a user of the libraries writes, and the one line
     /// (`implicitSecurity`) for code that reads the Security names through Foundation.
-    func manifest(_ libraries: [Library]) -> String {
+    public func manifest(_ libraries: [Library]) -> String {
         func list(_ items: [String]) -> String { "[" + items.map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
         var targets: [String] = []
         for library in libraries {
@@ -83,16 +117,23 @@ struct CompatPackage {
             """
     }
 
-    /// Writes the package (links to the libraries' folders), then builds it
-    /// under a lock (several tests may ask at once). Returns SwiftPM's result.
-    func build(_ libraries: [Library]) throws -> RunResult {
+    /// Takes the package's lock (several tests may build at once, and make
+    /// test's build ahead of them): a descriptor to close when done. Kept
+    /// across exec when the build replaces the process that took it.
+    public func lock(acrossExec: Bool = false) throws -> Int32 {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lock = open(directory + "/lock", O_RDWR | O_CREAT | (acrossExec ? 0 : O_CLOEXEC), 0o600)
+        guard lock >= 0 else { throw Failure(description: "can't open \(directory)/lock") }
+        while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
+        return lock
+    }
+
+    /// Writes the package (links to the libraries' folders) and returns the
+    /// command that builds it. Under the lock.
+    public func prepare(_ libraries: [Library]) throws -> Command {
         let files = FileManager.default
         try files.createDirectory(atPath: packageDirectory + "/Sources", withIntermediateDirectories: true)
         try files.createDirectory(atPath: packageDirectory + "/Tests", withIntermediateDirectories: true)
-        let lock = open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw UnexpectedOutput("can't open \(directory)/lock") }
-        defer { close(lock) }
-        flock(lock, LOCK_EX)
         for library in libraries {
             try link(packageDirectory + "/Sources/" + library.name, to: compat + "/" + library.folder + "/" + library.sources)
             try link(packageDirectory + "/Tests/" + library.testModule, to: compat + "/" + library.folder + "/" + library.tests)
@@ -111,7 +152,7 @@ struct CompatPackage {
         if bundleTime == nil || objects.contains(where: { (modificationTime($0) ?? 0) > bundleTime! }) { unlink(testBundle) }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         guard let swift = path.split(separator: ":").map({ "\($0)/swift" }).first(where: files.isExecutableFile(atPath:)) else {
-            throw UnexpectedOutput("no swift on PATH")
+            throw Failure(description: "no swift on PATH")
         }
         // As make test builds its own (the Makefile's DEBUG_FLAGS): no debug
         // information, each module by one frontend, the index store (SwiftPM finds the
@@ -120,17 +161,16 @@ struct CompatPackage {
         // module cache, not built again for this package: 20 CPU-s instead of
         // 29 (issue 38).
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        return Spawn.run(swift, ["build", "--build-tests", "--package-path", packageDirectory, "--scratch-path", scratch,
+        return Command(swift: swift, arguments: ["build", "--build-tests", "--package-path", packageDirectory, "--scratch-path", scratch,
                                  "-Xswiftc", "-gnone", "-Xswiftc", "-wmo", "-Xswiftc", "-num-threads", "-Xswiftc", "\(cores)",
                                  "-Xswiftc", "-index-ignore-system-modules",
                                  "-Xswiftc", "-module-cache-path", "-Xswiftc", bin + "/ModuleCache"]
-                                + engineFlags(list: list),
-                         environment: ProcessInfo.processInfo.environment, input: .devNull, timeout: 850)
+                                + engineFlags(list: list))
     }
 
     /// The engine's objects as SwiftPM linked them into SecurityTestHost, without the program's own.
     func engineObjects() throws -> [String] {
-        let text = try String(contentsOfFile: bin + "/SecurityTestHost.product/Objects.LinkFileList", encoding: .utf8)
+        let text = try String(contentsOfFile: engineLinkList, encoding: .utf8)
         return text.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"' ")) }
             .filter { !$0.isEmpty && !$0.contains("/SecurityTestHost.build/") }
     }
