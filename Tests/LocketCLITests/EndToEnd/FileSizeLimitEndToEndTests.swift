@@ -42,7 +42,7 @@ final class FileSizeLimitEndToEndTests: EndToEndCase {
             (["delete", "-s", "kept", "-a", "a"], .devNull),
             (["passwd"], .text(Self.password + "\nnew password\n")),
             (["passwd", "--rotate"], .text(Self.password + "\nnew password\n")),
-            (["-k", "other", "init", "--password-stdin"], .text("other password\nother password\n")),
+            (["-k", "other", "init", "--password-stdin", "--kdf", "interactive"], .text("other password\nother password\n")),
             (["inject", "-i", template, "-o", sandbox.root + "/rendered"], .devNull),
         ]
         for (arguments, input) in writers {

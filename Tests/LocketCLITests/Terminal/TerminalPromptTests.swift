@@ -51,7 +51,7 @@ final class TerminalPromptTests: XCTestCase {
     /// text; its control and bidirectional characters are shown escaped.
     func testThePromptEscapesTheKeychainPath() throws {
         let path = home.path + "/k\u{1b}[2J\u{9b}\u{202e}.keychain"
-        let created = try runAtTerminal(["-k", path, "init"], answers: ["tty-password-2", "tty-password-2"])
+        let created = try runAtTerminal(["-k", path, "init", "--kdf", "interactive"], answers: ["tty-password-2", "tty-password-2"])
         XCTAssertEqual(created.status, 0, created.screen)
         XCTAssertTrue(created.screen.contains("New password for \(home.path)/k\\x1b[2J\\u{9b}\\u{202e}.keychain: "), created.screen)
         for raw in ["\u{1b}", "\u{9b}", "\u{202e}"] { XCTAssertFalse(created.screen.contains(raw), created.screen.debugDescription) }
