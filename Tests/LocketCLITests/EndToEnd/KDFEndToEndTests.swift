@@ -1,4 +1,5 @@
 import Foundation
+import LocketCore
 import XCTest
 
 #if canImport(Glibc)
@@ -71,10 +72,19 @@ final class EndToEndKDFTests: EndToEndCase {
         XCTAssertTrue(rewritten == Self.interactive, "passwd wrote \(rewritten)")
         ok(["-k", "test", "passwd", "--kdf", "moderate"], input: .text("second\nthird\n"))
         XCTAssertTrue(try storedCost(test) == Self.moderate)
-        ok(["-k", "test", "passwd"], input: .text("third\nfourth\n"))
-        XCTAssertTrue(try storedCost(test) == Self.moderate, "plain passwd keeps the cost")
         ok("-k", "test", "lock", "--all")
-        expect(0, ["-k", "test", "unlock", "--password-stdin"], input: .text("fourth\n"))
+        expect(0, ["-k", "test", "unlock", "--password-stdin"], input: .text("third\n"))
+        // Plain passwd keeps the cost: shown on a keychain whose cost is above
+        // the floor and none of the named ones (a moderate one could not tell
+        // keeping it from the default), 3 passes over 64 MiB, a quarter of
+        // moderate's hash.
+        let between = KDFCost(opsLimit: 3, memLimit: 64 << 20)
+        initKeychain("kept", kdf: between)
+        let kept = sandbox.dataHome + "/locket/kept.keychain"
+        ok(["-k", "kept", "passwd"], input: .text(Self.password + "\nfourth\n"))
+        XCTAssertTrue(try storedCost(kept) == (between.opsLimit, between.memLimit), "plain passwd keeps the cost")
+        ok("-k", "kept", "lock", "--all")
+        expect(0, ["-k", "kept", "unlock", "--password-stdin"], input: .text("fourth\n"))
     }
 
     /// On the device whose header authenticates, any edit of the parameters is
