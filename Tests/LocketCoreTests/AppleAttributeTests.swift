@@ -9,8 +9,6 @@ import XCTest
 final class AppleAttributeTests: KeychainTestCase {
     /// Run against a file keychain and a remote one (SPEC §17 conformance).
     override class var isConformanceSuite: Bool { true }
-    /// The class tests lock and unlock with the password, on the remote keychain too.
-    override class var remoteKDF: KDFCost { .interactive }
 
     private func synced(_ service: String, _ account: String, secret text: String) throws -> Item {
         var item = try genp(service, account)

@@ -11,19 +11,13 @@ class KeychainTestCase: XCTestCase {
     /// moves it (`tick`) or the engine sleeps (issue 38).
     let clock = VirtualClock()
 
-    /// The Argon2id cost of the test's keychain: the minimum, unless the test
-    /// opens it where its header can't be authenticated before the hash
-    /// (another device, a lost device secret), where locket's floor applies.
+    /// The Argon2id cost of the test's keychain, in every storage: the
+    /// minimum, unless the test unlocks it where its header can't be
+    /// authenticated before the hash (another device, a lost device secret, a
+    /// remote keychain after `lock(all: true)`: a `lock` that keeps the
+    /// blind-index key leaves it checkable), where locket's floor applies and
+    /// the minimum is refused as tampering.
     class var kdf: KDFCost { .weakForTests }
-
-    /// The cost of the remote run's keychain (LOCKET_TEST_BACKEND=remote):
-    /// the minimum too, as long as the test never unlocks it with the
-    /// password (its creation leaves it unlocked, and later opens take the
-    /// keys from the session without a hash). A remote header can't be
-    /// authenticated before the hash, so an unlock with the password there
-    /// refuses the minimum: a suite that unlocks so needs `.interactive`,
-    /// locket's floor.
-    class var remoteKDF: KDFCost { .weakForTests }
 
     /// Whether the suite is one of the storage conformance suites (issue 38):
     /// the engine's behaviours every storage must show alike. With
@@ -51,7 +45,7 @@ class KeychainTestCase: XCTestCase {
             return
         }
         if isRemoteRun {
-            temporary = try TemporaryKeychain(remote: try Postgres.newKeychainLocation(), kdf: Self.remoteKDF)
+            temporary = try TemporaryKeychain(remote: try Postgres.newKeychainLocation(), kdf: Self.kdf)
             temporary.time = clock.source
             keychain = try temporary.open()
             return
