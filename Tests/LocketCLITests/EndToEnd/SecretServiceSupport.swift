@@ -16,7 +16,13 @@ class SecretServiceCase: EndToEndCase {
     /// secretstorage's source distribution, fetched once by pip and kept.
     static let secretStorageCache = LocketBinary.repositoryRoot + "/.build/secretstorage-sdist"
 
-    /// Runs `python3 FILE CASE`; skips when a tool it needs is missing.
+    override class func tearDown() {
+        SecretServiceCaseServer.stop()
+        super.tearDown()
+    }
+
+    /// Runs `python3 FILE CASE` (a fork of the test process's case server:
+    /// SecretServiceCaseServer); skips when a tool it needs is missing.
     func runCase(_ file: String, _ name: String, needs tools: [String] = [], environment extra: [String: String] = [:],
                  timeout: Double = 120, file testFile: StaticString = #filePath, line: UInt = #line) throws {
         for tool in ["/usr/bin/python3", "dbus-daemon"] + tools where !Self.installed(tool) {
@@ -32,7 +38,7 @@ class SecretServiceCase: EndToEndCase {
         environment["TEST_PASSWORD"] = Self.password
         environment["SECRETSTORAGE_CACHE"] = Self.secretStorageCache
         for (key, value) in extra { environment[key] = value }
-        let result = Spawn.run("/usr/bin/python3", [Self.fixtures + "/" + file, name], environment: environment, input: .devNull, timeout: timeout)
+        let result = try SecretServiceCaseServer.shared().run(Self.fixtures + "/" + file, name, environment: environment, timeout: timeout)
         if let skip = result.out.split(separator: "\n").first(where: { $0.hasPrefix("SKIP: ") }) {
             throw XCTSkip(String(skip.dropFirst(6)))
         }
