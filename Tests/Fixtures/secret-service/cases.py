@@ -15,17 +15,20 @@ REQUESTS is a FIFO: one JSON object a line, {"file", "case", "environment",
 process runs and `ended STATUS` (an exit status, or -SIGNAL) when it has
 ended; the test kills PID itself when its case times out. It exits at the
 FIFO's end (the test process gone)."""
+import importlib
 import json
 import os
 import runpy
 import sys
 import traceback
 
-# What the cases import, imported once here (the case files themselves read
-# their environment at import, so they are not).
-import hashlib, hmac, http.server, secrets, selectors, shutil, signal, socket, sqlite3, subprocess, tarfile, threading, time  # noqa: E401,F401
-import jeepney, jeepney.io.blocking  # noqa: E401,F401
-import cryptography.hazmat.primitives.ciphers, cryptography.hazmat.primitives.padding  # noqa: E401,F401
+# What the cases import, imported once here; not the case files (harness.py
+# and the rest read their environment at import).
+PRELOADED = ["hashlib", "hmac", "http.server", "secrets", "selectors", "shutil", "signal", "socket", "sqlite3", "subprocess",
+             "tarfile", "threading", "time", "jeepney", "jeepney.io.blocking", "cryptography.hazmat.primitives.ciphers",
+             "cryptography.hazmat.primitives.padding"]
+for module in PRELOADED:
+    importlib.import_module(module)
 
 
 def run_case(request):
