@@ -11,10 +11,27 @@ import LocketCore
 // comment). Every request reads the directory again, as the keychain's source
 // will open the keychain for each one: while a file `locked` is there,
 // signatures fail with errSecInteractionNotAllowed; while `hidden` is there,
-// so does the list of identities.
+// so does the list of identities. A file's key is parsed once for the bytes
+// it holds (ParsedKeys): the OpenSSH import checks an RSA key's primes, about
+// 0.2 CPU-s at 3,072 bits, and a test makes dozens of requests of one agent
+// (issue 38).
+
+/// The keys parsed so far, by the exact bytes of their file: a file rewritten
+/// with other bytes is parsed again, one that no longer parses fails again.
+final class ParsedKeys {
+    private var keys: [[UInt8]: AsymmetricKey] = [:]
+
+    func key(_ bytes: ArraySlice<UInt8>, _ parse: () throws -> AsymmetricKey) rethrows -> AsymmetricKey {
+        if let key = keys[Array(bytes)] { return key }
+        let key = try parse()
+        keys[Array(bytes)] = key
+        return key
+    }
+}
 
 struct DirectoryKeySource: AgentKeySource {
     let directory: String
+    let parsed = ParsedKeys()
 
     func identities() throws -> [AgentIdentity] {
         if exists("hidden") { throw KeychainError(.interactionNotAllowed) }
@@ -46,10 +63,13 @@ struct DirectoryKeySource: AgentKeySource {
             var bytes = [UInt8](repeating: 0, count: 65_536)
             let n = read(fd, &bytes, bytes.count)
             guard n > 0 else { throw KeychainError(.io, "cannot read \(name)") }
-            let data = try SecureBytes(copying: bytes[0..<n])
-            for i in bytes.indices { bytes[i] = 0 }
-            let parsed = try KeyImport.parse(data, format: .openssh, passphrase: { throw KeychainError(.param, "\(name) is encrypted") })
-            guard let key = parsed.keys.first?.key else { throw KeychainError(.decode, "\(name) holds no key") }
+            defer { for i in bytes.indices { bytes[i] = 0 } }
+            let key = try parsed.key(bytes[0..<n]) {
+                let data = try SecureBytes(copying: bytes[0..<n])
+                let file = try KeyImport.parse(data, format: .openssh, passphrase: { throw KeychainError(.param, "\(name) is encrypted") })
+                guard let key = file.keys.first?.key else { throw KeychainError(.decode, "\(name) holds no key") }
+                return key
+            }
             return (String(name.dropLast(4)), key)
         }
     }

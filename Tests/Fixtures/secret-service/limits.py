@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(__file__))
 from jeepney import DBusAddress, MessageType, new_method_call
@@ -211,6 +212,55 @@ sys.stdin.readline()
 """ % os.path.dirname(os.path.abspath(__file__))
 
 
+class Program:
+    """A flooding program: this interpreter forked, running FLOOD_WORKER with
+    `arguments` and `environment`, its stdin and stdout pipes to the case. A
+    process of its own as a python3 started for it was, without the start:
+    an interpreter importing jeepney is ~0.1 CPU-s, and a run starts 36
+    (issue 38). Forked before the case has threads (the probe starts after)."""
+
+    def __init__(self, arguments, environment):
+        child_stdin, stdin = os.pipe()
+        stdout, child_stdout = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            status = 1
+            try:
+                os.dup2(child_stdin, 0)
+                os.dup2(child_stdout, 1)
+                # Nothing of the case's: its connections, its other programs' pipes (their EOF), the provider's.
+                for fd in map(int, os.listdir("/proc/self/fd")):
+                    if fd > 2:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                sys.stdin, sys.stdout = open(0, "r", closefd=False), open(1, "w", closefd=False)
+                os.environ.clear()
+                os.environ.update(environment)
+                sys.argv = ["-c", *arguments]
+                exec(compile(FLOOD_WORKER, "<flood worker>", "exec"), {"__name__": "__flood__"})
+                status = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        os.close(child_stdin)
+        os.close(child_stdout)
+        self.stdin, self.stdout = open(stdin, "w"), open(stdout, "r")
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                fail("a flooding program did not end in %d s" % timeout)
+            time.sleep(0.01)
+
+
 class Flood:
     """`processes` programs with `connections` connections in all, each
     connection making `per_connection` calls of `kind` (session: a DH
@@ -222,8 +272,7 @@ class Flood:
         self.processes = []
         for k in range(processes):
             share = connections // processes + (1 if k < connections % processes else 0)
-            self.processes.append(subprocess.Popen(["/usr/bin/python3", "-c", FLOOD_WORKER, kind, str(share), str(per_connection), str(window),
-                                                    public], env=bus.environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            self.processes.append(Program([kind, str(share), str(per_connection), str(window), public], bus.environment))
         for p in self.processes:
             check(p.stdout.readline() == "ready\n", "a flooding program did not start")
 

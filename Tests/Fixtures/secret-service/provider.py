@@ -17,8 +17,6 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cryptography.hazmat.primitives import padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from jeepney import DBusAddress, MatchRule, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
@@ -38,16 +36,24 @@ def hkdf16(shared):
     return hmac.new(prk, b"\x01", hashlib.sha256).digest()[:16]
 
 
+def aes_cbc(key, iv):
+    """AES-128-CBC and PKCS#7 padding: `cryptography` imported by the cases
+    that encrypt alone (its import is about a third of a case's start; issue 38)."""
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    return Cipher(algorithms.AES(key), modes.CBC(iv)), padding.PKCS7(128)
+
+
 def encrypt(key, data):
     iv = secrets.token_bytes(16)
-    padder = padding.PKCS7(128).padder()
-    encryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
+    cipher, padding = aes_cbc(key, iv)
+    padder, encryptor = padding.padder(), cipher.encryptor()
     return iv, encryptor.update(padder.update(data) + padder.finalize()) + encryptor.finalize()
 
 
 def decrypt(key, iv, data):
-    decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
-    unpadder = padding.PKCS7(128).unpadder()
+    cipher, padding = aes_cbc(key, iv)
+    decryptor, unpadder = cipher.decryptor(), padding.unpadder()
     return unpadder.update(decryptor.update(data) + decryptor.finalize()) + unpadder.finalize()
 
 
@@ -546,7 +552,7 @@ def malformed_messages(bus):
     # Whole blocks that decrypt, under the session's key, to a last byte of 0: never PKCS#7
     # (a random block under a random key is valid padding about 1 time in 256).
     key = hkdf16(pow(int.from_bytes(bytes(theirs), "big"), x, P).to_bytes(128, "big"))
-    encryptor = Cipher(algorithms.AES(key), modes.CBC(b"0" * 16)).encryptor()
+    encryptor = aes_cbc(key, b"0" * 16)[0].encryptor()
     unpadded = encryptor.update(b"\x00" * 16) + encryptor.finalize()
     for parameters, value in [(b"short", b"0" * 16), (b"0" * 16, b"0" * 15), (b"0" * 16, unpadded)]:
         try:

@@ -97,7 +97,8 @@ final class KeyUseEndToEndTests: EndToEndCase {
         XCTAssertEqual(opened.stdout, secret)
     }
 
-    /// Apple's ECIES, against the Python implementation the engine's tests use, both ways, every curve.
+    /// Apple's ECIES, against the Python implementation the engine's tests use, both ways, every curve
+    /// (one python3 for the six jobs: ecies.py batch; issue 38).
     func testECIESBothWaysWithAnIndependentImplementation() throws {
         let python = try SystemTool.require("python3", for: "the independent ECIES")
         guard Spawn.run(python, ["-c", "import cryptography"], environment: sandbox.environment, input: .devNull, timeout: 30).status == 0 else {
@@ -105,23 +106,44 @@ final class KeyUseEndToEndTests: EndToEndCase {
         }
         try write("ecies.py", Array(InteropScripts.ecies.utf8))
         let algorithm = "ecies-cofactor-variable-iv-x963-sha256-aesgcm"
-        for curve in ["P-256", "P-384", "P-521"] {
+        let curves = ["P-256", "P-384", "P-521"]
+        var jobs = ""
+        for curve in curves {
             opensslKey(curve, ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)"])
             let plaintext = Array("hello, \(curve)".utf8)
             let ours = use("encrypt", curve, algorithm, input: .bytes(plaintext))
             XCTAssertEqual(ours.status, 0, ours.summary)
-            XCTAssertEqual(tool(python, [path("ecies.py"), "decrypt", path(curve + ".pem")], input: .bytes(ours.stdout)).stdout, plaintext, curve)
             let point = tool(openssl, ["pkey", "-in", path(curve + ".pem"), "-pubout", "-outform", "DER"]).stdout
             // The uncompressed point ends the SubjectPublicKeyInfo.
             let length = ["P-256": 65, "P-384": 97, "P-521": 133][curve]!
-            let hex = point.suffix(length).map { String(format: "%02x", $0) }.joined()
-            let theirs = tool(python, [path("ecies.py"), "encrypt", hex], input: .bytes(plaintext)).stdout
+            jobs += "decrypt \(path(curve + ".pem")) \(Self.hex(ours.stdout))\n"
+            jobs += "encrypt \(Self.hex(point.suffix(length))) \(Self.hex(plaintext))\n"
+        }
+        let answers = tool(python, [path("ecies.py"), "batch"], input: .bytes(Array(jobs.utf8))).out.split(separator: "\n").map(String.init)
+        XCTAssertEqual(answers.count, 2 * curves.count, "ecies.py's answers: \(answers)")
+        for (index, curve) in curves.enumerated() where answers.count == 2 * curves.count {
+            let plaintext = Array("hello, \(curve)".utf8)
+            XCTAssertEqual(answers[2 * index], Self.hex(plaintext), curve)
+            let theirs = Self.bytes(hex: answers[2 * index + 1])
+            guard !theirs.isEmpty else { XCTFail("\(curve): ecies.py encrypted nothing"); continue }
             let opened = use("decrypt", curve, algorithm, input: .bytes(theirs))
             XCTAssertEqual(opened.stdout, plaintext, "\(curve): \(opened.summary)")
             var tampered = theirs
             tampered[tampered.count - 1] ^= 1
             assertError(use("decrypt", curve, algorithm, input: .bytes(tampered)), "errSecDecode", -26275)
         }
+    }
+
+    private static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    private static func bytes(hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var index = hex.startIndex
+        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index != hex.endIndex {
+            out.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return out
     }
 
     /// A key made inside the keychain, non-extractable: it signs and seals,

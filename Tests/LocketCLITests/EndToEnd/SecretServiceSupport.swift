@@ -16,7 +16,13 @@ class SecretServiceCase: EndToEndCase {
     /// secretstorage's source distribution, fetched once by pip and kept.
     static let secretStorageCache = LocketBinary.repositoryRoot + "/.build/secretstorage-sdist"
 
-    /// Runs `python3 FILE CASE`; skips when a tool it needs is missing.
+    override class func tearDown() {
+        SecretServiceCaseServer.stop()
+        super.tearDown()
+    }
+
+    /// Runs `python3 FILE CASE` (a fork of the test process's case server:
+    /// SecretServiceCaseServer); skips when a tool it needs is missing.
     func runCase(_ file: String, _ name: String, needs tools: [String] = [], environment extra: [String: String] = [:],
                  timeout: Double = 120, file testFile: StaticString = #filePath, line: UInt = #line) throws {
         for tool in ["/usr/bin/python3", "dbus-daemon"] + tools where !Self.installed(tool) {
@@ -32,7 +38,7 @@ class SecretServiceCase: EndToEndCase {
         environment["TEST_PASSWORD"] = Self.password
         environment["SECRETSTORAGE_CACHE"] = Self.secretStorageCache
         for (key, value) in extra { environment[key] = value }
-        let result = Spawn.run("/usr/bin/python3", [Self.fixtures + "/" + file, name], environment: environment, input: .devNull, timeout: timeout)
+        let result = try SecretServiceCaseServer.shared().run(Self.fixtures + "/" + file, name, environment: environment, timeout: timeout)
         if let skip = result.out.split(separator: "\n").first(where: { $0.hasPrefix("SKIP: ") }) {
             throw XCTSkip(String(skip.dropFirst(6)))
         }
@@ -41,12 +47,13 @@ class SecretServiceCase: EndToEndCase {
         XCTAssertTrue(result.out.contains("OK \(name)"), result.summary, file: testFile, line: line)
     }
 
-    /// Whether Debian's python3 imports what the cases import: asked once a
-    /// test process (a class's tests share one), not once a test (a python3
-    /// importing cryptography is 0.1 CPU-s; issue 38). No user site (the
-    /// sandbox's home has none either).
+    /// Whether Debian's python3 has what the cases import: asked once a test
+    /// process (a class's tests share one), not once a test, and found, not
+    /// imported (a python3 importing them is 0.17 CPU-s, finding them 0.04;
+    /// issue 38). No user site (the sandbox's home has none either).
     static let pythonModulesInstalled: Bool = Spawn.run(
-        "/usr/bin/python3", ["-c", "import jeepney, secretstorage, cryptography, keyring"],
+        "/usr/bin/python3", ["-c", "import importlib.util, sys; "
+                             + "sys.exit(any(importlib.util.find_spec(m) is None for m in ('jeepney', 'secretstorage', 'cryptography', 'keyring')))"],
         environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONNOUSERSITE": "1"], input: .devNull, timeout: 30).status == 0
 
     static func installed(_ tool: String) -> Bool {

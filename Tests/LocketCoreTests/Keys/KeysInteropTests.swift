@@ -37,19 +37,41 @@ final class KeysInteropTests: KeysTestCase {
         let key = try AsymmetricKey.generate(.p256)
         try f.write("ec.pem", try key.pkcs8PEM().bytes)
         let plaintext = Array("hello, standard ECIES".utf8)
-        for (algorithm, zeroIV) in [(KeyAlgorithm.eciesStandardX963SHA256AESGCM, true), (.eciesCofactorX963SHA256AESGCM, true),
-                                    (.eciesStandardVariableIVX963SHA256AESGCM, false)] {
-            let extra = zeroIV ? ["zero-iv"] : []
+        let variants: [(KeyAlgorithm, Bool)] = [(.eciesStandardX963SHA256AESGCM, true), (.eciesCofactorX963SHA256AESGCM, true),
+                                                (.eciesStandardVariableIVX963SHA256AESGCM, false)]
+        var jobs: [ECIESJob] = []
+        for (algorithm, zeroIV) in variants {
             let ciphertext = try key.publicKey.encrypt(plaintext, algorithm: algorithm)
-            XCTAssertEqual(try Tools.must(python, [f.path("ecies.py"), "decrypt", f.path("ec.pem")] + extra, stdin: ciphertext).stdout, plaintext,
-                           algorithm.rawValue)
-            let theirs = try Tools.must(python, [f.path("ecies.py"), "encrypt", key.publicKeyExternalRepresentation.hex] + extra,
-                                        stdin: plaintext).stdout
+            jobs.append(ECIESJob(command: "decrypt", argument: f.path("ec.pem"), data: ciphertext, zeroIV: zeroIV))
+            jobs.append(ECIESJob(command: "encrypt", argument: key.publicKeyExternalRepresentation.hex, data: plaintext, zeroIV: zeroIV))
+        }
+        let answers = try ecies(python, jobs)
+        for (index, (algorithm, zeroIV)) in variants.enumerated() {
+            XCTAssertEqual(answers[2 * index], plaintext, algorithm.rawValue)
+            let theirs = answers[2 * index + 1]
             XCTAssertEqual(try key.decrypt(theirs, algorithm: algorithm).bytes, plaintext, algorithm.rawValue)
             // The other IV rule does not open it.
             let other: KeyAlgorithm = zeroIV ? .eciesCofactorVariableIVX963SHA256AESGCM : .eciesStandardX963SHA256AESGCM
             assertKeychainError(.decode) { try key.decrypt(theirs, algorithm: other) }
         }
+    }
+
+    /// One job for ecies.py: `decrypt` with a PEM file's path or `encrypt` to a hex point.
+    struct ECIESJob {
+        let command: String, argument: String, data: [UInt8], zeroIV: Bool
+    }
+
+    /// What ecies.py answers to each job, from one interpreter for them all
+    /// (its start with `cryptography` imported is ~0.1 CPU-s; issue 38).
+    func ecies(_ python: String, _ jobs: [ECIESJob], file: StaticString = #filePath, line: UInt = #line) throws -> [[UInt8]] {
+        let input = jobs.map { "\($0.command) \($0.argument) \($0.data.hex)\($0.zeroIV ? " zero-iv" : "")\n" }.joined()
+        let output = try Tools.must(python, [f.path("ecies.py"), "batch"], stdin: Array(input.utf8), file: file, line: line).text
+        let answers = output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { [UInt8](hex: String($0)) }
+        guard answers.count == jobs.count else {
+            XCTFail("ecies.py answered \(answers.count) of \(jobs.count) jobs: \(output)", file: file, line: line)
+            throw KeysTestError.toolFailed("ecies.py")
+        }
+        return answers
     }
 
     /// Raw RSA (kSecKeyAlgorithmRSAEncryptionRaw) against openssl's, on a
@@ -74,18 +96,28 @@ final class KeysInteropTests: KeysTestCase {
         guard let python = Tools.python(with: "cryptography") else {
             throw XCTSkip("no python3 with the cryptography package (make test-deps installs python3-cryptography)")
         }
+        let plaintexts = [[UInt8](), Array("hello, ECIES".utf8), [UInt8](repeating: 0xA5, count: 5000)]
+        var keys: [(type: KeyGenerationType, key: AsymmetricKey)] = []
+        var jobs: [ECIESJob] = []
         for type in [KeyGenerationType.p256, .p384, .p521] {
             let key = try AsymmetricKey.generate(type)
-            try f.write("ec.pem", try key.pkcs8PEM().bytes)
-            for plaintext in [[UInt8](), Array("hello, ECIES".utf8), [UInt8](repeating: 0xA5, count: 5000)] {
+            try f.write("ec-\(type.rawValue).pem", try key.pkcs8PEM().bytes)
+            keys.append((type, key))
+            for plaintext in plaintexts {
                 // locket encrypts, Python decrypts.
                 let ciphertext = try key.publicKey.encrypt(plaintext, algorithm: .eciesCofactorVariableIVX963SHA256AESGCM)
                 XCTAssertEqual(ciphertext.count, 1 + 2 * key.curve!.byteCount + plaintext.count + 16)
                 XCTAssertEqual(Array(ciphertext.prefix(1)), [4])
-                let opened = try Tools.must(python, [f.path("ecies.py"), "decrypt", f.path("ec.pem")], stdin: ciphertext)
-                XCTAssertEqual(opened.stdout, plaintext, type.rawValue)
+                jobs.append(ECIESJob(command: "decrypt", argument: f.path("ec-\(type.rawValue).pem"), data: ciphertext, zeroIV: false))
                 // Python encrypts, locket decrypts.
-                let theirs = try Tools.must(python, [f.path("ecies.py"), "encrypt", key.publicKeyExternalRepresentation.hex], stdin: plaintext).stdout
+                jobs.append(ECIESJob(command: "encrypt", argument: key.publicKeyExternalRepresentation.hex, data: plaintext, zeroIV: false))
+            }
+        }
+        var answers = try ecies(python, jobs).makeIterator()
+        for (type, key) in keys {
+            for plaintext in plaintexts {
+                let opened = answers.next()!, theirs = answers.next()!
+                XCTAssertEqual(opened, plaintext, type.rawValue)
                 XCTAssertEqual(try key.decrypt(theirs, algorithm: .eciesCofactorVariableIVX963SHA256AESGCM).bytes, plaintext, type.rawValue)
                 var tampered = theirs
                 tampered[tampered.count - 1] ^= 1
@@ -193,13 +225,24 @@ final class KeysInteropTests: KeysTestCase {
         // count is a loop bound, and 16 (ssh-keygen's and locket's default) costs
         // seconds in the test build; the 16-round keys are KeysImportTests' and
         // KeysExportTests' (read from and by ssh-keygen).
-        for (password, salt, rounds, length) in [("password", "salt", 4, 32), ("locket", "0123456789abcdef", 3, 48), ("p", "s", 1, 44), ("long password here", "x", 2, 100)] {
-            let script = "import bcrypt,sys; sys.stdout.write(bcrypt.kdf(password=sys.stdin.buffer.read(), salt=b'\(salt)', desired_key_bytes=\(length), rounds=\(rounds), ignore_few_rounds=True).hex())"
-            let expected = try Tools.must(python, ["-c", script], stdin: Array(password.utf8)).text
+        let cases = [("password", "salt", 4, 32), ("locket", "0123456789abcdef", 3, 48), ("p", "s", 1, 44), ("long password here", "x", 2, 100)]
+        // One interpreter for every case (issue 38): `HEXPASSWORD HEXSALT ROUNDS LENGTH` a line on stdin, the key's hex a line out.
+        let script = """
+        import bcrypt, sys
+        for line in sys.stdin:
+            password, salt, rounds, length = line.split()
+            key = bcrypt.kdf(password=bytes.fromhex(password), salt=bytes.fromhex(salt), desired_key_bytes=int(length), rounds=int(rounds),
+                             ignore_few_rounds=True)
+            print(key.hex())
+        """
+        let input = cases.map { "\(Array($0.0.utf8).hex) \(Array($0.1.utf8).hex) \($0.2) \($0.3)\n" }.joined()
+        let expected = try Tools.must(python, ["-c", script], stdin: Array(input.utf8)).text.split(separator: "\n").map(String.init)
+        XCTAssertEqual(expected.count, cases.count, "python's bcrypt answered \(expected.count) of \(cases.count) cases")
+        for ((password, salt, rounds, length), theirs) in zip(cases, expected) {
             let mine = try Array(password.utf8).withUnsafeBytes { p in
                 try Array(salt.utf8).withUnsafeBytes { s in try BcryptPBKDF.derive(password: p, salt: s, rounds: rounds, length: length) }
             }
-            XCTAssertEqual(mine.bytes.hex, expected, "\(password) \(salt) \(rounds) \(length)")
+            XCTAssertEqual(mine.bytes.hex, theirs, "\(password) \(salt) \(rounds) \(length)")
         }
     }
 }

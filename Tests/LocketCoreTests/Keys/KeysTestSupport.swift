@@ -50,13 +50,22 @@ enum Tools {
         return result
     }
 
-    /// A python3 that can import `module` (PATH's first, then Debian's), or nil.
+    /// A python3 that can import `module` (PATH's first, then Debian's), or nil;
+    /// asked once a test process (a class's tests share one; issue 38).
     static func python(with module: String) -> String? {
+        if let known = pythons[module] { return known }
+        var found: String?
         for candidate in [find("python3"), "/usr/bin/python3"].compactMap({ $0 }) {
-            if let r = try? run(candidate, ["-c", "import \(module)"]), r.status == 0 { return candidate }
+            if let r = try? run(candidate, ["-c", "import \(module)"]), r.status == 0 {
+                found = candidate
+                break
+            }
         }
-        return nil
+        pythons[module] = .some(found)
+        return found
     }
+
+    nonisolated(unsafe) private static var pythons: [String: String?] = [:]
 }
 
 enum KeysTestError: Error { case toolFailed(String) }
