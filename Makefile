@@ -98,7 +98,11 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # planned the package again each time (1.3-1.7 s with nothing to build, 3-4 s
 # between products of a clean build) and built the three small products
 # after the test bundle one after another with a core idle; here they build
-# beside the test modules.
+# beside the test modules. Clean `make build-tests`, one after the other at
+# load 1.4-4.4 (issue 38): 128.6-133.3 s and 207-218 CPU-s (four runs)
+# against 114.6-146.8 s and 178-229 CPU-s (three); in a pair at the same
+# load, 131.0 s against 146.8: LocketCLITests started 7 s sooner and the
+# build ended 3 s after the test bundle's link, not 12.
 # As soon as SecurityTestHost is linked (and CompatAcceptanceBuild after it),
 # the acceptance package of shared/compat's libraries, which links the
 # engine's objects from it, is built in the background beside the test
