@@ -66,35 +66,58 @@ METADATA_FLAGS = -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-ma
 # LocketCLITests: 49 CPU-s, the module and the link). The index
 # store is kept (SwiftPM finds the tests through it on Linux), without the
 # system modules (Foundation, Glibc, XCTest) indexed into it.
+# Beside that frontend the driver runs a job that writes the module file,
+# which no dependent module uses sooner (SwiftPM's builtin swift tool starts
+# one when the whole command, objects included, has ended; its
+# --use-integrated-swift-driver would start it on the module file alone, but
+# names a new temporary file in every job's command line, so that each
+# `swift build` compiled every module again). Without that job
+# (-no-emit-module-separately-wmo) LocketCore's command took 20-26 CPU-s
+# against 20-28 with it and 21.6 s against 20.1 on a quieter machine (five
+# runs each, alternated, load 3.5-8): the frontend then writes the file
+# itself, on the critical path. Not worth a flag (issue 38).
+# DEBUG_JOBS commands at once, twice the cores: with one a core (SwiftPM's
+# default), SecurityTests and LocketCoreTests took both once LocketTestSupport
+# was built and LocketCLITests, the longest module (37 CPU-s), started only
+# when SecurityTests ended; now the three compile together.
 # `make build-tests` builds the same way by hand; a plain `swift build
 # --build-tests` uses other flags and so rebuilds every module (and make test
 # rebuilds them again after it).
 DEBUG_INFO ?= -gnone
+DEBUG_JOBS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1))))
 DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc $(shell nproc 2>/dev/null || echo 2) \
-	-Xswiftc -index-ignore-system-modules
-# Only what the tests run of the debug build: the test bundle, the two
-# programs it starts, and the helpers that the bundle and SecurityTestHost
-# find beside themselves (CompanionExecutableTests; the Security module on a
-# remote keychain in RemoteCommandLineTests). Not the debug `locket` and
-# provider (the tests run the release ones: LOCKET_BIN), nor the provider's
-# module that only it links, nor the benchmark: `swift build --build-tests`
-# built them all.
-# SecurityTestHost first: as soon as it is linked (and the small
-# CompatAcceptanceBuild after it), the acceptance package of shared/compat's
-# libraries, which links the engine's objects from it, is built in the
-# background beside the test bundle's build, which keeps ~1.5 of 2 cores busy
-# (the engine's module compiles alone, the CLI tests' module is a long tail).
+	-Xswiftc -index-ignore-system-modules -j $(DEBUG_JOBS)
+# Three `swift build` calls: SecurityTestHost (the engine and the Security
+# module), then the small CompatAcceptanceBuild, then `--build-tests`: the
+# test bundle, the programs it starts (SecurityTestHost, LocketAgentTestHost),
+# the helpers that the bundle and SecurityTestHost find beside themselves
+# (CompanionExecutableTests; the Security module on a remote keychain in
+# RemoteCommandLineTests), and the debug `locket`, provider and benchmark,
+# which the tests don't run (LOCKET_BIN is the release one) but which are
+# only links of modules built anyway (4 CPU-s). A call a product, as before,
+# planned the package again each time (1.3-1.7 s with nothing to build, 3-4 s
+# between products of a clean build) and built the three small products
+# after the test bundle one after another with a core idle; here they build
+# beside the test modules. Clean `make build-tests`, one after the other at
+# load 1.4-4.4 (issue 38): 128.6-133.3 s and 207-218 CPU-s (four runs)
+# against 114.6-146.8 s and 178-229 CPU-s (three); in a pair at the same
+# load, 131.0 s against 146.8: LocketCLITests started 7 s sooner and the
+# build ended 3 s after the test bundle's link, not 12.
+# As soon as SecurityTestHost is linked (and CompatAcceptanceBuild after it),
+# the acceptance package of shared/compat's libraries, which links the
+# engine's objects from it, is built in the background beside the test
+# bundle's build, which leaves part of the cores idle (the engine's module
+# compiles alone, the CLI tests' module is a long tail).
 # CompatAcceptanceTests then finds it built; a failed build is said here in
 # one line and fails that test with the compiler's errors (issue 38).
-TEST_PRODUCTS = SecurityTestHost CompatAcceptanceBuild locketPackageTests LocketAgentTestHost locket-postgres locket-tpm
+TEST_FIRST = SecurityTestHost CompatAcceptanceBuild
 COMPAT_LOG = .build/compat-acceptance/build.log
 BUILD_COMPAT = { mkdir -p .build/compat-acceptance && "$$bin/CompatAcceptanceBuild" </dev/null >$(COMPAT_LOG) 2>&1 \
 	|| echo "shared/compat's acceptance package did not build ($(COMPAT_LOG)): CompatAcceptanceTests will fail with its errors" >&2; }
 BUILD_TESTS = bin=$$($(SWIFT) build --show-bin-path) || exit $$?; \
-	for product in $(TEST_PRODUCTS); do \
-		$(SWIFT) build --product $$product $(DEBUG_FLAGS) || { status=$$?; wait; exit $$status; }; \
-		if [ $$product = CompatAcceptanceBuild ]; then $(BUILD_COMPAT) & fi; \
-	done; wait
+	for product in $(TEST_FIRST); do $(SWIFT) build --product $$product $(DEBUG_FLAGS) || exit $$?; done; \
+	$(BUILD_COMPAT) & \
+	$(SWIFT) build --build-tests $(DEBUG_FLAGS) || { status=$$?; wait; exit $$status; }; wait
 # The first code run is locket_entry, which advises the hot code (from the
 # 2 MiB-aligned first symbol of the order to its last) and the data into
 # large folios (Sources/CLocketSystem/entry.c, bench/README.md "Large folios");

@@ -152,9 +152,14 @@ final class CompatAcceptanceTests: XCTestCase {
 
         let listing = Spawn.run(program, ["--list-tests"], environment: ProcessInfo.processInfo.environment, input: .devNull, timeout: 60)
         let prefix = library.library.testModule + "."
-        let listed = listing.out.split(separator: "\n").map(String.init).filter { $0.hasPrefix(prefix) }
-            .map { String($0.dropFirst(prefix.count)).replacingOccurrences(of: "/", with: ".") }
-        let classes = Set(listed.map { $0.split(separator: ".")[0] }).sorted().map { prefix + $0 }
+        // Typed step by step: as one chain the expression took the type checker over a second.
+        let lines: [Substring] = listing.out.split(separator: "\n")
+        let names: [Substring] = lines.filter { (line: Substring) -> Bool in line.hasPrefix(prefix) }
+        let listed: [String] = names.map { (name: Substring) -> String in
+            String(name.dropFirst(prefix.count)).replacingOccurrences(of: "/", with: ".")
+        }
+        let classNames: Set<Substring> = Set(listed.map { (name: String) -> Substring in name.split(separator: ".")[0] })
+        let classes: [String] = classNames.sorted().map { (name: Substring) -> String in prefix + name }
 
         // A keychain on tmpfs where there is one: the suites write thousands of
         // items (keychain-swift's concurrency test), and a sync to disk each

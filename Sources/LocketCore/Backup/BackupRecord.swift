@@ -136,7 +136,7 @@ enum BackupRecordCoding {
         let pdmn = record.accessible.rawValue.utf8
         let group = record.accessGroup.utf8
         let extraBytes = record.extra.map { 4 + $0.count } ?? 0
-        let body = 1 + 4 + 1 + pdmn.count + 2 + group.count + 1 + record.persistentRef.count + 16 + 2 + attributeBytes
+        let body: Int = 1 + 4 + 1 + pdmn.count + 2 + group.count + 1 + record.persistentRef.count + 16 + 2 + attributeBytes
             + 4 + record.data.count + 1 + extraBytes + (freeForm?.count ?? 0)
         BigEndian.append(UInt32(body), to: &out)
         out.append(freeForm == nil ? kindItem : kindItemWithFreeForm)

@@ -31,8 +31,15 @@ public struct TPMInfo: Sendable, Equatable {
 
     /// Four bytes of a property as text, trailing NULs and spaces dropped, anything unprintable as "?".
     static func text(_ words: [UInt32]) -> String {
-        let bytes = words.flatMap { word in (0..<4).map { UInt8((word >> UInt32(24 - 8 * $0)) & 0xff) } }
-        let printable = bytes.prefix { $0 != 0 }.map { $0 >= 0x20 && $0 < 0x7f ? Character(Unicode.Scalar($0)) : "?" }
+        // Loops and typed closures: as nested closures of literals this took the type checker a third of a second.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(4 * words.count)
+        for word in words {
+            for shift: UInt32 in [24, 16, 8, 0] { bytes.append(UInt8(truncatingIfNeeded: word >> shift)) }
+        }
+        let printable: [Character] = bytes.prefix { (byte: UInt8) -> Bool in byte != 0 }.map { (byte: UInt8) -> Character in
+            byte >= 0x20 && byte < 0x7f ? Character(Unicode.Scalar(byte)) : "?"
+        }
         return String(printable).trimmingTrailingSpaces
     }
 }
