@@ -98,11 +98,17 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # planned the package again each time (1.3-1.7 s with nothing to build, 3-4 s
 # between products of a clean build) and built the three small products
 # after the test bundle one after another with a core idle; here they build
-# beside the test modules. Clean `make build-tests`, one after the other at
-# load 1.4-4.4 (issue 38): 128.6-133.3 s and 207-218 CPU-s (four runs)
-# against 114.6-146.8 s and 178-229 CPU-s (three); in a pair at the same
-# load, 131.0 s against 146.8: LocketCLITests started 7 s sooner and the
-# build ended 3 s after the test bundle's link, not 12.
+# beside the test modules, and the build ends ~3 s after the test bundle's
+# link instead of ~10-12. Clean `make build-tests`, one build at a time at
+# load 1-4.4 on this shared machine (issue 38): before, 114.6-146.8 s and
+# 178-229 CPU-s (four runs); with three calls (SecurityTestHost first, as
+# before) 128.6-133.3 s and 207-218 CPU-s (four); with these two, 143.4 and
+# 152.2 s, 239-248 CPU-s (two, the test modules' CPU time up by a third
+# with others' builds), against 144.9 s for the same build before, run just
+# after. The gain is the idle core at the end; what it saves is within the
+# noise of a shared machine. In the --build-tests call the small modules
+# and C targets take the first slots and LocketCLI, on the critical path,
+# starts ~4 s after it could (llbuild has no priorities).
 # As soon as CompatAcceptanceBuild is linked, the acceptance package of
 # shared/compat's libraries, which links the engine's objects from its link
 # list (SecurityTestHost's before, built first in a call of its own, and
