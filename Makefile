@@ -87,8 +87,8 @@ DEBUG_INFO ?= -gnone
 DEBUG_JOBS ?= $(shell echo $$((2 * $$(nproc 2>/dev/null || echo 1))))
 DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswiftc $(shell nproc 2>/dev/null || echo 2) \
 	-Xswiftc -index-ignore-system-modules -j $(DEBUG_JOBS)
-# Three `swift build` calls: SecurityTestHost (the engine and the Security
-# module), then the small CompatAcceptanceBuild, then `--build-tests`: the
+# Two `swift build` calls: CompatAcceptanceBuild (the engine and the Security
+# module, which it links), then `--build-tests`: the
 # test bundle, the programs it starts (SecurityTestHost, LocketAgentTestHost),
 # the helpers that the bundle and SecurityTestHost find beside themselves
 # (CompanionExecutableTests; the Security module on a remote keychain in
@@ -98,24 +98,30 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # planned the package again each time (1.3-1.7 s with nothing to build, 3-4 s
 # between products of a clean build) and built the three small products
 # after the test bundle one after another with a core idle; here they build
-# beside the test modules. Clean `make build-tests`, one after the other at
-# load 1.4-4.4 (issue 38): 128.6-133.3 s and 207-218 CPU-s (four runs)
-# against 114.6-146.8 s and 178-229 CPU-s (three); in a pair at the same
-# load, 131.0 s against 146.8: LocketCLITests started 7 s sooner and the
-# build ended 3 s after the test bundle's link, not 12.
-# As soon as SecurityTestHost is linked (and CompatAcceptanceBuild after it),
-# the acceptance package of shared/compat's libraries, which links the
-# engine's objects from it, is built in the background beside the test
+# beside the test modules, and the build ends ~3 s after the test bundle's
+# link instead of ~10-12. Clean `make build-tests`, one build at a time at
+# load 1-4.4 on this shared machine (issue 38): before, 114.6-146.8 s and
+# 178-229 CPU-s (four runs); with three calls (SecurityTestHost first, as
+# before) 128.6-133.3 s and 207-218 CPU-s (four); with these two, 143.4 and
+# 152.2 s, 239-248 CPU-s (two, the test modules' CPU time up by a third
+# with others' builds), against 144.9 s for the same build before, run just
+# after. The gain is the idle core at the end; what it saves is within the
+# noise of a shared machine. In the --build-tests call the small modules
+# and C targets take the first slots and LocketCLI, on the critical path,
+# starts ~4 s after it could (llbuild has no priorities).
+# As soon as CompatAcceptanceBuild is linked, the acceptance package of
+# shared/compat's libraries, which links the engine's objects from its link
+# list (SecurityTestHost's before, built first in a call of its own, and
+# CompatAcceptanceBuild in a second), is built in the background beside the test
 # bundle's build, which leaves part of the cores idle (the engine's module
 # compiles alone, the CLI tests' module is a long tail).
 # CompatAcceptanceTests then finds it built; a failed build is said here in
 # one line and fails that test with the compiler's errors (issue 38).
-TEST_FIRST = SecurityTestHost CompatAcceptanceBuild
 COMPAT_LOG = .build/compat-acceptance/build.log
 BUILD_COMPAT = { mkdir -p .build/compat-acceptance && "$$bin/CompatAcceptanceBuild" </dev/null >$(COMPAT_LOG) 2>&1 \
 	|| echo "shared/compat's acceptance package did not build ($(COMPAT_LOG)): CompatAcceptanceTests will fail with its errors" >&2; }
 BUILD_TESTS = bin=$$($(SWIFT) build --show-bin-path) || exit $$?; \
-	for product in $(TEST_FIRST); do $(SWIFT) build --product $$product $(DEBUG_FLAGS) || exit $$?; done; \
+	$(SWIFT) build --product CompatAcceptanceBuild $(DEBUG_FLAGS) || exit $$?; \
 	$(BUILD_COMPAT) & \
 	$(SWIFT) build --build-tests $(DEBUG_FLAGS) || { status=$$?; wait; exit $$status; }; wait
 # The first code run is locket_entry, which advises the hot code (from the

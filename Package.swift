@@ -113,7 +113,10 @@ let package = Package(
         // (CompatAcceptanceTests), and the program make test's debug build
         // runs to build it beside the test bundle's build (Makefile BUILD_TESTS).
         .target(name: "CompatAcceptancePackage", path: "Tests/CompatAcceptancePackage"),
-        .executableTarget(name: "CompatAcceptanceBuild", dependencies: ["CompatAcceptancePackage"], path: "Tests/CompatAcceptanceBuild"),
+        // It links the engine it does not import (Security), so that its one
+        // `swift build` call builds the engine, and its link list is the one
+        // the package links the engine's objects from.
+        .executableTarget(name: "CompatAcceptanceBuild", dependencies: ["CompatAcceptancePackage", "Security"], path: "Tests/CompatAcceptanceBuild"),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "LocketCore", "LocketLocator", "LocketTestSupport",
                                                     "CompatAcceptancePackage"]),
     ]

@@ -1,6 +1,7 @@
 // Test only: builds the acceptance package of shared/compat's libraries
-// (CompatPackage) ahead of the tests. make test's debug build starts it as
-// soon as SecurityTestHost is linked, beside the test bundle's build (which
+// (CompatPackage) ahead of the tests, linking the engine's objects from its
+// own link list. make test's debug build starts it as soon as it is
+// linked, beside the test bundle's build (which
 // leaves part of the machine's cores idle), so that CompatAcceptanceTests
 // finds the package built: its own build call, under the same lock, is then
 // SwiftPM finding nothing to do, and a failed build fails it the same way

@@ -11,13 +11,13 @@ import Glibc
 ///
 /// It is built against the engine this test run's debug build already made:
 /// the Security module's interfaces from its `Modules` directory and the
-/// objects SwiftPM linked into `SecurityTestHost` (a program depending on the
-/// Security product), given on the command line. So the acceptance suite
+/// objects SwiftPM linked into `CompatAcceptanceBuild` (which depends on the
+/// Security module for that), given on the command line. So the acceptance suite
 /// compiles the three libraries and their tests, never the engine again.
 ///
 /// Its own target (Glibc and Foundation only), so that make test's debug
 /// build can build the package ahead (`CompatAcceptanceBuild`, started as
-/// soon as SecurityTestHost is linked, beside the test bundle's build) and
+/// soon as it is linked, beside the test bundle's build) and
 /// `CompatAcceptanceTests` finds it built: its own build call is then
 /// SwiftPM finding nothing to do.
 public struct CompatPackage {
@@ -67,8 +67,8 @@ public struct CompatPackage {
     public var packageDirectory: String { directory + "/package" }
     public var scratch: String { directory + "/build" }
     public var testBundle: String { scratch + "/debug/CompatAcceptancePackageTests.xctest" }
-    /// SwiftPM's list of what it linked into SecurityTestHost: the engine's objects.
-    public var engineLinkList: String { bin + "/SecurityTestHost.product/Objects.LinkFileList" }
+    /// SwiftPM's list of what it linked into CompatAcceptanceBuild: the engine's objects.
+    public var engineLinkList: String { bin + "/CompatAcceptanceBuild.product/Objects.LinkFileList" }
 
     public init(root: String, compat: String, bin: String) {
         self.root = root
@@ -168,11 +168,11 @@ public struct CompatPackage {
                                 + engineFlags(list: list))
     }
 
-    /// The engine's objects as SwiftPM linked them into SecurityTestHost, without the program's own.
+    /// The engine's objects as SwiftPM linked them into CompatAcceptanceBuild, without the program's own.
     func engineObjects() throws -> [String] {
         let text = try String(contentsOfFile: engineLinkList, encoding: .utf8)
         return text.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"' ")) }
-            .filter { !$0.isEmpty && !$0.contains("/SecurityTestHost.build/") }
+            .filter { !$0.isEmpty && !$0.contains("/CompatAcceptanceBuild.build/") && !$0.contains("/CompatAcceptancePackage.build/") }
     }
 
     /// The flags that find the engine's modules (Swift and C) and link its objects.

@@ -78,7 +78,7 @@ final class CompatAcceptanceTests: XCTestCase {
         let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
         let package = CompatPackage(root: root, compat: compat, bin: bin)
         guard FileManager.default.fileExists(atPath: package.engineLinkList) else {
-            throw XCTSkip("this test bundle's build has no SecurityTestHost to link the engine from (swift build --build-tests)")
+            throw XCTSkip("this test bundle's build has no CompatAcceptanceBuild to link the engine from (swift build --build-tests)")
         }
         let build = try buildPackage(package)
         XCTAssertEqual(build.status, 0, "the package of shared/compat's libraries did not build:\n" + build.summary)
