@@ -100,13 +100,13 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # after the test bundle one after another with a core idle; here they build
 # beside the test modules, and the build ends ~3 s after the test bundle's
 # link instead of ~10-12. Clean `make build-tests`, one build at a time at
-# load 1-4.4 on this shared machine (issue 38): before, 114.6-146.8 s and
-# 178-229 CPU-s (four runs); with three calls (SecurityTestHost first, as
-# before) 128.6-133.3 s and 207-218 CPU-s (four); with these two, 143.4 and
-# 152.2 s, 239-248 CPU-s (two, the test modules' CPU time up by a third
-# with others' builds), against 144.9 s for the same build before, run just
-# after. The gain is the idle core at the end; what it saves is within the
-# noise of a shared machine. In the --build-tests call the small modules
+# load 1-4.4 on this shared machine (issue 38): before, 114.6-181.6 s
+# (median 146.6) and 178-229 CPU-s (five runs); with three calls
+# (SecurityTestHost first, as before) 128.6-133.3 s and 207-218 CPU-s (four);
+# with these two, 133.0-152.2 s (median 143.4) and 219-248 CPU-s (three, the
+# test modules' CPU time up by a third at times with others' builds). The
+# gain is the idle core at the end; what it saves is near the noise of a
+# shared machine. In the --build-tests call the small modules
 # and C targets take the first slots and LocketCLI, on the critical path,
 # starts ~4 s after it could (llbuild has no priorities).
 # As soon as CompatAcceptanceBuild is linked, the acceptance package of
