@@ -1,4 +1,5 @@
 import Foundation
+import LocketSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -116,34 +117,24 @@ final class KeyUseEndToEndTests: EndToEndCase {
             let point = tool(openssl, ["pkey", "-in", path(curve + ".pem"), "-pubout", "-outform", "DER"]).stdout
             // The uncompressed point ends the SubjectPublicKeyInfo.
             let length = ["P-256": 65, "P-384": 97, "P-521": 133][curve]!
-            jobs += "decrypt \(path(curve + ".pem")) \(Self.hex(ours.stdout))\n"
-            jobs += "encrypt \(Self.hex(point.suffix(length))) \(Self.hex(plaintext))\n"
+            jobs += "decrypt \(path(curve + ".pem")) \(Hex.encode(ours.stdout))\n"
+            jobs += "encrypt \(Hex.encode(point.suffix(length))) \(Hex.encode(plaintext))\n"
         }
         let answers = tool(python, [path("ecies.py"), "batch"], input: .bytes(Array(jobs.utf8))).out.split(separator: "\n").map(String.init)
         XCTAssertEqual(answers.count, 2 * curves.count, "ecies.py's answers: \(answers)")
         for (index, curve) in curves.enumerated() where answers.count == 2 * curves.count {
             let plaintext = Array("hello, \(curve)".utf8)
-            XCTAssertEqual(answers[2 * index], Self.hex(plaintext), curve)
-            let theirs = Self.bytes(hex: answers[2 * index + 1])
-            guard !theirs.isEmpty else { XCTFail("\(curve): ecies.py encrypted nothing"); continue }
+            XCTAssertEqual(answers[2 * index], Hex.encode(plaintext), curve)
+            guard let theirs = Hex.decode(answers[2 * index + 1]), !theirs.isEmpty else {
+                XCTFail("\(curve): ecies.py's ciphertext is not hex: \(answers[2 * index + 1])")
+                continue
+            }
             let opened = use("decrypt", curve, algorithm, input: .bytes(theirs))
             XCTAssertEqual(opened.stdout, plaintext, "\(curve): \(opened.summary)")
             var tampered = theirs
             tampered[tampered.count - 1] ^= 1
             assertError(use("decrypt", curve, algorithm, input: .bytes(tampered)), "errSecDecode", -26275)
         }
-    }
-
-    private static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
-    private static func bytes(hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var index = hex.startIndex
-        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index != hex.endIndex {
-            out.append(UInt8(hex[index..<next], radix: 16) ?? 0)
-            index = next
-        }
-        return out
     }
 
     /// A key made inside the keychain, non-extractable: it signs and seals,
