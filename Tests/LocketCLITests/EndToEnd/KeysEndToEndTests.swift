@@ -44,11 +44,16 @@ final class EndToEndKeysTests: EndToEndCase {
             openssl(["x509", "-inform", "DER", "-in", key("\(kind).der"), "-noout"])
             expect(0, "export", "--format", "pem", "--class", "keys", "--tag", "com.example.\(kind)", "-o", key("\(kind).out.key"))
             XCTAssertEqual(opensslPublicKey(key("\(kind).out.key")), opensslPublicKey(key("\(kind).key")))
-            expect(0, "export", "--format", "pkcs12", "--tag", "com.example.\(kind)", "--passphrase-stdin", "-o", key("\(kind).out.p12"),
-                   input: .text("export pass\n"))
-            XCTAssertTrue(FileManager.default.createFile(atPath: key("pass2"), contents: Data("export pass".utf8)))
-            let info = openssl(["pkcs12", "-info", "-in", key("\(kind).out.p12"), "-passin", "file:" + key("pass2"), "-nodes"])
-            XCTAssertTrue(info.out.contains("BEGIN PRIVATE KEY") && info.out.contains("BEGIN CERTIFICATE"), info.summary)
+            // PKCS#12 through the command line for one type: each run of its
+            // 600,000 iterations is ~0.6 CPU-s for locket and again for openssl,
+            // and every type's is KeysExportTests' (issue 38).
+            if kind == "p256" {
+                expect(0, "export", "--format", "pkcs12", "--tag", "com.example.\(kind)", "--passphrase-stdin", "-o", key("\(kind).out.p12"),
+                       input: .text("export pass\n"))
+                XCTAssertTrue(FileManager.default.createFile(atPath: key("pass2"), contents: Data("export pass".utf8)))
+                let info = openssl(["pkcs12", "-info", "-in", key("\(kind).out.p12"), "-passin", "file:" + key("pass2"), "-nodes"])
+                XCTAssertTrue(info.out.contains("BEGIN PRIVATE KEY") && info.out.contains("BEGIN CERTIFICATE"), info.summary)
+            }
             let ssh = expect(0, "export", "--format", "openssh", "--tag", "com.example.\(kind)")
             XCTAssertTrue(ssh.out.hasPrefix("-----BEGIN OPENSSH PRIVATE KEY-----"), ssh.summary)
         }
