@@ -146,7 +146,7 @@ final class BackupRoundTripTests: XCTestCase {
         defer { file.remove() }
         var fd = file.create()
         var big = try SampleRecords.record(2)
-        big.data = try SecureBytes(copying: SampleRecords.bytes(Keychain.maximumDataLength) { UInt8(truncatingIfNeeded: $0 >> 3) })
+        big.data = try SampleRecords.secure(SampleRecords.bytes(Keychain.maximumDataLength) { UInt8(truncatingIfNeeded: $0 >> 3) })
         var writer = try BackupWriter(fd: fd, passphrase: passphrase, cost: weakKDF(), chunkSize: 4096)
         try writer.append(SampleRecords.record(0))
         try writer.append(big)
