@@ -318,8 +318,15 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
             note(phase, probe.status == 0 ? "session usable" : "locked")
 
             let old = password
-            let withOld = locket("unlock", "--password-stdin", input: .text(old + "\n"))
-            let withNew = locket("unlock", "--password-stdin", input: .text(new + "\n"))
+            // Both are tried, the one likelier to fail first (a killed run most
+            // often left the old password: the kills aim just before the commit;
+            // a finished one the new), so that the other's success resets the
+            // count of wrong attempts: an unlock (an Argon2id hash) fewer than
+            // resetting it afterwards, which only a wrong guess still needs.
+            let newFirst = killed
+            let first = locket("unlock", "--password-stdin", input: .text((newFirst ? new : old) + "\n"))
+            let second = locket("unlock", "--password-stdin", input: .text((newFirst ? old : new) + "\n"))
+            let (withOld, withNew) = newFirst ? (second, first) : (first, second)
             let opened = [withOld.status == 0, withNew.status == 0]
             XCTAssertEqual(opened.filter { $0 }.count, 1,
                            "exactly one password must unlock after passwd (killed: \(killed)): old -> \(withOld.summary)\nnew -> \(withNew.summary)")
@@ -331,10 +338,12 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
             if withNew.status == 0 {
                 password = new
                 if killed { note(phase, "new password") }
-            } else {
-                if killed { note(phase, "old password") }
-                // The wrong attempt with the new one counted as a failure: reset the counter.
-                let again = locket("unlock", "--password-stdin", input: .text(old + "\n"))
+            } else if killed {
+                note(phase, "old password")
+            }
+            if second.status != 0 {
+                // The wrong attempt came last and counted as a failure: reset the counter.
+                let again = locket("unlock", "--password-stdin", input: .text(password + "\n"))
                 XCTAssertEqual(again.status, 0, again.summary)
             }
             verify(base, phase: phase)
