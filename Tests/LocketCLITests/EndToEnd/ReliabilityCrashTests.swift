@@ -38,6 +38,8 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
     private var tallies: [String: [String: Int]] = [:]
     /// Per phase: the longest delay (ms) at which a kill still found the process running.
     private var longestLanded: [String: Double] = [:]
+    /// How long the last `killDuring` run lasted from its start, in milliseconds.
+    private var lastRunMilliseconds = 0.0
 
     override func setUpWithError() throws {
         try super.setUpWithError()
@@ -82,9 +84,11 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         let bound = (longestLanded[phase] ?? 0) > 0 && tallies[phase]?["trials", default: 0] ?? 0 >= 10
             ? min(Self.maxDelay, longestLanded[phase]! * 1.25 + 1) : Self.maxDelay
         let delay = fixed ?? Double(rng.next() % 1000) / 1000 * bound
+        let started = ReliabilityClock.now()
         ReliabilityClock.sleep(milliseconds: delay)
         child.kill()
         let exit = child.wait()
+        lastRunMilliseconds = (ReliabilityClock.now() - started) * 1000
         note(phase, "trials")
         if exit.signal == SIGKILL {
             note(phase, "killed")
@@ -190,8 +194,15 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
         }
 
         /// A run that finished first moves the aim back faster: the first
-        /// measurement may have been slow (a cold cache, a busy machine).
-        mutating func landed(beforeCommit: Bool, finished: Bool = false) { aim += beforeCommit ? 1 : (finished ? -3 : -1) }
+        /// measurement may have been slow (a cold cache, a busy machine);
+        /// and to before the end it was seen at (`took`, from its start),
+        /// when that is earlier: on a machine whose load changed since the
+        /// measurement, 3 ms a trial took up to 4 times the trials (and their
+        /// Argon2id hashes) that the kills needed.
+        mutating func landed(beforeCommit: Bool, finished: Bool = false, took: Double? = nil) {
+            aim += beforeCommit ? 1 : (finished ? -3 : -1)
+            if finished, let took { aim = max(0, min(aim, took - 3)) }
+        }
     }
 
     /// How long `locket ARGS` takes here, run to completion (milliseconds);
@@ -334,7 +345,7 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
                 XCTAssertEqual(result.status, 51, result.summary)
             }
             if !killed && status == 0 { XCTAssertEqual(opened, [false, true], "a finished passwd must have changed the password") }
-            aim.landed(beforeCommit: killed && withNew.status != 0, finished: !killed)
+            aim.landed(beforeCommit: killed && withNew.status != 0, finished: !killed, took: lastRunMilliseconds)
             if withNew.status == 0 {
                 password = new
                 if killed { note(phase, "new password") }
@@ -429,7 +440,8 @@ final class EndToEndReliabilityCrashTests: EndToEndCase {
                 try? FileManager.default.removeItem(atPath: dir + "/locket")
             }
             let (killed, status) = killDuring(command, stdin: input, phase: "init", delay: aim.delay(&rng))
-            aim.landed(beforeCommit: killed && !FileManager.default.fileExists(atPath: sandbox.loginKeychain), finished: !killed)
+            aim.landed(beforeCommit: killed && !FileManager.default.fileExists(atPath: sandbox.loginKeychain), finished: !killed,
+                       took: lastRunMilliseconds)
             if !killed { XCTAssertEqual(status, 0, "init finished with \(status.map(String.init) ?? "?")") }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: sandbox.dataHome + "/locket")) ?? []
             where name != "login.keychain" && !name.hasPrefix("login.keychain-") {
