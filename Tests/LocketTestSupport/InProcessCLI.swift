@@ -3,7 +3,6 @@ import LocketCLI
 import LocketCore
 import LocketSupport
 import LocketSystem
-import LocketTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -19,10 +18,6 @@ import Glibc
 /// process itself, signals, exec, terminals, argv or environment bytes that
 /// are not UTF-8, file modes made under the binary's own umask, concurrency
 /// between processes.
-///
-/// Here, not in LocketTestSupport, the only target that runs it: so that the
-/// support module does not wait for LocketCLI, and LocketCoreTests and
-/// SecurityTests build beside it instead of after it (issue 38).
 public enum InProcessCLI {
     /// How long an implicit read of stdin waits in-process: the binary's 10 s
     /// (`IO.standard`) would make a test of the silent pipe wait that long.
