@@ -100,7 +100,14 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # then --build-tests) kept what does not need the engine (LocketSupportTests,
 # the debug helpers) from the core LocketCore's compile leaves idle, and
 # LocketCLI from starting beside the Security module: one call saves that
-# and the second planning (issue 38).
+# and the second planning. LocketCLI, then LocketCLITests, is the critical
+# path: it started 11-13 s after LocketRemote ended with two calls on a
+# quiet machine (63-82 s under load 7-11), 2-3 s after with one (load 5-9).
+# Clean `make build-tests` on this shared machine, one after the other:
+# two calls 746 and 601 s, 237 and 224 CPU-s; one call 506 s, 218 CPU-s.
+# A model of the build on 2 otherwise idle cores (each module's measured CPU
+# time, 4 commands at once, the compat package beside): 137.5 s against
+# 150.1 (issue 38).
 # As soon as CompatAcceptanceBuild is linked (removed before the call, so that
 # its file means this build linked it; an executable still being written is
 # busy and tried again), the acceptance package of shared/compat's libraries,
@@ -382,13 +389,13 @@ NEEDS_PROVIDER = ^LocketCLITests\.SecretService
 # phase, is started beside the debug build, whose LocketCore compile leaves a
 # core idle for ~25 s: secretstorage's source distribution, which
 # SecretServiceClientsEndToEndTests' case fetches with pip when it is not in
-# .build/secretstorage-sdist (8 CPU-s and ~20 s of a worker; issue 38). At
-# nice 10, so that it takes the idle core and not the critical path's (a
-# model of the build on 2 cores: 3 s later at its priority, 0.3 s at nice 10).
+# .build/secretstorage-sdist (8 CPU-s and ~20 s of a worker; issue 38). Not
+# at nice 10: on this machine under others' builds (load 10-14) pip then
+# had too little CPU time to fetch it within its 120 s.
 # Only here, not in build-tests: it is the tests' data, not the build's. A
 # failure is said in one line and left to that test (it tries again, and
 # skips saying why); it never fails the build.
-PREPARE_TESTS = { [ ! -x /usr/bin/python3 ] || nice -n 10 /usr/bin/python3 Tests/Fixtures/secret-service/secretstorage_sdist.py .build/secretstorage-sdist </dev/null || :; }
+PREPARE_TESTS = { [ ! -x /usr/bin/python3 ] || /usr/bin/python3 Tests/Fixtures/secret-service/secretstorage_sdist.py .build/secretstorage-sdist </dev/null || :; }
 # On 2 cores a clean clone's make test is bound by CPU time: the tests' debug
 # build (many small jobs) and the release build (one whole-module job per
 # module, mostly one core) run side by side, and the unit suites start as
