@@ -107,7 +107,8 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # two calls 746 and 601 s, 237 and 224 CPU-s; one call 506 s, 218 CPU-s.
 # A model of the build on 2 otherwise idle cores (each module's measured CPU
 # time, 4 commands at once, the compat package beside): 137.5 s against
-# 150.1 (issue 38).
+# 150.1; 140.4 with make test's fetch of secretstorage (PREPARE_TESTS)
+# beside it, which takes 8 CPU-s out of the tests (issue 38).
 # As soon as CompatAcceptanceBuild is linked (removed before the call, so that
 # its file means this build linked it; an executable still being written is
 # busy and tried again), the acceptance package of shared/compat's libraries,
