@@ -267,9 +267,17 @@ public final class PostgresServer: @unchecked Sendable {
         let name = "t\(UInt32.random(in: 0...UInt32.max))"
         let connection = try connect()
         // CREATE DATABASE takes no parameters; the name is made here, not given.
-        try connection.execute("CREATE DATABASE \(name)")
+        try connection.execute("CREATE DATABASE \(name)" + Self.copied(connection))
         connection.close()
         return name
+    }
+
+    /// PostgreSQL 15's default strategy writes the whole template (7.5 MB)
+    /// through shared buffers into the WAL; FILE_COPY copies its files and
+    /// checkpoints: 17 ms of the server's CPU instead of 35 on tmpfs, no WAL
+    /// (issue 38). Older servers have only the copy, and no such clause.
+    static func copied(_ connection: RemoteConnection) -> String {
+        connection.serverVersion >= 150_000 ? " STRATEGY FILE_COPY" : ""
     }
 
     /// `pg_dump` of `database` (plain SQL, data included).
