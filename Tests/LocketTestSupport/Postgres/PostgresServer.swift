@@ -33,8 +33,9 @@ public final class PostgresServer: @unchecked Sendable {
     /// The CA that signed the server's certificate, and one that didn't.
     public var caCertificate: String { "\(root)/tls/ca.crt" }
     public var wrongCACertificate: String { "\(root)/tls/wrong-ca.crt" }
-    /// The superuser's password (for TCP connections, which need one).
-    public let password: String
+    /// The superuser's password (for TCP connections, which need one); the
+    /// same for every server of a run (`makeFiles`).
+    public internal(set) var password: String
     /// The server's account for `SharedPostgres`'s state file: "NAME UID GID", or empty.
     var accountLine: String { account.map { "\($0.name) \($0.uid) \($0.gid)" } ?? "" }
     let account: (name: String, uid: uid_t, gid: gid_t)?
@@ -111,7 +112,7 @@ public final class PostgresServer: @unchecked Sendable {
         var template = Array("\(Self.filesDirectory)/locket-pg-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
         root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        password = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        password = ""
         port = try Loopback.freePort()
         do {
             try setUp(bin, outliving: parent)
@@ -147,18 +148,14 @@ public final class PostgresServer: @unchecked Sendable {
     private func setUp(_ bin: String, outliving parent: SharedPostgres.Parent?) throws {
         try FileManager.default.createDirectory(atPath: "\(root)/sock", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: "\(root)/tls", withIntermediateDirectories: true)
-        try makeCertificates()
-        try Data("\(password)\n".utf8).write(to: URL(fileURLWithPath: "\(root)/pwfile"))
         if let account {
-            // The server's own files: its account must own them, and the key must be private.
-            for path in [root, "\(root)/sock", "\(root)/tls", "\(root)/pwfile", "\(root)/tls/server.key", "\(root)/tls/server.crt"] {
+            // The server's own files: its account must own them.
+            for path in [root, "\(root)/sock", "\(root)/tls"] {
                 guard chown(path, account.uid, account.gid) == 0 else { throw POSIXError(.EPERM) }
             }
         }
-        chmod("\(root)/tls/server.key", 0o600)
         chmod(root, 0o755)
-        try runAsServer("\(bin)/initdb", ["-D", data, "-U", Self.user, "--pwfile=\(root)/pwfile", "-E", "UTF8", "--locale=C",
-                                         "--auth-local=trust", "--auth-host=scram-sha-256", "-N"])
+        try makeFiles(bin)
         let settings = """
 
             listen_addresses = '127.0.0.1'
