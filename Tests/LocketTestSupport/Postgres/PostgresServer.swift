@@ -42,6 +42,9 @@ public final class PostgresServer: @unchecked Sendable {
     var watchdog: pid_t?
     var watchdogInput: Int32?
     var running = false
+    /// `makeDatabase`'s connection, made on its first call.
+    var admin: RemoteConnection?
+    let adminLock = NSLock()
     /// Whether this process made the server and stops it (false: another
     /// test process of the run made it, and its watchdog stops it).
     public let owned: Bool
@@ -214,6 +217,8 @@ public final class PostgresServer: @unchecked Sendable {
 
     private func stop(force: Bool) {
         guard force else { return }
+        admin?.close()
+        admin = nil
         if running, let bin = try? Self.binaries() {
             _ = try? runAsServer("\(bin)/pg_ctl", ["-D", data, "-w", "-t", "60", "-m", "fast", "stop"])
             running = false
@@ -259,13 +264,28 @@ public final class PostgresServer: @unchecked Sendable {
         try RemoteConnection(helper: try Self.helperPath(), parameters: socketParameters(database: database), environment: Environment([:]))
     }
 
-    /// A new, empty database; its name.
+    /// A new, empty database; its name. Made over one connection this
+    /// object keeps for its process (`admin`), not over a helper and a
+    /// backend of their own each time (issue 38). One lost since its last use
+    /// (a private server stopped or restarted) is made again.
     public func makeDatabase() throws -> String {
         let name = "t\(UInt32.random(in: 0...UInt32.max))"
-        let connection = try connect()
         // CREATE DATABASE takes no parameters; the name is made here, not given.
-        try connection.execute("CREATE DATABASE \(name)" + Self.copied(connection))
-        connection.close()
+        let statement = "CREATE DATABASE \(name)"
+        adminLock.lock()
+        defer { adminLock.unlock() }
+        if let admin {
+            do {
+                try admin.execute(statement + Self.copied(admin))
+                return name
+            } catch let error as KeychainError where error.code == .io || error.code == .notAvailable {
+                admin.close()
+                self.admin = nil
+            }
+        }
+        let connection = try connect()
+        admin = connection
+        try connection.execute(statement + Self.copied(connection))
         return name
     }
 
