@@ -174,6 +174,15 @@ public final class PostgresServer: @unchecked Sendable {
             log_parameter_max_length = 0
             log_parameter_max_length_on_error = 0
             fsync = off
+            # No page is torn by a process killed or stopped with -m immediate
+            # (the faults tests play), only by the machine going down; and
+            # FILE_COPY's checkpoints would make every page's next change a
+            # full-page image.
+            full_page_writes = off
+            # A test's database lives for the test: each worker the launcher
+            # started for one (~130 in the remote classes) was a backend and
+            # catalogue scans that nothing reads.
+            autovacuum = off
             max_connections = 40
             shared_buffers = 16MB
 
