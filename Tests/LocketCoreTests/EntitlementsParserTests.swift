@@ -388,14 +388,28 @@ final class EntitlementsParserTests: XCTestCase {
         }
         let table = out.count
         let size = offsetSize ?? (table < 256 ? 1 : table < 65536 ? 2 : 4)
-        for offset in offsets { out += bigEndian(offset, size) }
+        for offset in offsets { appendBigEndian(offset, size, to: &out) }
         out += [0, 0, 0, 0, 0, 0, UInt8(size), UInt8(referenceSize)]
         out += bigEndian(objects.count, 8) + bigEndian(top, 8) + bigEndian(table, 8)
         return out
     }
 
     static func bigEndian(_ value: Int, _ size: Int) -> [UInt8] {
-        (0..<size).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        var out: [UInt8] = []
+        appendBigEndian(value, size, to: &out)
+        return out
+    }
+
+    /// `value`'s low `size` bytes, most significant first, onto `out`: a
+    /// plain loop, since a map (or flatMap) per reference, unspecialized in the
+    /// test build, was most of making the documents of 100,000 and 200,000
+    /// references (issue 38).
+    static func appendBigEndian(_ value: Int, _ size: Int, to out: inout [UInt8]) {
+        var shift = 8 * (size - 1)
+        while shift >= 0 {
+            out.append(UInt8(truncatingIfNeeded: value >> shift))
+            shift -= 8
+        }
     }
 
     /// An object marker with its count: in the low nibble, or after it.
@@ -406,10 +420,15 @@ final class EntitlementsParserTests: XCTestCase {
     static func ascii(_ text: String) -> [UInt8] { marker(0x50, text.utf8.count) + Array(text.utf8) }
     static func utf16(_ units: [UInt16]) -> [UInt8] { marker(0x60, units.count) + units.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] } }
     static func array(_ references: [Int], size: Int = 1, high: UInt8 = 0xa0) -> [UInt8] {
-        marker(high, references.count) + references.flatMap { bigEndian($0, size) }
+        var out = marker(high, references.count)
+        out.reserveCapacity(out.count + references.count * size)
+        for reference in references { appendBigEndian(reference, size, to: &out) }
+        return out
     }
     static func dict(_ keys: [Int], _ values: [Int], size: Int = 1) -> [UInt8] {
-        marker(0xd0, keys.count) + (keys + values).flatMap { bigEndian($0, size) }
+        var out = marker(0xd0, keys.count)
+        for reference in keys + values { appendBigEndian(reference, size, to: &out) }
+        return out
     }
 
     func binary(_ bytes: [UInt8]) throws -> DocumentValue { try BinaryPropertyList.parse(bytes) }
