@@ -7,8 +7,9 @@ import LocketCore
 // as they would run `locket ssh-agent`, with real clients (ssh-add, ssh,
 // ssh-keygen -Y, git) against it. Usage: LocketAgentTestHost KEYDIR [ssh-agent ARGS...]
 //
-// KEYDIR holds unencrypted OpenSSH private keys named NAME.key (NAME is the
-// comment). Every request reads the directory again, as the keychain's source
+// KEYDIR holds unencrypted private keys named NAME.key (NAME is the
+// comment), in any format `locket import` reads (the tests' RSA key is
+// PKCS#8: see AgentKeys). Every request reads the directory again, as the keychain's source
 // will open the keychain for each one: while a file `locked` is there,
 // signatures fail with errSecInteractionNotAllowed; while `hidden` is there,
 // so does the list of identities. A file's key is parsed once for the bytes
@@ -66,7 +67,7 @@ struct DirectoryKeySource: AgentKeySource {
             defer { for i in bytes.indices { bytes[i] = 0 } }
             let key = try parsed.key(bytes[0..<n]) {
                 let data = try SecureBytes(copying: bytes[0..<n])
-                let file = try KeyImport.parse(data, format: .openssh, passphrase: { throw KeychainError(.param, "\(name) is encrypted") })
+                let file = try KeyImport.parse(data, passphrase: { throw KeychainError(.param, "\(name) is encrypted") })
                 guard let key = file.keys.first?.key else { throw KeychainError(.decode, "\(name) holds no key") }
                 return key
             }

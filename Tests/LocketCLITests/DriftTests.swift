@@ -361,8 +361,15 @@ private struct ManPage {
         ("\\(em", "-"), ("\\(en", "-"), ("\\&", ""), ("\\%", ""), ("\\:", ""), ("\\ ", " "), ("\\~", " "), ("\\|", ""), ("\\^", ""),
     ]
 
+    /// A font change (`\fB`, `\f(CW`, `\f[CR]`), compiled once: a regex
+    /// literal is parsed again on every use, and the page's lines made that
+    /// most of a test's second (issue 38).
+    nonisolated(unsafe) private static let fontChange = /\\f(\[[A-Za-z]*\]|\([A-Za-z]{2}|[A-Za-z0-9])/
+
     private static func unescape(_ line: String) -> String {
-        var s = line.replacing(/\\f(\[[A-Za-z]*\]|\([A-Za-z]{2}|[A-Za-z0-9])/, with: "")
+        // Every escape starts with a backslash.
+        guard line.contains("\\") else { return line }
+        var s = line.replacing(fontChange, with: "")
         // `\e` must become a backslash only after every other escape is gone.
         for (escape, text) in escapes where escape != "\\e" { s = s.replacing(escape, with: text) }
         return s.replacing("\\e", with: "\\")

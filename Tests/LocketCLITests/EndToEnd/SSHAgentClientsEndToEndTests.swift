@@ -187,7 +187,7 @@ final class SSHAgentClientsEndToEndTests: XCTestCase {
     private func ssh(_ sshd: LoopbackSSHD, key name: String, command: String) throws -> RunResult {
         try client("ssh", ["-F", "none", "-o", "IdentityAgent=\(agent.socket)", "-o", "IdentitiesOnly=yes",
                            "-o", "IdentityFile=\(keys.publicKeyPath(name))", "-o", "BatchMode=yes",
-                           "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=\(scratch!)/known_hosts",
+                           "-o", "StrictHostKeyChecking=no", "-o", "KexAlgorithms=\(LoopbackSSHD.keyExchange)", "-o", "UserKnownHostsFile=\(scratch!)/known_hosts",
                            "-o", "ConnectTimeout=20", "-p", String(sshd.port), "\(sshd.user)@127.0.0.1", command])
     }
 }

@@ -26,7 +26,8 @@ enum AgentTestHost {
 }
 
 /// Key pairs of every type an agent serves, made by ssh-keygen: the private
-/// keys in `keys/NAME.key` (read by the test host on every request), the
+/// keys in `keys/NAME.key` (read by the test host on every request; OpenSSH's
+/// format, the RSA key PKCS#8), the
 /// public keys apart in `pubs/NAME.pub`, so that no client can find a
 /// private key next to the public one and sign without the agent.
 final class AgentKeys {
@@ -51,6 +52,14 @@ final class AgentKeys {
             guard result.status == 0 else { throw XCTSkip("ssh-keygen could not make a \(name) key: \(result.err)") }
             rename("\(keys)/\(name).key.pub", publicKeyPath(name))
         }
+        // The RSA key as PKCS#8 PEM (rewritten by ssh-keygen itself): the
+        // OpenSSH format's import checks the pair, which OpenSSL 3 does by
+        // testing p and q for primality, ~0.2 CPU-s at 3,072 bits in every
+        // agent the tests start (about 20 a class); what the host parses is
+        // not what these tests are about (KeysImportTests are).
+        let pkcs8 = Spawn.run(sshKeygen, ["-q", "-p", "-m", "PKCS8", "-P", "", "-N", "", "-f", "\(keys)/rsa.key"],
+                              environment: ["PATH": "/usr/bin:/bin"], input: .devNull, timeout: 120)
+        guard pkcs8.status == 0 else { throw XCTSkip("ssh-keygen could not rewrite the RSA key as PKCS#8: \(pkcs8.err)") }
     }
 
     func publicKeyPath(_ name: String) -> String { "\(root)/pubs/\(name).pub" }
@@ -121,6 +130,11 @@ final class RunningAgent {
 /// authorized_keys in a private directory, logging in the user running the
 /// tests. sshd runs unprivileged as that user when the tests are not root.
 final class LoopbackSSHD {
+    /// The key exchange the tests' ssh asks for: what they show is the
+    /// agent's signature in user authentication, and OpenSSH 9's default
+    /// (sntrup761x25519) costs the client ~0.15 CPU-s a login (issue 38).
+    static let keyExchange = "curve25519-sha256"
+
     let root: String
     let port: Int
     let user: String

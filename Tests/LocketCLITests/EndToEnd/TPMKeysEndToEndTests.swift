@@ -194,7 +194,8 @@ final class TPMKeysEndToEndTests: EndToEndCase {
         for round in 1...2 {
             let login = Spawn.run(try SystemTool.require("ssh", for: "logging in"), [
                 "-F", "none", "-o", "IdentityAgent=\(agent.socket)", "-o", "IdentitiesOnly=yes", "-o", "IdentityFile=\(path("tpm-ssh.pub"))",
-                "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=\(path("known_hosts"))",
+                "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "KexAlgorithms=\(LoopbackSSHD.keyExchange)",
+                "-o", "UserKnownHostsFile=\(path("known_hosts"))",
                 "-o", "ConnectTimeout=20", "-p", String(sshd.port), "\(sshd.user)@127.0.0.1", "echo in-with-the-tpm-\(round)",
             ], environment: clients, input: .devNull, timeout: 60)
             XCTAssertEqual(login.status, 0, "\(login.summary)\nsshd: \(sshd.log.suffix(2000))\nagent: \(agent.errLines)")
