@@ -96,6 +96,10 @@ let package = Package(
         .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
+        // Through LocketCLI the test modules build after it: LocketCLI is on
+        // the debug build's critical path (then LocketCLITests), and llbuild,
+        // which has no priorities, would otherwise compile LocketCoreTests
+        // beside it and delay it (issue 38).
         .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketSystem", "CSQLite"], path: "Tests/LocketTestSupport"),
         // The fuzz targets' bodies: fuzz/run drives them with libFuzzer and
         // ASan; LocketCLITests replays every seed of fuzz/corpus through them.

@@ -13,6 +13,7 @@ import tarfile
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import (LOCKET, LOGIN, SCRATCH, Provider, assert_not_on_disk, call, check, connect, fail, get_property,
                      locket, main, obj, run)
+import secretstorage_sdist
 
 BINARY = bytes(range(256)) + b"\x00\xff\xfe end"
 
@@ -99,19 +100,12 @@ sys.stdout.buffer.write(found[0].get_secret())
 
 
 def secretstorage_suite(bus):
-    """secretstorage's own tests, from its source distribution (fetched with pip, cached)."""
+    """secretstorage's own tests, from its source distribution (fetched with pip, cached: secretstorage_sdist)."""
     cache = os.environ["SECRETSTORAGE_CACHE"]
-    os.makedirs(cache, exist_ok=True)
-    archives = [name for name in os.listdir(cache) if name.startswith("secretstorage-") and name.endswith(".tar.gz")]
-    if not archives:
-        result = subprocess.run(["/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                                 "--disable-pip-version-check", "-d", cache, "secretstorage"], capture_output=True, text=True, timeout=120)
-        archives = [name for name in os.listdir(cache) if name.startswith("secretstorage-") and name.endswith(".tar.gz")]
-        if not archives:
-            print("SKIP: pip could not fetch secretstorage's source distribution from PyPI: " + result.stderr.strip().splitlines()[-1:][0]
-                  if result.stderr.strip() else "SKIP: pip fetched nothing")
-            return
-    archive = sorted(archives)[-1]
+    archive, error = secretstorage_sdist.fetch(cache)
+    if archive is None:
+        print("SKIP: pip could not fetch secretstorage's source distribution from PyPI: " + error)
+        return
     with tarfile.open(os.path.join(cache, archive)) as tar:
         for member in tar.getmembers():
             check(not member.name.startswith("/") and ".." not in member.name.split("/"), "a path outside the archive: " + member.name)

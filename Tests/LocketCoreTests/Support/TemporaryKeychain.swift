@@ -123,8 +123,12 @@ final class TemporaryKeychain {
     }
 
     /// Leaves nothing behind: no session (keyring or directory), no files.
+    /// A remote keychain's machine keeps its session in a directory under
+    /// `directory` (LOCKET_SESSION=dir, XDG_RUNTIME_DIR), removed with it:
+    /// opening it only to lock would cost a helper process and a server
+    /// connection per machine (issue 38).
     func remove(keepDirectory: Bool = false) {
-        if let keychain = try? open() { keychain.session.lock(all: true) }
+        if remote == nil || keepDirectory, let keychain = try? open() { keychain.session.lock(all: true) }
         if inMemory { MemoryKeychains.remove(path) }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }

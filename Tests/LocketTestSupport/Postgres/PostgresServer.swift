@@ -33,14 +33,18 @@ public final class PostgresServer: @unchecked Sendable {
     /// The CA that signed the server's certificate, and one that didn't.
     public var caCertificate: String { "\(root)/tls/ca.crt" }
     public var wrongCACertificate: String { "\(root)/tls/wrong-ca.crt" }
-    /// The superuser's password (for TCP connections, which need one).
-    public let password: String
+    /// The superuser's password (for TCP connections, which need one); the
+    /// same for every server of a run (`makeFiles`).
+    public internal(set) var password: String
     /// The server's account for `SharedPostgres`'s state file: "NAME UID GID", or empty.
     var accountLine: String { account.map { "\($0.name) \($0.uid) \($0.gid)" } ?? "" }
     let account: (name: String, uid: uid_t, gid: gid_t)?
     var watchdog: pid_t?
     var watchdogInput: Int32?
     var running = false
+    /// `makeDatabase`'s connection, made on its first call.
+    var admin: RemoteConnection?
+    let adminLock = NSLock()
     /// Whether this process made the server and stops it (false: another
     /// test process of the run made it, and its watchdog stops it).
     public let owned: Bool
@@ -70,6 +74,22 @@ public final class PostgresServer: @unchecked Sendable {
         return "\(base)/\(newest)/bin"
     }
 
+    /// Where servers keep their files: /dev/shm when it is a tmpfs with 4 GiB
+    /// free, else /tmp. On this machine's ext4 /tmp, CREATE DATABASE (some
+    /// 300 files) cost the server 60-150 ms of CPU, on tmpfs 30-35; the
+    /// shared server of a make test holds ~180 databases (~1.3 GB) until the
+    /// run ends (issue 38). Nothing a test checks depends on the disk: the
+    /// servers run with fsync off, and a server stopped or killed keeps its
+    /// files either way.
+    static let filesDirectory: String = {
+        let mounts = String(decoding: FileManager.default.contents(atPath: "/proc/self/mounts") ?? Data(), as: UTF8.self)
+        let tmpfs = mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().prefix(2).elementsEqual(["/dev/shm", "tmpfs"]) }
+        var info = statvfs()
+        guard tmpfs, statvfs("/dev/shm", &info) == 0, UInt64(info.f_bavail) * UInt64(info.f_frsize) >= 4 << 30,
+              access("/dev/shm", W_OK | X_OK) == 0 else { return "/tmp" }
+        return "/dev/shm"
+    }()
+
     /// Makes, configures and starts a private server, stopped by `stop()` or
     /// when this process ends; throws TestUnavailable only where the machine can't run one.
     public convenience init() throws {
@@ -92,10 +112,10 @@ public final class PostgresServer: @unchecked Sendable {
         } else {
             account = nil
         }
-        var template = Array("/tmp/locket-pg-XXXXXX".utf8CString)
+        var template = Array("\(Self.filesDirectory)/locket-pg-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw POSIXError(.EIO) }
         root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        password = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        password = ""
         port = try Loopback.freePort()
         do {
             try setUp(bin, outliving: parent)
@@ -131,18 +151,14 @@ public final class PostgresServer: @unchecked Sendable {
     private func setUp(_ bin: String, outliving parent: SharedPostgres.Parent?) throws {
         try FileManager.default.createDirectory(atPath: "\(root)/sock", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: "\(root)/tls", withIntermediateDirectories: true)
-        try makeCertificates()
-        try Data("\(password)\n".utf8).write(to: URL(fileURLWithPath: "\(root)/pwfile"))
         if let account {
-            // The server's own files: its account must own them, and the key must be private.
-            for path in [root, "\(root)/sock", "\(root)/tls", "\(root)/pwfile", "\(root)/tls/server.key", "\(root)/tls/server.crt"] {
+            // The server's own files: its account must own them.
+            for path in [root, "\(root)/sock", "\(root)/tls"] {
                 guard chown(path, account.uid, account.gid) == 0 else { throw POSIXError(.EPERM) }
             }
         }
-        chmod("\(root)/tls/server.key", 0o600)
         chmod(root, 0o755)
-        try runAsServer("\(bin)/initdb", ["-D", data, "-U", Self.user, "--pwfile=\(root)/pwfile", "-E", "UTF8", "--locale=C",
-                                         "--auth-local=trust", "--auth-host=scram-sha-256", "-N"])
+        try makeFiles(bin)
         let settings = """
 
             listen_addresses = '127.0.0.1'
@@ -158,6 +174,15 @@ public final class PostgresServer: @unchecked Sendable {
             log_parameter_max_length = 0
             log_parameter_max_length_on_error = 0
             fsync = off
+            # No page is torn by a process killed or stopped with -m immediate
+            # (the faults tests play), only by the machine going down; and
+            # FILE_COPY's checkpoints would make every page's next change a
+            # full-page image.
+            full_page_writes = off
+            # A test's database lives for the test: each worker the launcher
+            # started for one (~130 in the remote classes) was a backend and
+            # catalogue scans that nothing reads.
+            autovacuum = off
             max_connections = 40
             shared_buffers = 16MB
 
@@ -201,6 +226,8 @@ public final class PostgresServer: @unchecked Sendable {
 
     private func stop(force: Bool) {
         guard force else { return }
+        admin?.close()
+        admin = nil
         if running, let bin = try? Self.binaries() {
             _ = try? runAsServer("\(bin)/pg_ctl", ["-D", data, "-w", "-t", "60", "-m", "fast", "stop"])
             running = false
@@ -246,14 +273,37 @@ public final class PostgresServer: @unchecked Sendable {
         try RemoteConnection(helper: try Self.helperPath(), parameters: socketParameters(database: database), environment: Environment([:]))
     }
 
-    /// A new, empty database; its name.
+    /// A new, empty database; its name. Made over one connection this
+    /// object keeps for its process (`admin`), not over a helper and a
+    /// backend of their own each time (issue 38). One lost since its last use
+    /// (a private server stopped or restarted) is made again.
     public func makeDatabase() throws -> String {
         let name = "t\(UInt32.random(in: 0...UInt32.max))"
-        let connection = try connect()
         // CREATE DATABASE takes no parameters; the name is made here, not given.
-        try connection.execute("CREATE DATABASE \(name)")
-        connection.close()
+        let statement = "CREATE DATABASE \(name)"
+        adminLock.lock()
+        defer { adminLock.unlock() }
+        if let admin {
+            do {
+                try admin.execute(statement + Self.copied(admin))
+                return name
+            } catch let error as KeychainError where error.code == .io || error.code == .notAvailable {
+                admin.close()
+                self.admin = nil
+            }
+        }
+        let connection = try connect()
+        admin = connection
+        try connection.execute(statement + Self.copied(connection))
         return name
+    }
+
+    /// PostgreSQL 15's default strategy writes the whole template (7.5 MB)
+    /// through shared buffers into the WAL; FILE_COPY copies its files and
+    /// checkpoints: 17 ms of the server's CPU instead of 35 on tmpfs, no WAL
+    /// (issue 38). Older servers have only the copy, and no such clause.
+    static func copied(_ connection: RemoteConnection) -> String {
+        connection.serverVersion >= 150_000 ? " STRATEGY FILE_COPY" : ""
     }
 
     /// `pg_dump` of `database` (plain SQL, data included).

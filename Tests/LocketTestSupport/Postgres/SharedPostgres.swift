@@ -80,9 +80,15 @@ public enum SharedPostgres {
         return server
     }
 
+    /// The run's private directory (`runParent`): the shared server's
+    /// state, and the data directory every server of the run copies
+    /// (`PostgresServer.makeFiles`).
+    static func runDirectory() throws -> String { try runParent().directory }
+
     /// The parent process of this test process and the directory of its run:
     /// /tmp/locket-pg-shared-EUID-PID-START, made here 0700 or checked to be this
     /// user's own private directory (anything else in /tmp is someone else's).
+    /// The process that makes it starts the watchdog that removes it once that parent ends.
     private static func runParent() throws -> Parent {
         let pid = getppid()
         guard let line = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
@@ -94,14 +100,17 @@ public enum SharedPostgres {
         guard fields.count > 19 else { throw PostgresServer.ServerFailure(description: "short /proc/\(pid)/stat") }
         let start = String(decoding: fields[19], as: UTF8.self)
         let directory = "/tmp/locket-pg-shared-\(geteuid())-\(pid)-\(start)"
-        if mkdir(directory, 0o700) != 0 {
+        let made = mkdir(directory, 0o700) == 0
+        if !made {
             guard errno == EEXIST else { throw PostgresServer.ServerFailure(description: "mkdir \(directory): errno \(errno)") }
         }
         var info = stat()
         guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
             throw PostgresServer.ServerFailure(description: "\(directory) is not this user's private directory")
         }
-        return Parent(pid: pid, startTime: start, directory: directory)
+        let parent = Parent(pid: pid, startTime: start, directory: directory)
+        if made { try PostgresServer.startRunWatchdog(parent) }
+        return parent
     }
 
     private static func decode(_ text: Data) throws -> State {
