@@ -97,7 +97,7 @@ final class SecretServiceCaseServer {
     /// The rest of the server's next stdout line, which must start with `prefix`; nil after `timeout` seconds.
     private func nextLine(prefix: String, timeout: Double) -> String? {
         var found: String?
-        _ = process.waitUntil(timeout: timeout) {
+        _ = process.waitForOutput(timeout: timeout) {
             let lines = process.out.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
             guard lines.count > linesRead else { return process.hasExited }
             let line = lines[lines.startIndex + linesRead]
