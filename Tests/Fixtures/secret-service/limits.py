@@ -344,12 +344,7 @@ class Program:
                 os.dup2(child_stdin, 0)
                 os.dup2(child_stdout, 1)
                 # Nothing of the case's: its connections, its other programs' pipes (their EOF), the provider's.
-                for fd in map(int, os.listdir("/proc/self/fd")):
-                    if fd > 2:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
                 sys.stdin, sys.stdout = open(0, "r", closefd=False), open(1, "w", closefd=False)
                 os.environ.clear()
                 os.environ.update(environment)
