@@ -132,11 +132,23 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # built; a failed build is said here in one line and fails that test with
 # the compiler's errors (issue 38). When the build fails before that link,
 # the package is not built.
+# What runs beside the debug build and its critical path does not wait for
+# (that package; in make test the release steps, which after make install
+# find nothing to do) runs at nice 19 while the debug build runs: it then
+# takes the cores the build leaves idle (LocketCore's compile, the CLI tests'
+# module alone at the end) instead of a share of the cores the critical path
+# needs (LocketCore, LocketCLI and the test modules). It is set back to nice 0
+# as soon as the debug build ends (Tests/raise-priority: every thread of it
+# and of its children), so that what is left of it never waits behind the
+# tests. Only as root: an unprivileged process may not lower its nice value
+# again, and that package's build left at nice 19 beside make test's tests
+# would starve (issue 38).
+BACKGROUND_NICE = $(if $(filter 0,$(shell id -u)),19,0)
 COMPAT_LOG = .build/compat-acceptance/build.log
 BUILD_COMPAT = { until [ -x "$$bin/CompatAcceptanceBuild" ]; do \
 		kill -0 $$build 2>/dev/null || [ -x "$$bin/CompatAcceptanceBuild" ] || exit 0; sleep 0.5; done; \
 	mkdir -p .build/compat-acceptance; tries=0; \
-	until "$$bin/CompatAcceptanceBuild" </dev/null >$(COMPAT_LOG) 2>&1; do \
+	until nice -n $(BACKGROUND_NICE) "$$bin/CompatAcceptanceBuild" </dev/null >$(COMPAT_LOG) 2>&1; do \
 		status=$$?; tries=$$((tries + 1)); \
 		if [ $$status -eq 126 ] && [ $$tries -lt 60 ]; then sleep 0.5; continue; fi; \
 		echo "shared/compat's acceptance package did not build ($(COMPAT_LOG)): CompatAcceptanceTests will fail with its errors" >&2; break; \
@@ -145,7 +157,9 @@ BUILD_TESTS = bin=$$($(SWIFT) build --show-bin-path) || exit $$?; \
 	rm -f "$$bin/CompatAcceptanceBuild"; \
 	$(SWIFT) build --build-tests $(DEBUG_FLAGS) & build=$$!; \
 	$(BUILD_COMPAT) & compat=$$!; \
-	wait $$build; status=$$?; wait $$compat; exit $$status
+	wait $$build; status=$$?; \
+	[ $(BACKGROUND_NICE) -eq 0 ] || Tests/raise-priority $$compat $$background; \
+	wait $$compat; exit $$status
 # The first code run is locket_entry, which advises the hot code (from the
 # 2 MiB-aligned first symbol of the order to its last) and the data into
 # large folios (Sources/CLocketSystem/entry.c, bench/README.md "Large folios");
@@ -403,10 +417,9 @@ NEEDS_PROVIDER = ^LocketCLITests\.SecretService
 # What the tests would otherwise prepare once on a clean clone, in the test
 # phase, is started beside the debug build, whose LocketCore compile leaves a
 # core idle for ~25 s: secretstorage's source distribution, which
-# SecretServiceClientsEndToEndTests' case fetches with pip when it is not in
-# .build/secretstorage-sdist (8 CPU-s and ~20 s of a worker; issue 38). Not
-# at nice 10: on this machine under others' builds (load 10-14) pip then
-# had too little CPU time to fetch it within its 120 s.
+# SecretServiceClientsEndToEndTests' case fetches when it is not in
+# .build/secretstorage-sdist (issue 38): from PyPI's JSON API, 0.2 CPU-s;
+# pip, its fallback, took 5-8 CPU-s and ~14-20 s.
 # Only here, not in build-tests: it is the tests' data, not the build's. A
 # failure is said in one line and left to that test (it tries again, and
 # skips saying why); it never fails the build.
@@ -421,9 +434,10 @@ PREPARE_TESTS = { [ ! -x /usr/bin/python3 ] || /usr/bin/python3 Tests/Fixtures/s
 test: deps test-deps
 	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/test-times.tsv .build/*.status
 	@$(MAKE) --no-print-directory pam
-	@{ $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
-	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
-	  $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status; } & release=$$!; \
+	@{ nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
+	  nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
+	  nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status; } & release=$$!; \
+	background=$$release; \
 	$(PREPARE_TESTS) & prepared=$$!; \
 	( $(BUILD_TESTS) ); built=$$?; wait $$prepared; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \

@@ -100,11 +100,11 @@ sys.stdout.buffer.write(found[0].get_secret())
 
 
 def secretstorage_suite(bus):
-    """secretstorage's own tests, from its source distribution (fetched with pip, cached: secretstorage_sdist)."""
+    """secretstorage's own tests, from its source distribution (fetched from PyPI, cached: secretstorage_sdist)."""
     cache = os.environ["SECRETSTORAGE_CACHE"]
     archive, error = secretstorage_sdist.fetch(cache)
     if archive is None:
-        print("SKIP: pip could not fetch secretstorage's source distribution from PyPI: " + error)
+        print("SKIP: secretstorage's source distribution could not be fetched from PyPI: " + error)
         return
     with tarfile.open(os.path.join(cache, archive)) as tar:
         for member in tar.getmembers():
