@@ -139,10 +139,11 @@ DEBUG_FLAGS = -Xswiftc $(DEBUG_INFO) -Xswiftc -wmo -Xswiftc -num-threads -Xswift
 # module alone at the end) instead of a share of the cores the critical path
 # needs (LocketCore, LocketCLI and the test modules). It is set back to nice 0
 # as soon as the debug build ends (Tests/raise-priority: every thread of it
-# and of its children), so that what is left of it never waits behind the
-# tests. Only as root: an unprivileged process may not lower its nice value
-# again, and that package's build left at nice 19 beside make test's tests
-# would starve (issue 38).
+# and of its children; the release steps' shell is what is started niced, so
+# that a step it starts after that runs at nice 0 too), so that what is left
+# of it never waits behind the tests. Only as root: an unprivileged process
+# may not lower its nice value again, and that package's build left at nice
+# 19 beside make test's tests would starve (issue 38).
 BACKGROUND_NICE = $(if $(filter 0,$(shell id -u)),19,0)
 COMPAT_LOG = .build/compat-acceptance/build.log
 BUILD_COMPAT = { until [ -x "$$bin/CompatAcceptanceBuild" ]; do \
@@ -434,9 +435,9 @@ PREPARE_TESTS = { [ ! -x /usr/bin/python3 ] || /usr/bin/python3 Tests/Fixtures/s
 test: deps test-deps
 	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/test-times.tsv .build/*.status
 	@$(MAKE) --no-print-directory pam
-	@{ nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
-	  nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
-	  nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status; } & release=$$!; \
+	@nice -n $(BACKGROUND_NICE) sh -c '$(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
+	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
+	  $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status' & release=$$!; \
 	background=$$release; \
 	$(PREPARE_TESTS) & prepared=$$!; \
 	( $(BUILD_TESTS) ); built=$$?; wait $$prepared; \
