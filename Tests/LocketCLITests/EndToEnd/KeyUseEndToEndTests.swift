@@ -37,9 +37,10 @@ final class KeyUseEndToEndTests: EndToEndCase {
         return result
     }
 
-    /// An openssl key file NAME.pem (and NAME.pub), imported non-extractable with label NAME.
-    private func opensslKey(_ name: String, _ genpkey: [String]) {
-        tool(openssl, ["genpkey"] + genpkey + ["-out", path(name + ".pem")])
+    /// An openssl key file NAME.pem of `kind` (`OpenSSLFixtures.genpkeyOptions`; the run's copy, `TestKeys`)
+    /// and NAME.pub, imported non-extractable with label NAME.
+    private func opensslKey(_ name: String, _ kind: String) {
+        XCTAssertNoThrow(try TestKeys.genpkey(kind, to: path(name + ".pem")))
         tool(openssl, ["pkey", "-in", path(name + ".pem"), "-pubout", "-out", path(name + ".pub")])
         ok("import", path(name + ".pem"), "--non-extractable", "--label", name)
     }
@@ -49,11 +50,11 @@ final class KeyUseEndToEndTests: EndToEndCase {
     }
 
     func testSignaturesVerifyWithOpenSSLAndTheOtherWayRound() throws {
-        opensslKey("ed", ["-algorithm", "ed25519"])
-        opensslKey("p256", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
-        opensslKey("p384", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
-        opensslKey("p521", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"])
-        opensslKey("rsa", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
+        opensslKey("ed", "ed25519")
+        opensslKey("p256", "p256")
+        opensslKey("p384", "p384")
+        opensslKey("p521", "p521")
+        opensslKey("rsa", "rsa2048")
         let pss = ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:digest", "-sigopt", "rsa_mgf1_md:sha256"]
         // (label, algorithm, openssl's sign arguments, openssl's verify arguments)
         let cases: [(String, String, [String], [String])] = [
@@ -86,7 +87,7 @@ final class KeyUseEndToEndTests: EndToEndCase {
     }
 
     func testRSAOAEPBothWaysWithOpenSSL() throws {
-        opensslKey("rsa", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
+        opensslKey("rsa", "rsa2048")
         let oaep = ["-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha256", "-pkeyopt", "rsa_mgf1_md:sha256"]
         let secret = Array("a secret for OAEP".utf8)
         let sealed = use("encrypt", "rsa", "rsa-encryption-oaep-sha256", ["-o", path("ct")], input: .bytes(secret))
@@ -110,7 +111,7 @@ final class KeyUseEndToEndTests: EndToEndCase {
         let curves = ["P-256", "P-384", "P-521"]
         var jobs = ""
         for curve in curves {
-            opensslKey(curve, ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)"])
+            opensslKey(curve, "p" + curve.dropFirst(2))
             let plaintext = Array("hello, \(curve)".utf8)
             let ours = use("encrypt", curve, algorithm, input: .bytes(plaintext))
             XCTAssertEqual(ours.status, 0, ours.summary)
@@ -157,7 +158,7 @@ final class KeyUseEndToEndTests: EndToEndCase {
 
     /// With --json: one object, binary results in base64; verify says so; errors are the JSON error object.
     func testJSONOutput() throws {
-        opensslKey("ed", ["-algorithm", "ed25519"])
+        opensslKey("ed", "ed25519")
         let signed = locket(["--json", "key", "sign", "--label", "ed", "--algorithm", "ed25519"], input: .bytes(message))
         XCTAssertEqual(signed.status, 0, signed.summary)
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(signed.stdout)) as? [String: Any])
@@ -177,7 +178,7 @@ final class KeyUseEndToEndTests: EndToEndCase {
     }
 
     func testClearErrors() throws {
-        opensslKey("p256", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        opensslKey("p256", "p256")
         // The wrong algorithm for the key's type: errSecParam, naming what the key supports.
         let wrong = use("sign", "p256", "ed25519", input: .bytes(message))
         XCTAssertEqual(wrong.status, 206)

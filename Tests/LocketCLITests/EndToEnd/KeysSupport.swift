@@ -2,8 +2,8 @@ import Foundation
 import XCTest
 
 // Key and certificate fixtures for the end-to-end tests of issue 13, made at
-// test time by the openssl command line in the test's sandbox: no private
-// key is committed. Passphrases reach openssl through files (`file:`).
+// test time by the openssl command line (the keys once per run, `TestKeys`)
+// and copied into the test's sandbox: no private key is committed. Passphrases reach openssl through files (`file:`).
 
 extension EndToEndCase {
     /// The directory fixtures are made in (inside the sandbox, 0700).
@@ -28,10 +28,10 @@ extension EndToEndCase {
         return result
     }
 
-    /// A private key (`OpenSSLFixtures.genpkeyOptions`) as PKCS#8 PEM.
-    func makeKey(_ kind: String, _ name: String) {
-        guard let options = OpenSSLFixtures.genpkeyOptions(kind) else { return XCTFail(kind) }
-        openssl(["genpkey", "-out", key(name)] + options)
+    /// A private key (`OpenSSLFixtures.genpkeyOptions`) as PKCS#8 PEM: the
+    /// run's key of that kind (`TestKeys`), this test's own copy.
+    func makeKey(_ kind: String, _ name: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertNoThrow(try TestKeys.genpkey(kind, to: key(name)), file: file, line: line)
     }
 
     /// A CA (ca.key, ca.pem) with a distinctive subject, made once per sandbox.

@@ -46,10 +46,13 @@ final class AgentKeys {
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { throw POSIXError(.EIO) }
         root = String(cString: made)
         for dir in ["keys", "pubs"] { mkdir(root + "/" + dir, 0o700) }
+        // The run's keys (`TestKeys`: the RSA one is ~1 CPU-s of prime search), this class's copies.
         for (name, arguments) in Self.types {
-            let result = Spawn.run(sshKeygen, ["-q"] + arguments + ["-N", "", "-C", "made-by-ssh-keygen", "-f", "\(keys)/\(name).key"],
-                                   environment: ["PATH": "/usr/bin:/bin"], input: .devNull, timeout: 120)
-            guard result.status == 0 else { throw XCTSkip("ssh-keygen could not make a \(name) key: \(result.err)") }
+            do {
+                try TestKeys.sshKeygen(arguments, comment: "made-by-ssh-keygen", to: "\(keys)/\(name).key")
+            } catch {
+                throw XCTSkip("ssh-keygen could not make a \(name) key: \(error)")
+            }
             rename("\(keys)/\(name).key.pub", publicKeyPath(name))
         }
         // The RSA key as PKCS#8 PEM (rewritten by ssh-keygen itself): the

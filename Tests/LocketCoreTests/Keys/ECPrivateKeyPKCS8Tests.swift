@@ -44,6 +44,6 @@ final class ECPrivateKeyPKCS8Tests: XCTestCase {
         XCTAssertNil((der + [0]).withUnsafeBytes { ECPrivateKeyPKCS8.split($0) })
         XCTAssertNil(Array(der.dropLast()).withUnsafeBytes { ECPrivateKeyPKCS8.split($0) })
         XCTAssertNil(try AsymmetricKey.generate(.ed25519).pkcs8!.bytes.withUnsafeBytes { ECPrivateKeyPKCS8.split($0) })
-        XCTAssertNil(try AsymmetricKey.generate(.rsa2048).pkcs8!.bytes.withUnsafeBytes { ECPrivateKeyPKCS8.split($0) })
+        XCTAssertNil(try AsymmetricKey.runKey("rsa2048").pkcs8!.bytes.withUnsafeBytes { ECPrivateKeyPKCS8.split($0) })
     }
 }

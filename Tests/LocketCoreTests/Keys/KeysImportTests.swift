@@ -155,9 +155,8 @@ final class KeysImportTests: KeysTestCase {
         guard Tools.find("ssh-keygen") != nil else { throw XCTSkip("ssh-keygen is not installed (make test-deps installs openssh-client)") }
         for (type, bits) in [("ed25519", ""), ("ecdsa", "256"), ("ecdsa", "384"), ("ecdsa", "521"), ("rsa", "2048")] {
             let name = "id_\(type)\(bits)"
-            var args = ["-q", "-t", type, "-C", "me@host", "-f", f.path(name)]
-            if !bits.isEmpty { args += ["-b", bits] }
-            try Tools.must("ssh-keygen", args + ["-N", ""])
+            // The run's ssh-keygen key of this type (`TestKeys`), this test's own copy.
+            try TestKeys.sshKeygen(["-t", type] + (bits.isEmpty ? [] : ["-b", bits]), comment: "me@host", to: f.path(name))
             let plain = try KeyImport.parse(try f.read(name), passphrase: noPassphrase)
             XCTAssertEqual(plain.keys.count, 1, name)
             let key = plain.keys[0].key

@@ -5,10 +5,10 @@ import LocketCore
 import XCTest
 
 // Fixtures for the key-layer tests, made at test time by the openssl and
-// ssh-keygen command lines in a private temporary directory (no private key
-// is committed), and a small runner for those tools. Passphrases reach the
-// tools through files (openssl's `file:`) or an askpass program
-// (ssh-keygen), never argv.
+// ssh-keygen command lines (the keys once per run, `TestKeys`) and copied
+// into a private temporary directory (no private key is committed), and a
+// small runner for those tools. Passphrases reach the tools through files
+// (openssl's `file:`) or an askpass program (ssh-keygen), never argv.
 
 /// A finished tool run.
 struct ToolResult {
@@ -99,10 +99,10 @@ final class KeysFixture {
 
     var pass: SecureBytes { get throws { try SecureBytes(copying: Array(passphrase.utf8)) } }
 
-    /// `openssl genpkey` for `kind`: rsa2048, p256, p384, p521, ed25519, x25519; PKCS#8 PEM at `name`.
+    /// `openssl genpkey` for `kind`: rsa2048, p256, p384, p521, ed25519, x25519; PKCS#8 PEM at `name`
+    /// (a run's key of that kind, `TestKeys`: this fixture's own copy).
     func genpkey(_ kind: String, _ name: String) throws {
-        guard let options = OpenSSLFixtures.genpkeyOptions(kind) else { fatalError(kind) }
-        try Tools.must("openssl", ["genpkey", "-out", path(name)] + options)
+        try TestKeys.genpkey(kind, to: path(name))
     }
 
     /// A self-signed CA, and a leaf for `keyName` signed by it, with an e-mail SAN. Names: ca.pem, ca.key, `leaf`.
@@ -209,6 +209,15 @@ func assertKeychainError<T>(_ code: KeychainError.Code, file: StaticString = #fi
         XCTFail("expected KeychainError \(code.name), got \(error)", file: file, line: line)
     }
     return nil
+}
+
+extension AsymmetricKey {
+    /// The run's first openssl key of `kind` (`TestKeys`), parsed:
+    /// for a test that needs an RSA key, not one about making it (a prime
+    /// search, ~0.1-0.4 CPU-s at 2,048 bits).
+    static func runKey(_ kind: String) throws -> AsymmetricKey {
+        try KeyImport.parse(try TestKeys.genpkey(kind), passphrase: noPassphrase).keys[0].key
+    }
 }
 
 /// A passphrase callback that must not be called.

@@ -53,25 +53,8 @@ extension PostgresServer {
     /// the process `parent` names to end (the same pid with the same start
     /// time: a reused pid is another process), then stops the server and
     /// removes its files and its account.
-    func startDetachedWatchdog(_ bin: String, parent: SharedPostgres.Parent) throws {
-        try Self.afterParent(parent, cleanUpScript(bin))
-    }
-
-    /// The same for the run's directory (`SharedPostgres.runDirectory`):
-    /// removed once `parent` ends, whichever servers the run started.
-    static func startRunWatchdog(_ parent: SharedPostgres.Parent) throws {
-        try afterParent(parent, "rm -rf -- \"$3\"\n")
-    }
-
-    private static func afterParent(_ parent: SharedPostgres.Parent, _ cleanUp: String) throws {
-        let script = """
-            while [ "$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)" = "$2" ]; do sleep 1; done
-
-            """ + cleanUp
-        // Nothing here waits for it: it outlives this process, and init reaps it.
-        _ = try spawn("/bin/sh", ["-c", script, "watchdog", String(parent.pid), parent.startTime, parent.directory],
-                      environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], stdin: .devNull, stdout: "/dev/null", stderr: "/dev/null",
-                      newSession: true)
+    func startDetachedWatchdog(_ bin: String, parent: TestRun.Parent) throws {
+        try TestRun.afterParent(parent, cleanUpScript(bin))
     }
 
     @discardableResult

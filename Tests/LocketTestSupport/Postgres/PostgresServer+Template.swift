@@ -8,7 +8,7 @@ import Glibc
 // One initdb and one throwaway CA per run (issue 38). The first server of a
 // run, shared or private, makes its data directory, TLS files and superuser
 // password as before, and keeps a copy of them, as initdb left them, in the
-// run's directory (`SharedPostgres.runDirectory`); every later server of the
+// run's directory (`TestRun`); every later server of the
 // run copies that instead of running initdb (~0.8 CPU-s of PostgreSQL's
 // bootstrap) and four openssl commands again. The servers of one run so
 // share the password and the CA: no test tells them apart by either (each
@@ -16,13 +16,12 @@ import Glibc
 extension PostgresServer {
     /// `data`, `tls/` and `password`: copied from the run's template, or made here and kept as it.
     func makeFiles(_ bin: String) throws {
-        let run = try SharedPostgres.runDirectory()
-        let lock = open("\(run)/template.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard lock >= 0 else { throw ServerFailure(description: "\(run)/template.lock: errno \(errno)") }
-        defer { close(lock) }
+        let run = try TestRun.directory()
         // Two processes starting their first server at once: one initdb, the other waits and copies.
-        try nothingOrErrno("flock") { flock(lock, LOCK_EX) }.get { ServerFailure(description: "flock: errno \($0.code)") }
-        let template = "\(run)/template"
+        try TestRun.locked("\(run)/template.lock") { try makeOrCopyFiles(bin, template: "\(run)/template") }
+    }
+
+    private func makeOrCopyFiles(_ bin: String, template: String) throws {
         // The password is written last: a template without one was cut short and is made again.
         if let kept = FileManager.default.contents(atPath: "\(template)/password"), !kept.isEmpty {
             password = String(decoding: kept, as: UTF8.self)

@@ -100,7 +100,7 @@ public final class PostgresServer: @unchecked Sendable {
     /// this process. Otherwise the server outlives this process and stops
     /// when the process `outliving` names ends (the `swift test` run, see
     /// `SharedPostgres`).
-    init(outliving parent: SharedPostgres.Parent?) throws {
+    init(outliving parent: TestRun.Parent?) throws {
         owned = parent == nil
         isStandby = false
         let bin = try Self.binaries()
@@ -148,7 +148,7 @@ public final class PostgresServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    private func setUp(_ bin: String, outliving parent: SharedPostgres.Parent?) throws {
+    private func setUp(_ bin: String, outliving parent: TestRun.Parent?) throws {
         try FileManager.default.createDirectory(atPath: "\(root)/sock", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: "\(root)/tls", withIntermediateDirectories: true)
         if let account {

@@ -16,23 +16,14 @@ import Glibc
 /// --parallel` runs every test in a process of its own, so a server per
 /// process (or per class) meant an initdb, four openssl runs and a useradd per
 /// test, most of the remote suites' time (issue 12). The first test process
-/// that needs the server starts it; the others find it through a directory
-/// named for the run, the parent process they share (`swift test`, or
-/// whatever ran the test binary), and its start time. A watchdog in a session
-/// of its own stops the server and removes its files once that process ends.
+/// that needs the server starts it; the others find it through the run's
+/// directory (`TestRun`). A watchdog in a session of its own stops the
+/// server and removes its files once the run ends.
 ///
 /// What a test does to the shared server stays in its own database (or
 /// temporary tables, or a file named for the test); a test that stops or
 /// restarts a server makes a private one (`PostgresServer()`).
 public enum SharedPostgres {
-    /// The process whose end stops the shared server, and the run's directory.
-    struct Parent {
-        let pid: pid_t
-        /// Field 22 of /proc/PID/stat: with the pid, names one process.
-        let startTime: String
-        let directory: String
-    }
-
     /// What another test process needs to use the server.
     struct State {
         let root: String
@@ -61,56 +52,21 @@ public enum SharedPostgres {
     }
 
     private static func attachOrStart() throws -> PostgresServer {
-        let parent = try runParent()
-        let lockFD = open("\(parent.directory)/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard lockFD >= 0 else { throw PostgresServer.ServerFailure(description: "\(parent.directory)/lock: errno \(errno)") }
-        defer { close(lockFD) }
-        try nothingOrErrno("flock") { flock(lockFD, LOCK_EX) }.get { PostgresServer.ServerFailure(description: "flock: errno \($0.code)") }
-        let statePath = "\(parent.directory)/state"
-        if let text = FileManager.default.contents(atPath: statePath) {
-            let state = try decode(text)
-            // The server's socket is there while it runs.
-            if access("\(state.root)/sock/.s.PGSQL.\(state.port)", F_OK) == 0 { return PostgresServer(attaching: state) }
+        let parent = try TestRun.parent()
+        return try TestRun.locked("\(parent.directory)/lock") {
+            let statePath = "\(parent.directory)/state"
+            if let text = FileManager.default.contents(atPath: statePath) {
+                let state = try decode(text)
+                // The server's socket is there while it runs.
+                if access("\(state.root)/sock/.s.PGSQL.\(state.port)", F_OK) == 0 { return PostgresServer(attaching: state) }
+            }
+            let server = try PostgresServer(outliving: parent)
+            let state = [server.root, String(server.port), server.password, server.accountLine].joined(separator: "\n")
+            let scratch = "\(statePath).\(getpid())"
+            try Data(state.utf8).write(to: URL(fileURLWithPath: scratch))
+            guard rename(scratch, statePath) == 0 else { throw PostgresServer.ServerFailure(description: "rename \(statePath): errno \(errno)") }
+            return server
         }
-        let server = try PostgresServer(outliving: parent)
-        let state = [server.root, String(server.port), server.password, server.accountLine].joined(separator: "\n")
-        let scratch = "\(statePath).\(getpid())"
-        try Data(state.utf8).write(to: URL(fileURLWithPath: scratch))
-        guard rename(scratch, statePath) == 0 else { throw PostgresServer.ServerFailure(description: "rename \(statePath): errno \(errno)") }
-        return server
-    }
-
-    /// The run's private directory (`runParent`): the shared server's
-    /// state, and the data directory every server of the run copies
-    /// (`PostgresServer.makeFiles`).
-    static func runDirectory() throws -> String { try runParent().directory }
-
-    /// The parent process of this test process and the directory of its run:
-    /// /tmp/locket-pg-shared-EUID-PID-START, made here 0700 or checked to be this
-    /// user's own private directory (anything else in /tmp is someone else's).
-    /// The process that makes it starts the watchdog that removes it once that parent ends.
-    private static func runParent() throws -> Parent {
-        let pid = getppid()
-        guard let line = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
-              let paren = line.lastIndex(of: UInt8(ascii: ")")) else {
-            throw PostgresServer.ServerFailure(description: "no /proc/\(pid)/stat")
-        }
-        // After "comm) ", field 3 (state) comes first: field 22 is the 20th.
-        let fields = line[(paren + 2)...].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19 else { throw PostgresServer.ServerFailure(description: "short /proc/\(pid)/stat") }
-        let start = String(decoding: fields[19], as: UTF8.self)
-        let directory = "/tmp/locket-pg-shared-\(geteuid())-\(pid)-\(start)"
-        let made = mkdir(directory, 0o700) == 0
-        if !made {
-            guard errno == EEXIST else { throw PostgresServer.ServerFailure(description: "mkdir \(directory): errno \(errno)") }
-        }
-        var info = stat()
-        guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
-            throw PostgresServer.ServerFailure(description: "\(directory) is not this user's private directory")
-        }
-        let parent = Parent(pid: pid, startTime: start, directory: directory)
-        if made { try PostgresServer.startRunWatchdog(parent) }
-        return parent
     }
 
     private static func decode(_ text: Data) throws -> State {
