@@ -166,7 +166,7 @@ final class ItemFilterTests: XCTestCase {
         }
         var remote: TemporaryKeychain?
         do {
-            remote = try TemporaryKeychain(remote: try Postgres.newKeychainLocation())
+            remote = try TemporaryKeychain(remote: try Postgres.newKeychainLocation(), kdf: .weakForTests)
         } catch is XCTSkip {
             print("ItemFilterTests: no PostgreSQL here: the remote rendering is not compared")
         }

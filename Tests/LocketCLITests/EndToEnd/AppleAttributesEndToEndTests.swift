@@ -86,7 +86,7 @@ final class EndToEndAppleAttributesTests: EndToEndCase {
         add("-s", "svc", "-a", "stays", "--synchronizable", "--accessible", "when-unlocked-this-device-only", secret: "device")
         add("-s", "svc", "-a", "leaves", "--synchronizable", secret: "portable")
         let backup = sandbox.root + "/backup.locket"
-        let export = expect(0, "export", "--format", "backup", "--passphrase-stdin", "--kdf", "interactive", "--out", backup,
+        let export = expect(0, "export", "--format", "backup", "--passphrase-stdin", "--out", backup,
                             input: .text("backup passphrase\n"))
         XCTAssertTrue(export.err.contains("1"), export.summary)
         initKeychain("restored")

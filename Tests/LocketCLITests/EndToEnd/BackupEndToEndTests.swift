@@ -644,8 +644,7 @@ final class BackupEndToEndTests: EndToEndCase {
                               input: .text("pw\n"))
         XCTAssertTrue(exported.err.contains("exported 1 item"), exported.summary)
         let everything = sandbox.root + "/all.backup"
-        XCTAssertEqual(locket(["export", "--format", "backup", "-o", everything, "--passphrase-stdin", "--kdf", "interactive"],
-                              input: .text("pw\n")).status, 0)
+        exportForImports(everything)
         XCTAssertEqual(locket("delete", "--all").status, 0)
         let imported = locket(["-e", b, "import", "--passphrase-stdin", everything], input: .text("pw\n"))
         XCTAssertEqual(imported.status, 0, imported.summary)

@@ -26,7 +26,7 @@ final class SizeLimitEndToEndTests: EndToEndCase {
         let ref = Hex.encode(try addOversizedItem())
         add("-s", "kept too", "-a", "b")
         let backup = sandbox.root + "/keychain.backup"
-        let run = expect(0, "export", "--format", "backup", "--kdf", "interactive", "--passphrase-stdin", "-o", backup, input: .text("pass\n"))
+        let run = expect(0, "export", "--format", "backup", "--passphrase-stdin", "-o", backup, input: .text("pass\n"))
         XCTAssertTrue(run.err.contains("warning: the item \(ref) was left out: a generic-password item can't be backed up: its label is too long"),
                       run.summary)
         XCTAssertTrue(run.err.contains("exported 2 items"), run.summary)

@@ -12,7 +12,7 @@ final class RemoteAuditTests: PostgresTestCase {
     override func tearDown() { machines.removeAll() }
 
     func testEveryReadOfASecretAndOnlyThoseIsRecorded() throws {
-        let (admin, _, database) = try machines.created()
+        let (admin, _, database) = try machines.created(kdf: .weakForTests)
         let keychain = try admin.open()
         let one = try keychain.add(genp("s", "one"), data: secret("x"))
         let two = try keychain.add(genp("s", "two"), data: secret("y"))

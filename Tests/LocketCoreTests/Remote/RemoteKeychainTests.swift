@@ -50,7 +50,7 @@ final class RemoteKeychainTests: PostgresTestCase {
     }
 
     func testThisDeviceOnlyClassesAreRefusedWithTheirReason() throws {
-        let (first, _, _) = try machines.created()
+        let (first, _, _) = try machines.created(kdf: .weakForTests)
         let keychain = try first.open()
         for pclass in ProtectionClass.allCases where pclass.thisDeviceOnly {
             XCTAssertThrowsError(try keychain.add(genp("svc", pclass.name, accessible: pclass), data: secret("x"))) { error in
@@ -86,7 +86,7 @@ final class RemoteKeychainTests: PostgresTestCase {
     /// which don't seal the header again, would leave outside the MAC): add
     /// and update refuse them before anything is written.
     func testFreeFormAttributesAreACapabilityItLacks() throws {
-        let (first, _, _) = try machines.created()
+        let (first, _, _) = try machines.created(kdf: .weakForTests)
         let keychain = try first.open()
         XCTAssertFalse(keychain.capabilities.contains(.freeFormAttributes))
         var item = try genp("svc", "a")
@@ -104,8 +104,8 @@ final class RemoteKeychainTests: PostgresTestCase {
     }
 
     func testCreatingTwiceAndOpeningAnEmptyDatabaseAreRefused() throws {
-        let (first, location, _) = try machines.created()
-        XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("p"), kdf: .interactive, environment: first.environment)) { error in
+        let (first, location, _) = try machines.created(kdf: .weakForTests)
+        XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("p"), kdf: .weakForTests, environment: first.environment)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .duplicateKeychain)
         }
         let nowhere = try RemoteMachines.newLocation()

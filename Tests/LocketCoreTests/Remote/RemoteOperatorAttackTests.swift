@@ -227,7 +227,7 @@ final class RemoteOperatorAttackTests: PostgresTestCase {
     // MARK: 8. Lengths
 
     func testSealedLengthsAreHiddenWithinABucket() throws {
-        let (admin, _, database) = try machines.created()
+        let (admin, _, database) = try machines.created(kdf: .weakForTests)
         try admin.open().add(genp("s", "a"), data: secret("x"))
         try admin.open().add(genp("s", String(repeating: "b", count: 40)), data: secret(String(repeating: "y", count: 60)))
         let sql = try running().connect(database: database)

@@ -13,7 +13,7 @@ final class RemoteSchemaVersionTests: PostgresTestCase {
     override func tearDown() { machines.removeAll() }
 
     func testASchemaVersionResetToZeroIsReportedAsDamageAndInitRefusesCleanly() throws {
-        let (admin, location, database) = try machines.created()
+        let (admin, location, database) = try machines.created(kdf: .weakForTests)
         let sql = try running().connect(database: database)
         try sql.execute("UPDATE locket.meta SET value = int4send(0) WHERE name = 'schema'")
         XCTAssertThrowsError(try admin.open()) { error in
@@ -22,7 +22,7 @@ final class RemoteSchemaVersionTests: PostgresTestCase {
             XCTAssertNil(error?.reason, "no 'no keychain' reason, whose hint is init")
             XCTAssertTrue(error?.message.contains("schema version is missing or 0") == true, "\(String(describing: error))")
         }
-        XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("pw"), kdf: .interactive, environment: admin.environment)) { error in
+        XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("pw"), kdf: .weakForTests, environment: admin.environment)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .invalidKeychain, "\(error)")
             XCTAssertFalse("\(error)".contains("SQLSTATE"), "no raw SQL error: \(error)")
         }
@@ -31,7 +31,7 @@ final class RemoteSchemaVersionTests: PostgresTestCase {
     /// Schema 1 (issue 17's release) had no signing keys, signed membership
     /// or state: refused at open and by `prepare`, not migrated, and left as it is.
     func testAKeychainOfThePreviousReleaseIsRefusedWithWhatToDo() throws {
-        let (admin, location, database) = try machines.created()
+        let (admin, location, database) = try machines.created(kdf: .weakForTests)
         let sql = try running().connect(database: database)
         try sql.execute("UPDATE locket.meta SET value = int4send(1) WHERE name = 'schema'")
         XCTAssertThrowsError(try admin.open()) { error in
