@@ -59,18 +59,16 @@ struct JSONWriter {
     /// Bytes known to be valid UTF-8, straight from guarded memory (no copy to wipe).
     mutating func string(utf8 raw: UnsafeRawBufferPointer) { beginValue(); appendString(raw) }
     /// A string value holding `raw` in base64, encoded in place.
-    mutating func base64(_ raw: [UInt8]) {
-        beginValue()
-        bytes.append(UInt8(ascii: "\""))
-        Base64.encode(raw) { bytes.append($0) }
-        bytes.append(UInt8(ascii: "\""))
-    }
+    mutating func base64(_ raw: [UInt8]) { raw.withUnsafeBytes { base64(raw: $0) } }
 
-    /// A string value holding `raw` (guarded memory: a decrypted plaintext) in base64.
+    /// A string value holding `raw` (guarded memory: a decrypted plaintext)
+    /// in base64, encoded straight into the output (no copy to wipe).
     mutating func base64(raw: UnsafeRawBufferPointer) {
         beginValue()
         bytes.append(UInt8(ascii: "\""))
-        Base64.encode(raw) { bytes.append($0) }
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: Base64.encodedCount(raw.count)))
+        bytes.withUnsafeMutableBytes { Base64.encode(raw, into: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
         bytes.append(UInt8(ascii: "\""))
     }
 

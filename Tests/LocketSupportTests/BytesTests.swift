@@ -126,6 +126,36 @@ final class Base64Tests: XCTestCase {
         XCTAssertEqual(bytes.withUnsafeBytes { Base64.encode($0) }, Base64.encode(bytes))
         XCTAssertEqual(Base64.encode(bytes[1...]), Base64.encode(Array(bytes[1...])))
     }
+
+    /// Foundation's encoder as the reference, at every length from 0 to 300
+    /// (each remainder, each position of the last block) with random bytes,
+    /// through each entry point; the buffer form writes exactly its count.
+    func testMatchesFoundationAtEveryLength() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...300 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let expected = Data(bytes).base64EncodedString()
+            let unpadded = String(expected.prefix { $0 != "=" })
+            XCTAssertEqual(Base64.encode(bytes), expected, "length \(length)")
+            XCTAssertEqual(Base64.encode(bytes, padding: false), unpadded, "length \(length)")
+            XCTAssertEqual(bytes.withUnsafeBytes { Base64.encode($0) }, expected, "length \(length)")
+            XCTAssertEqual(Base64.encode(([0x55] + bytes)[1...]), expected, "length \(length), a slice")
+            var streamed: [UInt8] = []
+            Base64.encode(bytes, padding: false) { streamed.append($0) }
+            XCTAssertEqual(String(decoding: streamed, as: UTF8.self), unpadded, "length \(length), streamed")
+            for padding in [true, false] {
+                let count = Base64.encodedCount(length, padding: padding)
+                XCTAssertEqual(count, padding ? expected.utf8.count : unpadded.utf8.count, "length \(length)")
+                var out = [UInt8](repeating: 0xee, count: count + 4)
+                let written = bytes.withUnsafeBytes { src in
+                    out.withUnsafeMutableBytes { Base64.encode(src, into: $0, padding: padding) }
+                }
+                XCTAssertEqual(written, count, "length \(length)")
+                XCTAssertEqual(String(decoding: out[..<count], as: UTF8.self), padding ? expected : unpadded, "length \(length)")
+                XCTAssertEqual(Array(out[count...]), [0xee, 0xee, 0xee, 0xee], "length \(length): written past the end")
+            }
+        }
+    }
 }
 
 final class ClockTests: XCTestCase {

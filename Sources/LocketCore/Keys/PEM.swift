@@ -83,10 +83,7 @@ enum PEM {
         let textCount = (der.count + 2) / 3 * 4
         let base64 = try SecureBytes(count: textCount)
         der.withUnsafeBytes { src in
-            base64.withUnsafeMutableBytes { dst in
-                var o = 0
-                Base64.encode(src) { dst[o] = $0; o += 1 }
-            }
+            base64.withUnsafeMutableBytes { _ = Base64.encode(src, into: $0) }
         }
         let lines = (textCount + 63) / 64
         let out = try SecureBytes(count: head.count + textCount + lines + tail.count)

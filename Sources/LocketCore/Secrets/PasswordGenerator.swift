@@ -1,8 +1,9 @@
 import CSodium
 
-/// Random secrets from a character set: each character is drawn with
-/// libsodium's `randombytes_uniform`, which rejects the values that would
-/// make some characters likelier than others (no modulo bias).
+/// Random secrets from a character set: each character is a random byte,
+/// rejected when it is at or above the largest multiple of the set's size
+/// that fits in a byte (so no character is likelier than another: no modulo
+/// bias), and otherwise taken modulo the size.
 public enum PasswordGenerator {
     /// The character sets `generate --charset` names.
     public enum Charset: String, CaseIterable, Sendable {
@@ -47,10 +48,34 @@ public enum PasswordGenerator {
         }
         try Sodium.ready()
         let characters = charset.characters
+        let k = characters.count
+        // Every set is at most 256 characters: one byte draws one of them.
+        let accepted = 256 - 256 % k
         let out = try SecureBytes(count: length)
+        // Random bytes a block at a time, in guarded memory wiped on release:
+        // one getrandom(2) per character (`randombytes_uniform`) was the cost.
+        let block = try SecureBytes(count: blockSize)
         out.withUnsafeMutableBytes { out in
-            for i in 0..<length { out[i] = characters[Int(randombytes_uniform(UInt32(characters.count)))] }
+            block.withUnsafeMutableBytes { block in
+                var next = block.count
+                var i = 0
+                while i < length {
+                    if next == block.count {
+                        randombytes_buf(block.baseAddress!, block.count)
+                        next = 0
+                    }
+                    let byte = Int(block[next])
+                    next += 1
+                    if byte < accepted {
+                        out[i] = characters[byte % k]
+                        i += 1
+                    }
+                }
+            }
         }
         return out
     }
+
+    /// Random bytes drawn per getrandom(2): a default-length secret takes one draw.
+    static let blockSize = 256
 }
