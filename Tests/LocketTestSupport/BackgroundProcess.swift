@@ -10,10 +10,9 @@ import Glibc
 public final class BackgroundProcess {
     public let pid: pid_t
     public let started = Date()
-    public private(set) var stdout: [UInt8] = []
-    public private(set) var stderr: [UInt8] = []
-    private var outFD: Int32
-    private var errFD: Int32
+    public var stdout: [UInt8] { pipes.stdout }
+    public var stderr: [UInt8] { pipes.stderr }
+    private var pipes: OutputPipes
     /// Exit status or terminating signal once reaped.
     public private(set) var status: Int32?
     public private(set) var signal: Int32?
@@ -42,9 +41,8 @@ public final class BackgroundProcess {
             throw error
         }
         pid = child
-        outFD = outPipe[0]
-        errFD = errPipe[0]
-        for fd in [outFD, errFD] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        pipes = OutputPipes(outFD: outPipe[0], errFD: errPipe[0])
+        for fd in [outPipe[0], errPipe[0]] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
     }
 
     deinit { terminate() }
@@ -61,24 +59,14 @@ public final class BackgroundProcess {
     /// One poll of the output, up to `seconds`, and what it says is ready read;
     /// false when there is nothing left to poll (after sleeping up to 20 ms) or poll fails.
     private func readOnce(within seconds: Double, _ buffer: inout [UInt8]) -> Bool {
-        var fds: [pollfd] = []
-        if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
-        if errFD >= 0 { fds.append(pollfd(fd: errFD, events: Int16(POLLIN), revents: 0)) }
+        var fds = pipes.pollEntries
         if fds.isEmpty {
             if seconds > 0 { usleep(UInt32(min(seconds, 0.02) * 1_000_000)) }
             return false
         }
         let wait = max(0, seconds)
         guard case .success = valueOrErrno("poll", { poll(&fds, nfds_t(fds.count), Int32(wait * 1000)) }) else { return false }
-        for p in fds where p.revents != 0 {
-            let r = buffer.withUnsafeMutableBytes { raw in valueOrErrno("read") { read(p.fd, raw.baseAddress, raw.count) } }
-            if case .success(let n) = r, n > 0 {
-                if p.fd == outFD { stdout += buffer[0..<n] } else { stderr += buffer[0..<n] }
-            } else if r.error?.code != EAGAIN {
-                close(p.fd)
-                if p.fd == outFD { outFD = -1 } else { errFD = -1 }
-            }
-        }
+        for p in fds where p.revents != 0 { pipes.read(p.fd, &buffer) }
         return true
     }
 
@@ -134,15 +122,14 @@ public final class BackgroundProcess {
             return false
         }
         // The output ends when every writer is gone; bounded, since a grandchild may hold it.
-        _ = waitUntil(timeout: 2) { self.outFD < 0 && self.errFD < 0 }
+        _ = waitUntil(timeout: 2) { !self.pipes.isOpen }
         return true
     }
 
     /// Closes the test's end of the process's stdout, as a reader that has
     /// had enough does (`| head -1`): its next writes fail with EPIPE.
     public func closeStdout() {
-        if outFD >= 0 { close(outFD) }
-        outFD = -1
+        pipes.closeOne(pipes.outFD)
     }
 
     /// Kills the process (SIGKILL) if it is still running, reaps it, closes the pipes.
@@ -151,9 +138,7 @@ public final class BackgroundProcess {
             kill(pid, SIGKILL)
             record((try? Spawner.wait(pid).get().status) ?? 0)
         }
-        for fd in [outFD, errFD] where fd >= 0 { close(fd) }
-        outFD = -1
-        errFD = -1
+        pipes.closeAll()
     }
 
     /// A one-line summary for failure messages.

@@ -165,13 +165,12 @@ public enum Spawn {
             _ = fcntl(inFD, F_SETFL, fcntl(inFD, F_GETFL) | O_NONBLOCK)
             if toWrite.isEmpty { close(inFD); inFD = -1 }
         }
-        var outFD = outPipe[0], errFD = errPipe[0]
-        var stdout: [UInt8] = [], stderr: [UInt8] = []
+        var pipes = OutputPipes(outFD: outPipe[0], errFD: errPipe[0])
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var timedOut = false
         let deadline = started.addingTimeInterval(timeout)
 
-        while outFD >= 0 || errFD >= 0 {
+        while pipes.isOpen {
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 {
                 timedOut = true
@@ -180,8 +179,7 @@ public enum Spawn {
             }
             var fds: [pollfd] = []
             if inFD >= 0 { fds.append(pollfd(fd: inFD, events: Int16(POLLOUT), revents: 0)) }
-            if outFD >= 0 { fds.append(pollfd(fd: outFD, events: Int16(POLLIN), revents: 0)) }
-            if errFD >= 0 { fds.append(pollfd(fd: errFD, events: Int16(POLLIN), revents: 0)) }
+            fds += pipes.pollEntries
             let timeout = Int32(min(remaining, 1) * 1000) + 1
             guard case .success = valueOrErrno("poll", { poll(&fds, nfds_t(fds.count), timeout) }) else { break }
             for p in fds where p.revents != 0 {
@@ -194,22 +192,17 @@ public enum Spawn {
                         close(inFD); inFD = -1
                     }
                 } else {
-                    let r = buffer.withUnsafeMutableBytes { raw in valueOrErrno("read") { read(p.fd, raw.baseAddress, raw.count) } }
-                    if case .success(let n) = r, n > 0 {
-                        if p.fd == outFD { stdout += buffer[0..<n] } else { stderr += buffer[0..<n] }
-                    } else if r.error?.code != EAGAIN {
-                        close(p.fd)
-                        if p.fd == outFD { outFD = -1 } else { errFD = -1 }
-                    }
+                    pipes.read(p.fd, &buffer)
                 }
             }
         }
-        for fd in [inFD, outFD, errFD, silentFD] where fd >= 0 { close(fd) }
+        for fd in [inFD, silentFD] where fd >= 0 { close(fd) }
+        pipes.closeAll()
         let waitStatus = (try? Spawner.wait(pid).get().status) ?? 0
         let termSignal = waitStatus & 0x7f
         return RunResult(status: termSignal == 0 ? (waitStatus >> 8) & 0xff : nil,
                          signal: termSignal == 0 ? nil : termSignal,
-                         stdout: stdout, stderr: stderr, timedOut: timedOut,
+                         stdout: pipes.stdout, stderr: pipes.stderr, timedOut: timedOut,
                          duration: Date().timeIntervalSince(started), arguments: arguments)
     }
 }
