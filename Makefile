@@ -298,9 +298,6 @@ test-deps:
 		command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool##*:}"; \
 	done; \
 	pkg-config --exists libsecret-1 2>/dev/null || missing="$$missing libsecret-1-dev"; \
-	for module in secretstorage:python3-secretstorage keyring:python3-keyring pip:python3-pip; do \
-		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
-	done; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	for tool in systemd-creds:systemd kubectl:kubernetes-client pamtester:pamtester useradd:passwd gnome-keyring-daemon:gnome-keyring \
 			chromium:chromium bwrap:bubblewrap /usr/libexec/xdg-desktop-portal:xdg-desktop-portal xdg-dbus-proxy:xdg-dbus-proxy \
@@ -310,18 +307,22 @@ test-deps:
 	[ -x /usr/bin/aws ] || aws --version 2>/dev/null | grep -q '^aws-cli/2' || missing="$$missing awscli"; \
 	ls /usr/lib/*/libpam_wrapper.so >/dev/null 2>&1 || missing="$$missing libpam-wrapper"; \
 	ls /usr/lib/*/ossl-modules/tpm2.so >/dev/null 2>&1 || missing="$$missing tpm2-openssl"; \
-	for module in dbusmock:python3-dbusmock pypamtest:python3-pypamtest; do \
-		/usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 || missing="$$missing $${module##*:}"; \
-	done; \
-	for module in cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt; do \
-		python3 -c "import $${module%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${module%%:*}" >/dev/null 2>&1 \
-			|| missing="$$missing $${module##*:}"; \
-	done; \
+	if [ -x /usr/bin/python3 ]; then \
+		missing="$$missing $$(/usr/bin/python3 Tests/missing-modules secretstorage:python3-secretstorage keyring:python3-keyring \
+			pip:python3-pip dbusmock:python3-dbusmock pypamtest:python3-pypamtest 2>/dev/null)"; \
+		either=$$(/usr/bin/python3 Tests/missing-modules cryptography:python3-cryptography nacl:python3-nacl bcrypt:python3-bcrypt 2>/dev/null); \
+		[ -z "$$either" ] || ! command -v python3 >/dev/null 2>&1 \
+			|| either=$$(python3 Tests/missing-modules $$(for p in $$either; do printf '%s:%s ' $${p#python3-} $$p; done) 2>/dev/null); \
+		missing="$$missing $$either"; \
+	else \
+		missing="$$missing python3-secretstorage python3-keyring python3-pip python3-dbusmock python3-pypamtest python3-cryptography python3-nacl python3-bcrypt"; \
+	fi; \
+	missing=$$(echo $$missing); \
 	if [ -n "$$missing" ]; then \
-		echo "make test-deps: installing$$missing"; \
+		echo "make test-deps: installing $$missing"; \
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
 		($$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing) \
-			|| echo "make test-deps: could not install$$missing; the tests that need them will skip"; \
+			|| echo "make test-deps: could not install $$missing; the tests that need them will skip"; \
 	fi
 
 # Only the executable: not the tests' support target nor the agent's test host.
