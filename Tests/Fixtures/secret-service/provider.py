@@ -695,11 +695,19 @@ for i in range(10000):
     again.stop()
 
 
+def slow_keychain():
+    """The `slow` keychain (Argon2id MODERATE, 256 MiB), locked: the one the
+    test put in the sandbox (SecretServiceEndToEndTests makes it once a class),
+    or made here when the case runs alone."""
+    if not os.path.exists(os.path.join(os.environ["XDG_DATA_HOME"], "locket", "slow.keychain")):
+        locket("-k", "slow", "init", "--kdf", "moderate", "--password-stdin", input=(PASSWORD + "\n").encode())
+    locket("-k", "slow", "lock")
+
+
 def unlock_does_not_block(bus):
     """While one collection's unlock derives its key (Argon2id, 256 MiB here),
     the provider goes on answering lookups in a collection already unlocked."""
-    locket("-k", "slow", "init", "--kdf", "moderate", "--password-stdin", input=(PASSWORD + "\n").encode())
-    locket("-k", "slow", "lock")
+    slow_keychain()
     provider = Provider(bus, "-k", "login", "-k", "slow", environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
     waiting, asking = connect(bus), connect(bus)
     session = plain_session(asking)
@@ -812,8 +820,7 @@ def create_and_delete_collection(bus):
 def dismissed_while_hashing(bus):
     """A prompt dismissed while its password is being hashed unlocks nothing:
     the hash goes on to its end on its thread, and what it opened is dropped."""
-    locket("-k", "slow", "init", "--kdf", "moderate", "--password-stdin", input=(PASSWORD + "\n").encode())
-    locket("-k", "slow", "lock")
+    slow_keychain()
     provider = Provider(bus, "-k", "slow", environment={"LOCKET_ASKPASS": askpass(PASSWORD)})
     connection = connect(bus)
     slow = "/org/freedesktop/secrets/collection/slow"
@@ -851,4 +858,4 @@ def dismissed_while_hashing(bus):
 if __name__ == "__main__":
     main({name: function for name, function in globals().items() if callable(function)
           and getattr(function, "__module__", "") == "__main__" and not name[0].isupper() and name not in
-          ("hkdf16", "encrypt", "decrypt", "create", "plain_session", "completed", "concurrent_client", "fork_client")})
+          ("hkdf16", "encrypt", "decrypt", "create", "plain_session", "completed", "concurrent_client", "fork_client", "slow_keychain")})
