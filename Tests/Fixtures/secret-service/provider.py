@@ -15,14 +15,13 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(__file__))
 from jeepney import DBusAddress, MatchRule, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
-from harness import (LOCKET, LOGIN, PASSWORD, SCRATCH, Bus, DBusError, Provider, askpass, call, check, connect, fail,
-                     get_property, locket, main, obj, run, wait_for)
+from harness import (LOCKET, LOGIN, PASSWORD, SCRATCH, Bus, DBusError, Provider, Python, askpass, call, check, connect, fail,
+                     get_property, locket, main, obj, python, run, wait_for)
 
 P = int("FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD"
         "EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
@@ -503,70 +502,37 @@ def concurrent_clients(bus):
     """8 clients at once, each with its own session, requests that must all be answered right."""
     count = int(os.environ.get("TEST_REQUESTS", "125"))
     provider = Provider(bus)
-    # Each client a process of its own with its own connection and session:
-    # this interpreter forked (secretstorage imported once, here), not a
-    # python3 started for it (~0.14 CPU-s a start with secretstorage's
-    # imports, 8 a run; issue 38). The fork comes before any thread.
-    import secretstorage
-    clients = [fork_client(concurrent_client, str(n), count, bus.environment) for n in range(8)]
-    for pid, errors in clients:
-        with os.fdopen(errors, "rb") as stream:
-            err = stream.read()
-        _, status = os.waitpid(pid, 0)
-        check(os.waitstatus_to_exitcode(status) == 0, "a client failed: %s" % err.decode(errors="replace")[-2000:])
-    items = json.loads(locket("dump", "--json").stdout)
-    check(len(items) == 8 * ((count + 4) // 5), "items lost: %d" % len(items))
-    provider.stop()
-
-
-def concurrent_client(n, count):
-    """One client of concurrent_clients, in its own process: `count` requests,
-    each answer checked against exactly the items this client made."""
-    import secretstorage
-    from secretstorage.util import DBusAddressWrapper
     # A search is one SearchItems call, its answer checked against exactly the
     # paths this client made (secretstorage's search_items also asks each
     # item found for its Label: about three quarters of all the calls; the
     # case took 8.5 CPU-s with them, 4.0 without).
-    c = secretstorage.get_default_collection(secretstorage.dbus_init())
-    collection = DBusAddressWrapper(c.collection_path, "org.freedesktop.Secret.Collection", c.connection)
-    made = []
-    for i in range(count):
-        if i % 5 == 0:
-            made.append((c.create_item("c%s-%d" % (n, i), {"client": n, "i": str(i)}, ("%s/%d" % (n, i)).encode()), "%s/%d" % (n, i)))
-        elif i % 5 in (1, 2):
-            item, secret = made[i % len(made)]
-            assert item.get_secret() == secret.encode()
-        else:
-            found, = collection.call("SearchItems", "a{ss}", {"client": n})
-            assert sorted(found) == sorted(item.item_path for item, _ in made), (found, [item.item_path for item, _ in made])
-
-
-def fork_client(body, n, count, environment):
-    """`body(n, count)` in a fork of this process with `environment` and
-    nothing of the case's open (its connections, the provider's pipes);
-    returns (pid, the read end of a pipe with its traceback, if it failed)."""
-    errors, child_errors = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            os.dup2(child_errors, 2)
-            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-            sys.stderr = open(2, "w", closefd=False)
-            os.environ.clear()
-            os.environ.update(environment)
-            body(n, count)
-            status = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(status)
-    os.close(child_errors)
-    return pid, errors
+    script = """
+import secretstorage, sys
+from secretstorage.util import DBusAddressWrapper
+n, count = sys.argv[1], int(sys.argv[2])
+c = secretstorage.get_default_collection(secretstorage.dbus_init())
+collection = DBusAddressWrapper(c.collection_path, 'org.freedesktop.Secret.Collection', c.connection)
+made = []
+for i in range(count):
+    if i % 5 == 0:
+        made.append((c.create_item('c%s-%d' % (n, i), {'client': n, 'i': str(i)}, ('%s/%d' % (n, i)).encode()), '%s/%d' % (n, i)))
+    elif i % 5 in (1, 2):
+        item, secret = made[i % len(made)]
+        assert item.get_secret() == secret.encode()
+    else:
+        found, = collection.call('SearchItems', 'a{ss}', {'client': n})
+        assert sorted(found) == sorted(item.item_path for item, _ in made), (found, [item.item_path for item, _ in made])
+print('done', len(made))
+"""
+    # Each client a process of its own with its own connection and session,
+    # forked from this one with secretstorage imported (harness.Python).
+    clients = [Python(["-c", script, str(n), str(count)], bus.environment, preload=["secretstorage"]) for n in range(8)]
+    for client in clients:
+        result = client.communicate(timeout=600)
+        check(result.returncode == 0, "a client failed: %s" % result.stderr.decode(errors="replace")[-2000:])
+    items = json.loads(locket("dump", "--json").stdout)
+    check(len(items) == 8 * ((count + 4) // 5), "items lost: %d" % len(items))
+    provider.stop()
 
 
 def malformed_messages(bus):
@@ -659,7 +625,7 @@ c = secretstorage.get_default_collection(secretstorage.dbus_init())
 item = c.create_item('big', {'size': '10MB'}, open(sys.argv[1], 'rb').read())
 sys.stdout.buffer.write(item.get_secret())
 """
-    check(run(["/usr/bin/python3", "-c", script, path], bus).stdout == data, "10 MB came back changed")
+    check(python(["-c", script, path], bus, preload=["secretstorage"]).stdout == data, "10 MB came back changed")
     check(locket("find", "--attr", "size=10MB", "-w", "-n").stdout == data, "10 MB read by locket changed")
     provider.stop()
 
@@ -673,7 +639,7 @@ c = secretstorage.get_default_collection(secretstorage.dbus_init())
 for i in range(10000):
     c.create_item('k%d' % i, {'kill': str(i)}, b'x' * 200000)
 """
-    client = subprocess.Popen(["/usr/bin/python3", "-c", script], env=bus.environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = Python(["-c", script], bus.environment, preload=["secretstorage"])
     # Killed while it writes, once a few items are in (not after a fixed
     # time, which a loaded machine may spend before the first one).
     keychain = os.path.join(os.environ["XDG_DATA_HOME"], "locket", "login.keychain")
@@ -681,7 +647,7 @@ for i in range(10000):
     wait_for(lambda: on_disk() > 3 * 200000, 120, "the client created no items")
     provider.process.send_signal(signal.SIGKILL)
     provider.process.wait(10)
-    client.wait(30)
+    client.communicate(timeout=30)
     dump = locket("dump", "--data", "--json")
     items = json.loads(dump.stdout)
     check(all(len(item["data"]) == 200000 for item in items), "an item is incomplete")
@@ -864,4 +830,4 @@ def dismissed_while_hashing(bus):
 if __name__ == "__main__":
     main({name: function for name, function in globals().items() if callable(function)
           and getattr(function, "__module__", "") == "__main__" and not name[0].isupper() and name not in
-          ("hkdf16", "encrypt", "decrypt", "create", "plain_session", "completed", "concurrent_client", "fork_client", "slow_keychain")})
+          ("hkdf16", "encrypt", "decrypt", "create", "plain_session", "completed", "slow_keychain")})
