@@ -127,6 +127,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
 /// Robustness of the provider (SPEC §18): the reliability suite's rules
 /// (`make soak` runs the concurrency case at full size: 8 clients x 1,000 requests).
 final class SecretServiceReliabilityTests: SecretServiceCase {
+    /// The concurrent clients', big_secret's and kill_during_create's.
+    override class var clientModules: [String] { ["secretstorage"] }
+
     /// 8 clients at once, 125 requests each here (1,000 each in `make soak`): every answer right, no item lost.
     func testEightConcurrentClients() throws {
         try runCase("provider.py", "concurrent_clients", environment: ["TEST_REQUESTS": ReliabilityScale.soak ? "1000" : "125"], timeout: 900)
