@@ -8,9 +8,11 @@ into files, stdin /dev/null, its own bus, provider and keychain as before.
 A python3 with jeepney and cryptography imported takes ~0.1 CPU-s to start;
 a fork of this one ~2 ms (issue 38).
 
-    python3 cases.py REQUESTS
+    python3 cases.py REQUESTS [MODULE...]
 
-REQUESTS is a FIFO: one JSON object a line, {"file", "case", "environment",
+MODULEs are imported here too: the client libraries of a class whose cases
+fork clients of their own (harness.Python), imported once a class, not once
+a case. REQUESTS is a FIFO: one JSON object a line, {"file", "case", "environment",
 "stdout", "stderr"}. For each, this prints `started PID` when the case's
 process runs and `ended STATUS` (an exit status, or -SIGNAL) when it has
 ended; the test kills PID itself when its case times out. It exits at the
@@ -27,7 +29,7 @@ import traceback
 PRELOADED = ["hashlib", "hmac", "http.server", "secrets", "selectors", "shutil", "signal", "socket", "sqlite3", "subprocess",
              "tarfile", "threading", "time", "jeepney", "jeepney.io.blocking", "cryptography.hazmat.primitives.ciphers",
              "cryptography.hazmat.primitives.padding"]
-for module in PRELOADED:
+for module in PRELOADED + sys.argv[2:]:
     importlib.import_module(module)
 
 

@@ -6,11 +6,16 @@ Environment (set by SecretServiceEndToEndTests): LOCKET_BIN, the sandbox's
 HOME and XDG_* variables, LOCKET_SESSION=dir, TEST_PASSWORD (the login
 keychain's password), TEST_DIR (a scratch directory of the test's own).
 """
+import importlib
 import os
+import runpy
+import select
+import selectors
 import signal
 import subprocess
 import sys
 import time
+import traceback
 
 from jeepney import DBusAddress, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
@@ -176,6 +181,114 @@ def run(arguments, bus, input=None, environment=None, expect=0):
     result = subprocess.run(arguments, input=input, capture_output=True, env=env, timeout=60)
     if expect is not None and result.returncode != expect:
         fail("%s exited %d (expected %d): %s %s" % (" ".join(arguments), result.returncode, expect,
+                                                    result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")))
+    return result
+
+
+class Python:
+    """`/usr/bin/python3 ARGUMENTS` (`-c SCRIPT ARGS...` or `-m MODULE ARGS...`)
+    as a fork of this interpreter, with `preload` imported here first: a
+    process of its own, as that command's is, with `environment`, its stdin,
+    stdout and stderr pipes to the case and nothing else of the case's open;
+    without an interpreter's start and the client library's imports
+    (secretstorage's ~0.14 CPU-s, keyring's ~0.25; issue 38). Made before
+    the case starts any thread."""
+
+    def __init__(self, arguments, environment, preload=()):
+        check(arguments[0] in ("-c", "-m"), "python3 %s: only -c and -m" % arguments[0])
+        for module in preload:
+            importlib.import_module(module)
+        self.arguments = ["/usr/bin/python3", *arguments]
+        # For messages: the module and its arguments, or `-c` without the script.
+        self.name = " ".join(self.arguments if arguments[0] == "-m" else self.arguments[:2])
+        child_stdin, stdin = os.pipe()
+        stdout, child_stdout = os.pipe()
+        stderr, child_stderr = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            status = 1
+            try:
+                for fd, target in ((child_stdin, 0), (child_stdout, 1), (child_stderr, 2)):
+                    os.dup2(fd, target)
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+                sys.stdin, sys.stdout, sys.stderr = open(0, "r", closefd=False), open(1, "w", closefd=False), open(2, "w", closefd=False)
+                os.environ.clear()
+                os.environ.update(environment)
+                if arguments[0] == "-c":
+                    sys.argv = ["-c", *arguments[2:]]
+                    exec(compile(arguments[1], "<string>", "exec"), {"__name__": "__main__"})
+                else:
+                    sys.argv = [arguments[1], *arguments[2:]]
+                    runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
+                status = 0
+            except SystemExit as exit:
+                if exit.code is None:
+                    status = 0
+                elif isinstance(exit.code, int):
+                    status = exit.code
+                else:
+                    print(exit.code, file=sys.stderr)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:
+                        pass
+                os._exit(status)
+        for fd in (child_stdin, child_stdout, child_stderr):
+            os.close(fd)
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+
+    def communicate(self, input=None, timeout=60):
+        """Writes `input` and closes stdin, reads stdout and stderr to their
+        ends, waits; what subprocess.run returns. Kills it after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        selector = selectors.DefaultSelector()
+        pending = bytes(input or b"")
+        if pending:
+            selector.register(self.stdin, selectors.EVENT_WRITE)
+        else:
+            os.close(self.stdin)
+        output = {self.stdout: bytearray(), self.stderr: bytearray()}
+        for fd in output:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                fail("%s did not end within %d s" % (self.name, timeout))
+            for key, _ in selector.select(left):
+                if key.fd == self.stdin:
+                    try:
+                        pending = pending[os.write(self.stdin, pending[:select.PIPE_BUF]):]
+                    except BrokenPipeError:
+                        pending = b""
+                    if not pending:
+                        selector.unregister(self.stdin)
+                        os.close(self.stdin)
+                else:
+                    chunk = os.read(key.fd, 1 << 20)
+                    if chunk:
+                        output[key.fd] += chunk
+                    else:
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+        _, status = os.waitpid(self.pid, 0)
+        return subprocess.CompletedProcess(self.arguments, os.waitstatus_to_exitcode(status), bytes(output[self.stdout]),
+                                           bytes(output[self.stderr]))
+
+
+def python(arguments, bus, input=None, expect=0, preload=()):
+    """`run(["/usr/bin/python3", *arguments], ...)` as a fork of this interpreter (`Python`)."""
+    process = Python(arguments, bus.environment, preload)
+    result = process.communicate(input)
+    if expect is not None and result.returncode != expect:
+        fail("%s exited %d (expected %d): %s %s" % (process.name, result.returncode, expect,
                                                     result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")))
     return result
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from users import LOCKET, Sampler, User, check, main, require_pam, skip, wait_for  # noqa: E402
+from users import LOCKET, Sampler, User, check, main, other_password, require_pam, skip, wait_for  # noqa: E402
 
 AUTH = ["auth required pam_unix.so", "auth optional MODULE locket=" + LOCKET]
 ACCOUNT = ["account required pam_permit.so"]
@@ -68,7 +68,8 @@ def wrong_keychain_password():
     logged, the login succeeds; the next login does not try it again (one
     wrong password counted, not one per login)."""
     def body(user):
-        user.init_keychain(password="another-password")
+        another = other_password()
+        user.init_keychain(password=another)
         user.service("login", AUTH + ACCOUNT + SESSION)
         for attempt in range(2):
             status, logs, output = user.pam("login", ["authenticate", "open_session"], [user.password])
@@ -79,7 +80,7 @@ def wrong_keychain_password():
         status = json.loads(user.locket("--json", "status").stdout)
         check(status["failedAttempts"] == 1, "two logins counted %r wrong passwords" % status["failedAttempts"])
         # Once the keychain's password is the login password, the next login unlocks it.
-        changed = user.locket("passwd", input=b"another-password\n" + user.password.encode() + b"\n")
+        changed = user.locket("passwd", input=(another + "\n" + user.password + "\n").encode())
         check(changed.returncode == 0, "passwd: " + changed.stderr.decode())
         user.locket("lock")
         status, logs, output = user.pam("login", ["authenticate", "open_session"], [user.password])
@@ -304,8 +305,9 @@ def unattended_boot_unlock():
         check(verified.returncode == 0 and "nknown" not in verified.stderr and "Failed" not in verified.stderr,
               "systemd-analyze verify: " + verified.stderr)
         # The account's keychain, locked; one item a program will look up.
-        user.init_keychain(password="server-keychain-pw")
-        user.locket("unlock", "--password-stdin", input=b"server-keychain-pw\n")
+        keychain_password = other_password()
+        user.init_keychain(password=keychain_password)
+        user.locket("unlock", "--password-stdin", input=(keychain_password + "\n").encode())
         added = user.locket("add", "-s", "ci", "-a", "runner", "-w", input=b"ci-token")
         check(added.returncode == 0, added.stderr.decode())
         user.locket("lock", "--all")
@@ -313,10 +315,10 @@ def unattended_boot_unlock():
         os.mkdir(os.path.join(user.root, "credstore"))
         sealed = sealed.replace("%i", str(user.uid)).replace("/etc/credstore.encrypted", os.path.join(user.root, "credstore"))
         host_key = {"SYSTEMD_CREDENTIAL_SECRET": os.path.join(user.root, "credential.secret"), "PATH": "/usr/bin:/bin"}
-        encrypted = subprocess.run([creds, "encrypt", "--with-key=host", "--name=" + name, "-", sealed], input=b"server-keychain-pw\n",
+        encrypted = subprocess.run([creds, "encrypt", "--with-key=host", "--name=" + name, "-", sealed], input=(keychain_password + "\n").encode(),
                                    capture_output=True, env=host_key)
         check(encrypted.returncode == 0, "systemd-creds encrypt: " + encrypted.stderr.decode())
-        check(b"server-keychain-pw" not in open(sealed, "rb").read(), "the password is in the clear in " + sealed)
+        check(keychain_password.encode() not in open(sealed, "rb").read(), "the password is in the clear in " + sealed)
         # What systemd does for LoadCredentialEncrypted= of a User= unit: decrypted into a
         # directory of the unit's, the file 0400 and both the account's.
         decrypted = subprocess.run([creds, "decrypt", "--name=" + name, sealed, "-"], capture_output=True, env=host_key)

@@ -6,7 +6,8 @@ a session bus run as that user, and a sampler that watches every process's
 argv and environment for the password.
 
 Environment (SecretServiceSessionTests): LOCKET_BIN, LOCKET_PAM_MODULE,
-TEST_DIR and the sandbox's variables.
+TEST_DIR, TEST_KEYCHAINS (SecretServiceSessionPAMTests) and the sandbox's
+variables.
 """
 import glob
 import os
@@ -23,6 +24,23 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "secret-service
 from harness import LOCKET, SCRATCH, check, fail, wait_for  # noqa: E402
 
 MODULE = os.environ.get("LOCKET_PAM_MODULE", "")
+# The keychains the test made for its case, in-process at the tests' Argon2id
+# cost: NAME/password, NAME/login.keychain and NAME/device.key, NAME `login`
+# (the user's login password) and `other` (another password).
+KEYCHAINS = os.environ.get("TEST_KEYCHAINS", "")
+
+
+def made_password(name, default):
+    """The password of the keychain the test made as NAME, or `default` when it made none (the case run by hand)."""
+    if not KEYCHAINS:
+        return default
+    with open(os.path.join(KEYCHAINS, name, "password")) as f:
+        return f.read()
+
+
+def other_password():
+    """A keychain password that is not the login password."""
+    return made_password("other", "another-password")
 
 
 def tool(name):
@@ -70,7 +88,7 @@ class User:
 
     def __init__(self, password=None, home=True):
         # Each test's own, so that the sampler of one never sees another's.
-        password = password or "Login-pw-" + secrets.token_hex(6)
+        password = password or made_password("login", "Login-pw-" + secrets.token_hex(6))
         self.root = tempfile.mkdtemp(prefix="locket-pam.")
         os.chmod(self.root, 0o755)
         self.name = "lkt" + secrets.token_hex(5)
@@ -93,7 +111,11 @@ class User:
         self.processes = []
 
     def set_password(self, password):
-        result = subprocess.run([tool("chpasswd")], input=f"{self.name}:{password}\n", capture_output=True, text=True)
+        # yescrypt as Debian's PAM hashes it, at its lowest cost: the login
+        # password is checked by pam_unix at every login of the cases, and the
+        # default cost is ~27 ms of CPU a check, 1.5 at the lowest (issue 38).
+        result = subprocess.run([tool("chpasswd"), "-c", "YESCRYPT", "-s", "1"], input=f"{self.name}:{password}\n",
+                                capture_output=True, text=True)
         check(result.returncode == 0, "chpasswd: " + result.stderr)
         self.password = password
 
@@ -118,11 +140,37 @@ class User:
         return process
 
     def init_keychain(self, password=None):
-        """The login keychain, made by the user with `password` (default: the
-        login password), then locked: what a login finds."""
-        result = self.locket("init", "--password-stdin", "--kdf", "interactive", input=((password or self.password) + "\n").encode())
+        """The login keychain with `password` (default: the login password),
+        locked: what a login finds. The one the test made with that password,
+        put in the home as the user's own; else made by the user with `locket
+        init`. The test's are made at the tests' Argon2id cost, so that the
+        user's every unlock hashes at it too: `locket init` here would cost
+        INTERACTIVE (64 MiB), and so would each unlock after it (15 of the
+        class's 21 hashes at that cost, ~2 CPU-s; issue 38)."""
+        password = password or self.password
+        for name in ("login", "other"):
+            if made_password(name, None) == password:
+                self.install_keychain(os.path.join(KEYCHAINS, name))
+                return
+        result = self.locket("init", "--password-stdin", "--kdf", "interactive", input=(password + "\n").encode())
         check(result.returncode == 0, "locket init: " + result.stderr.decode())
         self.locket("lock")
+
+    def install_keychain(self, made):
+        """The keychain and device secret in directory `made` copied to where
+        `locket init` would put them for this user, with the owner and modes
+        it would give them (no session: locked)."""
+        for source, place in (("login.keychain", [".local", "share", "locket"]), ("device.key", [".local", "state", "locket"])):
+            directory = self.home
+            for name in place:
+                directory = os.path.join(directory, name)
+                if not os.path.isdir(directory):
+                    os.mkdir(directory, 0o700)
+                    os.chown(directory, self.uid, self.gid)
+            target = os.path.join(directory, source)
+            shutil.copyfile(os.path.join(made, source), target)
+            os.chmod(target, 0o600)
+            os.chown(target, self.uid, self.gid)
 
     def whenUnlocked(self):
         import json

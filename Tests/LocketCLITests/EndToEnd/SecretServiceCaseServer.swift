@@ -20,10 +20,12 @@ final class SecretServiceCaseServer {
     private var linesRead = 0
     private var cases = 0
 
-    /// The running server, started if there is none (or the last one died).
-    static func shared() throws -> SecretServiceCaseServer {
+    /// The running server, started if there is none (or the last one died),
+    /// with the python modules `preloading` imported (once a test process:
+    /// a class's tests share it).
+    static func shared(preloading modules: [String] = []) throws -> SecretServiceCaseServer {
         if let server = running, !server.process.hasExited { return server }
-        let server = try SecretServiceCaseServer()
+        let server = try SecretServiceCaseServer(preloading: modules)
         running = server
         return server
     }
@@ -38,13 +40,13 @@ final class SecretServiceCaseServer {
         _ = server.process.wait(timeout: 30)
     }
 
-    private init() throws {
+    private init(preloading modules: [String]) throws {
         var template = Array("/tmp/locket-cases.XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { throw POSIXError(.EIO) }
         directory = String(cString: made)
         let fifo = directory + "/requests"
         guard mkfifo(fifo, 0o600) == 0 else { throw POSIXError(.EIO) }
-        let server = try BackgroundProcess("/usr/bin/python3", [SecretServiceCase.fixtures + "/cases.py", fifo],
+        let server = try BackgroundProcess("/usr/bin/python3", [SecretServiceCase.fixtures + "/cases.py", fifo] + modules,
                                            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONNOUSERSITE": "1"])
         // The open for writing succeeds once the server has the FIFO open for reading.
         var fd: Int32 = -1

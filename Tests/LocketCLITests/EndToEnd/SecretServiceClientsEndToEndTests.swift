@@ -3,6 +3,9 @@ import XCTest
 /// The real clients of SPEC §18 against `locket secret-service`, each on a
 /// private bus its case starts (Tests/Fixtures/secret-service/clients.py).
 final class SecretServiceClientsEndToEndTests: SecretServiceCase {
+    /// secretstorage_client's and python keyring's (clients.py KEYRING).
+    override class var clientModules: [String] { ["secretstorage", "keyring", "keyring.cli", "keyring.backends.SecretService"] }
+
     /// store, lookup, search --all, clear; binary secrets; items visible both ways; nothing in the clear.
     func testSecretTool() throws { try runCase("clients.py", "secret_tool", needs: ["secret-tool"]) }
 

@@ -1,8 +1,48 @@
+import Foundation
+import LocketCore
+import LocketSupport
 import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The provider's own behaviour (SPEC §18), each case on a private bus
 /// (Tests/Fixtures/secret-service/provider.py).
 final class SecretServiceEndToEndTests: SecretServiceCase {
+    /// The `slow` keychain of the cases about hashing off the provider's loop
+    /// (Argon2id MODERATE, 256 MiB: an unlock long enough to tell), made once
+    /// for the class with its device secret: each of the two cases copies it
+    /// into its sandbox instead of paying a `locket init --kdf moderate` of its
+    /// own (~0.7 CPU-s; issue 38). Its directory holds `slow.keychain` and `device.key`.
+    nonisolated(unsafe) private static var slowKeychain: String?
+
+    override class func tearDown() {
+        if let made = slowKeychain { try? FileManager.default.removeItem(atPath: made) }
+        slowKeychain = nil
+        super.tearDown()
+    }
+
+    /// The class's `slow` keychain and its device secret put in this test's
+    /// sandbox, before the login keychain is made there (bound to that secret too).
+    private func installSlowKeychain() throws {
+        if Self.slowKeychain == nil {
+            var template = Array("/tmp/locket-slow.XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template).map({ String(cString: $0) }) else { throw POSIXError(.EIO) }
+            mkdir(made + "/run", 0o700)
+            let environment = Environment(["HOME": made, "XDG_DATA_HOME": made, "XDG_STATE_HOME": made, "XDG_RUNTIME_DIR": made + "/run",
+                                           "LOCKET_DEVICE_KEY": made + "/device.key", "LOCKET_SESSION": "dir"])
+            try Keychain.create(at: made + "/slow.keychain", password: SecureBytes(copying: Array(Self.password.utf8)), kdf: .moderate,
+                                environment: environment)
+            Self.slowKeychain = made
+        }
+        let made = try XCTUnwrap(Self.slowKeychain)
+        for (name, directory) in [("slow.keychain", sandbox.dataHome + "/locket"), ("device.key", sandbox.stateHome + "/locket")] {
+            mkdir(directory, 0o700)
+            try FileManager.default.copyItem(atPath: made + "/" + name, toPath: directory + "/" + name)
+        }
+    }
+
     /// A client public key shorter than 128 bytes and a shared secret with a leading zero byte: both left-padded.
     func testDiffieHellmanPaddingAndShortKeys() throws { try runCase("provider.py", "dh_padding") }
 
@@ -35,7 +75,10 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     }
 
     /// An unlock's key derivation runs off the loop: a lookup in a collection already unlocked answers meanwhile.
-    func testLookupsAnswerWhileAnotherCollectionUnlocks() throws { try runCase("provider.py", "unlock_does_not_block") }
+    func testLookupsAnswerWhileAnotherCollectionUnlocks() throws {
+        try installSlowKeychain()
+        try runCase("provider.py", "unlock_does_not_block")
+    }
 
     /// Locked, no askpass: Completed carries Unlock's ao and CreateCollection's o; secret-tool lookup exits 1 at once.
     func testLockedKeychainAnswersLibsecret() throws { try runCase("provider.py", "locked_keychain_answers_libsecret", needs: ["secret-tool"]) }
@@ -53,7 +96,10 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
     func testClientGoneMidPrompt() throws { try runCase("provider.py", "client_gone_mid_prompt") }
 
     /// A prompt dismissed while its password is hashed (on the unlock's own thread) unlocks nothing.
-    func testAPromptDismissedWhileHashingUnlocksNothing() throws { try runCase("provider.py", "dismissed_while_hashing") }
+    func testAPromptDismissedWhileHashingUnlocksNothing() throws {
+        try installSlowKeychain()
+        try runCase("provider.py", "dismissed_while_hashing")
+    }
 
     /// A second provider is refused, naming the owner; --replace takes the name and the first stops.
     func testRefusalNamesTheOwnerAndReplace() throws { try runCase("provider.py", "refuse_and_replace") }
@@ -81,6 +127,9 @@ final class SecretServiceEndToEndTests: SecretServiceCase {
 /// Robustness of the provider (SPEC §18): the reliability suite's rules
 /// (`make soak` runs the concurrency case at full size: 8 clients x 1,000 requests).
 final class SecretServiceReliabilityTests: SecretServiceCase {
+    /// The concurrent clients', big_secret's and kill_during_create's.
+    override class var clientModules: [String] { ["secretstorage"] }
+
     /// 8 clients at once, 125 requests each here (1,000 each in `make soak`): every answer right, no item lost.
     func testEightConcurrentClients() throws {
         try runCase("provider.py", "concurrent_clients", environment: ["TEST_REQUESTS": ReliabilityScale.soak ? "1000" : "125"], timeout: 900)

@@ -1,4 +1,6 @@
 import Foundation
+import LocketCore
+import LocketSupport
 import XCTest
 
 /// Issue 36 (SPEC §20), the session's keyring, with real components: each
@@ -10,14 +12,40 @@ class SecretServiceSessionCase: SecretServiceCase {
     static let module = ProcessInfo.processInfo.environment["LOCKET_PAM_MODULE"].flatMap { $0.isEmpty ? nil : $0 }
         ?? LocketBinary.repositoryRoot + "/.build/pam/pam_locket.so"
 
-    func runSession(_ file: String, _ name: String, needs tools: [String] = [], timeout: Double = 120,
-                    file testFile: StaticString = #filePath, line: UInt = #line) throws {
-        try runCase("../session/" + file, name, needs: tools, environment: ["LOCKET_PAM_MODULE": Self.module], timeout: timeout,
-                    file: testFile, line: line)
+    func runSession(_ file: String, _ name: String, needs tools: [String] = [], environment extra: [String: String] = [:],
+                    timeout: Double = 120, file testFile: StaticString = #filePath, line: UInt = #line) throws {
+        try runCase("../session/" + file, name, needs: tools, environment: extra.merging(["LOCKET_PAM_MODULE": Self.module]) { $1 },
+                    timeout: timeout, file: testFile, line: line)
     }
 }
 
 final class SecretServiceSessionPAMTests: SecretServiceSessionCase {
+    /// The users' keychains for users.py's `init_keychain`, made here in-process
+    /// at the tests' Argon2id cost (a login then unlocks at that cost too), not
+    /// by `locket init --kdf interactive` in the case: 15 of the class's 21
+    /// INTERACTIVE hashes, ~2 CPU-s (issue 38). In TEST_KEYCHAINS/NAME:
+    /// `password`, `login.keychain` and its `device.key`; NAME `login` has the
+    /// user's login password (this test's own, so that the sampler of one test
+    /// never sees another's), `other` a password that is not it.
+    override func runSession(_ file: String, _ name: String, needs tools: [String] = [], environment extra: [String: String] = [:],
+                             timeout: Double = 120, file testFile: StaticString = #filePath, line: UInt = #line) throws {
+        let keychains = sandbox.root + "/keychains"
+        mkdir(keychains, 0o700)
+        for (keychain, prefix) in [("login", "Login-pw-"), ("other", "Other-pw-")] {
+            let made = keychains + "/" + keychain
+            let password = prefix + (0..<6).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let environment = Environment(["HOME": made, "XDG_DATA_HOME": made, "XDG_STATE_HOME": made, "LOCKET_DEVICE_KEY": made + "/device.key",
+                                           "XDG_RUNTIME_DIR": made + "/run", "LOCKET_SESSION": "dir"])
+            mkdir(made, 0o700)
+            mkdir(made + "/run", 0o700)
+            try Keychain.create(at: made + "/login.keychain", password: SecureBytes(copying: Array(password.utf8)), kdf: .weakForTests,
+                                environment: environment)
+            try Data(password.utf8).write(to: URL(fileURLWithPath: made + "/password"))
+        }
+        try super.runSession(file, name, needs: tools, environment: extra.merging(["TEST_KEYCHAINS": keychains]) { $1 }, timeout: timeout,
+                             file: testFile, line: line)
+    }
+
     /// authenticate + open_session unlock the login keychain; a running provider says Locked=false at once; the password in no argv, environment or log.
     func testLoginUnlocks() throws { try runSession("pam_cases.py", "login_unlocks") }
 

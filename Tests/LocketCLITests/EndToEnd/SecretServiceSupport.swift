@@ -15,6 +15,9 @@ class SecretServiceCase: EndToEndCase {
     static let fixtures = LocketBinary.repositoryRoot + "/Tests/Fixtures/secret-service"
     /// secretstorage's source distribution, fetched once by pip and kept.
     static let secretStorageCache = LocketBinary.repositoryRoot + "/.build/secretstorage-sdist"
+    /// The python modules the class's cases fork clients with (harness.Python):
+    /// imported once by the case server, not in each case (issue 38).
+    class var clientModules: [String] { [] }
 
     override class func tearDown() {
         SecretServiceCaseServer.stop()
@@ -38,7 +41,7 @@ class SecretServiceCase: EndToEndCase {
         environment["TEST_PASSWORD"] = Self.password
         environment["SECRETSTORAGE_CACHE"] = Self.secretStorageCache
         for (key, value) in extra { environment[key] = value }
-        let result = try SecretServiceCaseServer.shared().run(Self.fixtures + "/" + file, name, environment: environment, timeout: timeout)
+        let result = try SecretServiceCaseServer.shared(preloading: Self.clientModules).run(Self.fixtures + "/" + file, name, environment: environment, timeout: timeout)
         if let skip = result.out.split(separator: "\n").first(where: { $0.hasPrefix("SKIP: ") }) {
             throw XCTSkip(String(skip.dropFirst(6)))
         }
