@@ -1,3 +1,4 @@
+import Glibc
 import LocketSupport
 
 /// The lexical layer of the XML property-list parser: a position in UTF-8
@@ -151,17 +152,32 @@ struct XMLScanner {
 
     func starts(with prefix: StaticString, at position: Int? = nil) -> Bool {
         let at = position ?? index
-        let count = prefix.utf8CodeUnitCount
-        return bytes.count - at >= count && prefix.withUTF8Buffer { $0.elementsEqual(bytes[at..<at + count]) }
+        // memcmp, not a comparison of two generic sequences (at every tag).
+        return prefix.withUTF8Buffer { prefix in
+            at >= 0 && bytes.count - at >= prefix.count
+                && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + at, prefix.baseAddress!, prefix.count) == 0 }
+        }
     }
 
     /// Where `terminator` next starts, from the current position.
     func position(of terminator: StaticString) throws -> Int {
-        var at = index
-        while at < bytes.count {
-            if starts(with: terminator, at: at) { return at }
-            at += 1
+        let offset: Int? = terminator.withUTF8Buffer { terminator -> Int? in
+            guard index >= 0, bytes.count - index >= terminator.count else { return nil }
+            return bytes.withUnsafeBufferPointer { buffer -> Int? in
+                // memchr to each candidate's first byte, memcmp for the rest.
+                let base = UnsafeRawPointer(buffer.baseAddress!)
+                let last = buffer.count - terminator.count
+                var at = index
+                while at <= last {
+                    guard let hit = memchr(base + at, Int32(terminator[0]), last - at + 1) else { return nil }
+                    at = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + at, terminator.baseAddress!, terminator.count) == 0 { return at }
+                    at += 1
+                }
+                return nil
+            }
         }
-        throw MalformedDocument()
+        guard let offset else { throw MalformedDocument() }
+        return offset
     }
 }

@@ -126,13 +126,17 @@ enum BackupRecordCoding {
     /// the body length) to `out`. The secret, its metadata and `freeForm`
     /// (encodeFreeForm's bytes, which make the record kind 2) follow it.
     static func encodeHead(_ record: BackupRecord, freeForm: [UInt8]? = nil, into out: inout [UInt8]) {
-        var attributeCount = 0
+        // The record's own attributes (a handful), put in the format's order
+        // (Attribute.allCases): looking every attribute up in the record, twice,
+        // cost a hash per attribute there is for every record written.
+        var present: [(position: Int, value: [UInt8])] = []
+        present.reserveCapacity(record.attributes.count)
         var attributeBytes = 0
-        for attribute in Attribute.allCases {
-            guard let value = record.attributes[attribute], !value.isEmpty else { continue }
-            attributeCount += 1
+        for (attribute, value) in record.attributes where !value.isEmpty {
+            present.append((attributePositions[Int(attribute.rawValue)], value))
             attributeBytes += 9 + value.count
         }
+        present.sort { $0.position < $1.position }
         let pdmn = record.accessible.rawValue.utf8
         let group = record.accessGroup.utf8
         let extraBytes = record.extra.map { 4 + $0.count } ?? 0
@@ -149,11 +153,11 @@ enum BackupRecordCoding {
         out.append(contentsOf: record.persistentRef)
         put64(UInt64(bitPattern: record.creationDate), &out)
         put64(UInt64(bitPattern: record.modificationDate), &out)
-        out.append(UInt8(attributeCount >> 8)); out.append(UInt8(truncatingIfNeeded: attributeCount))
+        out.append(UInt8(present.count >> 8)); out.append(UInt8(truncatingIfNeeded: present.count))
         let primaryKey = record.itemClass.primaryKey
-        for (i, attribute) in Attribute.allCases.enumerated() {
-            guard let value = record.attributes[attribute], !value.isEmpty else { continue }
-            BigEndian.append(attributeCodes[i], to: &out)
+        for (position, value) in present {
+            let attribute = Attribute.allCases[position]
+            BigEndian.append(attributeCodes[position], to: &out)
             // Synchronizable is part of every class's primary key (SPEC §4).
             out.append(primaryKey.contains(attribute) || attribute == .synchronizable ? flagRequired : 0)
             BigEndian.append(UInt32(value.count), to: &out)
@@ -161,6 +165,13 @@ enum BackupRecordCoding {
         }
         BigEndian.append(UInt32(record.data.count), to: &out)
     }
+
+    /// Each attribute's place in Attribute.allCases (the order records list them in), by raw value.
+    static let attributePositions: [Int] = {
+        var positions = [Int](repeating: 0, count: 256)
+        for (i, attribute) in Attribute.allCases.enumerated() { positions[Int(attribute.rawValue)] = i }
+        return positions
+    }()
 
     static func put64(_ v: UInt64, _ out: inout [UInt8]) {
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }

@@ -77,7 +77,10 @@ public enum ItemClass: String, CaseIterable, Sendable {
     /// value and no blind row for it, as every item made before it existed,
     /// and the value types are never indexed.
     public func supports(_ attribute: Attribute) -> Bool {
-        [.accessGroup, .accessible, .synchronizable, .valueTypes].contains(attribute) || attributes.contains(attribute)
+        switch attribute {
+        case .accessGroup, .accessible, .synchronizable, .valueTypes: true
+        default: attributes.contains(attribute)
+        }
     }
 
     /// Whether `update` may change `attribute`: every attribute of a

@@ -54,6 +54,21 @@ final class BackupDamageTests: XCTestCase {
 
     private let passphraseHeaderLength = 8 + 2 + 4 + 1 + 1 + 8 + 8 + 16 + 72 + 24
 
+    /// The length of `bytes`' header as the reader reads it, and the file key
+    /// `fileKey` opens from it. A flip after the header leaves the header as
+    /// it was, and so its key: the flip tests derive it once for those flips
+    /// (a passphrase's is an Argon2 run, a mapping of its memory included;
+    /// a recipient's two X25519 operations) and start the reader with it,
+    /// as `open` does, then read the damaged chunks as any reader would.
+    private func header(_ bytes: [UInt8], fileKey: (BackupHeader) throws -> SecureBytes) throws -> (length: Int, fileKey: SecureBytes) {
+        let input = BackupInput(bytes: bytes)
+        let header = try BackupHeader.read(from: input)
+        let length = bytes.count - (try input.read(bytes.count)).count
+        let key = try fileKey(header)
+        XCTAssertNil(failure(bytes) { try $0.start(key) }, "the intact backup read with the key its header gave")
+        return (length, key)
+    }
+
     func testIntactSmallBackupReads() throws {
         let bytes = try smallBackup()
         XCTAssertNil(failure(bytes, open: openPassphrase))
@@ -65,12 +80,15 @@ final class BackupDamageTests: XCTestCase {
     /// (salt, Argon2id limits, wrapped key), which can't be told from a wrong passphrase.
     func testEveryBitFlipInAPassphraseBackupIsRefused() throws {
         let bytes = try smallBackup()
+        let intact = try header(bytes) { try $0.fileKey(passphrase: passphrase) }
+        XCTAssertEqual(intact.length, passphraseHeaderLength)
         var authFailures = 0
         for index in bytes.indices {
+            let open: (BackupReader) throws -> Void = index < intact.length ? openPassphrase : { try $0.start(intact.fileKey) }
             for bit in 0..<8 {
                 var damaged = bytes
                 damaged[index] ^= 1 << bit
-                guard let error = failure(damaged, open: openPassphrase) else {
+                guard let error = failure(damaged, open: open) else {
                     return XCTFail("a flip of bit \(bit) of byte \(index) went unnoticed")
                 }
                 if error.code == .authFailed {
@@ -92,11 +110,15 @@ final class BackupDamageTests: XCTestCase {
     func testEveryBitFlipInARecipientBackupIsRefused() throws {
         let key = try recipientKeyPair(), other = try recipientKeyPair()
         let bytes = try smallBackup(recipients: [other.publicKey, key.publicKey], records: 1)
+        let intact = try header(bytes) { try $0.fileKey(secretKey: key.secretKey) }
+        XCTAssertGreaterThan(intact.length, passphraseHeaderLength)
         for index in bytes.indices {
+            let open: (BackupReader) throws -> Void = index < intact.length
+                ? { try $0.open(secretKey: key.secretKey) } : { try $0.start(intact.fileKey) }
             for bit in 0..<8 {
                 var damaged = bytes
                 damaged[index] ^= 1 << bit
-                guard let error = failure(damaged, open: { try $0.open(secretKey: key.secretKey) }) else {
+                guard let error = failure(damaged, open: open) else {
                     return XCTFail("a flip of bit \(bit) of byte \(index) went unnoticed")
                 }
                 // The recipient count flipped can make the list unreadable for this key: also a refusal.
