@@ -33,11 +33,15 @@ final class RemoteMachines {
 
     /// Another machine, unlocked and enrolled as `name`; with `admin`,
     /// approved by it for `groups`. The machine and its device id.
+    /// Unlocked and enrolled through one Keychain object, as one process
+    /// would: a second open was a helper process and a server connection
+    /// more per machine (issue 38).
     func enrolled(_ location: RemoteLocation, name: String = "machine", approvedBy admin: TemporaryKeychain? = nil,
                   groups: [String] = [Keychain.defaultAccessGroup]) throws -> (machine: TemporaryKeychain, id: Int64) {
         let machine = try joining(location)
-        try machine.unlock()
-        let enrolment = try machine.open().remote!.enroll(name: name)
+        let keychain = try machine.open()
+        try keychain.session.unlock(password: secret(try XCTUnwrap(machine.password)), timeout: nil)
+        let enrolment = try keychain.remote!.enroll(name: name)
         fingerprints[enrolment.id] = enrolment.fingerprint
         if let admin { try approve(admin, enrolment.id, groups: groups) }
         return (machine, enrolment.id)
