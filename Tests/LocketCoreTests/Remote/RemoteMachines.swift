@@ -12,8 +12,9 @@ final class RemoteMachines {
     /// What each device's enrolment printed as its fingerprint, by id.
     var fingerprints: [Int64: String] = [:]
 
-    /// A new, empty database of the shared server, as a location (over the socket).
-    static func newLocation() throws -> RemoteLocation { try Postgres.newKeychainLocation() }
+    /// A new database of the shared server, as a location (over the
+    /// socket): locket's schema and no keychain, or with `empty`, nothing.
+    static func newLocation(empty: Bool = false) throws -> RemoteLocation { try Postgres.newKeychainLocation(empty: empty) }
 
     /// A keychain created on a first machine in a new database; the machine, the location and the database's name.
     /// At locket's floor by default: another machine (`joining`, `enrolled`) can't
