@@ -65,9 +65,15 @@ extension RemoteStore {
             return try openOffline(location, environment: environment, maxStale: maxStale!, cause: error)
         }
         store.recovering = recovering
-        let (version, stored) = try store.transaction { transaction in
-            let version = try RemoteSchema.installedVersion(transaction)
-            return (version, version == 0 ? [:] : try store.readMeta(transaction))
+        // Two statements outside a transaction, not five in one (BEGIN,
+        // the table, the version, the rows, COMMIT): every command opens,
+        // and each statement is a round trip to the server and back. The
+        // rows come from one statement, so from one snapshot, the version's
+        // row among them; the table, once there, stays.
+        let (version, stored) = try store.connection.autocommit { statements in
+            guard try RemoteSchema.hasSchema(statements) else { return (Int32(0), [String: [UInt8]]()) }
+            let meta = try store.readMeta(statements)
+            return (try RemoteSchema.version(meta["schema"]), meta)
         }
         if version > RemoteSchema.version {
             throw KeychainError(.invalidKeychain, "\(location.url) has schema version \(version); this locket knows up to \(RemoteSchema.version)")

@@ -154,6 +154,27 @@ public final class RemoteConnection {
         }
     }
 
+    /// Runs `body`'s statements outside a transaction (autocommit: each
+    /// statement sees its own snapshot), for reads that need no more. A
+    /// connection lost on the way is made again once and `body` run again,
+    /// as `transaction` does.
+    public func autocommit<R>(_ body: (Transaction) throws -> R) throws -> R {
+        precondition(!inTransaction, "autocommit reads don't run inside a transaction")
+        var reconnected = false
+        while true {
+            do {
+                if helper == nil { try connect() }
+                return try body(Transaction(connection: self))
+            } catch let failure as RemoteFailure {
+                guard failure.connectionLost else { throw failure.keychainError }
+                helper?.stop()
+                helper = nil
+                guard !reconnected else { throw failure.keychainError }
+                reconnected = true
+            }
+        }
+    }
+
     /// Full jitter (up to 2^attempt ms, at most 250): collided writers part.
     private func pause(_ attempt: Int) {
         let cap = min(250_000, 1_000 << min(attempt, 8))

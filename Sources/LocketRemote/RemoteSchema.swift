@@ -172,10 +172,20 @@ public enum RemoteSchema {
 
     /// The version recorded in the database, 0 when there is no schema yet.
     public static func installedVersion(_ transaction: RemoteConnection.Transaction) throws -> Int32 {
-        let exists = try transaction.execute("SELECT to_regclass('locket.meta') IS NOT NULL")
-        guard exists.first?[0].bool == true else { return 0 }
+        guard try hasSchema(transaction) else { return 0 }
         let rows = try transaction.execute("SELECT value FROM locket.meta WHERE name = 'schema'")
-        guard let bytes = rows.first?[0].bytes, bytes.count == 4 else {
+        return try version(rows.first?[0].bytes)
+    }
+
+    /// Whether the database has locket's tables (its meta table).
+    static func hasSchema(_ statements: RemoteConnection.Transaction) throws -> Bool {
+        try statements.execute("SELECT to_regclass('locket.meta') IS NOT NULL").first?[0].bool == true
+    }
+
+    /// The version in the `schema` meta row's value (int4send's 4 bytes);
+    /// a schema without one, or with 0, is damaged.
+    static func version(_ bytes: [UInt8]?) throws -> Int32 {
+        guard let bytes, bytes.count == 4 else {
             throw damagedVersion
         }
         let found = Int32(bitPattern: bytes.reduce(0) { $0 << 8 | UInt32($1) })

@@ -20,10 +20,41 @@ extension RemoteStore {
         working = trust
         guard offline == nil, let keychainID else { return }
         if recovering { return try verifyForRecovery(keychainID) }
-        let roster = try verifyRoster(keychainID)
-        try verifyState(roster)
+        let chains = try readChains()
+        let roster = try verifyRoster(keychainID, chains.roster)
+        try verifyState(roster, chains.states)
         try checkOwnAudit()
     }
+
+    /// The membership's links from the one this device kept, and the
+    /// state's from the one it saw (before it saw one, the newest alone),
+    /// as (body, signature) in order: one statement, not one per chain,
+    /// since every transaction starts with them and each statement is a
+    /// round trip to the server and back (issue 38).
+    private func readChains() throws -> (roster: [SignedLink], states: [SignedLink]) {
+        var parameters: [RemoteValue] = [.int(working.roster?.roster.epoch ?? 1)]
+        let states: String
+        if let pinned = working.state {
+            states = "SELECT 1, seq, body, signature FROM locket.states WHERE seq >= $2"
+            parameters.append(.int(pinned.sequence))
+        } else {
+            states = "(SELECT 1, seq, body, signature FROM locket.states ORDER BY seq DESC LIMIT 1)"
+        }
+        let rows = try execute("""
+            SELECT 0, epoch, body, signature FROM locket.roster WHERE epoch >= $1
+            UNION ALL \(states)
+            ORDER BY 1, 2
+            """, parameters)
+        var roster: [SignedLink] = [], chain: [SignedLink] = []
+        for row in rows {
+            let link = (body: row[2].bytes ?? [], signature: row[3].bytes ?? [])
+            if row[0].int == 0 { roster.append(link) } else { chain.append(link) }
+        }
+        return (roster, chain)
+    }
+
+    /// One link of a signed chain as its row holds it.
+    typealias SignedLink = (body: [UInt8], signature: [UInt8])
 
     /// After the commit: what this transaction verified or wrote is what this
     /// device now trusts (while recovering, only once the user agreed).
@@ -38,13 +69,11 @@ extension RemoteStore {
     }
 
     /// The newest signed membership, verified link by link from the one this device kept.
-    private func verifyRoster(_ keychainID: [UInt8]) throws -> SignedRoster {
+    private func verifyRoster(_ keychainID: [UInt8], _ rows: [SignedLink]) throws -> SignedRoster {
         let pinned = working.roster
-        let rows = try execute("SELECT epoch, body, signature FROM locket.roster WHERE epoch >= $1 ORDER BY epoch",
-                               [.int(pinned?.roster.epoch ?? 1)])
         var current: SignedRoster? = nil
         for row in rows {
-            let signed = try SignedRoster(body: row[1].bytes ?? [], signature: row[2].bytes ?? [])
+            let signed = try SignedRoster(body: row.body, signature: row.signature)
             if let pinned, current == nil {
                 guard signed == pinned else {
                     throw KeychainError(.decode, "\(location.url) shows another membership at epoch \(pinned.roster.epoch) than this device verified: the database was altered, or another history replaced it (a failover, a restore)",
@@ -86,14 +115,11 @@ extension RemoteStore {
 
     /// The newest signed state, verified from the one this device kept: the
     /// root of the item tree every row read is proven against.
-    private func verifyState(_ roster: SignedRoster) throws {
+    private func verifyState(_ roster: SignedRoster, _ rows: [SignedLink]) throws {
         let pinned = working.state
-        let rows = try pinned.map {
-            try execute("SELECT seq, body, signature FROM locket.states WHERE seq >= $1 ORDER BY seq", [.int($0.sequence)])
-        } ?? execute("SELECT seq, body, signature FROM locket.states ORDER BY seq DESC LIMIT 1", [])
         var current: SignedState? = nil
         for row in rows {
-            let signed = try SignedState(body: row[1].bytes ?? [], signature: row[2].bytes ?? [])
+            let signed = try SignedState(body: row.body, signature: row.signature)
             if let pinned, current == nil {
                 guard signed == pinned else {
                     throw KeychainError(.decode, "\(location.url) shows another state of its items at \(pinned.sequence) than this device saw: the database was altered, or another history replaced it (a failover, a restore)",

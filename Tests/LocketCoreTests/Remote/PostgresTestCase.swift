@@ -14,8 +14,11 @@ enum Postgres {
     /// The run's shared server (`SharedPostgres`).
     static func shared() throws -> PostgresServer { try skipping { try SharedPostgres.running() } }
 
-    /// A new, empty database of the shared server, as a location over its socket.
-    static func newKeychainLocation() throws -> RemoteLocation { try skipping { try SharedPostgres.newKeychainLocation() } }
+    /// A new database of the shared server, as a location over its socket:
+    /// locket's schema and no keychain, or with `empty`, nothing.
+    static func newKeychainLocation(empty: Bool = false) throws -> RemoteLocation {
+        try skipping { try SharedPostgres.newKeychainLocation(empty: empty) }
+    }
 
     /// The helper under test.
     static func helperPath() throws -> String { try skipping { try PostgresServer.helperPath() } }

@@ -108,7 +108,7 @@ final class RemoteKeychainTests: PostgresTestCase {
         XCTAssertThrowsError(try Keychain.createRemote(location, password: secret("p"), kdf: .weakForTests, environment: first.environment)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .duplicateKeychain)
         }
-        let nowhere = try RemoteMachines.newLocation()
+        let nowhere = try RemoteMachines.newLocation(empty: true)
         XCTAssertThrowsError(try Keychain.open(remote: nowhere, environment: first.environment)) { error in
             XCTAssertEqual((error as? KeychainError)?.code, .noSuchKeychain)
         }

@@ -12,8 +12,9 @@ final class RemoteMachines {
     /// What each device's enrolment printed as its fingerprint, by id.
     var fingerprints: [Int64: String] = [:]
 
-    /// A new, empty database of the shared server, as a location (over the socket).
-    static func newLocation() throws -> RemoteLocation { try Postgres.newKeychainLocation() }
+    /// A new database of the shared server, as a location (over the
+    /// socket): locket's schema and no keychain, or with `empty`, nothing.
+    static func newLocation(empty: Bool = false) throws -> RemoteLocation { try Postgres.newKeychainLocation(empty: empty) }
 
     /// A keychain created on a first machine in a new database; the machine, the location and the database's name.
     /// At locket's floor by default: another machine (`joining`, `enrolled`) can't
@@ -33,11 +34,15 @@ final class RemoteMachines {
 
     /// Another machine, unlocked and enrolled as `name`; with `admin`,
     /// approved by it for `groups`. The machine and its device id.
+    /// Unlocked and enrolled through one Keychain object, as one process
+    /// would: a second open was a helper process and a server connection
+    /// more per machine (issue 38).
     func enrolled(_ location: RemoteLocation, name: String = "machine", approvedBy admin: TemporaryKeychain? = nil,
                   groups: [String] = [Keychain.defaultAccessGroup]) throws -> (machine: TemporaryKeychain, id: Int64) {
         let machine = try joining(location)
-        try machine.unlock()
-        let enrolment = try machine.open().remote!.enroll(name: name)
+        let keychain = try machine.open()
+        try keychain.session.unlock(password: secret(try XCTUnwrap(machine.password)), timeout: nil)
+        let enrolment = try keychain.remote!.enroll(name: name)
         fingerprints[enrolment.id] = enrolment.fingerprint
         if let admin { try approve(admin, enrolment.id, groups: groups) }
         return (machine, enrolment.id)

@@ -19,7 +19,8 @@ import Glibc
 /// server when its owner ends, however it ends. Where the machine can't run
 /// one, it throws `TestUnavailable` (each test target's `PostgresTestCase`
 /// and `Postgres` turn that into a skip: this target has no XCTest).
-/// Processes, the account and the certificates: `PostgresServer+Setup.swift`.
+/// Processes, the account and the certificates: `PostgresServer+Setup.swift`;
+/// the tests' databases: `PostgresServer+Databases.swift`.
 public final class PostgresServer: @unchecked Sendable {
     /// The database superuser the tests connect as.
     public static let user = "locket"
@@ -45,6 +46,8 @@ public final class PostgresServer: @unchecked Sendable {
     /// `makeDatabase`'s connection, made on its first call.
     var admin: RemoteConnection?
     let adminLock = NSLock()
+    /// Whether this object found the server's keychain template made (`makeKeychainDatabase`).
+    var hasKeychainTemplate = false
     /// Whether this process made the server and stops it (false: another
     /// test process of the run made it, and its watchdog stops it).
     public let owned: Bool
@@ -271,39 +274,6 @@ public final class PostgresServer: @unchecked Sendable {
     /// A connection over the socket, with the helper under test.
     public func connect(database: String = "postgres") throws -> RemoteConnection {
         try RemoteConnection(helper: try Self.helperPath(), parameters: socketParameters(database: database), environment: Environment([:]))
-    }
-
-    /// A new, empty database; its name. Made over one connection this
-    /// object keeps for its process (`admin`), not over a helper and a
-    /// backend of their own each time (issue 38). One lost since its last use
-    /// (a private server stopped or restarted) is made again.
-    public func makeDatabase() throws -> String {
-        let name = "t\(UInt32.random(in: 0...UInt32.max))"
-        // CREATE DATABASE takes no parameters; the name is made here, not given.
-        let statement = "CREATE DATABASE \(name)"
-        adminLock.lock()
-        defer { adminLock.unlock() }
-        if let admin {
-            do {
-                try admin.execute(statement + Self.copied(admin))
-                return name
-            } catch let error as KeychainError where error.code == .io || error.code == .notAvailable {
-                admin.close()
-                self.admin = nil
-            }
-        }
-        let connection = try connect()
-        admin = connection
-        try connection.execute(statement + Self.copied(connection))
-        return name
-    }
-
-    /// PostgreSQL 15's default strategy writes the whole template (7.5 MB)
-    /// through shared buffers into the WAL; FILE_COPY copies its files and
-    /// checkpoints: 17 ms of the server's CPU instead of 35 on tmpfs, no WAL
-    /// (issue 38). Older servers have only the copy, and no such clause.
-    static func copied(_ connection: RemoteConnection) -> String {
-        connection.serverVersion >= 150_000 ? " STRATEGY FILE_COPY" : ""
     }
 
     /// `pg_dump` of `database` (plain SQL, data included).

@@ -43,10 +43,12 @@ public enum SharedPostgres {
         return try server!.get()
     }
 
-    /// A new database in the shared server, as a remote keychain location over its socket.
-    public static func newKeychainLocation() throws -> RemoteLocation {
+    /// A new database in the shared server, as a remote keychain location
+    /// over its socket: with locket's schema and no keychain
+    /// (`makeKeychainDatabase`), or with `empty`, nothing.
+    public static func newKeychainLocation(empty: Bool = false) throws -> RemoteLocation {
         let server = try running()
-        let database = try server.makeDatabase()
+        let database = try empty ? server.makeDatabase() : server.makeKeychainDatabase()
         return RemoteLocation(url: "postgres:///\(database)?host=\(server.socket)", parameters: server.socketParameters(database: database),
                               helper: try PostgresServer.helperPath())
     }
