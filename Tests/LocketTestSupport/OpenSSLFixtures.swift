@@ -3,6 +3,14 @@
 /// each kind of key, and the public key's bits cut out of openssl's own
 /// parse, to check locket's against an independent reading.
 public enum OpenSSLFixtures {
+    /// What an openssl run's environment adds: no default CA bundle. openssl
+    /// 3.0's x509 command loads it (SSL_CERT_FILE, else
+    /// /etc/ssl/certs/ca-certificates.crt: ~140 certificates through its
+    /// decoders) at every start, though it verifies nothing unless asked:
+    /// 30 of the 37 ms a fingerprint or a signed leaf took (issue 38). No test
+    /// asks openssl for the system's trust; the other commands never read it.
+    public static let environment = ["SSL_CERT_FILE": "/dev/null"]
+
     /// `openssl genpkey` options for `kind`: rsa2048, rsa3072, p256, p384,
     /// p521, ed25519, x25519; nil for another.
     public static func genpkeyOptions(_ kind: String) -> [String]? {

@@ -28,7 +28,8 @@ struct CertificateFixtures {
              "-passout", "pass:\(CertificateFixtures.p12Password)", "-out", d + "/leaf.p12"],
         ]
         for step in steps {
-            let result = Spawn.run(openssl, step, environment: ["PATH": "/usr/bin:/bin"], input: .devNull, timeout: 60)
+            let result = Spawn.run(openssl, step, environment: OpenSSLFixtures.environment.merging(["PATH": "/usr/bin:/bin"]) { $1 },
+                                   input: .devNull, timeout: 60)
             guard result.status == 0 else { throw UnexpectedOutput("openssl \(step.joined(separator: " ")): \(result.err)") }
         }
     }

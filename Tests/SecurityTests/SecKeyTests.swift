@@ -44,9 +44,18 @@ final class SecKeyTests: SecurityTestCase {
         }
     }
 
+    /// The RSA key in memory from data (the run's: its prime search is
+    /// testExternalRepresentationsRoundTrip's to pay; issue 38).
+    private func runRSAKey() throws -> SecKey {
+        var error: Unmanaged<CFError>?
+        let options = [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary
+        guard let key = SecKeyCreateWithData(try runRSAKeyData() as CFData, options, &error) else { throw error!.takeRetainedValue() as Error }
+        return key
+    }
+
     func testSignaturesAndEncryption() throws {
         let ec = try randomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256])
-        let rsa = try randomKey([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits as String: 2048])
+        let rsa = try runRSAKey()
         let message = Data("the message".utf8) as CFData
         var error: Unmanaged<CFError>?
         for (key, algorithm) in [(ec, SecKeyAlgorithm.ecdsaSignatureMessageX962SHA256), (rsa, .rsaSignatureMessagePSSSHA256),
@@ -120,7 +129,7 @@ final class SecKeyTests: SecurityTestCase {
 
     /// A key in memory added with SecItemAdd, non-extractable: used, never exported.
     func testAddingAKeyMadeInMemory() throws {
-        let key = try randomKey([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits as String: 2048])
+        let key = try runRSAKey()
         var result: CFTypeRef?
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassKey, kSecValueRef: key, kSecAttrApplicationTag: Data("imported".utf8),
                                    kSecAttrIsExtractable: false, kSecReturnRef: true] as CFDictionary, &result), errSecSuccess)

@@ -61,6 +61,14 @@ class SecurityTestCase: XCTestCase {
         return path
     }
 
+    /// The run's RSA-2048 key (`TestKeys`) in Apple's representation of a
+    /// private key (PKCS#1), for SecKeyCreateWithData: for a test that uses
+    /// an RSA key, not one about making it (a prime search, 0.1-0.5 CPU-s).
+    func runRSAKeyData() throws -> Data {
+        let items = try KeyImport.parse(try TestKeys.genpkey("rsa2048"), passphrase: { throw KeychainError(.param, "the run's key has no passphrase") })
+        return Data(try items.keys[0].key.privateKeyExternalRepresentation().bytes)
+    }
+
     /// Runs `locket ARGS` in the sandbox, as a shell next to the app would.
     func locket(_ arguments: [String], input: Input = .devNull) throws -> RunResult {
         Spawn.run(try locketBinary(), arguments, environment: sandbox.environment, input: input, timeout: 60)

@@ -89,8 +89,14 @@ final class EndToEndKeysTests: EndToEndCase {
         XCTAssertEqual(countItems("cert"), 3)
     }
 
+    /// Every type the command line offers; RSA at 2,048 bits in make test,
+    /// and at 3,072 and 4,096 too under make soak: the same command with
+    /// another size, whose prime search costs 1.4-8 CPU-s a run at random
+    /// (issue 38). make test still has the binary take those two names.
     func testGenerateStoresTheKeyAndPrintsItsPublicKey() throws {
-        for type in ["ed25519", "x25519", "p256", "p384", "p521", "rsa2048", "rsa3072", "rsa4096"] {
+        let soakOnly = ["rsa3072", "rsa4096"]
+        let types = ["ed25519", "x25519", "p256", "p384", "p521", "rsa2048"] + (ReliabilityScale.soak ? soakOnly : [])
+        for type in types {
             // Generating RSA-4096 searches for primes for a random time: seconds
             // of CPU at worst, past the 20 s hang bound on a loaded machine.
             let generated = expect(0, "key", "generate", "--type", type, "--tag", "gen.\(type)",
@@ -107,7 +113,19 @@ final class EndToEndKeysTests: EndToEndCase {
         XCTAssertNotNil(hex.range(of: "^[0-9a-f]{64}$", options: .regularExpression), hex)
         expect(0, "export", "--format", "backup", "--recipient", hex, "-o", key("backup"))
         assertError(expect(206, "key", "public", "--tag", "gen.ed25519", "--hex"), "errSecParam", -50)
-        XCTAssertEqual(countItems("keys"), 8)
+        // The sizes make test does not generate are parsed as key types and
+        // reach the keychain's generation, which refuses them for the software
+        // enclave (P-256 only) before a prime search; an unknown name is
+        // refused as such.
+        for type in soakOnly {
+            let refused = expect(206, "key", "generate", "--type", type, "--token", "software-enclave", "--tag", "enclave.\(type)")
+            assertError(refused, "errSecParam", -50)
+            XCTAssertTrue(refused.err.contains("software-enclave keys are P-256"), refused.summary)
+        }
+        let unknown = expect(206, "key", "generate", "--type", "rsa1024", "--tag", "gen.rsa1024")
+        assertError(unknown, "errSecParam", -50)
+        XCTAssertTrue(unknown.err.contains("unknown key type 'rsa1024'"), unknown.summary)
+        XCTAssertEqual(countItems("keys"), types.count)
     }
 
     func testImportFromStandardInputAndJSONReport() throws {

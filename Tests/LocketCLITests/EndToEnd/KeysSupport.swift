@@ -23,7 +23,8 @@ extension EndToEndCase {
     /// Runs openssl in the fixture directory; fails the test unless it exits 0.
     @discardableResult
     func openssl(_ arguments: [String], input: Input = .devNull, file: StaticString = #filePath, line: UInt = #line) -> RunResult {
-        let result = Spawn.run("/usr/bin/env", ["openssl"] + arguments, environment: sandbox.environment, input: input, timeout: 120)
+        let result = Spawn.run("/usr/bin/env", ["openssl"] + arguments, environment: sandbox.environment.merging(OpenSSLFixtures.environment) { $1 },
+                               input: input, timeout: 120)
         XCTAssertEqual(result.status, 0, "openssl \(arguments.joined(separator: " ")): \(result.err)", file: file, line: line)
         return result
     }

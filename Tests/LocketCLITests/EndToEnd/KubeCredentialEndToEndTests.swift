@@ -60,7 +60,7 @@ final class KubeCredentialEndToEndTests: CloudCredentialEndToEndCase {
         let pki = sandbox.root + "/pki"
         XCTAssertEqual(mkdir(pki, 0o700), 0)
         func run(_ arguments: [String]) {
-            let result = runTool(openssl, arguments)
+            let result = runTool(openssl, arguments, environment: OpenSSLFixtures.environment)
             XCTAssertEqual(result.status, 0, result.summary)
         }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]

@@ -32,6 +32,7 @@ enum Tools {
             arguments = (directory.map { ["-C", $0] } ?? []) + [tool] + args
         }
         var env = ProcessInfo.processInfo.environment
+        if tool == "openssl" { env.merge(OpenSSLFixtures.environment) { $1 } }
         for (k, v) in environment { env[k] = v }
         let result = Spawn.run(executable, arguments, environment: env, input: .bytes(stdin), timeout: 300)
         guard let status = result.status else { throw KeysTestError.toolFailed("\(tool): \(result.summary)") }

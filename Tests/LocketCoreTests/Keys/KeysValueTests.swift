@@ -89,8 +89,13 @@ final class KeysValueTests: KeysTestCase {
         assertKeychainError(.param) { try self.key("x25519.key").openSSHPublicKey() }
     }
 
+    /// Every type through the product's generation. RSA at 1,024 and 2,048
+    /// bits in make test, and at 3,072 and 4,096 too under make soak: the same
+    /// call with another bit count, whose prime search costs 1.4-8 CPU-s a run
+    /// at random (issue 38); make test still checks the names and sizes.
     func testGeneratedKeysOfEveryType() throws {
-        for type in KeyGenerationType.allCases {
+        let soakOnly: Set<KeyGenerationType> = [.rsa3072, .rsa4096]
+        for type in KeyGenerationType.allCases where ReliabilityScale.soak || !soakOnly.contains(type) {
             let k = try AsymmetricKey.generate(type)
             XCTAssertEqual(k.keyType, type.keyType, type.rawValue)
             XCTAssertEqual(k.sizeInBits, type.sizeInBits, type.rawValue)
@@ -99,6 +104,11 @@ final class KeysValueTests: KeysTestCase {
             try f.write("gen.pem", try k.pkcs8PEM().bytes)
             let spki = try Tools.must("openssl", ["pkey", "-in", f.path("gen.pem"), "-pubout", "-outform", "DER"]).stdout
             XCTAssertEqual(spki, k.subjectPublicKeyInfo, type.rawValue)
+        }
+        for (name, bits) in [("rsa3072", 3072), ("rsa4096", 4096)] {
+            let type = try KeyGenerationType.named(name)
+            XCTAssertEqual(type.keyType, .rsa, name)
+            XCTAssertEqual(type.sizeInBits, bits, name)
         }
         assertKeychainError(.param) { try KeyGenerationType.named("rsa1024") }
         XCTAssertEqual(try KeyGenerationType.named("P384"), .p384)

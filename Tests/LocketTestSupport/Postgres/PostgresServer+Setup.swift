@@ -111,6 +111,7 @@ extension PostgresServer {
         try Self.run("/usr/bin/openssl", ["req"] + ec + ["-keyout", "\(tls)/server.key", "-out", "\(tls)/server.csr", "-subj", "/CN=localhost"])
         try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: "\(tls)/san.ext"))
         try Self.run("/usr/bin/openssl", ["x509", "-req", "-in", "\(tls)/server.csr", "-CA", "\(tls)/ca.crt", "-CAkey", "\(tls)/ca.key",
-                                          "-CAcreateserial", "-out", "\(tls)/server.crt", "-days", "2", "-extfile", "\(tls)/san.ext"])
+                                          "-CAcreateserial", "-out", "\(tls)/server.crt", "-days", "2", "-extfile", "\(tls)/san.ext"],
+                     environment: OpenSSLFixtures.environment.merging(["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]) { $1 })
     }
 }
