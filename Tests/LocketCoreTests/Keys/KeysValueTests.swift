@@ -89,8 +89,8 @@ final class KeysValueTests: KeysTestCase {
         assertKeychainError(.param) { try self.key("x25519.key").openSSHPublicKey() }
     }
 
-    /// Every type through the product's generation. RSA at 1,024 and 2,048
-    /// bits in make test, and at 3,072 and 4,096 too under make soak: the same
+    /// Every type through the product's generation. RSA at 2,048 bits in
+    /// make test, and at 3,072 and 4,096 too under make soak: the same
     /// call with another bit count, whose prime search costs 1.4-8 CPU-s a run
     /// at random (issue 38); make test still checks the names and sizes.
     func testGeneratedKeysOfEveryType() throws {
