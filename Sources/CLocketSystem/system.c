@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/keyctl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -177,6 +179,18 @@ long locket_read_password(int fd, int outfd, const char *prompt,
         raise(prompt_signal);
     }
     return result;
+}
+
+int locket_wait_for_exit(int pid, int timeout_ms) {
+    int fd = pidfd_open(pid, 0);
+    if (fd < 0) return -1;
+    struct pollfd ended = { .fd = fd, .events = POLLIN };
+    int ready;
+    do { ready = poll(&ended, 1, timeout_ms); } while (ready < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return ready > 0 ? 1 : ready;
 }
 
 int locket_set_parent_death_signal(int signal) {

@@ -39,6 +39,11 @@ void locket_forward_signals(int child);
 /// (prctl PR_SET_PDEATHSIG; kept across execve). 0, or -1 with errno.
 int locket_set_parent_death_signal(int signal);
 
+/// Waits up to `timeout_ms` for the child `pid` to end, without reaping it
+/// (a pidfd polled; pidfd_open(2), Linux 5.3): 1 once it has ended, 0 when
+/// it still runs at the deadline, -1 with errno when this kernel can't tell.
+int locket_wait_for_exit(int pid, int timeout_ms);
+
 /// GNU extensions Swift's Glibc module does not export: execvpe(3) and pipe2(2) with O_CLOEXEC.
 int locket_execvpe(const char *file, char *const argv[], char *const envp[]);
 int locket_pipe_cloexec(int fds[2]);

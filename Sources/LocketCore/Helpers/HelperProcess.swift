@@ -1,3 +1,4 @@
+import CLocketSystem
 import Glibc
 import LocketSupport
 import LocketWire
@@ -81,11 +82,27 @@ package final class HelperProcess {
     }
 
     /// Closes the stream (the helper finishes and exits) and reaps it; a
-    /// helper that doesn't exit within a second is killed.
+    /// helper that doesn't exit within a second is killed. Its end is
+    /// waited for on a pidfd, so that it is reaped as it exits: polling
+    /// every 10 ms, the first look (~1-3 ms after the close, before the
+    /// helper had ended its connection and exited) added a sleep of 10 ms
+    /// to every remote command (issue 38). Without pidfds, the polling.
     package func stop() {
         guard !reaped else { return }
         reaped = true
         close(channel.input)
+        switch locket_wait_for_exit(pid, 1000) {
+        case 1:
+            if case .success(let ended) = Spawner.wait(pid, options: WNOHANG), ended.pid == pid {
+                exitStatus = ended.status
+                return
+            }
+        case 0:
+            Glibc.kill(pid, SIGKILL)
+            _ = Spawner.wait(pid)
+            return
+        default: break
+        }
         for _ in 0..<100 {
             switch Spawner.wait(pid, options: WNOHANG) {
             case .success(let ended) where ended.pid == 0: usleep(10_000)
