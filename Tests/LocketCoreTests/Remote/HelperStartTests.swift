@@ -36,12 +36,49 @@ final class HelperStartTests: XCTestCase {
         }
     }
 
+    /// Stopping closes the helper's stream: one that ends then is reaped
+    /// with its status as it exits (waited for on a pidfd), not killed at
+    /// the second's deadline. Here it reads to the end of the stream and
+    /// exits 127, which `missingLibraries` reads back.
+    func testAStoppedHelperIsReapedWithItsStatusAsItExits() throws {
+        let (helper, directory) = try Self.standIn(script: "cat >/dev/null\nexit 127")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = try HelperProcess(path: helper, program: .postgres, environment: Environment([:]))
+        let start = Date()
+        XCTAssertNotNil(process.missingLibraries(), "the status it exited with, reaped")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 0.9, "reaped as it exited, not killed at the deadline")
+        let signalled = kill(process.pid, 0), error = errno
+        XCTAssertEqual(signalled, -1, "nothing left of it, not even a zombie")
+        XCTAssertEqual(error, ESRCH)
+    }
+
+    /// A helper that doesn't end with its stream is killed after a second and reaped.
+    func testAHelperThatIgnoresTheEndOfItsStreamIsKilledAfterASecond() throws {
+        let (helper, directory) = try Self.standIn(script: "exec sleep 60")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = try HelperProcess(path: helper, program: .postgres, environment: Environment([:]))
+        let start = Date()
+        process.stop()
+        let elapsed = Date().timeIntervalSince(start)
+        XCTAssertGreaterThanOrEqual(elapsed, 0.95, "given its second")
+        XCTAssertLessThan(elapsed, 5, "then killed")
+        XCTAssertNil(process.missingLibraries(), "killed, not exited")
+        let signalled = kill(process.pid, 0), error = errno
+        XCTAssertEqual(signalled, -1, "nothing left of it, not even a zombie")
+        XCTAssertEqual(error, ESRCH)
+    }
+
     /// A helper that exits with `status` at once, in a new directory.
     private static func standIn(exiting status: Int) throws -> (helper: String, directory: String) {
+        try standIn(script: "exit \(status)")
+    }
+
+    /// A helper running the shell `script`, in a new directory.
+    private static func standIn(script: String) throws -> (helper: String, directory: String) {
         let directory = NSTemporaryDirectory() + "locket-helper-start-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         let helper = directory + "/locket-postgres"
-        try "#!/bin/sh\nexit \(status)\n".write(toFile: helper, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\n\(script)\n".write(toFile: helper, atomically: true, encoding: .utf8)
         chmod(helper, 0o755)
         return (helper, directory)
     }
