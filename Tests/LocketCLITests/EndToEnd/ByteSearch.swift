@@ -10,20 +10,20 @@ import Glibc
 /// build's String split, contains and components(separatedBy:) cost these
 /// tests more CPU than the commands they check.
 enum ByteSearch {
-    /// Where `needle` starts in `bytes` (offsets from their start), without overlaps.
-    static func offsets<Bytes: ContiguousBytes>(of needle: String, in bytes: Bytes) -> [Int] {
-        let pattern = Array(needle.utf8)
-        return bytes.withUnsafeBytes { all in
+    /// Where `needle` starts in `bytes` (offsets from their start), without
+    /// overlaps; the first `limit` of them.
+    static func offsets<Bytes: ContiguousBytes>(of needle: [UInt8], in bytes: Bytes, limit: Int = .max) -> [Int] {
+        bytes.withUnsafeBytes { all in
             var found: [Int] = []
-            guard let base = all.baseAddress, !pattern.isEmpty else { return found }
-            pattern.withUnsafeBytes { needle in
+            guard let base = all.baseAddress, !needle.isEmpty else { return found }
+            needle.withUnsafeBytes { pattern in
                 var from = 0
-                while from + needle.count <= all.count,
-                      let hit = memchr(base + from, Int32(pattern[0]), all.count - from - needle.count + 1) {
+                while found.count < limit, from + pattern.count <= all.count,
+                      let hit = memchr(base + from, Int32(needle[0]), all.count - from - pattern.count + 1) {
                     let at = base.distance(to: UnsafeRawPointer(hit))
-                    if memcmp(base + at, needle.baseAddress!, needle.count) == 0 {
+                    if memcmp(base + at, pattern.baseAddress!, pattern.count) == 0 {
                         found.append(at)
-                        from = at + needle.count
+                        from = at + pattern.count
                     } else {
                         from = at + 1
                     }
@@ -31,6 +31,10 @@ enum ByteSearch {
             }
             return found
         }
+    }
+
+    static func offsets<Bytes: ContiguousBytes>(of needle: String, in bytes: Bytes, limit: Int = .max) -> [Int] {
+        offsets(of: Array(needle.utf8), in: bytes, limit: limit)
     }
 
     /// The lines of `text` (without their line feed) that contain one of `needles`, in order, each once.
