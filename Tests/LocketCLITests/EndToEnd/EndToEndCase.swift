@@ -147,23 +147,11 @@ class EndToEndCase: XCTestCase {
         XCTAssertEqual(result.stdout, [], file: file, line: line)
     }
 
-    /// Whether `needle` occurs in `haystack`.
-    /// (memchr and memcmp: the suites search whole binaries and memory
-    /// images, which a loop over the bytes took seconds for in the debug build.)
+    /// Whether `needle` occurs in `haystack` (ByteSearch: the suites search
+    /// whole binaries and memory images, which a loop over the bytes took
+    /// seconds for in the debug build).
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, haystack.count >= needle.count else { return needle.isEmpty }
-        return haystack.withUnsafeBytes { h in
-            needle.withUnsafeBytes { n in
-                let base = h.baseAddress!, last = h.count - n.count
-                var at = 0
-                while at <= last, let found = memchr(base + at, Int32(n[0]), last - at + 1) {
-                    at = UnsafeRawPointer(found) - base
-                    if memcmp(found, n.baseAddress!, n.count) == 0 { return true }
-                    at += 1
-                }
-                return false
-            }
-        }
+        needle.isEmpty || !ByteSearch.offsets(of: needle, in: haystack, limit: 1).isEmpty
     }
 
     /// File mode bits (permissions only), or nil when missing.

@@ -33,9 +33,8 @@ final class StartupEndToEndTests: EndToEndCase {
         // parser: 1.5 MB more to read on a cold start.
         let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
         let result = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
-        let symbols = String(decoding: result.stdout, as: UTF8.self)
-        guard result.status == 0, !symbols.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
-        let regex = symbols.split(separator: "\n").filter { $0.contains("17_StringProcessing") || $0.contains("12_RegexParser") }
+        guard result.status == 0, !result.stdout.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
+        let regex = ByteSearch.lines(of: result.stdout, containing: ["17_StringProcessing", "12_RegexParser"])
         XCTAssertEqual(regex.count, 0, "linked from _StringProcessing: \(regex.prefix(5))")
     }
 
@@ -61,10 +60,9 @@ final class StartupEndToEndTests: EndToEndCase {
 
         let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
         let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
-        let symbols = String(decoding: listing.stdout, as: UTF8.self)
-        guard listing.status == 0, !symbols.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
-        XCTAssertFalse(symbols.contains("_swift_spawnBacktracer"), "the backtracer is linked")
-        XCTAssertFalse(symbols.contains("argvGrabber"), "CommandLine.cpp's maps reader is linked")
+        guard listing.status == 0, !listing.stdout.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
+        XCTAssertEqual(ByteSearch.offsets(of: "_swift_spawnBacktracer", in: listing.stdout), [], "the backtracer is linked")
+        XCTAssertEqual(ByteSearch.offsets(of: "argvGrabber", in: listing.stdout), [], "CommandLine.cpp's maps reader is linked")
     }
 
     /// The argv the lean runtime keeps from glibc (Sources/CLocketSystem/runtime.c)
@@ -122,7 +120,7 @@ final class StartupEndToEndTests: EndToEndCase {
         let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
         guard listing.status == 0, !listing.stdout.isEmpty else { throw XCTSkip("\(path) has no symbol table (stripped)") }
         var symbols: [String: Int] = [:]
-        for line in String(decoding: listing.stdout, as: UTF8.self).split(separator: "\n") {
+        for line in ByteSearch.lines(of: listing.stdout, containing: ["locket_hot_text", "locket_entry"]) {
             let fields = line.split(separator: " ")
             if fields.count == 3, let address = Int(fields[0], radix: 16) { symbols[String(fields[2])] = address }
         }
@@ -183,7 +181,7 @@ final class StartupEndToEndTests: EndToEndCase {
         let python = try SystemTool.require("python3", for: "reading the release binary's memory at exit")
         let nm = try SystemTool.require("nm", for: "reading the release binary's symbols")
         let listing = Spawn.run(nm, [path], environment: [:], input: .devNull, timeout: 60)
-        let line = String(decoding: listing.stdout, as: UTF8.self).split(separator: "\n").first { $0.hasSuffix(" OPENSSL_ia32cap_P") }
+        let line = ByteSearch.lines(of: listing.stdout, containing: [" OPENSSL_ia32cap_P"]).first { $0.hasSuffix(" OPENSSL_ia32cap_P") }
         guard let address = line?.split(separator: " ").first.map(String.init) else { throw XCTSkip("\(path) has no symbol table (stripped)") }
         // Stops the command at its exit (PTRACE_O_TRACEEXIT), memory still
         // mapped, and prints the vector's 16 bytes in hex.
