@@ -1,6 +1,5 @@
 import Glibc
 import LocketCore
-import LocketLocator
 import LocketSupport
 
 /// `locket secret-service enable | disable | status` (SPEC §20): the switch
@@ -62,7 +61,7 @@ extension Commands {
         var specs = invocation.all("keychain")
         if specs.isEmpty, let global = context.globals.keychain { specs = [global] }
         for spec in specs {
-            let location = try KeychainLocator.resolve(spec, environment: context.environment)
+            let location = try context.backends.resolve(spec, context.environment)
             guard let path = location.filePath else {
                 throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
             }
