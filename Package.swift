@@ -102,8 +102,9 @@ let package = Package(
         .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCLIBackends", "LocketCore"], path: "Tests/AgentTestHost"),
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
-        // Through LocketCLI the test modules build after it: LocketCLI is on
-        // the debug build's critical path (then LocketCLITests), and llbuild,
+        // Through LocketCLIBackends the test modules build after LocketCLI
+        // (and its backends): LocketCLI is on the debug build's critical
+        // path (then LocketCLITests, whose runner needs `Backends.all`), and llbuild,
         // which has no priorities, would otherwise compile LocketCoreTests
         // beside it and delay it (issue 38).
         .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCLIBackends", "LocketCore", "LocketRemote", "LocketSystem", "CSQLite"],

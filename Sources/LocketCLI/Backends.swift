@@ -30,7 +30,12 @@ public struct Backends: Sendable {
 
 /// A keychain's address as the command line uses it (LocketLocator's
 /// `KeychainLocation`): its path or URL for messages, and opening it.
-package protocol KeychainAddress: CustomStringConvertible {
+/// Not a CustomStringConvertible (interpolate `description`): a conformance
+/// to a protocol that refines one of the standard library's has its witness
+/// table made at run time, in every lookup (~1,250 instructions of `find -w`).
+package protocol KeychainAddress {
+    /// The path or the URL, for messages and prompts (a URL never holds a password).
+    var description: String { get }
     /// The keychain file's path; nil for a keychain in a database.
     var filePath: String? { get }
     /// Whether a keychain here must have a password.

@@ -34,7 +34,7 @@ extension Context {
     private func announceOffline(_ location: any KeychainAddress, since: Int64) {
         let seconds = max(0, io.environment.time.milliseconds() * 1000 - since) / 1_000_000
         let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
-        err("locket: offline: \(location) is unreachable; reading its local cache, synced \(age) ago")
+        err("locket: offline: \(location.description) is unreachable; reading its local cache, synced \(age) ago")
     }
 
     /// `--max-stale DURATION` in microseconds, nil when not given (no offline reads).

@@ -19,7 +19,7 @@ extension Commands {
         }
         var password: SecureBytes?
         if !invocation.has("no-password") {
-            password = try Prompt.password(context, prompt: "New password for \(location): ", confirm: true,
+            password = try Prompt.password(context, prompt: "New password for \(location.description): ", confirm: true,
                                            fromStdin: invocation.has("password-stdin"))
         }
         try location.create(password: password, kdf: cost, tpm: invocation.has("tpm"), environment: context.environment)

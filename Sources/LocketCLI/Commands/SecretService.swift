@@ -40,7 +40,7 @@ extension Commands {
             // A collection is a file the provider stats, makes and deletes, and
             // a remote keychain stores no free-form attributes (docs/architecture/free-form.md).
             guard let path = location.filePath else {
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location.description))")
             }
             var name = String(path.split(separator: "/").last ?? "login")
             if name.hasSuffix(".keychain") { name.removeLast(".keychain".count) }

@@ -63,7 +63,7 @@ extension Commands {
         for spec in specs {
             let location = try context.backends.resolve(spec, context.environment)
             guard let path = location.filePath else {
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location.description))")
             }
             // The keychain may not exist yet (the provider makes it at the first store).
             command += ["-k", path.hasPrefix("/") ? path : try absolutePath(".") + "/" + path]
