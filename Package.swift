@@ -13,7 +13,7 @@ let package = Package(
     products: [
         .executable(name: "locket", targets: ["locket"]),
         .library(name: "LocketCore", targets: ["LocketCore"]),
-        .library(name: "LocketCLI", targets: ["LocketCLI"]),
+        .library(name: "LocketCLI", targets: ["LocketCLI", "LocketCLIBackends"]),
         .library(name: "LocketSupport", targets: ["LocketSupport"]),
         // The PostgreSQL helper (SPEC §17): libpq can't go into the static
         // `locket`, so remote keychains talk to it through a socket pair.
@@ -84,8 +84,14 @@ let package = Package(
         // opened by the storage it names; the one module that knows every storage.
         .target(name: "LocketLocator", dependencies: ["LocketCore", "LocketRemote", "LocketSupport"]),
         .target(name: "LocketTerminal", dependencies: ["LocketCore", "LocketSupport", "CLocketSystem"]),
-        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketRemote", "LocketLocator", "LocketSupport", "LocketTerminal", "CLocketSystem"]),
-        .executableTarget(name: "locket", dependencies: ["LocketCLI"]),
+        // The command line names no backend: which keychain `-k` names, and
+        // what only a remote keychain has, it reaches through `Backends`,
+        // which LocketCLIBackends makes (the locator, the remote commands),
+        // so that it compiles beside LocketRemote and LocketLocator, not
+        // after them: it is on make test's debug build's critical path (issue 38).
+        .target(name: "LocketCLI", dependencies: ["LocketCore", "LocketSupport", "LocketTerminal", "CLocketSystem"]),
+        .target(name: "LocketCLIBackends", dependencies: ["LocketCLI", "LocketCore", "LocketLocator", "LocketRemote", "LocketSupport"]),
+        .executableTarget(name: "locket", dependencies: ["LocketCLI", "LocketCLIBackends"]),
         // SPEC §19: Apple's SecItem/SecKey/SecCertificate API over the engine,
         // Foundation's types standing in for Core Foundation's. Never in `locket`.
         // LocalAuthentication asks the engine whether presence can be proven here (canEvaluatePolicy).
@@ -93,20 +99,22 @@ let package = Package(
         .target(name: "Security", dependencies: ["LocketCore", "LocketLocator", "LocketSupport", "LocketTerminal", "LocalAuthentication", "CLocketSystem"]),
         // Test only: `locket ssh-agent` over keys in a directory, for the agent's
         // end-to-end tests until the keychain holds keys (issue 13).
-        .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/AgentTestHost"),
+        .executableTarget(name: "LocketAgentTestHost", dependencies: ["LocketCLI", "LocketCLIBackends", "LocketCore"], path: "Tests/AgentTestHost"),
         // What the test targets share (issue 12): the one process runner, the
         // sandbox, the in-process CLI runner. Not a product; never in `locket`.
-        // Through LocketCLI the test modules build after it: LocketCLI is on
-        // the debug build's critical path (then LocketCLITests), and llbuild,
+        // Through LocketCLIBackends the test modules build after LocketCLI
+        // (and its backends): LocketCLI is on the debug build's critical
+        // path (then LocketCLITests, whose runner needs `Backends.all`), and llbuild,
         // which has no priorities, would otherwise compile LocketCoreTests
         // beside it and delay it (issue 38).
-        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketSystem", "CSQLite"], path: "Tests/LocketTestSupport"),
+        .target(name: "LocketTestSupport", dependencies: ["LocketCLI", "LocketCLIBackends", "LocketCore", "LocketRemote", "LocketSystem", "CSQLite"],
+                path: "Tests/LocketTestSupport"),
         // The fuzz targets' bodies: fuzz/run drives them with libFuzzer and
         // ASan; LocketCLITests replays every seed of fuzz/corpus through them.
         .target(name: "LocketFuzzTargets", dependencies: ["LocketCLI", "LocketCore"], path: "Tests/FuzzTargets"),
         .testTarget(name: "LocketCoreTests", dependencies: ["LocketCore", "LocketRemote", "LocketLocator", "LocketSupport", "LocketTestSupport", "LocketWire"]),
         .testTarget(name: "LocketSupportTests", dependencies: ["LocketSupport", "LocketSystem"]),
-        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCore", "LocketRemote", "LocketLocator", "LocketTestSupport", "LocketFuzzTargets",
+        .testTarget(name: "LocketCLITests", dependencies: ["LocketCLI", "LocketCLIBackends", "LocketCore", "LocketRemote", "LocketLocator", "LocketTestSupport", "LocketFuzzTargets",
                                                      "LocketSecretService"]),
         // Test only: a program using the Security module, for tests that need
         // one in a process of its own (beside the CLI, at a real terminal).

@@ -45,7 +45,8 @@ public enum CLI {
     /// (One allocation for the array, and `String(validatingCString:)`: the
     /// generic `String(validating:as:)` built metadata and looked up
     /// witnesses for every argument, bench/README.md "A lookup above the process floor".)
-    public static func runProcess() -> Int32 {
+    /// `backends`: where keychains are (`Backends.all`, LocketCLIBackends).
+    public static func runProcess(backends: Backends) -> Int32 {
         var arguments: [String] = []
         arguments.reserveCapacity(Int(CommandLine.argc))
         for i in 0..<Int(CommandLine.argc) {
@@ -57,14 +58,16 @@ public enum CLI {
             }
             arguments.append(argument)
         }
-        return run(arguments, io: .standard)
+        return run(arguments, io: .standard, backends: backends)
     }
 
     /// Runs locket with `arguments` (argv, including argv[0]) and returns the exit status.
-    public static func run(_ arguments: [String], io: IO) -> Int32 { run(arguments, io: io, extra: nil) }
+    public static func run(_ arguments: [String], io: IO, backends: Backends) -> Int32 {
+        run(arguments, io: io, backends: backends, extra: nil)
+    }
 
     /// `run`, with `extra` parsed as if it were one of the table's commands.
-    static func run(_ arguments: [String], io: IO, extra: CommandSpec?) -> Int32 {
+    static func run(_ arguments: [String], io: IO, backends: Backends, extra: CommandSpec?) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         // A file size limit (`ulimit -f`) would kill a writer mid-write with
         // no word (exit 153); ignored, the write fails with EFBIG, and the
@@ -80,7 +83,7 @@ public enum CLI {
             if name == "git-credential-locket" { arguments = ["locket", "credential"] + arguments.dropFirst() }
             if name == "docker-credential-locket" { arguments = ["locket", "docker-credential"] + arguments.dropFirst() }
         }
-        let context = Context(io: io)
+        let context = Context(io: io, backends: backends)
         defer { context.out.flush() }
         do {
             switch try Parser.parse(Array(arguments.dropFirst()), extra: extra) {
@@ -114,33 +117,36 @@ public enum CLI {
     }
 }
 
-/// What a command runs with: IO, global options and output helpers.
-final class Context {
-    let io: IO
-    var globals = GlobalOptions()
+/// What a command runs with: IO, global options, output helpers and the backends.
+package final class Context {
+    package let io: IO
+    /// Where keychains are (LocketLocator, LocketRemote), from whoever runs the command line.
+    let backends: Backends
+    package var globals = GlobalOptions()
     /// The command being run (hints differ by command).
     var commandName: String?
     /// The command's failures are one line each (`CommandSpec.oneLineFailures`).
     var oneLineFailures = false
-    var json = false
-    let out: OutputBuffer
+    package var json = false
+    package let out: OutputBuffer
     /// The keychain opened with its file kept open for the first call;
     /// every prompt releases it first (`releaseKeychainFile`).
     weak var heldKeychain: Keychain?
 
-    init(io: IO) {
+    init(io: IO, backends: Backends) {
         self.io = io
+        self.backends = backends
         self.out = OutputBuffer(fd: 1, io: io)
     }
 
-    var environment: Environment { io.environment }
+    package var environment: Environment { io.environment }
 
     /// Writes one line to stderr. Every message passes here, and nothing in
     /// it may drive the terminal: user text is quoted with `Printable.clip`
     /// where the message is made, and whatever else slipped in unescaped (a
     /// path in an engine message, a program name) is escaped here. Backslashes
     /// are left alone: they are locket's own, or already escaped.
-    func err(_ line: String) {
+    package func err(_ line: String) {
         var bytes = Array(Printable.escape(line, backslashes: false).utf8)
         bytes.append(0x0a)
         bytes.withUnsafeBytes { io.write(2, $0) }
@@ -184,7 +190,7 @@ final class Context {
     }
 
     /// The caller named by `-e` or `LOCKET_ENTITLEMENTS`; the owner without either.
-    func caller() throws -> Caller {
+    package func caller() throws -> Caller {
         let path = try globals.entitlements ?? io.environment["LOCKET_ENTITLEMENTS"].flatMap { $0.isEmpty ? nil : $0 }
         guard let path else { return .owner }
         return .app(try Entitlements.load(path: path))
@@ -195,11 +201,11 @@ final class Context {
     func releaseKeychainFile() { heldKeychain?.releaseFile() }
 
     /// `-k NAME ` when the keychain was named, for hints that give a command line.
-    var keychainArgument: String { globals.keychain.map { "-k \($0) " } ?? "" }
+    package var keychainArgument: String { globals.keychain.map { "-k \($0) " } ?? "" }
 }
 
 /// Buffered stdout.
-final class OutputBuffer {
+package final class OutputBuffer {
     private var buffer: [UInt8] = []
     private let fd: Int32
     private let io: IO
@@ -213,7 +219,7 @@ final class OutputBuffer {
         buffer.reserveCapacity(OutputBuffer.capacity)
     }
 
-    func bytes(_ b: [UInt8]) { b.withUnsafeBytes { raw($0) } }
+    package func bytes(_ b: [UInt8]) { b.withUnsafeBytes { raw($0) } }
 
     func raw(_ b: UnsafeRawBufferPointer) {
         if buffer.count + b.count > OutputBuffer.capacity { flush() }
@@ -221,16 +227,16 @@ final class OutputBuffer {
         buffer.append(contentsOf: b)
     }
 
-    func text(_ s: String) {
+    package func text(_ s: String) {
         var s = s
         s.withUTF8 { raw(UnsafeRawBufferPointer($0)) }
     }
 
-    func line(_ s: String) { text(s); byte(0x0a) }
+    package func line(_ s: String) { text(s); byte(0x0a) }
 
     func byte(_ b: UInt8) { withUnsafeBytes(of: b) { raw($0) } }
 
-    func flush() {
+    package func flush() {
         guard !buffer.isEmpty else { return }
         buffer.withUnsafeBytes { io.write(fd, $0) }
         // The buffer may have held a secret (find -w): wipe before reuse.

@@ -261,7 +261,7 @@ public enum CommandTable {
                                   OptionSpec("since", nil, .value("WHEN"), "audit: only rows since WHEN (a date YYYY-MM-DD[THH:MM:SSZ], or an age: 30m, 12h, 7d)"),
                                   OptionSpec("yes", nil, .flag, "recover: go ahead without asking, once what was lost is printed"),
                                   OptionSpec("password-stdin", nil, .flag, "recover: read the keychain's password from the first line of standard input")],
-                        conflicts: [], operands: true, run: Commands.keychain)
+                        conflicts: [], operands: true, run: { invocation, context in try context.backends.keychainCommand(invocation, context) })
         }),
     ]
 

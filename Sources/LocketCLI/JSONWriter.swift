@@ -3,9 +3,11 @@ import LocketSupport
 
 /// A small streaming JSON writer: locket's JSON is a handful of flat objects,
 /// and dumping 100 k items must not build a document tree.
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
     private var needsComma: [Bool] = [false]
+
+    package init() {}
 
     var result: String { String(decoding: bytes, as: UTF8.self) }
 
@@ -14,29 +16,29 @@ struct JSONWriter {
         needsComma[needsComma.count - 1] = true
     }
 
-    mutating func beginObject() {
+    package mutating func beginObject() {
         beginValue()
         bytes.append(UInt8(ascii: "{"))
         needsComma.append(false)
     }
 
-    mutating func beginArray() {
+    package mutating func beginArray() {
         beginValue()
         bytes.append(UInt8(ascii: "["))
         needsComma.append(false)
     }
 
-    mutating func endArray() {
+    package mutating func endArray() {
         needsComma.removeLast()
         bytes.append(UInt8(ascii: "]"))
     }
 
-    mutating func endObject() {
+    package mutating func endObject() {
         needsComma.removeLast()
         bytes.append(UInt8(ascii: "}"))
     }
 
-    mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         appendString(name)
         bytes.append(UInt8(ascii: ":"))
@@ -53,7 +55,7 @@ struct JSONWriter {
         }
     }
 
-    mutating func string(_ s: String) { beginValue(); appendString(s) }
+    package mutating func string(_ s: String) { beginValue(); appendString(s) }
     /// Bytes known to be valid UTF-8.
     mutating func string(utf8: [UInt8]) { beginValue(); utf8.withUnsafeBytes { appendString($0) } }
     /// Bytes known to be valid UTF-8, straight from guarded memory (no copy to wipe).
@@ -74,10 +76,10 @@ struct JSONWriter {
 
     mutating func reserve(_ additional: Int) { bytes.reserveCapacity(bytes.count + additional) }
 
-    mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
+    package mutating func int(_ v: Int64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
     mutating func uint(_ v: UInt64) { beginValue(); bytes.append(contentsOf: String(v).utf8) }
-    mutating func null() { beginValue(); bytes.append(contentsOf: "null".utf8) }
-    mutating func bool(_ v: Bool) { beginValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
+    package mutating func null() { beginValue(); bytes.append(contentsOf: "null".utf8) }
+    package mutating func bool(_ v: Bool) { beginValue(); bytes.append(contentsOf: (v ? "true" : "false").utf8) }
 
     private mutating func appendString(_ s: String) {
         var s = s

@@ -1,14 +1,13 @@
 import LocketCore
-import LocketLocator
-import LocketRemote
 import LocketSupport
 
 /// Which keychain a command works on (`-k`, LOCKET_KEYCHAIN: a file, a
 /// NAME, a `postgres://` URL or a registered remote, resolved by
-/// LocketLocator's `KeychainLocator` as for every other caller), and opening it.
+/// LocketLocator's `KeychainLocator` as for every other caller, through
+/// `backends`), and opening it.
 extension Context {
     /// The keychain `-k` or LOCKET_KEYCHAIN names.
-    func keychainLocation() throws -> KeychainLocation { try KeychainLocator.resolve(globals.keychain, environment: environment) }
+    func keychainLocation() throws -> any KeychainAddress { try backends.resolve(globals.keychain, environment) }
 
     /// Opens the keychain; the engine disables nothing itself, so turn off core dumps first.
     /// With `keepsFileOpen`, a file stays open (locked) for the command's
@@ -16,26 +15,26 @@ extension Context {
     /// (every prompt does) calls `releaseKeychainFile` first.
     /// `caller` replaces the one `-e` names (the credential socket opens the
     /// keychain as each unit).
-    func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false, keepsFileOpen: Bool = true,
-                      caller given: Caller? = nil) throws -> Keychain {
+    package func openKeychain(extendSession: Bool = true, acceptRollback: Bool = false, keepsFileOpen: Bool = true,
+                              caller given: Caller? = nil) throws -> Keychain {
         Diagnostics.protectProcess()
         // What a killed `exec --file` left: one lstat when there is nothing.
         SecretFiles.removeAbandoned(environment)
         // Entitlements first: a bad file must stop the command before anything is read or written.
         let caller = try given ?? self.caller()
         let location = try keychainLocation()
-        let keychain = try Keychain.open(location, caller: caller, environment: environment, extendSession: extendSession,
+        let keychain = try location.open(caller: caller, environment: environment, extendSession: extendSession,
                                          acceptRollback: acceptRollback, keepsFileOpen: keepsFileOpen, maxStale: try maxStale())
         heldKeychain = keychain
-        if let since = keychain.remote?.offlineSince { announceOffline(location, since: since) }
+        if let since = backends.offlineSince(keychain) { announceOffline(location, since: since) }
         return keychain
     }
 
     /// A remote keychain read from its offline cache says so, and how old the cache is.
-    private func announceOffline(_ location: KeychainLocation, since: Int64) {
+    private func announceOffline(_ location: any KeychainAddress, since: Int64) {
         let seconds = max(0, io.environment.time.milliseconds() * 1000 - since) / 1_000_000
         let age = seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) min" : "\(seconds / 3600) h"
-        err("locket: offline: \(location) is unreachable; reading its local cache, synced \(age) ago")
+        err("locket: offline: \(location.description) is unreachable; reading its local cache, synced \(age) ago")
     }
 
     /// `--max-stale DURATION` in microseconds, nil when not given (no offline reads).
@@ -59,15 +58,6 @@ extension Context {
     func agentKeySource() throws -> KeychainKeySource {
         let caller = try self.caller()
         // A bad URL, name or --max-stale stops the agent before it listens.
-        return KeychainKeySource(location: try keychainLocation(), caller: caller, environment: environment, maxStale: try maxStale())
-    }
-}
-
-extension Keychain {
-    /// This keychain's remote administration, or the refusal a keychain
-    /// elsewhere gets for `operation` (errSecNotAvailable, worded by LocketRemote).
-    func remote(for operation: RemoteAdmin.Operation) throws -> RemoteAdmin {
-        guard let remote else { throw RemoteAdmin.refusal(operation) }
-        return remote
+        return try keychainLocation().keySource(caller: caller, environment: environment, maxStale: try maxStale())
     }
 }

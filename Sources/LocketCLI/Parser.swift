@@ -2,13 +2,18 @@ import LocketCore
 import LocketSupport
 
 /// A usage error: exit status 2 with the command's usage line.
-struct UsageError: Error {
+package struct UsageError: Error {
     let message: String
     let command: String?
+
+    package init(message: String, command: String?) {
+        self.message = message
+        self.command = command
+    }
 }
 
 /// What the parser made of the arguments.
-struct Invocation {
+package struct Invocation {
     let command: CommandSpec
     /// One option as given: its values in order (flags have one empty value
     /// per occurrence), how it was spelled the last time (`-s` or
@@ -22,7 +27,7 @@ struct Invocation {
         var bare: Bool
     }
     private var given: [Given] = []
-    private(set) var operands: [String] = []
+    package private(set) var operands: [String] = []
     /// One of the command's `subcommands`, given first.
     private(set) var subcommand: String?
 
@@ -30,8 +35,8 @@ struct Invocation {
 
     private func index(_ long: String) -> Int? { given.firstIndex { $0.long == long } }
 
-    func has(_ long: String) -> Bool { index(long) != nil }
-    func value(_ long: String) -> String? { index(long).flatMap { given[$0].values.last } }
+    package func has(_ long: String) -> Bool { index(long) != nil }
+    package func value(_ long: String) -> String? { index(long).flatMap { given[$0].values.last } }
     func all(_ long: String) -> [String] { index(long).map { given[$0].values } ?? [] }
     func isBare(_ long: String) -> Bool { index(long).map { given[$0].bare } ?? false }
     func spelling(_ long: String) -> String? { index(long).map { given[$0].spelling } }
@@ -57,8 +62,8 @@ struct Invocation {
 }
 
 /// Options that apply to the whole run.
-struct GlobalOptions {
-    var keychain: String?
+package struct GlobalOptions {
+    package var keychain: String?
     var entitlements: String?
     /// `--max-stale DURATION`: a remote keychain's offline cache may answer reads (SPEC §17).
     var maxStale: String?

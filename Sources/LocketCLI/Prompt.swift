@@ -5,7 +5,7 @@ import LocketTerminal
 
 /// Reading secrets and passwords: a no-echo prompt at a terminal, standard
 /// input otherwise, never a hang when there is neither.
-enum Prompt {
+package enum Prompt {
     static let maximumPasswordLength = Terminal.maximumPasswordLength
 
     /// How long locket waits for the first byte of a secret on a non-terminal
@@ -13,10 +13,10 @@ enum Prompt {
     /// (`gpg -d | locket add -w`), short enough that a CI job without input fails.
     static let implicitStdinWait: Int32 = 10_000
 
-    static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+    package static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
     /// A password for init (confirm) or unlock.
-    static func password(_ context: Context, prompt: String, confirm: Bool, fromStdin: Bool) throws -> SecureBytes {
+    package static func password(_ context: Context, prompt: String, confirm: Bool, fromStdin: Bool) throws -> SecureBytes {
         context.releaseKeychainFile()
         let fd = context.io.stdin
         if !fromStdin && isTerminal(fd) {
@@ -120,7 +120,7 @@ enum Prompt {
     }
 
     /// A yes/no question at the terminal; only "y" or "yes" agrees.
-    static func confirm(_ context: Context, _ question: String) throws -> Bool {
+    package static func confirm(_ context: Context, _ question: String) throws -> Bool {
         context.releaseKeychainFile()
         question.utf8CString.withUnsafeBytes { context.io.write(2, UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
         var answer = [UInt8]()

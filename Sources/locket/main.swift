@@ -1,4 +1,5 @@
 import Glibc
 import LocketCLI
+import LocketCLIBackends
 
-exit(CLI.runProcess())
+exit(CLI.runProcess(backends: .all))

@@ -1,5 +1,6 @@
 import Glibc
 import LocketCLI
+import LocketCLIBackends
 import LocketCore
 
 // Test only: `locket ssh-agent` with keys from a directory instead of the
@@ -82,4 +83,4 @@ guard arguments.count >= 2 else {
     _ = usage.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
-exit(SSHAgentCommand.run(Array(arguments.dropFirst(2)), io: .standard, source: DirectoryKeySource(directory: arguments[1])))
+exit(SSHAgentCommand.run(Array(arguments.dropFirst(2)), io: .standard, backends: .all, source: DirectoryKeySource(directory: arguments[1])))

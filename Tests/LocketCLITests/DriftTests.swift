@@ -1,5 +1,6 @@
 import Glibc
 import LocketCLI
+import LocketCLIBackends
 import LocketSystem
 import Synchronization
 import XCTest
@@ -388,7 +389,7 @@ private enum Run {
             guard fd == 1 else { return }
             capture.stdout.withLock { $0.append(contentsOf: bytes) }
         }, stdin: 0, environment: [:])
-        let status = CLI.run(arguments, io: io)
+        let status = CLI.run(arguments, io: io, backends: .all)
         return (status, capture.stdout.withLock { String(decoding: $0, as: UTF8.self) })
     }
 }

@@ -1,4 +1,5 @@
 @testable import LocketCLI
+import LocketCLIBackends
 import XCTest
 
 /// Issue 11, defect 4 (SPEC §8), in-process: after `-w`, an argument that
@@ -73,7 +74,7 @@ final class SecretArgumentParsingTests: XCTestCase {
         let io = IO(write: { fd, bytes in
             if fd == 2 { capture.stderr += bytes } else { capture.stdout += bytes }
         }, stdin: -1, environment: [:])
-        let status = CLI.run(["locket", "add", "-s", "s", "-a", "a", "-w", "-lX9secret"], io: io)
+        let status = CLI.run(["locket", "add", "-s", "s", "-a", "a", "-w", "-lX9secret"], io: io, backends: .all)
         let err = String(decoding: capture.stderr, as: UTF8.self)
         XCTAssertEqual(status, 2, err)
         XCTAssertEqual(capture.stdout, [])

@@ -1,5 +1,6 @@
 import Foundation
 import LocketCLI
+import LocketCLIBackends
 import LocketCore
 import LocketSupport
 import LocketSystem
@@ -71,7 +72,7 @@ public enum InProcessCLI {
         io.implicitStdinWait = implicitStdinWait
         io.defaultKDF = defaultKDF
         if let time { io.environment.time = time }
-        let status = CLI.run(["locket"] + arguments, io: io)
+        let status = CLI.run(["locket"] + arguments, io: io, backends: .all)
         // The command may stop reading early: closing the read end ends the writer with EPIPE.
         close(stdinFD)
         if silentWriteEnd >= 0 { close(silentWriteEnd) }

@@ -1,6 +1,4 @@
 import LocketCore
-import LocketLocator
-import LocketRemote
 
 extension Commands {
     /// `locket init`
@@ -21,10 +19,10 @@ extension Commands {
         }
         var password: SecureBytes?
         if !invocation.has("no-password") {
-            password = try Prompt.password(context, prompt: "New password for \(location): ", confirm: true,
+            password = try Prompt.password(context, prompt: "New password for \(location.description): ", confirm: true,
                                            fromStdin: invocation.has("password-stdin"))
         }
-        try Keychain.create(location, password: password, kdf: cost, tpm: invocation.has("tpm"), environment: context.environment)
+        try location.create(password: password, kdf: cost, tpm: invocation.has("tpm"), environment: context.environment)
         return 0
     }
 
@@ -69,7 +67,7 @@ extension Commands {
             throw KeychainError(.missingEntitlement, "accepting an older copy of the keychain is for its owner, not an app with entitlements")
         }
         let keychain = try context.openKeychain(acceptRollback: true)
-        if keychain.remote != nil {
+        if context.backends.isRemote(keychain) {
             context.err("""
                 locket: note: on a remote keychain this accepts an older header (the keys and settings the database holds) on this \
                 machine only; a membership, item or audit history older than this device saw is 'locket \(context.keychainArgument)keychain recover''s \

@@ -109,7 +109,7 @@ extension Commands {
     /// The login keychain (the default one, or -k): a file, since the Secret Service serves files.
     static func loginKeychainPath(_ context: Context) throws -> String {
         let location = try context.keychainLocation()
-        guard let path = location.filePath else { throw KeychainError(.notAvailable, "the login's keychain is a file, not \(location)") }
+        guard let path = location.filePath else { throw KeychainError(.notAvailable, "the login's keychain is a file, not \(location.description)") }
         return path
     }
 

@@ -35,9 +35,9 @@ public enum SSHAgentCommand {
 
     /// Runs `locket ssh-agent ARGUMENTS` with keys from `source` instead of
     /// the keychain (the command table's entry), for a test program. Returns the exit status.
-    public static func run(_ arguments: [String], io: IO, source: any AgentKeySource) -> Int32 {
+    public static func run(_ arguments: [String], io: IO, backends: Backends, source: any AgentKeySource) -> Int32 {
         nonisolated(unsafe) let source = source
-        return CLI.run(["locket", "ssh-agent"] + arguments, io: io, extra: spec(source: { _ in source }))
+        return CLI.run(["locket", "ssh-agent"] + arguments, io: io, backends: backends, extra: spec(source: { _ in source }))
     }
 }
 

@@ -1,6 +1,5 @@
 import Glibc
 import LocketCore
-import LocketLocator
 import LocketSupport
 
 /// `locket secret-service` (SPEC §18): the Secret Service provider lives in
@@ -33,15 +32,15 @@ extension Commands {
         let environment = context.environment
         var specs = invocation.all("keychain")
         if specs.isEmpty { specs = [context.globals.keychain].compactMap { $0 } }
-        let defaultLocation = try KeychainLocator.resolve(nil, environment: environment)
+        let defaultLocation = try context.backends.resolve(nil, environment)
         var arguments = ["locket-secret-service"]
         var names: [String] = []
         for spec in specs.isEmpty ? [nil] : specs.map(Optional.some) {
-            let location = try KeychainLocator.resolve(spec, environment: environment)
+            let location = try context.backends.resolve(spec, environment)
             // A collection is a file the provider stats, makes and deletes, and
             // a remote keychain stores no free-form attributes (docs/architecture/free-form.md).
             guard let path = location.filePath else {
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location.description))")
             }
             var name = String(path.split(separator: "/").last ?? "login")
             if name.hasSuffix(".keychain") { name.removeLast(".keychain".count) }
@@ -50,7 +49,8 @@ extension Commands {
             }
             names.append(name)
             arguments += ["--collection", name, path]
-            if location == defaultLocation { arguments += ["--default", name] }
+            // The same keychain: a file's location is the same as another's when it is a file at the same path.
+            if defaultLocation.filePath == path { arguments += ["--default", name] }
         }
         if invocation.has("replace") { arguments.append("--replace") }
         for app in invocation.all("app") {

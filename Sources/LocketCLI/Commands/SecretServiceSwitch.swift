@@ -1,6 +1,5 @@
 import Glibc
 import LocketCore
-import LocketLocator
 import LocketSupport
 
 /// `locket secret-service enable | disable | status` (SPEC §20): the switch
@@ -62,9 +61,9 @@ extension Commands {
         var specs = invocation.all("keychain")
         if specs.isEmpty, let global = context.globals.keychain { specs = [global] }
         for spec in specs {
-            let location = try KeychainLocator.resolve(spec, environment: context.environment)
+            let location = try context.backends.resolve(spec, context.environment)
             guard let path = location.filePath else {
-                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location))")
+                throw KeychainError(.notAvailable, "the Secret Service serves keychain files, not a remote keychain (\(location.description))")
             }
             // The keychain may not exist yet (the provider makes it at the first store).
             command += ["-k", path.hasPrefix("/") ? path : try absolutePath(".") + "/" + path]

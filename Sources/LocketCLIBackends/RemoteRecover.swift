@@ -1,9 +1,10 @@
+import LocketCLI
 import LocketCore
 import LocketLocator
 import LocketRemote
 import LocketSupport
 
-extension Commands {
+extension KeychainCommand {
     /// `locket keychain recover` (issue 42): a device that refuses its remote
     /// keychain because the server lost what it had acknowledged (a failover,
     /// a restore of the database) is told what was lost, asked to agree (or
@@ -15,7 +16,8 @@ extension Commands {
         if try context.caller() != .owner {
             throw KeychainError(.missingEntitlement, "recovering a remote keychain is for its owner, not an app with entitlements")
         }
-        guard let keychain = try Keychain.openForRecovery(try context.keychainLocation(), environment: context.environment) else {
+        let location = try KeychainLocator.resolve(context.globals.keychain, environment: context.environment)
+        guard let keychain = try Keychain.openForRecovery(location, environment: context.environment) else {
             throw RemoteAdmin.refusal(.recover)
         }
         let remote = try keychain.remote(for: .recover)
