@@ -41,7 +41,7 @@ def login_unlocks():
     already running says Locked=false at once, and the password was in no
     process's argv or environment and in no log line."""
     def body(user):
-        user.init_keychain()
+        user.init_keychain(interactive=True)  # the unlock hashes long enough for the Sampler to see it
         user.service("login", AUTH + ACCOUNT + SESSION)
         address = user.bus()
         user.start([LOCKET, "secret-service"], environment={"DBUS_SESSION_BUS_ADDRESS": address})
