@@ -22,7 +22,8 @@ import json
 import os
 import runpy
 import sys
-import traceback
+
+import child
 
 # What the cases import, imported once here; not the case files (harness.py
 # and the rest read their environment at import).
@@ -35,38 +36,18 @@ for module in PRELOADED + sys.argv[2:]:
 
 def run_case(request):
     """In the forked child: become `python3 FILE CASE`; never returns."""
-    status = 1
-    try:
+    def streams():
         null = os.open("/dev/null", os.O_RDONLY)
         out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         for fd, target in ((null, 0), (out, 1), (err, 2)):
             os.dup2(fd, target)
-        # Nothing of this server's: the FIFO, its pipes to the test.
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        sys.stdin, sys.stdout, sys.stderr = open(0, "r", closefd=False), open(1, "w", closefd=False), open(2, "w", closefd=False)
-        os.environ.clear()
-        os.environ.update(request["environment"])
+
+    def main():
         sys.argv = [request["file"], request["case"]]
         sys.path[0] = os.path.dirname(request["file"])
         runpy.run_path(request["file"], run_name="__main__")
-        status = 0
-    except SystemExit as exit:
-        if exit.code is None:
-            status = 0
-        elif isinstance(exit.code, int):
-            status = exit.code
-        else:
-            print(exit.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(status)
+    child.become(streams, request["environment"], main)
 
 
 def main():

@@ -15,10 +15,11 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 
 from jeepney import DBusAddress, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
+
+import child
 
 LOCKET = os.environ["LOCKET_BIN"]
 SCRATCH = os.environ["TEST_DIR"]
@@ -208,37 +209,18 @@ class Python:
         sys.stderr.flush()
         self.pid = os.fork()
         if self.pid == 0:
-            status = 1
-            try:
+            def streams():
                 for fd, target in ((child_stdin, 0), (child_stdout, 1), (child_stderr, 2)):
                     os.dup2(fd, target)
-                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-                sys.stdin, sys.stdout, sys.stderr = open(0, "r", closefd=False), open(1, "w", closefd=False), open(2, "w", closefd=False)
-                os.environ.clear()
-                os.environ.update(environment)
+
+            def main():
                 if arguments[0] == "-c":
                     sys.argv = ["-c", *arguments[2:]]
                     exec(compile(arguments[1], "<string>", "exec"), {"__name__": "__main__"})
                 else:
                     sys.argv = [arguments[1], *arguments[2:]]
                     runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
-                status = 0
-            except SystemExit as exit:
-                if exit.code is None:
-                    status = 0
-                elif isinstance(exit.code, int):
-                    status = exit.code
-                else:
-                    print(exit.code, file=sys.stderr)
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    try:
-                        stream.flush()
-                    except Exception:
-                        pass
-                os._exit(status)
+            child.become(streams, environment, main)
         for fd in (child_stdin, child_stdout, child_stderr):
             os.close(fd)
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
