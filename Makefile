@@ -436,6 +436,16 @@ NEEDS_PROVIDER = ^LocketCLITests\.SecretService
 # failure is said in one line and left to that test (it tries again, and
 # skips saying why); it never fails the build.
 PREPARE_TESTS = { [ ! -x /usr/bin/python3 ] || /usr/bin/python3 Tests/Fixtures/secret-service/secretstorage_sdist.py .build/secretstorage-sdist </dev/null || :; }
+# On a new machine make test-deps installs the tools the tests drive (chromium,
+# keepassxc, gnome-keyring, PostgreSQL...): apt-get downloading and unpacking,
+# mostly waiting on the network and the disk, before the build started. As
+# root it runs beside the debug build instead (at BACKGROUND_NICE, raised
+# with the rest when the build ends), its output in .build/test-deps.log and
+# its one line said when the build is done; the tests wait for it. Nothing
+# the build compiles or links comes from it (make deps installs that). As
+# another user it stays a prerequisite: sudo may have to ask for a password,
+# which a prompt in the middle of the build's output would hide.
+TEST_DEPS_BESIDE = $(filter 0,$(shell id -u))
 # On 2 cores a clean clone's make test is bound by CPU time: the tests' debug
 # build (many small jobs) and the release build (one whole-module job per
 # module, mostly one core) run side by side, and the unit suites start as
@@ -443,15 +453,17 @@ PREPARE_TESTS = { [ ! -x /usr/bin/python3 ] || /usr/bin/python3 Tests/Fixtures/s
 # build's last minute runs alone, to fill the idle core. Measured on a clean
 # clone: none beside the build 405-419 s, four 418 s (the build's `locket`
 # took 285 s instead of ~176: nice does not keep them off its core), one 382 s.
-test: deps test-deps
-	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/test-times.tsv .build/*.status
+test: deps $(if $(TEST_DEPS_BESIDE),,test-deps)
+	@mkdir -p .build && rm -f .build/reliability.log .build/xctest.log .build/test-times.tsv .build/test-deps.log .build/*.status
 	@$(MAKE) --no-print-directory pam
 	@nice -n $(BACKGROUND_NICE) sh -c '$(MAKE) --no-print-directory helper; echo $$? > .build/helper.status; \
 	  $(MAKE) --no-print-directory locket-binary; echo $$? > .build/locket.status; \
 	  $(MAKE) --no-print-directory provider; echo $$? > .build/provider.status' & release=$$!; \
-	background=$$release; \
+	deps=; $(if $(TEST_DEPS_BESIDE),nice -n $(BACKGROUND_NICE) $(MAKE) --no-print-directory test-deps </dev/null >.build/test-deps.log 2>&1 & deps=$$!;) \
+	background="$$release $$deps"; \
 	$(PREPARE_TESTS) & prepared=$$!; \
 	( $(BUILD_TESTS) ); built=$$?; wait $$prepared; \
+	[ -z "$$deps" ] || { wait $$deps; sed -n 's|^make test-deps: .*|& (.build/test-deps.log)|p' .build/test-deps.log; }; \
 	if [ $$built -ne 0 ]; then wait $$release; exit $$built; fi; \
 	LOCKET_RELIABILITY_LOG=$(CURDIR)/.build/reliability.log LOCKET_BIN=$(CURDIR)/$(BIN) LOCKET_POSTGRES_HELPER=$(CURDIR)/$(HELPER) \
 		LOCKET_TPM_HELPER=$(CURDIR)/$(TPM_HELPER) LOCKET_PAM_MODULE=$(CURDIR)/$(PAM_MODULE) Tests/run-tests --log .build/xctest.log --times .build/test-times.tsv --workers $(TEST_WORKERS) --fill $(TEST_FILL) --gated-workers 1 $(if $(TEST_VERBOSE),--verbose) --show .build/reliability.log \
