@@ -70,7 +70,7 @@ package struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: Base64.encodedCount(raw.count)))
-        bytes.withUnsafeMutableBytes { Base64.encode(raw, into: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
+        bytes.withUnsafeMutableBytes { _ = Base64.encode(raw, into: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -14,9 +14,8 @@ import LocketCore
 // will open the keychain for each one: while a file `locked` is there,
 // signatures fail with errSecInteractionNotAllowed; while `hidden` is there,
 // so does the list of identities. A file's key is parsed once for the bytes
-// it holds (ParsedKeys): the OpenSSH import checks an RSA key's primes, about
-// 0.2 CPU-s at 3,072 bits, and a test makes dozens of requests of one agent
-// (issue 38).
+// it holds (ParsedKeys), not at each of the dozens of requests a test makes
+// of one agent (issue 38).
 
 /// The keys parsed so far, by the exact bytes of their file: a file rewritten
 /// with other bytes is parsed again, one that no longer parses fails again.

@@ -11,12 +11,11 @@ public enum OpenSSLFixtures {
     /// asks openssl for the system's trust; the other commands never read it.
     public static let environment = ["SSL_CERT_FILE": "/dev/null"]
 
-    /// `openssl genpkey` options for `kind`: rsa2048, rsa3072, p256, p384,
-    /// p521, ed25519, x25519; nil for another.
+    /// `openssl genpkey` options for `kind`: rsa2048, p256, p384, p521,
+    /// ed25519, x25519; nil for another.
     public static func genpkeyOptions(_ kind: String) -> [String]? {
         switch kind {
         case "rsa2048": ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
-        case "rsa3072": ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"]
         case "p256": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]
         case "p384": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]
         case "p521": ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"]
