@@ -1,3 +1,4 @@
+import CLocketSystem
 import Foundation
 import LocketSystem
 import XCTest
@@ -93,6 +94,30 @@ struct ReliabilityChild {
     }
 
     func kill(_ signal: Int32 = SIGKILL) { _ = Glibc.kill(pid, signal) }
+
+    /// Sleeps `milliseconds` unless the process ends first (seen on a pidfd
+    /// the instant it does): then when it ended (`ReliabilityClock`), else
+    /// nil. It is left for `wait` to reap.
+    func sleep(milliseconds: Double) -> Double? {
+        let until = ReliabilityClock.now() + milliseconds / 1000
+        while true {
+            let remaining = (until - ReliabilityClock.now()) * 1000
+            if remaining <= 0 { return nil }
+            // poll(2) counts whole milliseconds: the rest is slept.
+            if remaining < 1 {
+                ReliabilityClock.sleep(milliseconds: remaining)
+                return nil
+            }
+            switch locket_wait_for_exit(pid, Int32(remaining)) {
+            case 1: return ReliabilityClock.now()
+            case 0: continue
+            default:
+                // No pidfds: the plain sleep.
+                ReliabilityClock.sleep(milliseconds: remaining)
+                return nil
+            }
+        }
+    }
 
     /// Waits for the process; kills it after `timeout` seconds.
     func wait(timeout: Double = 60) -> Exit {

@@ -30,6 +30,12 @@ extension PostgresServer {
         try makeDatabase(copying: try keychainTemplateIsMade() ? Self.keychainTemplate : nil)
     }
 
+    /// A new database that is a copy of `source` as it is now (no session
+    /// may be connected to it): a test's fixture made once and copied.
+    public func copyDatabase(_ source: String) throws -> String {
+        try makeDatabase(copying: source)
+    }
+
     private func makeDatabase(copying template: String?) throws -> String {
         let name = "t\(UInt32.random(in: 0...UInt32.max))"
         // CREATE DATABASE takes no parameters; the names are made here, not given.
