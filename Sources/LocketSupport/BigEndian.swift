@@ -19,6 +19,25 @@ public enum BigEndian {
         }
     }
 
+    /// `append` of the two widths every length prefix and counter uses
+    /// (key-derivation contexts, the header's MAC, records): the same bytes,
+    /// without the integer protocols that an unspecialized build (the test
+    /// build, which opens keychains thousands of times) goes through per byte.
+    @inlinable
+    public static func append(_ value: UInt32, to out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: value >> 24))
+        out.append(UInt8(truncatingIfNeeded: value >> 16))
+        out.append(UInt8(truncatingIfNeeded: value >> 8))
+        out.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    /// `append` of a `UInt64` (see the `UInt32` one).
+    @inlinable
+    public static func append(_ value: UInt64, to out: inout [UInt8]) {
+        append(UInt32(truncatingIfNeeded: value >> 32), to: &out)
+        append(UInt32(truncatingIfNeeded: value), to: &out)
+    }
+
     /// Writes `value`'s bytes at `offset` (which must leave room for them).
     @inlinable
     public static func store<T: FixedWidthInteger>(_ value: T, into out: UnsafeMutableRawBufferPointer, at offset: Int) {

@@ -97,6 +97,22 @@ final class DeviceBindingTests: KeychainTestCase {
         XCTAssertKeychainError(.itemNotFound, try here.search(query(.genericPassword, [.account: "added there"])))
     }
 
+    /// One object through a lost device secret: opened without a device key
+    /// (nothing to keep a mirror with), it makes one at unlock, and the
+    /// unlock's writes keep this device's mirror with it. The engine keeps
+    /// the mirror it made only while the device key is the same one.
+    func testTheUnlockThatMakesANewDeviceKeyKeepsTheMirrorWithIt() throws {
+        try addGenp("svc", "a", secret: "a")
+        try temporary.lock(all: true)
+        keychain = nil
+        XCTAssertEqual(unlink(temporary.deviceSecretPath), 0)
+        for mirror in temporary.mirrors { XCTAssertEqual(unlink(mirror), 0) }
+        let opened = try temporary.open()
+        try opened.session.unlock(password: secret(temporary.password!), timeout: nil)
+        XCTAssertEqual(temporary.mirrors.count, 1, "the unlock's writes kept no mirror for the new device key")
+        XCTAssertEqual(try opened.search(query(.genericPassword, [.account: "a"]), returnData: true)[0].secretString, "a")
+    }
+
     func testALostDeviceSecretLosesThisDeviceOnlyItemsOnly() throws {
         try addOneOfEach()
         try temporary.lock(all: true)

@@ -40,6 +40,29 @@ final class BigEndianTests: XCTestCase {
         XCTAssertEqual(buffer, [0, 0, 0xde, 0xad, 0xbe, 0xef])
     }
 
+    /// The concrete `UInt32` and `UInt64` appends give the generic one's bytes.
+    func testConcreteAppendsMatchTheGenericOne() {
+        func generic<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+            var out: [UInt8] = [7]
+            BigEndian.append(value, to: &out)
+            return out
+        }
+        for value: UInt32 in [0, 1, 0xff, 0x100, 0x0102_0304, 0xdead_beef, .max] {
+            var out: [UInt8] = [7]
+            BigEndian.append(value, to: &out)
+            XCTAssertEqual(out, generic(value), "\(value)")
+            XCTAssertEqual(out, [7] + BigEndian.bytes(value))
+        }
+        for value: UInt64 in [0, 1, 0xff, 0x1_0000_0000, 0x0102_0304_0506_0708, 0xdead_beef_0bad_f00d, .max] {
+            var out: [UInt8] = [7]
+            BigEndian.append(value, to: &out)
+            XCTAssertEqual(out, generic(value), "\(value)")
+        }
+        var out: [UInt8] = []
+        BigEndian.append(UInt64(0x0102_0304_0506_0708), to: &out)
+        XCTAssertEqual(out, [1, 2, 3, 4, 5, 6, 7, 8])
+    }
+
     func testReadsOnlyWithinBounds() {
         let bytes: [UInt8] = [0, 0, 0, 1, 0xff]
         XCTAssertEqual(BigEndian.read(UInt32.self, bytes, at: 0), 1)

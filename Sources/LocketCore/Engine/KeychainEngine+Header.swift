@@ -58,10 +58,7 @@ extension KeychainEngine {
         }
         meta = written!.meta
         headerChecked = true
-        if !isRolledBack {
-            try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: rekey ?? indexKey)?
-                .raise(to: written!.generation)
-        }
+        if !isRolledBack { try generationMirror(indexKey: rekey ?? indexKey)?.raise(to: written!.generation) }
         return result!
     }
 
@@ -135,7 +132,7 @@ extension KeychainEngine {
     /// process wrote it) or the mirror is missing (a new device).
     private func checkRollback(_ generation: UInt64, indexKey: SecureBytes) throws {
         let id = keybag.keychainID
-        guard let mirror = try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey) else { return }
+        guard let mirror = try generationMirror(indexKey: indexKey) else { return }
         var seen = mirror.read()
         if generation > 0 && (seen ?? 0) < generation {
             // Under the mirror's lock: a concurrent writer may have raised it meanwhile.
@@ -156,6 +153,29 @@ extension KeychainEngine {
             return
         }
         throw rolledBack(generation, seen: seen)
+    }
+
+    /// This keychain's generation mirror (nil where its storage keeps none)
+    /// for `indexKey` and the device key held now. Kept while both are the
+    /// same keys: its name and its key are derivations from the path, the
+    /// identity and the device key, which a write's check before it and its
+    /// raise after it (and every check of a keychain kept open) would
+    /// otherwise make again. It holds the two keys it was made for, as the
+    /// mirror holds a key derived from them, no longer than the engine lives.
+    func generationMirror(indexKey: SecureBytes) throws -> GenerationMirror? {
+        let id = keybag.keychainID
+        if let made = madeMirror, made.indexKey === indexKey, made.device === device, made.keychainID == id { return made.mirror }
+        let mirror = try storage.rollbackRecords?.generationMirror(keychainID: id, environment: environment, device: device, indexKey: indexKey)
+        madeMirror = MadeMirror(indexKey: indexKey, device: device, keychainID: id, mirror: mirror)
+        return mirror
+    }
+
+    /// A generation mirror and what it was made for.
+    struct MadeMirror {
+        let indexKey: SecureBytes
+        let device: SecureBytes?
+        let keychainID: [UInt8]
+        let mirror: GenerationMirror?
     }
 
     func rolledBack(_ generation: UInt64, seen: UInt64?) -> KeychainError {

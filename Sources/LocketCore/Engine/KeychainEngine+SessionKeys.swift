@@ -84,8 +84,9 @@ extension KeychainEngine {
         }
         // Two calls, not a loop over an array of tiers (its metadata is built
         // at run time, by every command that opens a keychain).
-        try loadSession(.afterFirstUnlock)
-        try loadSession(.whenUnlocked)
+        var directory = session.sessionDirectory()
+        try loadSession(.afterFirstUnlock, &directory)
+        try loadSession(.whenUnlocked, &directory)
         if bound && unsealsForDeviceKeys { try loadDeviceKeysThroughTPM() }
     }
 
@@ -116,12 +117,12 @@ extension KeychainEngine {
     }
 
     /// Loads the session's keys of `tier`, if any, into the cache.
-    private func loadSession(_ tier: ProtectionClass.Tier) throws {
+    private func loadSession(_ tier: ProtectionClass.Tier, _ directory: inout SessionStore.Directory) throws {
         // Unpacked at once: an optional tuple held in a variable has its
         // type metadata built at run time.
         let stored: SessionKeys
         do {
-            guard let (keys, _) = try session.load(tier, extend: extendsSession) else { return }
+            guard let (keys, _) = try session.load(tier, extend: extendsSession, directory: &directory) else { return }
             stored = keys
         } catch let error as KeychainError where error.code == .decode {
             // A damaged session (a crash mid-write, a race with lock, tampering)

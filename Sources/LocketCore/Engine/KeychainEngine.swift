@@ -54,6 +54,9 @@ package final class KeychainEngine {
     var unsealsForDeviceKeys = true
     /// Hears what a password check is about to wait for (`KeychainSession.passwordWaitObserver`).
     var passwordWaitObserver: ((KeychainSession.PasswordWait) -> Void)?
+    /// The generation mirror last made, and the keys it was made for
+    /// (`generationMirror(indexKey:)`).
+    var madeMirror: MadeMirror?
 
     init(storage: any KeychainStorage, caller: Caller, environment: Environment, keybag: Keybag, meta: [String: [UInt8]]) throws {
         self.path = storage.address

@@ -13,7 +13,7 @@ extension SessionStore {
     /// (SPEC §19); nil when there is none. A keyring record is read by the
     /// serial `serials` remembers, one system call, while that key still
     /// reads (a lock invalidates it); a search finds it otherwise.
-    func currentRecord(_ tier: ProtectionClass.Tier, serials: inout [String: Int32]) -> SecureBytes? {
+    func currentRecord(_ tier: ProtectionClass.Tier, serials: inout [String: Int32], directory: inout Directory) -> SecureBytes? {
         let slot = tier.rawValue
         if forced != .directory {
             if let serial = serials[slot], let record = stampedRecord(serial) { return record }
@@ -23,8 +23,8 @@ extension SessionStore {
                 return record
             }
         }
-        guard forced != .keyring, let dir = openDirectory(),
-              let sessionFile = try? PrivateFile(name(slot), in: dir.descriptor, rule: .privateFile),
+        guard forced != .keyring, let dir = directory.descriptor(),
+              let sessionFile = try? PrivateFile(name(slot), in: dir, rule: .privateFile),
               sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize, let record = try? SecureBytes(count: sessionFile.size),
               record.withUnsafeMutableBytes({ (try? sessionFile.read(into: $0).get()) == $0.count }),
               let (timeout, _) = SessionKeys.header(record, header: Self.magic) else { return nil }
@@ -37,8 +37,8 @@ extension SessionStore {
     /// A digest of both tiers' records as they are now (`currentRecord`),
     /// keyed by `key` (the keychain's identity): it changes when another
     /// process unlocks, locks or lets the session expire, and not when a use
-    /// is stamped.
-    func fingerprint(key: [UInt8], serials: inout [String: Int32]) -> [UInt8] {
+    /// is stamped. `directory`: as the loads just before saw it, if any.
+    func fingerprint(key: [UInt8], serials: inout [String: Int32], directory: inout Directory) -> [UInt8] {
         // libsodium's state is opaque to Swift: its size comes from the library.
         let memory = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
         defer {
@@ -55,7 +55,7 @@ extension SessionStore {
             if let base = bytes.baseAddress { _ = crypto_generichash_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count)) }
         }
         for tier in [ProtectionClass.Tier.afterFirstUnlock, .whenUnlocked] {
-            if let record = currentRecord(tier, serials: &serials) {
+            if let record = currentRecord(tier, serials: &serials, directory: &directory) {
                 record.withUnsafeBytes { absorb($0) }
             } else {
                 absorb(UnsafeRawBufferPointer(start: nil, count: 0))

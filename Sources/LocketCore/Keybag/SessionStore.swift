@@ -53,7 +53,8 @@ public struct SessionStore: Sendable {
 
     /// The keys of `slot` while it lasts; nil when absent, expired or unreadable.
     func loadSlot(_ slot: String) -> SessionKeys? {
-        (try? load(slot, extend: false))??.0
+        var directory = sessionDirectory()
+        return (try? load(slot, extend: false, directory: &directory))??.0
     }
 
     private func save(_ slot: String, keys: SessionKeys, timeout: UInt32) throws -> Backend {
@@ -121,14 +122,45 @@ public struct SessionStore: Sendable {
 
     /// The keys of `tier`, extending its inactivity timeout; nil when locked or expired.
     package func load(_ tier: ProtectionClass.Tier, extend: Bool = true) throws -> (SessionKeys, Info)? {
-        try load(tier.rawValue, extend: extend)
+        var directory = sessionDirectory()
+        return try load(tier.rawValue, extend: extend, directory: &directory)
     }
 
-    private func load(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+    /// `load(_:extend:)` in the session directory of `directory`, opened by
+    /// whichever tier first needs it: an opening reads both tiers, through
+    /// one opening (and one check) of the directory.
+    func load(_ tier: ProtectionClass.Tier, extend: Bool, directory: inout Directory) throws -> (SessionKeys, Info)? {
+        try load(tier.rawValue, extend: extend, directory: &directory)
+    }
+
+    private func load(_ slot: String, extend: Bool, directory: inout Directory) throws -> (SessionKeys, Info)? {
         if forced != .directory, let found = try loadFromKeyring(slot, extend: extend) { return found }
-        if forced != .keyring { return try loadFromDirectory(slot, extend: extend) }
+        if forced != .keyring { return try loadFromDirectory(slot, extend: extend, directory: &directory) }
         return nil
     }
+
+    /// The session directory as `openDirectory` judges it, opened at the
+    /// first use and not again: nil (no session there) when it is missing
+    /// or not this user's and private. Noncopyable: the descriptor is closed
+    /// once, with it.
+    struct Directory: ~Copyable {
+        private let path: String
+        private var file: PrivateFile?
+        private var opened = false
+
+        init(_ path: String) { self.path = path }
+
+        mutating func descriptor() -> Int32? {
+            if !opened {
+                file = try? PrivateFile(path, rule: .privateDirectory)
+                opened = true
+            }
+            return file?.descriptor
+        }
+    }
+
+    /// A `Directory` for the loads of one opening (or one look at both tiers).
+    func sessionDirectory() -> Directory { Directory(directory) }
 
     func keyringSerial(_ slot: String) -> Int32? {
         let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(slot))
@@ -166,11 +198,11 @@ public struct SessionStore: Sendable {
         return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now, now: now))
     }
 
-    private func loadFromDirectory(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
+    private func loadFromDirectory(_ slot: String, extend: Bool, directory: inout Directory) throws -> (SessionKeys, Info)? {
         let path = file(slot)
         // Keys are only trusted from a directory nobody else could have written into.
-        guard let dir = openDirectory() else { return nil }
-        guard let sessionFile = try openSessionFile(name(slot), in: dir.descriptor, path: path) else { return nil }
+        guard let dir = directory.descriptor() else { return nil }
+        guard let sessionFile = try openSessionFile(name(slot), in: dir, path: path) else { return nil }
         guard sessionFile.size > 0, sessionFile.size <= SessionKeys.maximumSize else {
             throw KeychainError(.io, "the session file \(path) is not private to this user; remove it")
         }
@@ -183,7 +215,7 @@ public struct SessionStore: Sendable {
             let now = time.timestamp(), modified = sessionFile.status.st_mtim
             let idleNanoseconds = Int64(now.tv_sec - modified.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec - modified.tv_nsec)
             if idleNanoseconds >= Int64(timeout) * 1_000_000_000 {
-                wipeAndUnlink(name(slot), in: dir.descriptor)
+                wipeAndUnlink(name(slot), in: dir)
                 return nil
             }
             // The file's modification time is the last use: touching it extends the session.

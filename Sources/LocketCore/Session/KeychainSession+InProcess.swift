@@ -13,12 +13,14 @@ extension KeychainSession {
     /// it. Empty for a keychain without a password (no session).
     public func sessionFingerprint(extend: Bool, probe: SessionProbe) -> [UInt8] {
         guard engine.keybag.hasPassword else { return [] }
+        // One opening of the session directory for the loads and the look after them.
+        var directory = engine.session.sessionDirectory()
         if extend {
             // What a command's opening does (a damaged session is left to the next opening).
-            _ = try? engine.session.load(.afterFirstUnlock, extend: true)
-            _ = try? engine.session.load(.whenUnlocked, extend: true)
+            _ = try? engine.session.load(.afterFirstUnlock, extend: true, directory: &directory)
+            _ = try? engine.session.load(.whenUnlocked, extend: true, directory: &directory)
         }
-        return engine.session.fingerprint(key: engine.keybag.keychainID, serials: &probe.serials)
+        return engine.session.fingerprint(key: engine.keybag.keychainID, serials: &probe.serials, directory: &directory)
     }
 
     /// Loads the session's keys again, as at open, and returns the session's
