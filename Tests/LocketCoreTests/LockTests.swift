@@ -26,6 +26,20 @@ final class LockTests: KeychainTestCase {
         XCTAssertNoThrow(try addGenp("svc", "alice"))
     }
 
+    /// The engine keeps the generation mirror it made (and the index and
+    /// device keys it was made from) for the next check; a lock drops it
+    /// with the keys, and the next unlock's write makes it again.
+    func testALockForgetsTheKeptGenerationMirror() throws {
+        try addGenp("svc", "alice", secret: "a")
+        XCTAssertNotNil(keychain.engine.madeMirror, "a write checked and raised no mirror")
+        keychain.session.lock(all: true)
+        XCTAssertNil(keychain.engine.madeMirror, "the lock left the mirror and the keys it holds in memory")
+        try keychain.session.unlock(password: secret(temporary.password!), timeout: nil)
+        try addGenp("svc", "bob", secret: "b")
+        XCTAssertNotNil(keychain.engine.madeMirror)
+        XCTAssertEqual(try keychain.search(query(.genericPassword, [.account: "alice"]), returnData: true)[0].secretString, "a")
+    }
+
     func testLockedWhenUnlockedItemIsInteractionNotAllowedNeverNotFound() throws {
         try addGenp("svc", "alice", secret: "a")
         let locked = try relock(all: false)

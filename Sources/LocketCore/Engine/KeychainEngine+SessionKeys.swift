@@ -145,6 +145,9 @@ extension KeychainEngine {
     /// unloaded when the session no longer has them (`lock` starts no helper).
     func reloadKeys(throughTPM: Bool = true) throws {
         cache.reset()
+        // The kept mirror holds the index and device keys it was made from and
+        // a key derived from them: a lock must not leave them in memory.
+        madeMirror = nil
         cache.thisDeviceOnlyBoundary = tdoBoundary
         unsealsForDeviceKeys = throughTPM
         defer { unsealsForDeviceKeys = true }
