@@ -188,6 +188,10 @@ public final class PostgresServer: @unchecked Sendable {
             autovacuum = off
             max_connections = 40
             shared_buffers = 16MB
+            # Dynamic shared memory in files of the data directory, which goes
+            # with the server: a server stopped with -m immediate (the shared
+            # one's watchdog, the faults) left its segment in /dev/shm.
+            dynamic_shared_memory_type = mmap
 
             """
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(data)/postgresql.conf"))
