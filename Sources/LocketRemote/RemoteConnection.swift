@@ -8,37 +8,13 @@ import LocketWire
 /// transactions retried on serialization failures. Nothing here runs for a
 /// file keychain: the helper starts only when a remote keychain is opened.
 public final class RemoteConnection {
-    public enum Isolation: String, Sendable {
-        case readCommitted = "READ COMMITTED"
-        case repeatableRead = "REPEATABLE READ"
-        case serializable = "SERIALIZABLE"
-    }
-
-    /// How a transaction body talks to the server.
-    public struct Transaction {
-        fileprivate let connection: RemoteConnection
-
-        /// Runs one statement inside the transaction; its rows.
-        @discardableResult
-        public func execute(_ sql: String, _ parameters: [RemoteValue] = []) throws -> [RemoteRow] {
-            try connection.run(sql, parameters)
-        }
-    }
-
-    /// How many times a transaction runs at most when it keeps meeting serialization failures.
-    public static let maximumAttempts = 16
-
-    /// Taken (session level) from a transaction's second attempt on: writers
-    /// all advance the one newest state link, so those that collided queue
-    /// here instead of colliding again (docs/REMOTE.md has the measurement).
-    static let collidedWritersLock: Int64 = 0x6c6f_636b_6574
-
     private let helperPath: String
     private let parameters: [(String, String)]
     private var password: [UInt8]?
     private let environment: Environment
     private var helper: HelperProcess?
-    private var inTransaction = false
+    /// Set while a `transaction` body runs (RemoteConnection+Transaction.swift).
+    var inTransaction = false
     /// The server's version number (PQserverVersion), e.g. 150018.
     public private(set) var serverVersion = 0
 
@@ -86,102 +62,21 @@ public final class RemoteConnection {
             if helper == nil { try connect() }
             return try run(sql, parameters)
         } catch let failure as RemoteFailure {
-            if failure.connectionLost { helper?.stop(); helper = nil }
+            if failure.connectionLost { disconnect() }
             throw failure.keychainError
         }
     }
 
-    /// Runs `body` in one transaction at `isolation` and commits it. On a
-    /// serialization failure or deadlock (40001, 40P01) it rolls back, pauses
-    /// and runs `body` again (at most `maximumAttempts` times, queued on
-    /// `collidedWritersLock`), so `body` must do nothing it can't repeat. A
-    /// connection lost before COMMIT is made again once; lost during COMMIT,
-    /// the outcome is unknown (errSecIO). `body`'s own errors roll back.
-    public func transaction<R>(isolation: Isolation = .serializable, _ body: (Transaction) throws -> R) throws -> R {
-        precondition(!inTransaction, "transactions don't nest")
-        var reconnected = false
-        var attempt = 0
-        var queued = false
-        defer { if queued, helper != nil { _ = try? run("SELECT pg_advisory_unlock($1)", [.int(Self.collidedWritersLock)]) } }
-        while true {
-            attempt += 1
-            var committing = false
-            do {
-                if helper == nil { try connect() }
-                if attempt > 1 && !queued {
-                    _ = try run("SELECT pg_advisory_lock($1)", [.int(Self.collidedWritersLock)])
-                    queued = true
-                }
-                inTransaction = true
-                defer { inTransaction = false }
-                try run("BEGIN ISOLATION LEVEL \(isolation.rawValue)", [])
-                let result: R
-                do {
-                    result = try body(Transaction(connection: self))
-                } catch let failure as RemoteFailure {
-                    throw failure
-                } catch {
-                    _ = try? run("ROLLBACK", [])
-                    throw error
-                }
-                committing = true
-                try run("COMMIT", [])
-                return result
-            } catch let failure as RemoteFailure {
-                if failure.connectionLost {
-                    helper?.stop()
-                    helper = nil
-                    queued = false  // a session lock ends with its session
-                    if committing {
-                        throw KeychainError(.io, "the connection to the PostgreSQL server was lost during COMMIT: the change may or may not have been applied")
-                    }
-                    guard !reconnected else { throw failure.keychainError }
-                    reconnected = true
-                    continue
-                }
-                if reconnected, case .connect = failure {
-                    // The write was under way when its connection went; COMMIT was never sent.
-                    throw KeychainError(failure.keychainError.code, """
-                        the connection to the PostgreSQL server was lost before the change was committed, and could not be made again: \
-                        the change was not applied (\(failure.keychainError.message))
-                        """)
-                }
-                // The server aborted the transaction; end it on our side too.
-                _ = try? run("ROLLBACK", [])
-                guard failure.retryable, attempt < Self.maximumAttempts else { throw failure.keychainError }
-                pause(attempt)
-            }
-        }
+    /// Whether a helper runs (none after a lost connection, until the next statement connects).
+    var isConnected: Bool { helper != nil }
+
+    /// Forgets a connection that was lost: its helper stopped, the next statement connects again.
+    func disconnect() {
+        helper?.stop()
+        helper = nil
     }
 
-    /// Runs `body`'s statements outside a transaction (autocommit: each
-    /// statement sees its own snapshot), for reads that need no more. A
-    /// connection lost on the way is made again once and `body` run again,
-    /// as `transaction` does.
-    public func autocommit<R>(_ body: (Transaction) throws -> R) throws -> R {
-        precondition(!inTransaction, "autocommit reads don't run inside a transaction")
-        var reconnected = false
-        while true {
-            do {
-                if helper == nil { try connect() }
-                return try body(Transaction(connection: self))
-            } catch let failure as RemoteFailure {
-                guard failure.connectionLost else { throw failure.keychainError }
-                helper?.stop()
-                helper = nil
-                guard !reconnected else { throw failure.keychainError }
-                reconnected = true
-            }
-        }
-    }
-
-    /// Full jitter (up to 2^attempt ms, at most 250): collided writers part.
-    private func pause(_ attempt: Int) {
-        let cap = min(250_000, 1_000 << min(attempt, 8))
-        usleep(UInt32(Int.random(in: cap / 4...cap)))
-    }
-
-    private func connect() throws {
+    func connect() throws {
         let process = try HelperProcess(path: helperPath, program: .postgres, environment: environment)
         helper = process
         do {
@@ -229,7 +124,7 @@ public final class RemoteConnection {
     }
 
     @discardableResult
-    fileprivate func run(_ sql: String, _ parameters: [RemoteValue]) throws -> [RemoteRow] {
+    func run(_ sql: String, _ parameters: [RemoteValue]) throws -> [RemoteRow] {
         guard helper != nil else { throw RemoteFailure.helperGone }
         guard parameters.count <= Wire.maximumParameters else { throw KeychainError(.param, "a statement with more than \(Wire.maximumParameters) parameters") }
         var writer = FrameWriter(.execute)
