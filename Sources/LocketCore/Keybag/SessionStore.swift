@@ -31,9 +31,6 @@ public struct SessionStore: Sendable {
     /// The size of a pooled guarded slot (`SecureBytes`): most records fit it.
     static let typicalRecordSize = 1024
 
-    /// A slot is a tier's name, or another record of this keychain's (the
-    /// presence reuse window of one terminal session).
-    private func description(_ slot: String) -> String { "locket:\(keychainID):\(slot)" }
     /// The session file's name in the directory, and its path for messages.
     func name(_ slot: String) -> String { "\(keychainID).\(slot)" }
     private func file(_ slot: String) -> String { "\(directory)/\(name(slot))" }
@@ -161,42 +158,6 @@ public struct SessionStore: Sendable {
 
     /// A `Directory` for the loads of one opening (or one look at both tiers).
     func sessionDirectory() -> Directory { Directory(directory) }
-
-    func keyringSerial(_ slot: String) -> Int32? {
-        let serial = locket_keyctl_search(locket_key_spec_user_keyring(), "user", description(slot))
-        return serial >= 0 ? Int32(truncatingIfNeeded: serial) : nil
-    }
-
-    /// The payload of the keyring key `serial`, whole; nil when it does not read.
-    func readKey(_ serial: Int32) throws -> SecureBytes? {
-        // A record (a dozen keys) fits a pooled guarded slot; a region as
-        // large as the largest record costs nine system calls to make and
-        // free. keyctl_read returns the record's size even when it copied
-        // less: a larger one is read again into a buffer of its size.
-        var buffer = try SecureBytes(count: SessionStore.typicalRecordSize)
-        var n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
-        if n > buffer.count && n <= SessionKeys.maximumSize {
-            buffer = try SecureBytes(count: n)
-            n = buffer.withUnsafeMutableBytes { locket_keyctl_read(serial, $0.baseAddress, $0.count) }
-        }
-        guard n > 0, n <= buffer.count else { return nil }
-        return try buffer.prefix(n)
-    }
-
-    private func loadFromKeyring(_ slot: String, extend: Bool) throws -> (SessionKeys, Info)? {
-        guard let serial = keyringSerial(slot), let record = try readKey(serial) else { return nil }
-        guard let (keys, timeout) = try SessionKeys.decode(record, header: Self.magic) else {
-            throw KeychainError(.decode, "the session in the kernel keyring is damaged", reason: .sessionDamaged)
-        }
-        let now = time.seconds()
-        if timeout > 0 && extend {
-            // Record this use in the payload (for status) and restart the kernel's timer.
-            SessionKeys.stamp(record, header: Self.magic, lastUse: now)
-            _ = record.withUnsafeBytes { locket_keyctl_update(serial, $0.baseAddress, $0.count) }
-            _ = locket_keyctl_set_timeout(serial, timeout)
-        }
-        return (keys, Info(backend: .keyring, timeout: timeout, lastUse: now, now: now))
-    }
 
     private func loadFromDirectory(_ slot: String, extend: Bool, directory: inout Directory) throws -> (SessionKeys, Info)? {
         let path = file(slot)
